@@ -1,0 +1,71 @@
+/* fi/heuristics.h -- tile-size heuristics: pure C functions of the problem shape and the
+ * target, shared by the runtime's plan step and the compiler's fi-select-tiles pass (which
+ * links this code rather than re-implementing it). No state, no allocation, no CUDA.
+ * The decision table is documented in kernels/src/heuristics.c next to the code. */
+#ifndef FI_HEURISTICS_H
+#define FI_HEURISTICS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The facts of the GPU the heuristics need (the `#fi.target<...>` attribute). */
+typedef struct fi_target {
+  int32_t sm_version;         /* 90 for Hopper, 80 for Ampere */
+  int32_t sm_count;           /* 132 on an H100 SXM */
+  int32_t smem_per_block;     /* bytes a block may opt in to (232448 on an H100) */
+} fi_target;
+
+/* An H100 SXM: sm_90, 132 SMs, 227 KiB of shared memory per block. */
+fi_target fi_target_default(void);
+
+typedef enum fi_core_kind {
+  FI_CORES_CUDA = 0,   /* CUDA-core kernel (decode with small GQA groups) */
+  FI_CORES_TENSOR = 1, /* tensor-core (mma) kernel */
+} fi_core_kind;
+
+/* The microkernel variant of one op: the `#fi.tiles<...>` attribute. */
+typedef struct fi_tiles {
+  int32_t q_tile;   /* query rows per CTA: 1 (decode) or 16/32/64/128 */
+  int32_t kv_tile;  /* KV tokens per pipeline stage: 32/64/128 (decode: 16..128) */
+  int32_t split_kv; /* 1: the KV of one request may be split over CTAs and merged */
+  fi_core_kind cores;
+} fi_tiles;
+
+/* Inputs of a choice. Lengths are averages over the batch; 0 when unknown at compile
+ * time (then the plan step decides with the real lengths). */
+typedef struct fi_tile_problem {
+  int32_t batch;
+  int32_t num_qo_heads;
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t q_dtype_bytes;  /* 2 for f16/bf16, 4 for f32 */
+  int32_t kv_dtype_bytes; /* 1 for fp8, 2, 4 */
+  int64_t avg_qo_len;     /* 1 for decode */
+  int64_t avg_kv_len;
+} fi_tile_problem;
+
+/* Smallest query tile of {1,16,32,64,128} that covers the average query length (counting
+ * GQA heads packed into the tile when the query is short). */
+int32_t fi_select_q_tile(const fi_tile_problem *p);
+/* KV tile that maximises occupancy under the register / shared-memory model of the
+ * candidate kernels for this head_dim, dtype and query tile. */
+int32_t fi_select_kv_tile(const fi_target *t, const fi_tile_problem *p, int32_t q_tile);
+/* Tensor cores for decode when the GQA group (qo_heads / kv_heads) is >= 4. */
+fi_core_kind fi_select_decode_cores(const fi_tile_problem *p);
+/* Split-KV on when (request, kv-head) pairs cannot fill the SMs and KV is long. */
+int32_t fi_select_split_kv(const fi_target *t, const fi_tile_problem *p, int32_t q_tile);
+
+/* The whole choice for one op. */
+fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p);
+fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p);
+
+/* A stable name of the variant, e.g. "decode_tc_q1_kv64_split" (for IR and benchmarks). */
+const char *fi_tiles_name(fi_tiles tiles, int32_t is_decode, char *buf, int32_t buf_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FI_HEURISTICS_H */

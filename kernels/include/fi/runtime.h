@@ -1,0 +1,295 @@
+/* fi/runtime.h -- the contract of the fi runtime.
+ *
+ * Every backend (the host reference in C, the CUDA microkernels) and the code that the
+ * fi MLIR dialect lowers to call exactly these functions. C11, no allocation on the
+ * run path, no hidden global state except the documented default context.
+ *
+ * Conventions
+ *  - Every function returns an fi_status; on failure `fi_last_error(ctx)` holds a message
+ *    that names the argument, the index and the offending value, and what to do.
+ *  - Index arrays are int32 (FlashInfer documents that int64 indptr silently breaks its
+ *    kernels; here int32 is the only type the API can express).
+ *  - Ragged tensors: data packed without padding plus `indptr` (length batch+1,
+ *    indptr[0] == 0, non-decreasing).
+ *  - Paged KV cache = block-sparse-row matrix whose column blocks are pages of
+ *    `page_size` tokens. Request i owns pages kv_indices[kv_indptr[i] .. kv_indptr[i+1])
+ *    and its KV length is page_size * (pages_i - 1) + kv_last_page_len[i] (0 when it owns
+ *    no page).
+ *  - The attention state of a query row is (o, lse): o the softmax-weighted sum of V,
+ *    lse = log(sum_j exp(s_j)) with NATURAL log, s_j the scaled (and soft-capped) logits.
+ *    A row that attends to nothing has o = 0 and lse = -inf (never NaN).
+ *  - Plan / run: plan reads host copies of the index arrays, validates them, chooses tiles
+ *    and a load-balanced partition and writes it into the caller's workspace. Run reads
+ *    the device copies (the same pointers on the host backend) and launches. A plan is
+ *    reused by every layer of a step. Run allocates nothing, uses no atomics in
+ *    reductions (deterministic), and is CUDA-graph capturable: re-planning into the same
+ *    workspace changes what a captured run computes, never where it reads.
+ */
+#ifndef FI_RUNTIME_H
+#define FI_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fi/heuristics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status ---------- */
+
+typedef enum fi_status {
+  FI_SUCCESS = 0,
+  FI_ERROR_INVALID_ARGUMENT = 1,    /* malformed input: shape, dtype, index array, attribute */
+  FI_ERROR_UNSUPPORTED = 2,         /* valid, but this backend has no kernel for it */
+  FI_ERROR_WORKSPACE_TOO_SMALL = 3, /* ask fi_*_workspace_size for the exact size */
+  FI_ERROR_PLAN_MISMATCH = 4,       /* plan made for another op family or problem */
+  FI_ERROR_BACKEND_UNAVAILABLE = 5, /* CUDA backend not built, or no device */
+  FI_ERROR_CUDA = 6,                /* a CUDA call failed; the message names it */
+  FI_ERROR_OUT_OF_MEMORY = 7,
+} fi_status;
+
+/* A static string naming the status ("FI_ERROR_INVALID_ARGUMENT", ...). */
+const char *fi_status_string(fi_status status);
+
+/* --------------------------------------------------------------- context ---------- */
+
+typedef enum fi_backend { FI_BACKEND_HOST = 0, FI_BACKEND_CUDA = 1 } fi_backend;
+
+typedef struct fi_context fi_context;
+
+/* Creates a context for `backend` (CUDA: the current device). Fails with
+ * FI_ERROR_BACKEND_UNAVAILABLE when CUDA was not built or no device is present. */
+fi_status fi_context_create(fi_backend backend, fi_context **out);
+void fi_context_destroy(fi_context *ctx);
+fi_backend fi_context_backend(const fi_context *ctx);
+/* CUDA backend: the cudaStream_t that run functions launch on (default: stream 0). */
+fi_status fi_context_set_stream(fi_context *ctx, void *cuda_stream);
+/* Host backend: number of threads (default: the number of online cores). */
+fi_status fi_context_set_num_threads(fi_context *ctx, int32_t num_threads);
+/* The target facts the heuristics use: read off the device for CUDA; the H100 defaults
+ * (fi_target_default) for the host backend. */
+fi_target fi_context_target(const fi_context *ctx);
+
+/* The message of the last failed call on `ctx` ("" if none). With ctx == NULL: the message
+ * of the last failed fi_context_create on this thread. */
+const char *fi_last_error(const fi_context *ctx);
+
+/* The documented default context, used by the lowered code's `_mlir_ciface_*` adapters:
+ * created on first use, CUDA when the environment variable FI_BACKEND is "cuda", host
+ * otherwise; never destroyed. Returns NULL if creation failed (see fi_last_error(NULL)). */
+fi_context *fi_default_context(void);
+
+/* 1 when the CUDA backend was built and a device is present. */
+int fi_cuda_available(void);
+
+/* ---------------------------------------------------------------- tensors --------- */
+
+typedef enum fi_dtype {
+  FI_DTYPE_F16 = 0,
+  FI_DTYPE_BF16 = 1,
+  FI_DTYPE_F32 = 2,
+  FI_DTYPE_E4M3 = 3, /* fp8, KV cache only */
+  FI_DTYPE_E5M2 = 4, /* fp8, KV cache only */
+} fi_dtype;
+
+size_t fi_dtype_size(fi_dtype dtype);
+const char *fi_dtype_name(fi_dtype dtype);
+
+#define FI_MAX_RANK 5
+
+/* A strided view: element (i0, i1, ...) lives at data + sum_k i_k * strides[k] elements.
+ * The innermost dimension (head_dim) must have stride 1. */
+typedef struct fi_tensor {
+  void *data;
+  fi_dtype dtype;
+  int32_t rank;
+  int64_t shape[FI_MAX_RANK];
+  int64_t strides[FI_MAX_RANK]; /* in elements */
+} fi_tensor;
+
+/* A row-major contiguous view of `rank` <= FI_MAX_RANK dimensions. */
+fi_tensor fi_tensor_contiguous(void *data, fi_dtype dtype, int32_t rank, const int64_t *shape);
+
+/* ----------------------------------------------------------- paged KV cache -------- */
+
+typedef enum fi_kv_layout {
+  FI_LAYOUT_NHD = 0, /* [pages, page_size, kv_heads, head_dim] */
+  FI_LAYOUT_HND = 1, /* [pages, kv_heads, page_size, head_dim] */
+} fi_kv_layout;
+
+/* K and V as two rank-4 tensors in `layout`. Both have the same shape and dtype. */
+typedef struct fi_paged_kv_cache {
+  fi_tensor k;
+  fi_tensor v;
+  fi_kv_layout layout;
+} fi_paged_kv_cache;
+
+/* Views a combined cache [pages, 2, ...layout dims...] (K at index 0, V at 1 of the K/V
+ * dimension) as two strided rank-4 tensors. */
+fi_status fi_paged_kv_cache_from_combined(const fi_tensor *kv, fi_kv_layout layout,
+                                          fi_paged_kv_cache *out);
+
+/* The CSR arrays of the page table (int32). */
+typedef struct fi_page_table {
+  const int32_t *indptr;        /* [batch + 1] prefix sum of pages per request */
+  const int32_t *indices;       /* [indptr[batch]] page ids in [0, num_pages) */
+  const int32_t *last_page_len; /* [batch] in 1..page_size for requests with >= 1 page */
+} fi_page_table;
+
+/* ------------------------------------------------------- attention parameters ------ */
+
+typedef enum fi_mask_mode {
+  FI_MASK_NONE = 0,
+  FI_MASK_CAUSAL = 1, /* aligned to the bottom right: query i of a request with qo_len
+                         queries and kv_len keys sees key j iff j <= kv_len - qo_len + i */
+  FI_MASK_CUSTOM = 2, /* bit-packed mask, see fi_custom_mask */
+} fi_mask_mode;
+
+typedef enum fi_pos_encoding {
+  FI_POS_NONE = 0,
+  FI_POS_ROPE_LLAMA = 1, /* LLaMA rotary (rotate halves) applied to q and k inside
+                            attention; q row i of a request sits at position
+                            kv_len - qo_len + i, key j at position j;
+                            freq_d = rope_scale^-1 * rope_theta^(-2d/head_dim) */
+  FI_POS_ALIBI = 2,      /* bias slope_h * (j - q_pos), slopes as in Press et al.:
+                            2^(-8(h+1)/n) for n = 2^floor(log2(heads)), the odd-step
+                            interpolation for the remaining heads */
+} fi_pos_encoding;
+
+typedef struct fi_attention_params {
+  int32_t num_qo_heads;  /* a multiple of num_kv_heads (GQA/MQA) */
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t page_size;     /* paged forms only */
+  fi_dtype q_dtype;      /* f16, bf16, f32; o has the same dtype */
+  fi_dtype kv_dtype;     /* f16, bf16, f32, e4m3, e5m2 */
+  fi_mask_mode mask_mode;
+  fi_pos_encoding pos_encoding;
+  int32_t window_left;   /* -1: no sliding window; else query at position p sees keys
+                            at positions >= p - window_left */
+  float logits_soft_cap; /* 0: off; else s = cap * tanh(s / cap) */
+  float sm_scale;        /* scale of q.k (1/sqrt(head_dim) by default) */
+  float rope_scale;      /* 1 by default */
+  float rope_theta;      /* 1e4 by default */
+  float k_scale;         /* fp8 KV: dequantisation scales (1 by default) */
+  float v_scale;
+  int32_t fixed_split_size; /* split-KV chunk in tokens: 0 lets the planner choose; > 0
+                               fixes it (batch-invariant results); -1 disables split-KV */
+} fi_attention_params;
+
+/* Sensible defaults for everything but the three sizes and the dtypes (fp16). */
+fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t num_kv_heads,
+                                                int32_t head_dim);
+
+/* A custom mask: one bit per (query row, key) pair of every request, packed without
+ * padding between requests, little bit order (bit b of byte k is element 8k + b), row
+ * major within a request. indptr is in bits: indptr[0] = 0,
+ * indptr[i+1] = indptr[i] + qo_len_i * kv_len_i. Bit 1 = attend. */
+typedef struct fi_custom_mask {
+  const uint8_t *bits;
+  const int32_t *indptr; /* [batch + 1], host copy at plan, device copy at run */
+} fi_custom_mask;
+
+/* ------------------------------------------------------------------ plans --------- */
+
+typedef enum fi_op_family {
+  FI_OP_DECODE = 1,
+  FI_OP_PAGED_PREFILL = 2,
+  FI_OP_RAGGED_PREFILL = 3,
+  FI_OP_APPEND_PAGED_KV = 4,
+} fi_op_family;
+
+/* The result of a plan function: a small value the caller keeps and passes to run. The
+ * partition itself lives in the workspace. Fields below `tiles` are private. */
+typedef struct fi_plan {
+  fi_op_family family;
+  fi_tiles tiles;               /* the microkernel variant run will launch */
+  int32_t batch;
+  int32_t num_work_units;       /* CTAs' worth of work (request, query tile, KV chunk) */
+  int32_t num_partial_rows;     /* split-KV partial states written to the workspace */
+  fi_attention_params params;   /* what the plan was made for (run checks it) */
+  int64_t total_qo_rows;        /* nnz of q (decode: batch) */
+  int64_t total_kv;             /* sum of KV lengths */
+  int32_t num_pages;
+  void *workspace;              /* as passed to plan */
+  size_t workspace_bytes;
+  uint64_t private_[8];
+} fi_plan;
+
+/* Workspace sizes are exact upper bounds for every problem up to `max_batch` requests
+ * (and `max_qo_rows` query rows for prefill), so one allocation serves every step and
+ * graph capture sees stable pointers. CUDA backend: device memory; host: host memory. */
+fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                   int32_t max_batch, size_t *bytes);
+fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                    int32_t max_batch, int64_t max_qo_rows, size_t *bytes);
+
+/* `tiles` (may be NULL) forces the variant chosen at compile time; plan fails with
+ * FI_ERROR_UNSUPPORTED if the backend has no such variant. */
+
+/* Batch paged decode: one query row per request. */
+fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
+                         const fi_page_table *host_pages, int32_t num_pages,
+                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
+                         fi_plan *plan);
+/* q [batch, qo_heads, head_dim]; o like q; lse [batch, qo_heads] f32 or NULL. */
+fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                        const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                        fi_tensor *o, fi_tensor *lse);
+
+/* Batch paged prefill (append attention): ragged q against the paged cache.
+ * qo_indptr [batch+1]; mask may be NULL unless params->mask_mode == FI_MASK_CUSTOM. */
+fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                int32_t batch, const int32_t *host_qo_indptr,
+                                const fi_page_table *host_pages, int32_t num_pages,
+                                const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                void *workspace, size_t workspace_bytes, fi_plan *plan);
+/* q [nnz_qo, qo_heads, head_dim]; o like q; lse [nnz_qo, qo_heads] f32 or NULL. */
+fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                               const int32_t *qo_indptr, const fi_paged_kv_cache *kv,
+                               const fi_page_table *pages, const fi_custom_mask *mask,
+                               fi_tensor *o, fi_tensor *lse);
+
+/* Batch ragged prefill: ragged q, k, v. */
+fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                 int32_t batch, const int32_t *host_qo_indptr,
+                                 const int32_t *host_kv_indptr,
+                                 const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                 void *workspace, size_t workspace_bytes, fi_plan *plan);
+/* q [nnz_qo, qo_heads, head_dim]; k, v [nnz_kv, kv_heads, head_dim]. */
+fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                const fi_tensor *k, const fi_tensor *v,
+                                const int32_t *qo_indptr, const int32_t *kv_indptr,
+                                const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse);
+
+/* ------------------------------------------------------------ merge, append -------- */
+
+/* Merges two states of the same rows: v [rows, heads, head_dim] (f16/bf16/f32),
+ * s [rows, heads] f32. v_out/s_out may alias a's tensors (in place). Commutative and
+ * associative up to rounding; -inf states are identities. */
+fi_status fi_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor *s_a,
+                         const fi_tensor *v_b, const fi_tensor *s_b, fi_tensor *v_out,
+                         fi_tensor *s_out);
+/* Merges n states per row in index order: v [rows, n, heads, head_dim], s [rows, n, heads]
+ * -> v_out [rows, heads, head_dim], s_out [rows, heads] (s_out may be NULL). */
+fi_status fi_merge_states(fi_context *ctx, const fi_tensor *v, const fi_tensor *s,
+                          fi_tensor *v_out, fi_tensor *s_out);
+
+/* Appends ragged new K/V (append_indptr [batch+1]) into the paged cache: the page table
+ * already includes the new tokens, which occupy the last append_len_i positions of
+ * request i's KV. */
+fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_size,
+                                  const int32_t *host_append_indptr,
+                                  const fi_page_table *host_pages, int32_t num_pages,
+                                  fi_plan *plan);
+/* k, v [nnz_append, kv_heads, head_dim] with the cache's dtype. */
+fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,
+                                 const fi_tensor *v, const int32_t *append_indptr,
+                                 fi_paged_kv_cache *kv, const fi_page_table *pages);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FI_RUNTIME_H */

@@ -1,0 +1,104 @@
+/* kernels/src/backend.h -- private interface between the public API (api.c: argument and
+ * plan checks, dispatch), the planner and the two backends. Not installed.
+ *
+ * Workspace layout written by the planner (offsets in the plan's private_ words, all
+ * 256-byte aligned, in the memory of the context's backend):
+ *
+ *   work units   fi_work_unit  [num_work_units]      what one CTA (or host task) computes
+ *   merge units  fi_merge_unit [num_merge_units]     how split partial states combine
+ *   partial o    float [num_partial_rows, num_qo_heads, head_dim]
+ *   partial lse  float [num_partial_rows, num_qo_heads]
+ *
+ * A work unit covers query rows [qo_start, qo_start + qo_len) of `request` (relative to
+ * the request) against KV positions [kv_start, kv_end), for ALL query heads (kernels put
+ * heads on a grid dimension). With partial_row < 0 it writes o/lse directly; otherwise
+ * its qo_len rows go to partial rows partial_row .. partial_row + qo_len - 1.
+ * A merge unit combines, for each of its `rows` output rows r, the partial rows
+ * first_partial_row + c * rows + r for c = 0 .. num_chunks-1, in that order
+ * (deterministic), into global output row out_row + r.
+ * The CUDA backend's planner copies work and merge units to device memory with one
+ * cudaMemcpyAsync on the context's stream; the host planner writes them in place.
+ */
+#ifndef FI_KERNELS_BACKEND_H
+#define FI_KERNELS_BACKEND_H
+
+#include "fi/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fi_work_unit {
+  int32_t request;
+  int32_t qo_start, qo_len;
+  int32_t kv_start, kv_end;
+  int32_t partial_row; /* -1: direct output */
+} fi_work_unit;
+
+typedef struct fi_merge_unit {
+  int32_t out_row;          /* global query row (decode: the request) */
+  int32_t rows;
+  int32_t first_partial_row;
+  int32_t num_chunks;
+} fi_merge_unit;
+
+/* Decoded view of a plan's private fields. */
+typedef struct fi_plan_layout {
+  fi_work_unit *work;       /* in workspace */
+  fi_merge_unit *merge;     /* in workspace */
+  float *partial_o;
+  float *partial_lse;
+  int32_t num_work_units;
+  int32_t num_merge_units;
+  int32_t num_partial_rows;
+} fi_plan_layout;
+
+fi_plan_layout fi_plan_get_layout(const fi_plan *plan);
+
+/* Sets ctx's last error (printf-style) and returns `status`. */
+fi_status fi_set_error(fi_context *ctx, fi_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Backend entry points: called by api.c after every argument has been validated against
+ * the plan, so they trust their inputs. Same arguments as the public run functions. */
+#define FI_BACKEND_DECLS(prefix)                                                           \
+  fi_status prefix##_decode_run(fi_context *, const fi_plan *, const fi_tensor *,          \
+                                const fi_paged_kv_cache *, const fi_page_table *,          \
+                                fi_tensor *, fi_tensor *);                                 \
+  fi_status prefix##_paged_prefill_run(fi_context *, const fi_plan *, const fi_tensor *,   \
+                                       const int32_t *, const fi_paged_kv_cache *,         \
+                                       const fi_page_table *, const fi_custom_mask *,      \
+                                       fi_tensor *, fi_tensor *);                          \
+  fi_status prefix##_ragged_prefill_run(fi_context *, const fi_plan *, const fi_tensor *,  \
+                                        const fi_tensor *, const fi_tensor *,              \
+                                        const int32_t *, const int32_t *,                  \
+                                        const fi_custom_mask *, fi_tensor *, fi_tensor *); \
+  fi_status prefix##_merge_state(fi_context *, const fi_tensor *, const fi_tensor *,       \
+                                 const fi_tensor *, const fi_tensor *, fi_tensor *,        \
+                                 fi_tensor *);                                             \
+  fi_status prefix##_merge_states(fi_context *, const fi_tensor *, const fi_tensor *,      \
+                                  fi_tensor *, fi_tensor *);                               \
+  fi_status prefix##_append_paged_kv_run(fi_context *, const fi_plan *, const fi_tensor *, \
+                                         const fi_tensor *, const int32_t *,               \
+                                         fi_paged_kv_cache *, const fi_page_table *);
+
+FI_BACKEND_DECLS(fi_host)
+FI_BACKEND_DECLS(fi_cuda)
+
+/* CUDA backend context hooks (stubs returning FI_ERROR_BACKEND_UNAVAILABLE when CUDA is
+ * not built). */
+fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target);
+/* Copies `bytes` host -> device on the context's stream (planner output). */
+fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
+                         size_t bytes);
+/* The backend's tile support: FI_SUCCESS or FI_ERROR_UNSUPPORTED with a message. */
+fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
+                                  const fi_attention_params *params, const fi_tiles *tiles);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
