@@ -1,25 +1,285 @@
-// Placeholder until the tensor-core prefill kernels land (issue 5): the CUDA backend
-// reports prefill as unsupported rather than computing anything.
-#include "backend.h"
+// prefill.cu -- CUDA backend entry points of batch ragged and paged prefill: support check,
+// argument block, variant dispatch, and the split-KV merge.
+//
+// Work split: one CTA per (plan work unit, KV head) runs the tensor-core kernel of
+// prefill_kernel.cuh (see there for the tile walk and memory traffic); work units that
+// the planner split along KV write fp32 partial rows + LSE into the workspace, and the
+// merge kernel below combines each merge unit's chunks in chunk order (deterministic, no
+// atomics): one CTA per (merge unit, query head), a thread per 4 head_dim elements, reading
+// num_chunks partial rows once and writing the output row once.
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+
+#include "context.h"
+#include "prefill_variants.cuh"
+
+namespace {
+
+bool tile_compiled(int q, int kv) {
+#define FI_TILE_MATCH(Q, KV) \
+  if (q == Q && kv == KV) return true;
+  FI_PREFILL_TILE_LIST(FI_TILE_MATCH)
+#undef FI_TILE_MATCH
+  return false;
+}
+
+const char *tile_list_string() {
+  return "(16,32) (16,64) (16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) "
+         "(128,32) (128,64)";
+}
+
+int kv_kind_of(const fi_attention_params *p) {
+  if (p->kv_dtype == FI_DTYPE_E4M3) return FI_KV_E4M3;
+  if (p->kv_dtype == FI_DTYPE_E5M2) return FI_KV_E5M2;
+  return FI_KV_SAME;
+}
+
+fi_prefill_launch_fn launcher_for(const fi_attention_params *p) {
+  const bool bf = p->q_dtype == FI_DTYPE_BF16;
+  switch (p->head_dim) {
+    case 64: return bf ? fi_prefill_launch_hd64_bf16 : fi_prefill_launch_hd64_f16;
+    case 128: return bf ? fi_prefill_launch_hd128_bf16 : fi_prefill_launch_hd128_f16;
+    case 256: return bf ? fi_prefill_launch_hd256_bf16 : fi_prefill_launch_hd256_f16;
+    default: return nullptr;
+  }
+}
+
+bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
+
+// Every row the kernel touches with a 16-byte access must start on 16 bytes.
+fi_status check_vector_tensor(fi_context *ctx, const char *name, const fi_tensor *t, int outer) {
+  const int64_t per16 = 16 / (int64_t)fi_dtype_size(t->dtype);
+  bool ok = aligned16(t->data);
+  for (int d = 0; d < outer; ++d) ok = ok && (t->strides[d] % per16 == 0);
+  if (!ok)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the CUDA prefill kernels need a 16-byte aligned base and strides "
+                        "that are multiples of %lld elements (16 bytes); make the tensor "
+                        "contiguous or use the host backend",
+                        name, (long long)per16);
+  return FI_SUCCESS;
+}
+
+// ---------------------------------------------------------------- merge kernel --------
+
+template <typename DT>
+__device__ __forceinline__ void store4(DT *dst, float a, float b, float c, float d);
+template <>
+__device__ __forceinline__ void store4<__half>(__half *dst, float a, float b, float c, float d) {
+  __half2 x = __floats2half2_rn(a, b), y = __floats2half2_rn(c, d);
+  uint2 u;
+  u.x = *reinterpret_cast<uint32_t *>(&x);
+  u.y = *reinterpret_cast<uint32_t *>(&y);
+  *reinterpret_cast<uint2 *>(dst) = u;
+}
+template <>
+__device__ __forceinline__ void store4<__nv_bfloat16>(__nv_bfloat16 *dst, float a, float b, float c,
+                                                      float d) {
+  __nv_bfloat162 x = __floats2bfloat162_rn(a, b), y = __floats2bfloat162_rn(c, d);
+  uint2 u;
+  u.x = *reinterpret_cast<uint32_t *>(&x);
+  u.y = *reinterpret_cast<uint32_t *>(&y);
+  *reinterpret_cast<uint2 *>(dst) = u;
+}
+
+// blockDim = (head_dim / 4, 4): x covers the head dim, y strides over the unit's rows.
+template <typename DT>
+__global__ void prefill_merge_kernel(const fi_merge_unit *units, const float *partial_o,
+                                     const float *partial_lse, int num_qo_heads, int head_dim,
+                                     DT *o, int64_t o_stride_n, int64_t o_stride_h, float *lse,
+                                     int64_t lse_stride_n, int64_t lse_stride_h) {
+  const fi_merge_unit mu = units[blockIdx.x];
+  const int h = blockIdx.y;
+  const int d = threadIdx.x * 4;
+  for (int r = threadIdx.y; r < mu.rows; r += blockDim.y) {
+    float m = -INFINITY;
+    for (int c = 0; c < mu.num_chunks; ++c) {
+      int64_t pr = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
+      m = fmaxf(m, partial_lse[pr * num_qo_heads + h]);
+    }
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    float wsum = 0.f;
+    if (m != -INFINITY) {
+      for (int c = 0; c < mu.num_chunks; ++c) {
+        int64_t pr = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
+        float w = __expf(partial_lse[pr * num_qo_heads + h] - m);
+        float4 v = *reinterpret_cast<const float4 *>(partial_o + (pr * num_qo_heads + h) * head_dim + d);
+        acc[0] += w * v.x;
+        acc[1] += w * v.y;
+        acc[2] += w * v.z;
+        acc[3] += w * v.w;
+        wsum += w;
+      }
+    }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    const int64_t row = (int64_t)mu.out_row + r;
+    store4<DT>(o + row * o_stride_n + (int64_t)h * o_stride_h + d, acc[0] * inv, acc[1] * inv,
+               acc[2] * inv, acc[3] * inv);
+    if (lse && threadIdx.x == 0)
+      lse[row * lse_stride_n + (int64_t)h * lse_stride_h] = wsum > 0.f ? m + __logf(wsum) : -INFINITY;
+  }
+}
+
+fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
+  return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
+                      cudaGetErrorString(e));
+}
+
+// Fills the parts of the argument block shared by both forms and launches.
+fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
+                      const int32_t *qo_indptr, const fi_custom_mask *mask, fi_tensor *o,
+                      fi_tensor *lse, const char *what) {
+  const fi_attention_params *a = &plan->params;
+  fi_status s;
+  if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
+  if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
+  fi_prefill_launch_fn launch = launcher_for(a);
+  if (!launch || !tile_compiled(plan->tiles.q_tile, plan->tiles.kv_tile))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: no CUDA kernel for head_dim %d with tiles (%d, %d)", what,
+                        (int)a->head_dim, (int)plan->tiles.q_tile, (int)plan->tiles.kv_tile);
+
+  const fi_plan_layout lay = fi_plan_get_layout(plan);
+  p.q = q->data;
+  p.q_stride_n = q->strides[0];
+  p.q_stride_h = q->strides[1];
+  p.o = o->data;
+  p.o_stride_n = o->strides[0];
+  p.o_stride_h = o->strides[1];
+  p.lse = lse ? (float *)lse->data : nullptr;
+  p.lse_stride_n = lse ? lse->strides[0] : 0;
+  p.lse_stride_h = lse ? lse->strides[1] : 0;
+  p.qo_indptr = qo_indptr;
+  p.mask_bits = (a->mask_mode == FI_MASK_CUSTOM) ? mask->bits : nullptr;
+  p.mask_indptr = (a->mask_mode == FI_MASK_CUSTOM) ? mask->indptr : nullptr;
+  p.work = lay.work;
+  p.partial_o = lay.partial_o;
+  p.partial_lse = lay.partial_lse;
+  p.num_qo_heads = a->num_qo_heads;
+  p.num_kv_heads = a->num_kv_heads;
+  p.group = a->num_qo_heads / a->num_kv_heads;
+  p.causal = a->mask_mode == FI_MASK_CAUSAL;
+  p.custom_mask = a->mask_mode == FI_MASK_CUSTOM;
+  p.pos_encoding = a->pos_encoding;
+  p.window_left = a->window_left;
+  const int kvk = kv_kind_of(a);
+  const float k_scale = kvk != FI_KV_SAME ? a->k_scale : 1.f;
+  p.sm_scale = a->sm_scale * k_scale;
+  p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
+  p.logits_soft_cap = a->logits_soft_cap;
+  p.soft_cap_rcp = a->logits_soft_cap > 0.f ? 1.f / a->logits_soft_cap : 0.f;
+  p.v_scale = kvk != FI_KV_SAME ? a->v_scale : 1.f;
+  p.rope_rcp_scale = 1.f / a->rope_scale;
+  p.rope_log2_theta = log2f(a->rope_theta);
+  const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
+                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
+
+  cudaStream_t stream = (cudaStream_t)ctx->stream;
+  cudaError_t e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
+                         lay.num_work_units, stream);
+  if (e != cudaSuccess) return cuda_error(ctx, what, e);
+  if (lay.num_merge_units > 0) {
+    dim3 grid(lay.num_merge_units, a->num_qo_heads), block(a->head_dim / 4, 4);
+    if (a->q_dtype == FI_DTYPE_BF16)
+      prefill_merge_kernel<__nv_bfloat16><<<grid, block, 0, stream>>>(
+          lay.merge, lay.partial_o, lay.partial_lse, a->num_qo_heads, a->head_dim,
+          (__nv_bfloat16 *)o->data, p.o_stride_n, p.o_stride_h, p.lse, p.lse_stride_n,
+          p.lse_stride_h);
+    else
+      prefill_merge_kernel<__half><<<grid, block, 0, stream>>>(
+          lay.merge, lay.partial_o, lay.partial_lse, a->num_qo_heads, a->head_dim,
+          (__half *)o->data, p.o_stride_n, p.o_stride_h, p.lse, p.lse_stride_n,
+          p.lse_stride_h);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return cuda_error(ctx, "prefill merge", e);
+  }
+  return FI_SUCCESS;
+}
+
+}  // namespace
 
 extern "C" fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                                      const fi_attention_params *params,
                                                      const fi_tiles *tiles) {
-  (void)family; (void)params; (void)tiles;
-  return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                      "prefill: the CUDA backend has no prefill kernels yet; use the host backend");
+  const char *what = family == FI_OP_PAGED_PREFILL ? "paged prefill" : "ragged prefill";
+  if (params->head_dim != 64 && params->head_dim != 128 && params->head_dim != 256)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the CUDA backend has kernels for head_dim 64, 128 and 256, not "
+                        "%d; use one of those or the host backend",
+                        what, (int)params->head_dim);
+  if (params->q_dtype != FI_DTYPE_F16 && params->q_dtype != FI_DTYPE_BF16)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the CUDA backend runs f16 or bf16 queries, not %s; convert q "
+                        "or use the host backend",
+                        what, fi_dtype_name(params->q_dtype));
+  if (params->kv_dtype != params->q_dtype && params->kv_dtype != FI_DTYPE_E4M3 &&
+      params->kv_dtype != FI_DTYPE_E5M2)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the CUDA backend needs the KV dtype to equal the query dtype "
+                        "(%s) or be fp8 (e4m3/e5m2), not %s",
+                        what, fi_dtype_name(params->q_dtype), fi_dtype_name(params->kv_dtype));
+  if (tiles) {
+    if (tiles->cores != FI_CORES_TENSOR)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "%s: the CUDA prefill kernels are tensor-core kernels; use "
+                          "cores = FI_CORES_TENSOR",
+                          what);
+    if (!tile_compiled(tiles->q_tile, tiles->kv_tile))
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "%s: no CUDA variant with q_tile %d, kv_tile %d; compiled (q, kv) "
+                          "tiles: %s",
+                          what, (int)tiles->q_tile, (int)tiles->kv_tile, tile_list_string());
+  }
+  return FI_SUCCESS;
 }
 
-extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *, const fi_tensor *,
-                                               const int32_t *, const fi_paged_kv_cache *,
-                                               const fi_page_table *, const fi_custom_mask *,
-                                               fi_tensor *, fi_tensor *) {
-  return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "paged prefill: no CUDA kernel yet");
+extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan,
+                                               const fi_tensor *q, const int32_t *qo_indptr,
+                                               const fi_paged_kv_cache *kv,
+                                               const fi_page_table *pages,
+                                               const fi_custom_mask *mask, fi_tensor *o,
+                                               fi_tensor *lse) {
+  fi_status s;
+  if ((s = check_vector_tensor(ctx, "kv.k", &kv->k, 3)) != FI_SUCCESS) return s;
+  if ((s = check_vector_tensor(ctx, "kv.v", &kv->v, 3)) != FI_SUCCESS) return s;
+  PrefillParams p = {};
+  p.k = kv->k.data;
+  p.v = kv->v.data;
+  const bool nhd = kv->layout == FI_LAYOUT_NHD;
+  p.k_stride_page = kv->k.strides[0];
+  p.k_stride_tok = nhd ? kv->k.strides[1] : kv->k.strides[2];
+  p.k_stride_head = nhd ? kv->k.strides[2] : kv->k.strides[1];
+  p.v_stride_page = kv->v.strides[0];
+  p.v_stride_tok = nhd ? kv->v.strides[1] : kv->v.strides[2];
+  p.v_stride_head = nhd ? kv->v.strides[2] : kv->v.strides[1];
+  p.kv_indptr = pages->indptr;
+  p.kv_indices = pages->indices;
+  p.kv_last_page_len = pages->last_page_len;
+  p.paged = 1;
+  p.page_size = plan->params.page_size;
+  return run_prefill(ctx, plan, p, q, qo_indptr, mask, o, lse, "paged prefill");
 }
 
-extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *, const fi_tensor *,
-                                                const fi_tensor *, const fi_tensor *,
-                                                const int32_t *, const int32_t *,
-                                                const fi_custom_mask *, fi_tensor *, fi_tensor *) {
-  return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "ragged prefill: no CUDA kernel yet");
+extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan,
+                                                const fi_tensor *q, const fi_tensor *k,
+                                                const fi_tensor *v, const int32_t *qo_indptr,
+                                                const int32_t *kv_indptr,
+                                                const fi_custom_mask *mask, fi_tensor *o,
+                                                fi_tensor *lse) {
+  fi_status s;
+  if ((s = check_vector_tensor(ctx, "k", k, 2)) != FI_SUCCESS) return s;
+  if ((s = check_vector_tensor(ctx, "v", v, 2)) != FI_SUCCESS) return s;
+  PrefillParams p = {};
+  p.k = k->data;
+  p.v = v->data;
+  p.k_stride_tok = k->strides[0];
+  p.k_stride_head = k->strides[1];
+  p.v_stride_tok = v->strides[0];
+  p.v_stride_head = v->strides[1];
+  p.kv_indptr = kv_indptr;
+  p.paged = 0;
+  p.page_size = 1;
+  return run_prefill(ctx, plan, p, q, qo_indptr, mask, o, lse, "ragged prefill");
 }

@@ -1,0 +1,8 @@
+// The tensor-core prefill variants for head_dim 128, f16 queries (see prefill_kernel.cuh
+// for the work split and the memory traffic, prefill_variants.cuh for the tile list).
+#define FI_PREFILL_DEFINE_LAUNCHER
+#include "prefill_variants.cuh"
+
+#define HD_ 128
+#define DT_ __half
+FI_PREFILL_DEFINE(128, f16)

@@ -1,0 +1,8 @@
+// The tensor-core prefill variants for head_dim 64, f16 queries (see prefill_kernel.cuh
+// for the work split and the memory traffic, prefill_variants.cuh for the tile list).
+#define FI_PREFILL_DEFINE_LAUNCHER
+#include "prefill_variants.cuh"
+
+#define HD_ 64
+#define DT_ __half
+FI_PREFILL_DEFINE(64, f16)

@@ -1,0 +1,644 @@
+// prefill_kernel.cuh -- FlashAttention-2-style tensor-core prefill (ragged and paged).
+//
+// Work split. Grid = (plan work units, kv heads). A CTA takes one work unit (a request, a
+// range of its query tokens, a range of its KV positions) for one KV head and packs the
+// GQA group of query heads into its query tile: packed row p = token * group + head_in_group,
+// so a short query still fills the tile and K/V are read once per group. The CTA walks its
+// packed rows in chunks of CTA_Q; NUM_WARPS warps each own 16 * MMA_Q rows of a chunk (Q
+// fragments stay per warp, no cross-warp reduction). Per chunk the KV range is walked in
+// tiles of CTA_KV tokens: S = Q K^T with mma.sync m16n8k16 (fp32 accumulate), the logits
+// transform and masks applied in registers, online softmax in registers (log2 domain),
+// O += P V with P re-packed from the S accumulators as the A operand.
+//
+// Memory traffic. Q: read once per CTA (cp.async -> swizzled smem, ldmatrix per tile).
+// K/V: each KV tile is gathered once per CTA with 16-byte cp.async (paged form: the page of
+// every row looked up through kv_indices) into XOR-swizzled smem (chunk ^ (row & 7): the
+// 8 row addresses of every ldmatrix phase hit 8 different bank groups), so HBM reads of
+// K/V are (query chunks of the request) x (kv tokens) x group-shared, i.e. once per
+// 16*MMA_Q*NUM_WARPS/group query tokens. Causal: tiles wholly above the bottom-right
+// diagonal are never loaded; sliding window: tiles wholly left of the window neither.
+// K and V are double buffered against each other: the load of K(i+1) overlaps P V(i) and
+// the load of V(i+1) overlaps Q K(i+1)^T (two cp.async groups in flight). fp8 KV is
+// gathered raw (half the bytes) and widened to the query dtype in smem.
+// O: written once, staged through the Q tile's smem for 16-byte coalesced stores; split-KV
+// work units instead write fp32 partial rows + LSE to the workspace for the merge kernel.
+//
+// The kernel is plain CUDA C++ (templates only for the tile parameters, inline PTX for
+// cp.async / ldmatrix / mma) so that clang -x cuda builds it as well as nvcc.
+#ifndef FI_CUDA_PREFILL_KERNEL_CUH
+#define FI_CUDA_PREFILL_KERNEL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include "prefill_params.h"
+
+namespace fi_prefill {
+
+// ------------------------------------------------------------------ PTX wrappers ------
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16-byte async copy; src_bytes == 0 zero-fills the destination (rows past the end).
+__device__ __forceinline__ void cp_async_16(void *smem_dst, const void *gmem_src, bool valid) {
+  int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem_dst)),
+               "l"(gmem_src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_addr(uint32_t r[4], uint32_t a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans_addr(uint32_t r[4], uint32_t a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+template <typename T>
+struct MmaOp;
+template <>
+struct MmaOp<__half> {
+  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ uint32_t pack(float x, float y) {
+    __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+template <>
+struct MmaOp<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
+                                             uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ uint32_t pack(float x, float y) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ float to_float(T x);
+template <>
+__device__ __forceinline__ float to_float<__half>(__half x) { return __half2float(x); }
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Two fp8 values (low byte first) -> two values of T packed in 32 bits. Exact: e4m3 and
+// e5m2 are subsets of both fp16 and bf16.
+template <typename T, int KVK>
+__device__ __forceinline__ uint32_t fp8x2_widen(uint16_t two) {
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)two,
+                                              KVK == FI_KV_E4M3 ? __NV_E4M3 : __NV_E5M2);
+  __half2 hh = *reinterpret_cast<__half2 *>(&h);
+  return MmaOp<T>::pack(__low2float(hh), __high2float(hh));
+}
+
+// sin/cos of a possibly large angle: explicit reduction to [-pi, pi] so that the fast
+// intrinsics (--use_fast_math) stay accurate.
+__device__ __forceinline__ void sincos_reduced(float x, float *s, float *c) {
+  float k = rintf(x * 0.15915494309189535f);
+  float r = fmaf(-k, 6.28318548202514648f, x);
+  r = fmaf(k, 1.7484555e-7f, r);
+  __sincosf(r, s, c);
+}
+
+// ------------------------------------------------------------------ smem layout -------
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a row-major tile of HD 2-byte
+// elements per row, XOR-swizzled on the low 3 bits of the chunk index.
+template <int HD>
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * HD + ((chunk ^ (row & 7)) << 3);
+}
+
+// --------------------------------------------------------------- the kernel -----------
+
+template <int HD, int CTA_Q, int CTA_KV>
+struct Shape {
+  static constexpr int MMA_Q = (CTA_Q == 128 && HD <= 128) ? 2 : 1;
+  static constexpr int NUM_WARPS = CTA_Q / (16 * MMA_Q);
+  static constexpr int THREADS = NUM_WARPS * 32;
+  static constexpr int CH = HD / 8;  // 16-byte chunks per 2-byte row
+  static constexpr int NB_KV = CTA_KV / 8;
+  static constexpr int NB_D = HD / 8;
+};
+
+template <int HD, int CTA_Q, int CTA_KV, int KVK>
+struct SmemLayout {
+  static constexpr int Q_BYTES = CTA_Q * HD * 2;
+  static constexpr int KV_BYTES = CTA_KV * HD * 2;
+  static constexpr int RAW_BYTES = (KVK == FI_KV_SAME) ? 0 : CTA_KV * HD;  // fp8 staging
+  static constexpr int TOTAL = Q_BYTES + 2 * KV_BYTES + 2 * RAW_BYTES;
+};
+
+// Where row j (absolute KV position of request `req`) of K or V lives.
+__device__ __forceinline__ const char *kv_row_ptr(const PrefillParams &p, const char *base,
+                                                  int64_t s_page, int64_t s_tok,
+                                                  int64_t head_off, int kv_page_begin,
+                                                  int64_t kv_tok_begin, int j) {
+  if (p.paged) {
+    int page = p.kv_indices[kv_page_begin + j / p.page_size];
+    int off = j % p.page_size;
+    return base + (int64_t)page * s_page + (int64_t)off * s_tok + head_off;
+  }
+  return base + (kv_tok_begin + j) * s_tok + head_off;
+}
+
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS>
+__global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
+    prefill_kernel(const PrefillParams p) {
+  using S = Shape<HD, CTA_Q, CTA_KV>;
+  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK>;
+  constexpr int MMA_Q = S::MMA_Q, THREADS = S::THREADS, CH = S::CH;
+  constexpr int NB_KV = S::NB_KV, NB_D = S::NB_D;
+  constexpr int KV_ELEM = (KVK == FI_KV_SAME) ? 2 : 1;
+  constexpr int CH_RAW = HD * KV_ELEM / 16;  // 16-byte chunks per stored KV row
+  static_assert((CTA_Q * CH) % THREADS == 0, "Q tile load must divide among threads");
+  static_assert((CTA_KV * CH_RAW) % THREADS == 0, "KV tile load must divide among threads");
+  static_assert(CH >= 8, "swizzle needs >= 8 chunks per row");
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  DT *q_smem = reinterpret_cast<DT *>(smem);
+  DT *k_smem = reinterpret_cast<DT *>(smem + L::Q_BYTES);
+  DT *v_smem = reinterpret_cast<DT *>(smem + L::Q_BYTES + L::KV_BYTES);
+  unsigned char *k_raw = smem + L::Q_BYTES + 2 * L::KV_BYTES;
+  unsigned char *v_raw = k_raw + L::RAW_BYTES;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const fi_work_unit wu = p.work[blockIdx.x];
+  const int kv_head = blockIdx.y;
+  const int group = p.group;
+  const int req = wu.request;
+
+  const int q_tok_begin = p.qo_indptr[req];
+  const int qo_len = p.qo_indptr[req + 1] - q_tok_begin;
+  int kv_len, kv_page_begin = 0;
+  int64_t kv_tok_begin = 0;
+  if (p.paged) {
+    kv_page_begin = p.kv_indptr[req];
+    int pages = p.kv_indptr[req + 1] - kv_page_begin;
+    kv_len = pages > 0 ? (pages - 1) * p.page_size + p.kv_last_page_len[req] : 0;
+  } else {
+    kv_tok_begin = p.kv_indptr[req];
+    kv_len = p.kv_indptr[req + 1] - p.kv_indptr[req];
+  }
+  const int q_pos_shift = kv_len - qo_len;  // bottom-right alignment
+  const char *k_base = reinterpret_cast<const char *>(p.k);
+  const char *v_base = reinterpret_cast<const char *>(p.v);
+  const int64_t k_head_off = (int64_t)kv_head * p.k_stride_head * KV_ELEM;
+  const int64_t v_head_off = (int64_t)kv_head * p.v_stride_head * KV_ELEM;
+  const int64_t k_s_page = p.k_stride_page * KV_ELEM, k_s_tok = p.k_stride_tok * KV_ELEM;
+  const int64_t v_s_page = p.v_stride_page * KV_ELEM, v_s_tok = p.v_stride_tok * KV_ELEM;
+
+  // ldmatrix lane addresses (see the S and PV loops).
+  const int lane_r8 = lane & 7;
+  const uint32_t q_lane_addr =
+      smem_addr(q_smem) +
+      (uint32_t)(warp * 16 * MMA_Q + lane_r8 + ((lane >> 3) & 1) * 8) * HD * 2 +
+      ((uint32_t)((lane >> 4) ^ lane_r8) << 4);
+  const uint32_t k_lane_addr = smem_addr(k_smem) +
+                               (uint32_t)(lane_r8 + (lane >> 4) * 8) * HD * 2 +
+                               ((uint32_t)(((lane >> 3) & 1) ^ lane_r8) << 4);
+  const uint32_t v_lane_addr = smem_addr(v_smem) +
+                               (uint32_t)(lane_r8 + ((lane >> 3) & 1) * 8) * HD * 2 +
+                               ((uint32_t)((lane >> 4) ^ lane_r8) << 4);
+
+  const int packed_begin = wu.qo_start * group;
+  const int packed_end = (wu.qo_start + wu.qo_len) * group;
+
+  for (int chunk = packed_begin; chunk < packed_end; chunk += CTA_Q) {
+    // ---- Q chunk -> smem
+#pragma unroll
+    for (int it = 0; it < CTA_Q * CH / THREADS; ++it) {
+      int idx = tid + it * THREADS;
+      int row = idx / CH, c = idx % CH;
+      int pr = chunk + row;
+      bool valid = pr < packed_end;
+      int tok = valid ? pr / group : 0, h = valid ? kv_head * group + pr % group : 0;
+      const DT *src = reinterpret_cast<const DT *>(p.q) +
+                      (int64_t)(q_tok_begin + tok) * p.q_stride_n + (int64_t)h * p.q_stride_h +
+                      c * 8;
+      cp_async_16(q_smem + swz<HD>(row, c), valid ? (const void *)src : p.q, valid);
+    }
+    cp_async_commit();
+
+    // Token range of this chunk and the KV range it needs.
+    const int last_pr = min(chunk + CTA_Q, packed_end) - 1;
+    const int t_lo = chunk / group, t_hi = last_pr / group;
+    int kv_lo = wu.kv_start, kv_hi = wu.kv_end;
+    if (p.causal) kv_hi = min(kv_hi, q_pos_shift + t_hi + 1);
+    if (EXTRAS && p.window_left >= 0) kv_lo = max(kv_lo, q_pos_shift + t_lo - p.window_left);
+    const int num_tiles = kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
+
+    // Per-row facts of the rows this thread holds in the accumulators (rows g and g+8 of
+    // each of its MMA_Q m-tiles).
+    int row_tok[MMA_Q][2];
+    int row_valid[MMA_Q][2];
+    float row_slope[MMA_Q][2];
+#pragma unroll
+    for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
+        int pr = chunk + row;
+        row_valid[mq][hh] = pr < packed_end;
+        row_tok[mq][hh] = (row_valid[mq][hh] ? pr : packed_end - 1) / group;
+        row_slope[mq][hh] = 0.f;
+        if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
+          int h = kv_head * group + pr % group;
+          int n = 1 << (31 - __clz(p.num_qo_heads));  // 2^floor(log2(heads))
+          float e = h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n;
+          row_slope[mq][hh] = exp2f(e);
+        }
+      }
+
+    auto load_kv_tile = [&](int tile, bool is_v) {
+      const int kv0 = kv_lo + tile * CTA_KV;
+      const char *base = is_v ? v_base : k_base;
+      const int64_t s_page = is_v ? v_s_page : k_s_page, s_tok = is_v ? v_s_tok : k_s_tok;
+      const int64_t hoff = is_v ? v_head_off : k_head_off;
+#pragma unroll
+      for (int it = 0; it < CTA_KV * CH_RAW / THREADS; ++it) {
+        int idx = tid + it * THREADS;
+        int row = idx / CH_RAW, c = idx % CH_RAW;
+        int j = kv0 + row;
+        bool valid = j < kv_hi;
+        const char *src = valid ? kv_row_ptr(p, base, s_page, s_tok, hoff, kv_page_begin,
+                                             kv_tok_begin, j) + c * 16
+                                : base;
+        void *dst;
+        if (KVK == FI_KV_SAME)
+          dst = (is_v ? v_smem : k_smem) + swz<HD>(row, c);
+        else
+          dst = (is_v ? v_raw : k_raw) + row * HD + c * 16;
+        cp_async_16(dst, src, valid);
+      }
+    };
+    // fp8: widen the raw tile into the 2-byte swizzled tile.
+    auto widen_tile = [&](bool is_v) {
+      if (KVK != FI_KV_SAME) {
+        const unsigned char *raw = is_v ? v_raw : k_raw;
+        DT *dst = is_v ? v_smem : k_smem;
+#pragma unroll
+        for (int it = 0; it < (CTA_KV * HD / 16 + THREADS - 1) / THREADS; ++it) {
+          int idx = tid + it * THREADS;
+          if (idx < CTA_KV * HD / 16) {
+            int row = idx / (HD / 16), c = idx % (HD / 16);
+            uint4 in = *reinterpret_cast<const uint4 *>(raw + row * HD + c * 16);
+            uint32_t w[4] = {in.x, in.y, in.z, in.w};
+            uint32_t out[8];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              out[2 * k] = fp8x2_widen<DT, KVK>((uint16_t)(w[k] & 0xffff));
+              out[2 * k + 1] = fp8x2_widen<DT, KVK>((uint16_t)(w[k] >> 16));
+            }
+            *reinterpret_cast<uint4 *>(dst + swz<HD>(row, 2 * c)) =
+                make_uint4(out[0], out[1], out[2], out[3]);
+            *reinterpret_cast<uint4 *>(dst + swz<HD>(row, 2 * c + 1)) =
+                make_uint4(out[4], out[5], out[6], out[7]);
+          }
+        }
+      }
+    };
+    // RoPE (LLaMA, rotate halves) in place on a smem tile: row r has position pos0 + r
+    // (K) or its token's position (Q).
+    auto rope_tile = [&](DT *tile, int rows, bool is_q, int kv0) {
+      for (int idx = tid; idx < rows * (HD / 2); idx += THREADS) {
+        int row = idx / (HD / 2), d = idx % (HD / 2);
+        int pos;
+        if (is_q) {
+          int pr = min(chunk + row, packed_end - 1);
+          pos = q_pos_shift + pr / group;
+        } else {
+          pos = kv0 + row;
+        }
+        float freq = p.rope_rcp_scale * exp2f(-(2.f * d / HD) * p.rope_log2_theta);
+        float sn, cs;
+        sincos_reduced((float)pos * freq, &sn, &cs);
+        DT *x0 = tile + swz<HD>(row, d >> 3) + (d & 7);
+        DT *x1 = tile + swz<HD>(row, (d + HD / 2) >> 3) + (d & 7);
+        float a = to_float(*x0), b = to_float(*x1);
+        *x0 = from_float<DT>(a * cs - b * sn);
+        *x1 = from_float<DT>(b * cs + a * sn);
+      }
+    };
+
+    // ---- accumulators
+    float o[MMA_Q][NB_D][4];
+    float m_run[MMA_Q][2], l_run[MMA_Q][2];
+#pragma unroll
+    for (int mq = 0; mq < MMA_Q; ++mq) {
+#pragma unroll
+      for (int nb = 0; nb < NB_D; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[mq][nb][e] = 0.f;
+      m_run[mq][0] = m_run[mq][1] = -INFINITY;
+      l_run[mq][0] = l_run[mq][1] = 0.f;
+    }
+
+    if (num_tiles > 0) {
+      load_kv_tile(0, false);
+    }
+    cp_async_commit();
+    if (num_tiles > 0) {
+      load_kv_tile(0, true);
+    }
+    cp_async_commit();
+    if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
+      cp_async_wait<2>();
+      __syncthreads();
+      rope_tile(q_smem, CTA_Q, true, 0);
+      __syncthreads();
+    }
+
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      const int kv0 = kv_lo + tile * CTA_KV;
+      cp_async_wait<1>();  // Q and K(tile) have landed
+      __syncthreads();
+      if (KVK != FI_KV_SAME) {
+        widen_tile(false);
+        __syncthreads();
+      }
+      if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
+        rope_tile(k_smem, CTA_KV, false, kv0);
+        __syncthreads();
+      }
+
+      // ---- S = Q K^T
+      float s[MMA_Q][NB_KV][4];
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mq][nb][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        // Swizzled addresses: the lane part of each base carries (chunk ^ row) in bits 4..6,
+        // so chunk 2*kk is one XOR with a constant plus an immediate offset.
+        const uint32_t x_c = ((2 * kk) & 7) << 4, add_c = ((2 * kk) >> 3) << 7;
+        uint32_t a[MMA_Q][4];
+#pragma unroll
+        for (int mq = 0; mq < MMA_Q; ++mq)
+          ldmatrix_x4_addr(a[mq], ((q_lane_addr ^ x_c) + add_c) + mq * 16 * HD * 2);
+#pragma unroll
+        for (int nb2 = 0; nb2 < NB_KV / 2; ++nb2) {
+          uint32_t b[4];
+          ldmatrix_x4_addr(b, ((k_lane_addr ^ x_c) + add_c) + nb2 * 16 * HD * 2);
+#pragma unroll
+          for (int mq = 0; mq < MMA_Q; ++mq) {
+            MmaOp<DT>::run(s[mq][2 * nb2], a[mq], b[0], b[1]);
+            MmaOp<DT>::run(s[mq][2 * nb2 + 1], a[mq], b[2], b[3]);
+          }
+        }
+      }
+
+      // ---- logits transform, masks (to log2 domain)
+      const bool tile_partial = kv0 + CTA_KV > kv_hi;
+      const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int hh = e >> 1;
+            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+            const int qpos = q_pos_shift + row_tok[mq][hh];
+            float x = s[mq][nb][e];
+            if (EXTRAS) {
+              x *= p.sm_scale;
+              if (p.logits_soft_cap > 0.f) x = p.logits_soft_cap * tanhf(x * p.soft_cap_rcp);
+              if (p.pos_encoding == FI_POS_ALIBI) x += row_slope[mq][hh] * (float)(j - qpos);
+              x *= 1.4426950408889634f;
+              bool keep = j < kv_hi;
+              if (p.causal) keep = keep && j <= qpos;
+              if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
+              if (p.custom_mask && keep) {
+                int64_t bit = (int64_t)p.mask_indptr[req] + (int64_t)row_tok[mq][hh] * kv_len + j;
+                keep = (p.mask_bits[bit >> 3] >> (bit & 7)) & 1;
+              }
+              x = keep ? x : -INFINITY;
+            } else {
+              x *= p.sm_scale_log2;
+              if (tile_partial || tile_diag) {
+                bool keep = j < kv_hi && (!p.causal || j <= qpos);
+                x = keep ? x : -INFINITY;
+              }
+            }
+            s[mq][nb][e] = x;
+          }
+
+      // ---- online softmax
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          float mx = m_run[mq][hh];
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+            mx = fmaxf(mx, fmaxf(s[mq][nb][2 * hh], s[mq][nb][2 * hh + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_use = (mx == -INFINITY) ? 0.f : mx;
+          const float scale = exp2f(m_run[mq][hh] - m_use);
+          m_run[mq][hh] = mx;
+          float sum = 0.f;
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb) {
+            float p0 = exp2f(s[mq][nb][2 * hh] - m_use);
+            float p1 = exp2f(s[mq][nb][2 * hh + 1] - m_use);
+            s[mq][nb][2 * hh] = p0;
+            s[mq][nb][2 * hh + 1] = p1;
+            sum += p0 + p1;
+          }
+          l_run[mq][hh] = l_run[mq][hh] * scale + sum;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb) {
+            o[mq][nb][2 * hh] *= scale;
+            o[mq][nb][2 * hh + 1] *= scale;
+          }
+        }
+
+      __syncthreads();  // every warp is done with K(tile)
+      if (tile + 1 < num_tiles) load_kv_tile(tile + 1, false);
+      cp_async_commit();
+      cp_async_wait<1>();  // V(tile) has landed
+      __syncthreads();
+      if (KVK != FI_KV_SAME) {
+        widen_tile(true);
+        __syncthreads();
+      }
+
+      // ---- O += P V
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb) {
+        uint32_t a[MMA_Q][4];
+#pragma unroll
+        for (int mq = 0; mq < MMA_Q; ++mq) {
+          a[mq][0] = MmaOp<DT>::pack(s[mq][2 * kb][0], s[mq][2 * kb][1]);
+          a[mq][1] = MmaOp<DT>::pack(s[mq][2 * kb][2], s[mq][2 * kb][3]);
+          a[mq][2] = MmaOp<DT>::pack(s[mq][2 * kb + 1][0], s[mq][2 * kb + 1][1]);
+          a[mq][3] = MmaOp<DT>::pack(s[mq][2 * kb + 1][2], s[mq][2 * kb + 1][3]);
+        }
+#pragma unroll
+        for (int db2 = 0; db2 < NB_D / 2; ++db2) {
+          uint32_t b[4];
+          const uint32_t x_c = ((2 * db2) & 7) << 4, add_c = ((2 * db2) >> 3) << 7;
+          ldmatrix_x4_trans_addr(b, ((v_lane_addr ^ x_c) + add_c) + kb * 16 * HD * 2);
+#pragma unroll
+          for (int mq = 0; mq < MMA_Q; ++mq) {
+            MmaOp<DT>::run(o[mq][2 * db2], a[mq], b[0], b[1]);
+            MmaOp<DT>::run(o[mq][2 * db2 + 1], a[mq], b[2], b[3]);
+          }
+        }
+      }
+      __syncthreads();  // every warp is done with V(tile)
+      if (tile + 1 < num_tiles) load_kv_tile(tile + 1, true);
+      cp_async_commit();
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // ---- finalize: full row sums, normalise, write
+#pragma unroll
+    for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        float l = l_run[mq][hh];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        l_run[mq][hh] = l;
+      }
+
+    if (wu.partial_row < 0) {
+      // Stage O through the Q tile (each warp touches only its own rows) for 16-byte stores.
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const float l = l_run[mq][hh];
+          const float inv = l > 0.f ? p.v_scale / l : 0.f;
+          const int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb) {
+            uint32_t v2 = MmaOp<DT>::pack(o[mq][nb][2 * hh] * inv, o[mq][nb][2 * hh + 1] * inv);
+            *reinterpret_cast<uint32_t *>(q_smem + swz<HD>(row, nb) + 2 * t4) = v2;
+          }
+          if (p.lse != nullptr && t4 == 0 && row_valid[mq][hh]) {
+            int pr = chunk + row;
+            int h = kv_head * group + pr % group;
+            float lse = l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+            p.lse[(int64_t)(q_tok_begin + pr / group) * p.lse_stride_n +
+                  (int64_t)h * p.lse_stride_h] = lse;
+          }
+        }
+      __syncthreads();
+#pragma unroll
+      for (int it = 0; it < CTA_Q * CH / THREADS; ++it) {
+        int idx = tid + it * THREADS;
+        int row = idx / CH, c = idx % CH;
+        int pr = chunk + row;
+        if (pr < packed_end) {
+          int tok = pr / group, h = kv_head * group + pr % group;
+          DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
+                    (int64_t)h * p.o_stride_h + c * 8;
+          *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_smem + swz<HD>(row, c));
+        }
+      }
+      __syncthreads();  // the next chunk overwrites the Q tile
+    } else {
+      // Split-KV: fp32 partial rows + natural-log LSE for the merge.
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          if (!row_valid[mq][hh]) continue;
+          const int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
+          const int pr = chunk + row;
+          const int h = kv_head * group + pr % group;
+          const int64_t prow = (int64_t)wu.partial_row + (pr / group - wu.qo_start);
+          const float l = l_run[mq][hh];
+          const float inv = l > 0.f ? p.v_scale / l : 0.f;
+          float *dst = p.partial_o + (prow * p.num_qo_heads + h) * HD;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb)
+            *reinterpret_cast<float2 *>(dst + nb * 8 + 2 * t4) =
+                make_float2(o[mq][nb][2 * hh] * inv, o[mq][nb][2 * hh + 1] * inv);
+          if (t4 == 0)
+            p.partial_lse[prow * p.num_qo_heads + h] =
+                l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+        }
+    }
+  }
+}
+
+// Host-side launcher of one variant.
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS>
+cudaError_t launch_prefill(const PrefillParams &p, int num_work_units, cudaStream_t stream) {
+  using S = Shape<HD, CTA_Q, CTA_KV>;
+  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK>;
+  auto kernel = prefill_kernel<HD, CTA_Q, CTA_KV, DT, KVK, EXTRAS>;
+  static bool configured = false;  // benign race: every caller sets the same value
+  if (!configured) {
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::TOTAL);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  if (num_work_units == 0) return cudaSuccess;
+  dim3 grid(num_work_units, p.num_kv_heads);
+  kernel<<<grid, S::THREADS, L::TOTAL, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace fi_prefill
+
+#endif

@@ -1,0 +1,43 @@
+// prefill_params.h -- the argument block of the CUDA prefill kernels (ragged and paged),
+// filled by prefill.cu from the validated run arguments and the plan.
+#ifndef FI_CUDA_PREFILL_PARAMS_H
+#define FI_CUDA_PREFILL_PARAMS_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+// How the KV cache is stored relative to the query dtype.
+enum { FI_KV_SAME = 0, FI_KV_E4M3 = 1, FI_KV_E5M2 = 2 };
+
+struct PrefillParams {
+  const void *q;
+  int64_t q_stride_n, q_stride_h;  // elements
+  const void *k, *v;
+  // Ragged: row j of request r at (kv_indptr[r] + j) * stride_tok. Paged: page * stride_page
+  // + (j % page_size) * stride_tok. Elements of the KV dtype.
+  int64_t k_stride_page, k_stride_tok, k_stride_head;
+  int64_t v_stride_page, v_stride_tok, v_stride_head;
+  void *o;
+  int64_t o_stride_n, o_stride_h;
+  float *lse;  // may be null
+  int64_t lse_stride_n, lse_stride_h;
+  const int32_t *qo_indptr;
+  const int32_t *kv_indptr;  // ragged: tokens; paged: pages
+  const int32_t *kv_indices;
+  const int32_t *kv_last_page_len;
+  int32_t paged, page_size;
+  const uint8_t *mask_bits;
+  const int32_t *mask_indptr;
+  const fi_work_unit *work;
+  float *partial_o, *partial_lse;
+  int32_t num_qo_heads, num_kv_heads, group;
+  int32_t causal, custom_mask, pos_encoding, window_left;
+  float sm_scale;       // sm_scale * k_scale
+  float sm_scale_log2;  // sm_scale * k_scale * log2(e)
+  float logits_soft_cap, soft_cap_rcp;
+  float v_scale;
+  float rope_rcp_scale, rope_log2_theta;
+};
+
+#endif
