@@ -1,0 +1,99 @@
+//===- FiAttrs.td - fi attributes and types ----------------*- tablegen -*-===//
+#ifndef FI_ATTRS_TD
+#define FI_ATTRS_TD
+
+include "fi/Dialect/FiBase.td"
+
+// A bool written `true` / `false` (the default integer field parser would want 0/1).
+def Fi_BoolParameter : AttrParameter<"bool", "true or false"> {
+  let parser = "::mlir::fi::parseBoolKeyword($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+class Fi_Attr<string name, string attrMnemonic> : AttrDef<Fi_Dialect, name> {
+  let mnemonic = attrMnemonic;
+}
+
+def Fi_BsrAttr : Fi_Attr<"Bsr", "bsr"> {
+  let summary = "block-sparse-row view of a paged KV cache";
+  let description = [{
+    The paged KV cache seen as a BSR matrix: rows are query rows, column blocks are KV
+    pages.
+
+    * `block_rows` (>= 1): query rows that share one block: 1 for plain decode, the GQA
+      group for tensor-core decode, the number of requests sharing a prefix in cascade
+      attention.
+    * `block_cols` (>= 1): the page size in tokens; it must equal the page dimension of
+      the cache operand.
+    * `layout`: `nhd` (`[pages, page_size, kv_heads, head_dim]`) or `hnd`
+      (`[pages, kv_heads, page_size, head_dim]`).
+
+    Example: `#fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>`
+  }];
+  let parameters = (ins "int64_t":$blockRows, "int64_t":$blockCols,
+                        EnumParameter<Fi_KvLayout>:$layout);
+  let assemblyFormat = [{
+    `<` `block_rows` `=` $blockRows `,` `block_cols` `=` $blockCols `,`
+        `layout` `=` $layout `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def Fi_TilesAttr : Fi_Attr<"Tiles", "tiles"> {
+  let summary = "the microkernel variant chosen for one op";
+  let description = [{
+    Set by tile selection (`fi-select-tiles`) or by hand; forces the variant the
+    runtime launches.
+
+    * `q`: query rows per CTA: 1 (decode) or 16/32/64/128.
+    * `kv`: KV tokens per pipeline stage (16..128).
+    * `split_kv`: whether the KV of one request may be split over CTAs and merged.
+    * `cores`: `cuda` (CUDA cores) or `tensor` (tensor cores).
+
+    Example: `#fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>`
+  }];
+  let parameters = (ins "int64_t":$qTile, "int64_t":$kvTile, Fi_BoolParameter:$splitKv,
+                        EnumParameter<Fi_Cores>:$cores);
+  let assemblyFormat = [{
+    `<` `q` `=` $qTile `,` `kv` `=` $kvTile `,` `split_kv` `=` $splitKv `,`
+        `cores` `=` $cores `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def Fi_TargetAttr : Fi_Attr<"Target", "target"> {
+  let summary = "facts about the target GPU used by tile selection";
+  let description = [{
+    Placed on the module (`fi.target = #fi.target<...>`); tile selection defaults to an
+    H100 SXM when it is absent.
+
+    * `sm`: SM version (90 for Hopper, 80 for Ampere).
+    * `sm_count`: number of SMs (132 on an H100 SXM).
+    * `smem`: shared memory in bytes one block may opt in to (232448 on an H100).
+
+    Example: `#fi.target<sm = 90, sm_count = 132, smem = 232448>`
+  }];
+  let parameters = (ins "int64_t":$smVersion, "int64_t":$smCount,
+                        "int64_t":$smemPerBlock);
+  let assemblyFormat = [{
+    `<` `sm` `=` $smVersion `,` `sm_count` `=` $smCount `,` `smem` `=` $smemPerBlock `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def Fi_PlanType : TypeDef<Fi_Dialect, "Plan"> {
+  let mnemonic = "plan";
+  let summary = "the work partition of one step for one op family";
+  let description = [{
+    The result of a plan op (`fi.decode_plan`, `fi.paged_prefill_plan`,
+    `fi.ragged_prefill_plan`, `fi.append_plan`): the load-balanced split-KV work
+    partition and the chosen tiles. The family says which ops may use it; using a plan
+    with another op family is a verifier error.
+
+    Example: `!fi.plan<decode>`
+  }];
+  let parameters = (ins EnumParameter<Fi_PlanFamily>:$family);
+  let assemblyFormat = "`<` $family `>`";
+}
+
+#endif // FI_ATTRS_TD

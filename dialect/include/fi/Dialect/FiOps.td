@@ -1,0 +1,552 @@
+//===- FiOps.td - fi ops -----------------------------------*- tablegen -*-===//
+#ifndef FI_OPS_TD
+#define FI_OPS_TD
+
+include "fi/Dialect/FiBase.td"
+include "fi/Dialect/FiAttrs.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints. Shapes and element types are checked by the C++ verifiers,
+// whose messages name the operand and the fix.
+//===----------------------------------------------------------------------===//
+
+def Fi_Shaped : AnyTypeOf<[AnyRankedTensor, AnyMemRef], "ranked tensor or memref",
+                          "::mlir::ShapedType">;
+def Fi_AnyPlan : Type<CPred<"::llvm::isa<::mlir::fi::PlanType>($_self)">,
+                      "!fi.plan of any op family">;
+class Fi_PlanOf<string family>
+    : Type<And<[CPred<"::llvm::isa<::mlir::fi::PlanType>($_self)">,
+                CPred<"::llvm::cast<::mlir::fi::PlanType>($_self).getFamily() == "
+                      "::mlir::fi::PlanFamily::" # family>]>,
+           "!fi.plan<" # family # ">", "::mlir::fi::PlanType">,
+      BuildableType<"::mlir::fi::PlanType::get($_builder.getContext(), "
+                    "::mlir::fi::PlanFamily::" # family # ")">;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+class Fi_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fi_Dialect, mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+// An op in destination-passing style: its trailing operands, starting at the
+// operand whose accessor is `get<firstInit>`, are the destinations (`outs`).
+// Tensor form: one result per destination. Memref form: no results.
+class Fi_DpsOp<string mnemonic, string firstInit, list<Trait> traits = []>
+    : Fi_Op<mnemonic, traits # [DestinationStyleOpInterface,
+                                DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  string fiExtraClassDeclaration = "";
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned start = get}] # firstInit # [{Mutable().getOperandNumber();
+      return ::mlir::MutableOperandRange(getOperation(), start,
+                                         getOperation()->getNumOperands() - start);
+    }
+    /// True when the operands are tensors (destination-passing style).
+    bool hasTensorForm() { return getNumResults() != 0; }
+  }] # fiExtraClassDeclaration;
+  let extraClassDefinition = [{
+    void $cppClass::getEffects(
+        ::llvm::SmallVectorImpl<::mlir::SideEffects::EffectInstance<
+            ::mlir::MemoryEffects::Effect>> &effects) {
+      ::mlir::fi::detail::getFiMemoryEffects(getOperation(), effects);
+    }
+  }];
+}
+
+// The result accessors of attention ops: `o` and, when requested, `lse`.
+defvar Fi_AttentionResultAccessors = [{
+    /// The output tensor (tensor form), or null (memref form).
+    ::mlir::Value getOResult() { return getNumResults() ? getResult(0) : ::mlir::Value(); }
+    /// The LSE tensor (tensor form with an `lse` destination), or null.
+    ::mlir::Value getLseResult() {
+      return getNumResults() > 1 ? getResult(1) : ::mlir::Value();
+    }
+    /// `sm_scale` if given, else 1/sqrt(head_dim).
+    float getEffectiveSmScale() {
+      return ::mlir::fi::detail::effectiveSmScale(getSmScale(), getQ().getType());
+    }
+}];
+
+// Attributes shared by the attention ops.
+defvar Fi_AttentionAttrs = (ins
+    DefaultValuedAttr<Fi_PosEncodingAttr, "::mlir::fi::PosEncoding::none">:$pos_encoding,
+    OptionalAttr<F32Attr>:$sm_scale,
+    DefaultValuedAttr<F32Attr, "0.0f">:$logits_soft_cap,
+    DefaultValuedAttr<I64Attr, "-1">:$window_left,
+    DefaultValuedAttr<F32Attr, "1.0f">:$rope_scale,
+    DefaultValuedAttr<F32Attr, "1.0e4f">:$rope_theta,
+    DefaultValuedAttr<F32Attr, "1.0f">:$k_scale,
+    DefaultValuedAttr<F32Attr, "1.0f">:$v_scale,
+    OptionalAttr<Fi_TilesAttr>:$tiles);
+
+defvar Fi_AttentionAttrDoc = [{
+
+    Attributes (all optional; defaults in parentheses):
+
+    * `sm_scale` (1/sqrt(head_dim)): scale of `q.k`.
+    * `logits_soft_cap` (0 = off): logits become `cap * tanh(s / cap)`; must be >= 0.
+    * `window_left` (-1 = no window): a query at position p sees keys at positions
+      >= p - window_left; must be >= -1.
+    * `pos_encoding` (`#fi.pos_encoding<none>`): `rope_llama` applies LLaMA rotary
+      embedding to q and k in the kernel (`rope_scale` (1), `rope_theta` (1e4));
+      `alibi` adds ALiBi biases.
+    * `k_scale`, `v_scale` (1): dequantisation scales of an fp8 KV cache.
+    * `tiles`: the microkernel variant (`#fi.tiles<...>`), set by tile selection.
+
+    `lse`, when given, receives the natural-log (base e) log-sum-exp of the scaled
+    logits of each row and head: `lse = log(sum_j exp(s_j))`, `f32`.
+}];
+
+defvar Fi_PagedKvDoc = [{
+    * `k`, `v`: the paged KV cache, `[pages, page_size, kv_heads, head_dim]` (NHD) or
+      `[pages, kv_heads, page_size, head_dim]` (HND) as given by `bsr.layout`; or,
+      without `v`, one combined tensor `[pages, 2, ...]` (K at index 0, V at 1 of the
+      K/V dimension). Element type f16, bf16, f32, f8E4M3FN or f8E5M2.
+    * `kv_indptr` (`[batch + 1]` i32), `kv_indices` (`[num_used_pages]` i32),
+      `kv_last_page_len` (`[batch]` i32, values 1..page_size): the page table.
+}];
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]> {
+  let summary = "batch decode attention against a paged KV cache";
+  let description = [{
+    One query row per request attends to that request's KV in the paged cache.
+
+    Operands:
+
+    * `q`: `[batch, qo_heads, head_dim]`, f16/bf16/f32; the query of each request.
+  }] # Fi_PagedKvDoc # [{
+    * `plan` (optional): a `!fi.plan<decode>` from `fi.decode_plan`.
+    * `o` (destination): `[batch, qo_heads, head_dim]`, the type of `q`.
+    * `lse` (optional destination): `[batch, qo_heads]` f32.
+    * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
+  }] # Fi_AttentionAttrDoc # [{
+
+    Example (LLaMA-style GQA: 32 query heads, 8 KV heads, head_dim 128, page 16):
+
+    ```mlir
+    %o, %lse = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+        kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        outs(%o0, %lse0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+      Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
+      Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+      Optional<Fi_AnyPlan>:$plan,
+      Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
+      Fi_BsrAttr:$bsr), Fi_AttentionAttrs);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
+}
+
+def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments]> {
+  let summary = "batch prefill (append) attention: ragged queries against a paged KV cache";
+  let description = [{
+    The query rows of each request (packed without padding) attend to that request's KV
+    in the paged cache. With `causal` masking, query row i of a request with qo_len rows
+    and kv_len keys sees key j iff `j <= kv_len - qo_len + i` (aligned bottom-right).
+
+    Operands:
+
+    * `q`: `[nnz_qo, qo_heads, head_dim]`, f16/bf16/f32; the ragged queries.
+    * `qo_indptr`: `[batch + 1]` i32; rows of request i are `qo_indptr[i]..qo_indptr[i+1]`.
+  }] # Fi_PagedKvDoc # [{
+    * `mask`, `mask_indptr` (only with `mask_mode = #fi.mask_mode<custom>`): the custom
+      mask, bit-packed (little bit order, 1 = attend) in a rank-1 i8/ui8 array, and its
+      `[batch + 1]` i32 offsets in bits (`mask_indptr[i+1] - mask_indptr[i] =
+      qo_len_i * kv_len_i`).
+    * `plan` (optional): a `!fi.plan<paged_prefill>` from `fi.paged_prefill_plan`.
+    * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
+    * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
+    * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
+    * `mask_mode` (`#fi.mask_mode<none>`): `none`, `causal` or `custom`.
+  }] # Fi_AttentionAttrDoc # [{
+
+    Example:
+
+    ```mlir
+    %o = fi.paged_prefill q(%q : tensor<?x32x128xf16>) qo_indptr(%qo : tensor<?xi32>)
+        kv(%kv : tensor<?x2x16x8x128xf16>)
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        outs(%o0 : tensor<?x32x128xf16>)
+        {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+         mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xf16>
+    ```
+  }];
+  let arguments = !con((ins
+      Fi_Shaped:$q, Fi_Shaped:$qo_indptr,
+      Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
+      Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+      Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Optional<Fi_AnyPlan>:$plan,
+      Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
+      Fi_BsrAttr:$bsr,
+      DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode),
+      Fi_AttentionAttrs);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
+    `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
+}
+
+def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegments]> {
+  let summary = "batch prefill attention with ragged queries, keys and values";
+  let description = [{
+    The query rows of each request attend to that request's keys/values; all three are
+    ragged (packed without padding). Causal masking is aligned bottom-right as in
+    `fi.paged_prefill`.
+
+    Operands:
+
+    * `q`: `[nnz_qo, qo_heads, head_dim]`, f16/bf16/f32.
+    * `k`, `v`: `[nnz_kv, kv_heads, head_dim]` each; or, without `v`, one combined
+      tensor `[nnz_kv, 2, kv_heads, head_dim]` (K at index 0, V at 1). Element type
+      f16, bf16, f32, f8E4M3FN or f8E5M2.
+    * `qo_indptr`, `kv_indptr`: `[batch + 1]` i32 each: rows/keys of request i.
+    * `mask`, `mask_indptr` (only with `mask_mode = #fi.mask_mode<custom>`): the
+      bit-packed custom mask, as in `fi.paged_prefill`.
+    * `plan` (optional): a `!fi.plan<ragged_prefill>` from `fi.ragged_prefill_plan`.
+    * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
+    * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
+    * `mask_mode` (`#fi.mask_mode<none>`): `none`, `causal` or `custom`.
+  }] # Fi_AttentionAttrDoc # [{
+
+    Example:
+
+    ```mlir
+    %o = fi.ragged_prefill q(%q : tensor<?x32x128xbf16>)
+        kv(%k, %v : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>)
+        indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+        outs(%o0 : tensor<?x32x128xbf16>)
+        {mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xbf16>
+    ```
+  }];
+  let arguments = !con((ins
+      Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
+      Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
+      Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Optional<Fi_AnyPlan>:$plan,
+      Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
+      DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode),
+      Fi_AttentionAttrs);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
+    `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
+}
+
+//===----------------------------------------------------------------------===//
+// Merging attention states
+//===----------------------------------------------------------------------===//
+
+def Fi_MergeStateOp : Fi_DpsOp<"merge_state", "VOut"> {
+  let summary = "merge two attention states of the same rows";
+  let description = [{
+    Combines the states `(v_a, s_a)` and `(v_b, s_b)` of the same query rows computed
+    over disjoint KV sets into the state over their union:
+    `s = log(exp(s_a) + exp(s_b))`, `v = v_a * exp(s_a - s) + v_b * exp(s_b - s)`.
+    Commutative and associative; a state with `s = -inf` is the identity. This is how
+    split-KV partial results and cascade attention (shared prefix + unique suffix) are
+    combined.
+
+    Operands:
+
+    * `v_a`, `v_b`: `[rows, heads, head_dim]`, f16/bf16/f32, the same type.
+    * `s_a`, `s_b`: `[rows, heads]` f32, natural-log LSE of each state.
+    * `v_out` (destination): the type of `v_a`.
+    * `s_out` (optional destination): `[rows, heads]` f32.
+
+    Example:
+
+    ```mlir
+    %v, %s = fi.merge_state (%va, %sa), (%vb, %sb)
+        : (tensor<?x32x128xf16>, tensor<?x32xf32>), (tensor<?x32x128xf16>, tensor<?x32xf32>)
+        outs(%v0, %s0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Fi_Shaped:$v_a, Fi_Shaped:$s_a, Fi_Shaped:$v_b, Fi_Shaped:$s_b,
+                       Fi_Shaped:$v_out, Optional<Fi_Shaped>:$s_out);
+  let assemblyFormat = [{
+    `(` $v_a `,` $s_a `)` `,` `(` $v_b `,` $s_b `)` `:`
+    `(` type($v_a) `,` type($s_a) `)` `,` `(` type($v_b) `,` type($s_b) `)`
+    `outs` `(` $v_out (`,` $s_out^)? `:` type($v_out) (`,` type($s_out)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+def Fi_MergeStatesOp : Fi_DpsOp<"merge_states", "VOut"> {
+  let summary = "merge n attention states per row";
+  let description = [{
+    Merges the `n` states of each row in index order (deterministic):
+    `s = log(sum_i exp(s_i))`, `v = sum_i v_i * exp(s_i - s)`.
+
+    Operands:
+
+    * `v`: `[rows, n, heads, head_dim]`, f16/bf16/f32: the partial outputs.
+    * `s`: `[rows, n, heads]` f32: their natural-log LSE.
+    * `v_out` (destination): `[rows, heads, head_dim]`, element type of `v`.
+    * `s_out` (optional destination): `[rows, heads]` f32.
+
+    Example:
+
+    ```mlir
+    %v = fi.merge_states %vs, %ss : tensor<?x4x32x128xf16>, tensor<?x4x32xf32>
+        outs(%v0 : tensor<?x32x128xf16>) -> tensor<?x32x128xf16>
+    ```
+  }];
+  let arguments = (ins Fi_Shaped:$v, Fi_Shaped:$s,
+                       Fi_Shaped:$v_out, Optional<Fi_Shaped>:$s_out);
+  let assemblyFormat = [{
+    $v `,` $s `:` type($v) `,` type($s)
+    `outs` `(` $v_out (`,` $s_out^)? `:` type($v_out) (`,` type($s_out)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Appending to a paged KV cache
+//===----------------------------------------------------------------------===//
+
+def Fi_AppendPagedKvOp : Fi_DpsOp<"append_paged_kv", "KCache", [AttrSizedOperandSegments]> {
+  let summary = "write ragged new keys/values into a paged KV cache";
+  let description = [{
+    Writes the new tokens of each request into its pages. The page table already
+    includes the new tokens, which occupy the last `append_len_i` positions of request
+    i's KV. The cache is updated in place: in the tensor form the results are the
+    updated caches.
+
+    Operands:
+
+    * `k_new`, `v_new`: `[nnz_append, kv_heads, head_dim]`, the cache's element type.
+    * `append_indptr`: `[batch + 1]` i32: new tokens of request i.
+    * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32), as in
+      `fi.paged_decode`.
+    * `plan` (optional): a `!fi.plan<append>` from `fi.append_plan`.
+    * `k_cache`, `v_cache` (destinations, read and written): the paged cache in
+      `bsr.layout`; or, without `v_cache`, one combined tensor with a K/V dimension of 2
+      after the page dimension.
+    * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
+
+    Example:
+
+    ```mlir
+    %kv1 = fi.append_paged_kv kv_new(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+        append_indptr(%ap : tensor<?xi32>)
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        outs(%kv : tensor<?x2x16x8x128xf16>)
+        {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+        -> tensor<?x2x16x8x128xf16>
+    ```
+  }];
+  let arguments = (ins
+      Fi_Shaped:$k_new, Fi_Shaped:$v_new, Fi_Shaped:$append_indptr,
+      Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+      Optional<Fi_AnyPlan>:$plan,
+      Fi_Shaped:$k_cache, Optional<Fi_Shaped>:$v_cache,
+      Fi_BsrAttr:$bsr);
+  let assemblyFormat = [{
+    `kv_new` `(` $k_new `,` $v_new `:` type($k_new) `,` type($v_new) `)`
+    `append_indptr` `(` $append_indptr `:` type($append_indptr) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $k_cache (`,` $v_cache^)? `:` type($k_cache) (`,` type($v_cache)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+// Plan ops are pure functions of their operands and attributes (tensor form) or read
+// their memref operands; either way CSE folds identical plans.
+class Fi_PlanOp<string mnemonic, string family>
+    : Fi_Op<mnemonic, [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let results = (outs Fi_PlanOf<family>:$plan);
+  let extraClassDefinition = [{
+    void $cppClass::getEffects(
+        ::llvm::SmallVectorImpl<::mlir::SideEffects::EffectInstance<
+            ::mlir::MemoryEffects::Effect>> &effects) {
+      ::mlir::fi::detail::getFiMemoryEffects(getOperation(), effects);
+    }
+  }];
+}
+
+defvar Fi_PlanShapeAttrs = (ins
+    I64Attr:$num_qo_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
+    TypeAttr:$q_type, TypeAttr:$kv_type, OptionalAttr<Fi_TilesAttr>:$tiles);
+
+defvar Fi_PlanShapeDoc = [{
+    * `num_qo_heads`, `num_kv_heads`, `head_dim`, `q_type`, `kv_type`: the problem
+      shape and element types of the ops that use the plan (they must agree; the
+      verifier of each op checks it).
+    * `tiles` (optional): forces the microkernel variant.
+}];
+
+def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
+  let summary = "plan a batch paged decode step";
+  let description = [{
+    Computes the split-KV work partition of one decode step from the page table; all
+    layers of the step share it.
+
+    * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32).
+    * `num_pages`: pages in the cache (page ids must be below it).
+    * `bsr`: page size and layout.
+  }] # Fi_PlanShapeDoc # [{
+
+    Example:
+
+    ```mlir
+    %plan = fi.decode_plan pages(%indptr, %indices, %last
+        : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%np)
+        {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+         num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
+    ```
+  }];
+  let arguments = !con((ins Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices,
+                            Fi_Shaped:$kv_last_page_len, Index:$num_pages,
+                            Fi_BsrAttr:$bsr), Fi_PlanShapeAttrs);
+  let assemblyFormat = [{
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `num_pages` `(` $num_pages `)` attr-dict
+  }];
+}
+
+def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
+  let summary = "plan a batch paged prefill step";
+  let description = [{
+    Computes the work partition (query tiles x KV chunks) of one paged prefill step.
+
+    * `qo_indptr`: `[batch + 1]` i32.
+    * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32).
+    * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
+    * `num_pages`: pages in the cache.
+    * `bsr`: page size and layout; `mask_mode`: the mask of the ops using the plan.
+  }] # Fi_PlanShapeDoc # [{
+
+    Example:
+
+    ```mlir
+    %plan = fi.paged_prefill_plan qo_indptr(%qo : tensor<?xi32>)
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        num_pages(%np)
+        {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+         mask_mode = #fi.mask_mode<causal>, num_qo_heads = 32, num_kv_heads = 8,
+         head_dim = 128, q_type = f16, kv_type = f16}
+    ```
+  }];
+  let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
+                            Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+                            Optional<Fi_Shaped>:$mask_indptr, Index:$num_pages,
+                            Fi_BsrAttr:$bsr,
+                            DefaultValuedAttr<Fi_MaskModeAttr,
+                                              "::mlir::fi::MaskMode::none">:$mask_mode),
+                       Fi_PlanShapeAttrs);
+  let assemblyFormat = [{
+    `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
+    `num_pages` `(` $num_pages `)` attr-dict
+  }];
+}
+
+def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> {
+  let summary = "plan a batch ragged prefill step";
+  let description = [{
+    Computes the work partition of one ragged prefill step.
+
+    * `qo_indptr`, `kv_indptr`: `[batch + 1]` i32.
+    * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
+    * `mask_mode`: the mask of the ops using the plan.
+  }] # Fi_PlanShapeDoc # [{
+
+    Example:
+
+    ```mlir
+    %plan = fi.ragged_prefill_plan indptr(%qo, %kv : tensor<?xi32>, tensor<?xi32>)
+        {num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = bf16,
+         kv_type = bf16}
+    ```
+  }];
+  let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
+                            Optional<Fi_Shaped>:$mask_indptr,
+                            DefaultValuedAttr<Fi_MaskModeAttr,
+                                              "::mlir::fi::MaskMode::none">:$mask_mode),
+                       Fi_PlanShapeAttrs);
+  let assemblyFormat = [{
+    `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
+    attr-dict
+  }];
+}
+
+def Fi_AppendPlanOp : Fi_PlanOp<"append_plan", "append"> {
+  let summary = "plan appending new keys/values to a paged KV cache";
+  let description = [{
+    Computes, for every new token, the page and slot it goes to.
+
+    * `append_indptr`: `[batch + 1]` i32: new tokens per request.
+    * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32), already
+      including the new tokens.
+    * `num_pages`: pages in the cache.
+    * `bsr`: page size and layout.
+
+    Example:
+
+    ```mlir
+    %plan = fi.append_plan append_indptr(%ap : tensor<?xi32>)
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        num_pages(%np) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+    ```
+  }];
+  let arguments = (ins Fi_Shaped:$append_indptr, Fi_Shaped:$kv_indptr,
+                       Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+                       Index:$num_pages, Fi_BsrAttr:$bsr);
+  let assemblyFormat = [{
+    `append_indptr` `(` $append_indptr `:` type($append_indptr) `)`
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `num_pages` `(` $num_pages `)` attr-dict
+  }];
+}
+
+#endif // FI_OPS_TD

@@ -1,0 +1,126 @@
+//===- FiDialect.cpp - the fi dialect, its attributes and types -----------===//
+#include "fi/Dialect/FiDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fi;
+
+#include "fi/Dialect/FiEnums.cpp.inc"
+#include "fi/Dialect/FiOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "fi/Dialect/FiAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "fi/Dialect/FiOpsTypes.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "fi/Dialect/FiOps.cpp.inc"
+
+void FiDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "fi/Dialect/FiOps.cpp.inc"
+      >();
+  // Attached here so that every context that loads fi can bufferize its ops.
+  detail::attachBufferizableOpInterfaceModels(getContext());
+}
+
+void FiDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "fi/Dialect/FiAttrs.cpp.inc"
+      >();
+}
+
+void FiDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "fi/Dialect/FiOpsTypes.cpp.inc"
+      >();
+}
+
+FailureOr<bool> mlir::fi::parseBoolKeyword(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(), "expected 'true' or 'false'");
+}
+
+//===----------------------------------------------------------------------===//
+// Attribute verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult BsrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              int64_t blockRows, int64_t blockCols, KvLayout) {
+  if (blockRows < 1)
+    return emitError() << "#fi.bsr block_rows = " << blockRows
+                       << " must be >= 1 (1 for plain decode, the GQA group or the "
+                          "number of requests sharing a prefix otherwise)";
+  if (blockCols < 1)
+    return emitError() << "#fi.bsr block_cols = " << blockCols
+                       << " must be >= 1: it is the page size in tokens";
+  return success();
+}
+
+LogicalResult TilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t qTile, int64_t kvTile, bool, Cores) {
+  if (qTile < 1)
+    return emitError() << "#fi.tiles q = " << qTile
+                       << " must be >= 1 (1 for decode, else 16, 32, 64 or 128)";
+  if (kvTile < 1)
+    return emitError() << "#fi.tiles kv = " << kvTile
+                       << " must be >= 1 (KV tokens per pipeline stage, e.g. 64)";
+  return success();
+}
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t smVersion, int64_t smCount,
+                                 int64_t smemPerBlock) {
+  if (smVersion < 1)
+    return emitError() << "#fi.target sm = " << smVersion
+                       << " must be a positive SM version, e.g. 90 for Hopper";
+  if (smCount < 1)
+    return emitError() << "#fi.target sm_count = " << smCount
+                       << " must be >= 1 (132 on an H100 SXM)";
+  if (smemPerBlock < 1)
+    return emitError() << "#fi.target smem = " << smemPerBlock
+                       << " must be >= 1 byte (232448 on an H100)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers used by the generated op classes
+//===----------------------------------------------------------------------===//
+
+void mlir::fi::detail::getFiMemoryEffects(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  bool initsAreRead = isa<AppendPagedKvOp>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    bool isInit = dps && dps.isDpsInit(&operand);
+    if (!isInit || initsAreRead)
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    if (isInit)
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+float mlir::fi::detail::effectiveSmScale(std::optional<llvm::APFloat> smScale,
+                                         ShapedType q) {
+  if (smScale)
+    return smScale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(q.getShape().back()));
+}

@@ -1,0 +1,686 @@
+//===- FiVerifiers.cpp - verifiers of the fi ops --------------------------===//
+//
+// Every message names the operand at fault and says how to fix it. Sizes that are
+// dynamic (`?`) are runtime values and pass; only static sizes can disagree. Head
+// counts, head_dim and the page size must be static: the kernels are compiled for them.
+//
+//===----------------------------------------------------------------------===//
+#include "fi/Dialect/FiDialect.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::fi;
+
+namespace {
+
+ShapedType shapedOf(Value v) { return cast<ShapedType>(v.getType()); }
+
+std::string sizeStr(int64_t size) {
+  return ShapedType::isDynamic(size) ? std::string("?") : std::to_string(size);
+}
+
+bool bothStaticAndDiffer(int64_t a, int64_t b) {
+  return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+}
+
+/// A dimension of a named operand, used to phrase messages.
+struct Dim {
+  Value value;
+  StringRef operand;
+  unsigned index;
+  int64_t size() const { return shapedOf(value).getDimSize(index); }
+};
+
+class Checker {
+public:
+  explicit Checker(Operation *op) : op(op) {}
+
+  InFlightDiagnostic error() { return op->emitOpError(); }
+
+  LogicalResult rank(Value v, StringRef name, int64_t expected, StringRef dims) {
+    if (shapedOf(v).getRank() == expected)
+      return success();
+    return error() << "operand '" << name << "' must be rank " << expected << " " << dims
+                   << ", got " << v.getType() << "; reshape it to " << dims;
+  }
+
+  /// q/o/merge states: f16, bf16, f32. KV cache: also fp8 e4m3/e5m2.
+  LogicalResult floatElement(Value v, StringRef name, bool kvCache) {
+    Type t = shapedOf(v).getElementType();
+    if (t.isF16() || t.isBF16() || t.isF32())
+      return success();
+    bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(t);
+    if (kvCache && fp8)
+      return success();
+    if (fp8)
+      return error() << "operand '" << name << "' has element type " << t
+                     << ": fp8 is supported for the KV cache only; use f16, bf16 or f32";
+    return error() << "operand '" << name << "' has element type " << t << "; use f16, bf16"
+                   << (kvCache ? ", f32, f8E4M3FN or f8E5M2" : " or f32");
+  }
+
+  LogicalResult f32Element(Value v, StringRef name) {
+    Type t = shapedOf(v).getElementType();
+    if (t.isF32())
+      return success();
+    return error() << "operand '" << name << "' has element type " << t
+                   << " but log-sum-exp values are f32; make it f32";
+  }
+
+  /// A CSR/ragged index array: rank 1, i32.
+  LogicalResult indexArray(Value v, StringRef name, StringRef dims) {
+    if (failed(rank(v, name, 1, dims)))
+      return failure();
+    Type t = shapedOf(v).getElementType();
+    if (t.isSignlessInteger(32))
+      return success();
+    InFlightDiagnostic diag = error() << "operand '" << name << "' has element type " << t
+                                      << " but index arrays must be i32";
+    if (t.isInteger(64) || t.isIndex())
+      diag << " (64-bit indptr/indices silently break the attention kernels)";
+    diag << "; convert it to i32 (e.g. arith.index_cast / arith.trunci)";
+    return diag;
+  }
+
+  LogicalResult isStatic(Dim d, StringRef what) {
+    if (!ShapedType::isDynamic(d.size()))
+      return success();
+    return error() << what << " (dim " << d.index << " of '" << d.operand
+                   << "') must be static: the kernels are compiled for it; give '"
+                   << d.operand << "' a static size there";
+  }
+
+  LogicalResult same(StringRef what, Dim a, Dim b, StringRef fix) {
+    if (!bothStaticAndDiffer(a.size(), b.size()))
+      return success();
+    return error() << what << " of '" << a.operand << "' (" << a.size()
+                   << ") does not match " << what << " of '" << b.operand << "' ("
+                   << b.size() << "); " << fix;
+  }
+
+  /// `array` has one more entry than `ref` has rows (an indptr of `batch + 1`).
+  LogicalResult indptrOf(Value array, StringRef name, Dim ref, StringRef what) {
+    int64_t len = shapedOf(array).getDimSize(0), n = ref.size();
+    if (ShapedType::isDynamic(len) || ShapedType::isDynamic(n) || len == n + 1)
+      return success();
+    return error() << "operand '" << name << "' has " << len << " entries but '"
+                   << ref.operand << "' has " << what << " " << n << "; '" << name
+                   << "' needs " << what << " + 1 = " << n + 1 << " entries";
+  }
+
+  LogicalResult sameLength(Value a, StringRef an, Value b, StringRef bn, StringRef why) {
+    int64_t la = shapedOf(a).getDimSize(0), lb = shapedOf(b).getDimSize(0);
+    if (!bothStaticAndDiffer(la, lb))
+      return success();
+    return error() << "operand '" << an << "' has " << la << " entries but '" << bn
+                   << "' has " << lb << "; " << why;
+  }
+
+  /// All shaped operands are tensors (tensor form) or all are memrefs (memref form);
+  /// the tensor form returns one tensor per destination, of the destination's type.
+  LogicalResult form(ArrayRef<StringRef> operandNames) {
+    Value firstTensor, firstMemref;
+    unsigned i = 0, tensorIdx = 0, memrefIdx = 0;
+    for (Value v : op->getOperands()) {
+      if (isa<TensorType>(v.getType()) && !firstTensor)
+        firstTensor = v, tensorIdx = i;
+      if (isa<MemRefType>(v.getType()) && !firstMemref)
+        firstMemref = v, memrefIdx = i;
+      ++i;
+    }
+    if (firstTensor && firstMemref)
+      return error() << "mixes tensors and memrefs (operand '"
+                     << operandName(operandNames, tensorIdx) << "' is a tensor, '"
+                     << operandName(operandNames, memrefIdx)
+                     << "' a memref); use tensors everywhere (destination-passing style) "
+                        "or memrefs everywhere";
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    if (!dps)
+      return success();
+    if (firstMemref) {
+      if (op->getNumResults() != 0)
+        return error() << "the memref form writes into its 'outs' buffers and has no "
+                          "results; drop the '->' result types";
+      return success();
+    }
+    if (op->getNumResults() != static_cast<unsigned>(dps.getNumDpsInits()))
+      return error() << "has " << op->getNumResults() << " results but "
+                     << dps.getNumDpsInits()
+                     << " destinations; the tensor form returns one tensor per "
+                        "destination in 'outs', of the same type";
+    for (OpOperand &init : dps.getDpsInitsMutable()) {
+      OpResult result = dps.getTiedOpResult(&init);
+      if (result.getType() != init.get().getType())
+        return error() << "result #" << result.getResultNumber() << " has type "
+                       << result.getType() << " but its destination '"
+                       << operandName(operandNames, init.getOperandNumber())
+                       << "' has type " << init.get().getType()
+                       << "; give the result the destination's type";
+    }
+    return success();
+  }
+
+  /// Attributes shared by the attention ops.
+  template <typename OpTy>
+  LogicalResult attentionAttrs(OpTy attn) {
+    // I64Attr accessors return uint64_t; the window is signed.
+    int64_t windowLeft = static_cast<int64_t>(attn.getWindowLeft());
+    if (windowLeft < -1)
+      return error() << "window_left = " << windowLeft
+                     << " is invalid; use -1 for no sliding window or a window >= 0";
+    if (attn.getLogitsSoftCap().isNegative())
+      return error() << "logits_soft_cap = "
+                     << attn.getLogitsSoftCap().convertToDouble()
+                     << " must be >= 0 (0 turns the soft cap off)";
+    if (auto scale = attn.getSmScale(); scale && !(scale->convertToDouble() > 0))
+      return error() << "sm_scale = " << scale->convertToDouble()
+                     << " must be > 0; omit it to get 1/sqrt(head_dim)";
+    auto positive = [&](StringRef name, llvm::APFloat value) -> LogicalResult {
+      if (value.convertToDouble() > 0)
+        return success();
+      return error() << name << " = " << value.convertToDouble() << " must be > 0";
+    };
+    if (failed(positive("rope_scale", attn.getRopeScale())) ||
+        failed(positive("rope_theta", attn.getRopeTheta())) ||
+        failed(positive("k_scale", attn.getKScale())) ||
+        failed(positive("v_scale", attn.getVScale())))
+      return failure();
+    return success();
+  }
+
+  LogicalResult customMask(MaskMode mode, Value mask, Value maskIndptr,
+                           StringRef batchIndptrName, Value batchIndptr) {
+    if (mode == MaskMode::custom && !mask)
+      return error() << "mask_mode = custom needs a 'mask' operand: add "
+                        "mask(%bits, %mask_indptr : ...) or choose another mask_mode";
+    if (mode != MaskMode::custom && mask)
+      return error() << "a 'mask' operand is given but mask_mode is "
+                     << stringifyMaskMode(mode)
+                     << "; set mask_mode = #fi.mask_mode<custom> or drop the mask";
+    if (!mask)
+      return success();
+    if (!maskIndptr)
+      return error() << "'mask' needs its 'mask_indptr' operand: add it after the mask";
+    ShapedType maskType = shapedOf(mask);
+    if (maskType.getRank() != 1 || !maskType.getElementType().isInteger(8))
+      return error() << "operand 'mask' must be a rank-1 bit-packed array of i8 or ui8 "
+                        "(little bit order, 1 = attend), got "
+                     << mask.getType();
+    if (failed(indexArray(maskIndptr, "mask_indptr", "[batch + 1]")))
+      return failure();
+    return sameLength(maskIndptr, "mask_indptr", batchIndptr, batchIndptrName,
+                      "both have batch + 1 entries");
+  }
+
+  /// A plan operand must come from the right plan op; if its plan op is visible, the
+  /// problem it was made for must be this op's.
+  LogicalResult plan(Value planValue, PlanFamily family, StringRef planOp) {
+    if (!planValue)
+      return success();
+    auto planType = cast<PlanType>(planValue.getType());
+    if (planType.getFamily() != family)
+      return error() << "operand 'plan' is a !fi.plan<"
+                     << stringifyPlanFamily(planType.getFamily())
+                     << "> but this op needs a !fi.plan<" << stringifyPlanFamily(family)
+                     << ">; make it with fi." << planOp;
+    return success();
+  }
+
+  template <typename PlanOpTy>
+  LogicalResult planShape(Value planValue, Value q, Value kvSample, int64_t qoHeads,
+                          int64_t kvHeads, int64_t headDim, BsrAttr bsr) {
+    auto planOp = planValue ? planValue.getDefiningOp<PlanOpTy>() : PlanOpTy();
+    if (!planOp)
+      return success();
+    auto mismatch = [&](StringRef what, auto planHas, auto opHas) {
+      return error() << "operand 'plan' was made for " << what << " " << planHas
+                     << " but this op has " << what << " " << opHas
+                     << "; make the plan with the op's shape (or use the op's own plan)";
+    };
+    int64_t planQoHeads = planOp.getNumQoHeads(), planKvHeads = planOp.getNumKvHeads(),
+            planHeadDim = planOp.getHeadDim();
+    if (planQoHeads != qoHeads)
+      return mismatch("num_qo_heads", planQoHeads, qoHeads);
+    if (planKvHeads != kvHeads)
+      return mismatch("num_kv_heads", planKvHeads, kvHeads);
+    if (planHeadDim != headDim)
+      return mismatch("head_dim", planHeadDim, headDim);
+    if (planOp.getQType() != shapedOf(q).getElementType())
+      return mismatch("q_type", planOp.getQType(), shapedOf(q).getElementType());
+    if (planOp.getKvType() != shapedOf(kvSample).getElementType())
+      return mismatch("kv_type", planOp.getKvType(), shapedOf(kvSample).getElementType());
+    if constexpr (!std::is_same_v<PlanOpTy, RaggedPrefillPlanOp>) {
+      if (planOp.getBsr() != bsr)
+        return mismatch("bsr", planOp.getBsr(), bsr);
+    }
+    return success();
+  }
+
+  Operation *op;
+
+private:
+  static StringRef operandName(ArrayRef<StringRef> names, unsigned idx) {
+    return idx < names.size() ? names[idx] : StringRef("?");
+  }
+};
+
+/// Names of the operands actually present, in operand order (for messages).
+template <typename OpTy>
+SmallVector<StringRef> presentOperandNames(OpTy op, ArrayRef<StringRef> odsNames) {
+  SmallVector<StringRef> names;
+  for (auto [i, name] : llvm::enumerate(odsNames))
+    names.append(op.getODSOperandIndexAndLength(i).second, name);
+  return names;
+}
+
+/// The dims of a paged KV cache given as `k` (+ `v`) in `bsr.layout`.
+struct PagedCache {
+  Dim pageSize, kvHeads, headDim;
+};
+
+FailureOr<PagedCache> checkPagedCache(Checker &c, Value k, StringRef kName, Value v,
+                                      StringRef vName, BsrAttr bsr) {
+  bool nhd = bsr.getLayout() == KvLayout::nhd;
+  StringRef dims = nhd ? "[pages, page_size, kv_heads, head_dim] (nhd layout)"
+                       : "[pages, kv_heads, page_size, head_dim] (hnd layout)";
+  StringRef combinedDims = nhd ? "[pages, 2, page_size, kv_heads, head_dim] (nhd layout)"
+                               : "[pages, 2, kv_heads, page_size, head_dim] (hnd layout)";
+  unsigned offset = v ? 0 : 1;
+  if (v) {
+    if (failed(c.rank(k, kName, 4, dims)))
+      return failure();
+    if (v.getType() != k.getType())
+      return c.error() << "operand '" << vName << "' has type " << v.getType()
+                       << " but '" << kName << "' has type " << k.getType()
+                       << "; K and V must have the same shape and element type";
+  } else {
+    if (shapedOf(k).getRank() != 5)
+      return c.error() << "operand '" << kName << "' without '" << vName
+                       << "' is a combined K/V cache and must be rank 5 " << combinedDims
+                       << ", got " << k.getType() << "; pass '" << vName
+                       << "' separately or add the K/V dimension";
+    int64_t kvDim = shapedOf(k).getDimSize(1);
+    if (kvDim != 2)
+      return c.error() << "operand '" << kName
+                       << "' is a combined K/V cache whose dim 1 (the K/V dimension) must "
+                          "be 2, got "
+                       << sizeStr(kvDim) << "; K is at index 0, V at index 1";
+  }
+  if (failed(c.floatElement(k, kName, /*kvCache=*/true)))
+    return failure();
+  PagedCache cache{Dim{k, kName, (nhd ? 1u : 2u) + offset},
+                   Dim{k, kName, (nhd ? 2u : 1u) + offset}, Dim{k, kName, 3u + offset}};
+  if (failed(c.isStatic(cache.pageSize, "the page size")) ||
+      failed(c.isStatic(cache.kvHeads, "kv_heads")) ||
+      failed(c.isStatic(cache.headDim, "head_dim")))
+    return failure();
+  if (cache.pageSize.size() != bsr.getBlockCols())
+    return c.error() << "the page size of '" << kName << "' (" << cache.pageSize.size()
+                     << ", dim " << cache.pageSize.index << " in "
+                     << stringifyKvLayout(bsr.getLayout())
+                     << " layout) does not match #fi.bsr block_cols ("
+                     << bsr.getBlockCols()
+                     << "); set block_cols to the page size or fix the layout";
+  return cache;
+}
+
+LogicalResult checkPageTable(Checker &c, Value indptr, Value indices, Value lastPageLen) {
+  if (failed(c.indexArray(indptr, "kv_indptr", "[batch + 1]")) ||
+      failed(c.indexArray(indices, "kv_indices", "[num_used_pages]")) ||
+      failed(c.indexArray(lastPageLen, "kv_last_page_len", "[batch]")))
+    return failure();
+  int64_t n = shapedOf(indptr).getDimSize(0), m = shapedOf(lastPageLen).getDimSize(0);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(m) && n != m + 1)
+    return c.error() << "operand 'kv_indptr' has " << n << " entries but 'kv_last_page_len' has "
+                     << m << "; kv_indptr needs batch + 1 entries and kv_last_page_len batch";
+  return success();
+}
+
+/// q [rows, qo_heads, head_dim] against the KV heads/head_dim; o like q; lse [rows,
+/// qo_heads] f32.
+LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadDim,
+                                   Value o, Value lse, StringRef rows) {
+  std::string qDims = ("[" + rows + ", qo_heads, head_dim]").str();
+  if (failed(c.rank(q, "q", 3, qDims)) || failed(c.floatElement(q, "q", false)))
+    return failure();
+  Dim qoHeads{q, "q", 1}, headDim{q, "q", 2};
+  if (failed(c.isStatic(qoHeads, "qo_heads")) || failed(c.isStatic(headDim, "head_dim")))
+    return failure();
+  if (qoHeads.size() % kvHeads.size() != 0)
+    return c.error() << "qo_heads of 'q' (" << qoHeads.size()
+                     << ") is not a multiple of kv_heads of '" << kvHeads.operand << "' ("
+                     << kvHeads.size()
+                     << "); the query heads must be a multiple of the KV heads (GQA/MQA)";
+  if (failed(c.same("head_dim", kvHeadDim, headDim,
+                    "q, k, v and o must have the same head_dim")))
+    return failure();
+  ShapedType qType = shapedOf(q), oType = shapedOf(o);
+  if (oType.getElementType() != qType.getElementType() ||
+      failed(verifyCompatibleShape(oType.getShape(), qType.getShape())))
+    return c.error() << "destination 'o' has type " << o.getType()
+                     << " but must have the shape and element type of 'q' ("
+                     << q.getType() << "); allocate o like q";
+  if (!lse)
+    return success();
+  std::string lseDims = ("[" + rows + ", qo_heads]").str();
+  if (failed(c.rank(lse, "lse", 2, lseDims)) || failed(c.f32Element(lse, "lse")))
+    return failure();
+  Dim lseRows{lse, "lse", 0}, lseHeads{lse, "lse", 1};
+  if (bothStaticAndDiffer(lseRows.size(), qType.getDimSize(0)) ||
+      bothStaticAndDiffer(lseHeads.size(), qoHeads.size()))
+    return c.error() << "destination 'lse' has type " << lse.getType() << " but must be "
+                     << lseDims << " = [" << sizeStr(qType.getDimSize(0)) << ", "
+                     << qoHeads.size() << "] to match 'q'";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Attention ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult PagedDecodeOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"q", "k", "v", "kv_indptr", "kv_indices", "kv_last_page_len", "plan",
+                  "o", "lse"}))))
+    return failure();
+  FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
+  if (failed(cache) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(checkQueryAndOutputs(c, getQ(), cache->kvHeads, cache->headDim, getO(),
+                                  getLse(), "batch")) ||
+      failed(c.indptrOf(getKvIndptr(), "kv_indptr", Dim{getQ(), "q", 0}, "batch")) ||
+      failed(c.attentionAttrs(*this)) ||
+      failed(c.plan(getPlan(), PlanFamily::decode, "decode_plan")))
+    return failure();
+  return c.planShape<DecodePlanOp>(getPlan(), getQ(), getK(), getQ().getType().getDimSize(1),
+                                   cache->kvHeads.size(), cache->headDim.size(), getBsr());
+}
+
+LogicalResult PagedPrefillOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"q", "qo_indptr", "k", "v", "kv_indptr", "kv_indices",
+                  "kv_last_page_len", "mask", "mask_indptr", "plan", "o", "lse"}))))
+    return failure();
+  FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
+  if (failed(cache) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
+      failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(checkQueryAndOutputs(c, getQ(), cache->kvHeads, cache->headDim, getO(),
+                                  getLse(), "nnz_qo")) ||
+      failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
+                          getQoIndptr())) ||
+      failed(c.attentionAttrs(*this)) ||
+      failed(c.plan(getPlan(), PlanFamily::paged_prefill, "paged_prefill_plan")))
+    return failure();
+  return c.planShape<PagedPrefillPlanOp>(getPlan(), getQ(), getK(),
+                                         getQ().getType().getDimSize(1),
+                                         cache->kvHeads.size(), cache->headDim.size(),
+                                         getBsr());
+}
+
+LogicalResult RaggedPrefillOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"q", "k", "v", "qo_indptr", "kv_indptr", "mask", "mask_indptr", "plan",
+                  "o", "lse"}))))
+    return failure();
+  Value k = getK(), v = getV();
+  unsigned offset = v ? 0 : 1;
+  if (v) {
+    if (failed(c.rank(k, "k", 3, "[nnz_kv, kv_heads, head_dim]")))
+      return failure();
+    if (v.getType() != k.getType())
+      return c.error() << "operand 'v' has type " << v.getType() << " but 'k' has type "
+                       << k.getType()
+                       << "; K and V must have the same shape and element type";
+  } else {
+    if (failed(c.rank(k, "k", 4, "[nnz_kv, 2, kv_heads, head_dim] (combined K/V, no 'v')")))
+      return failure();
+    if (shapedOf(k).getDimSize(1) != 2)
+      return c.error() << "operand 'k' is a combined K/V tensor whose dim 1 (the K/V "
+                          "dimension) must be 2, got "
+                       << sizeStr(shapedOf(k).getDimSize(1))
+                       << "; K is at index 0, V at index 1";
+  }
+  Dim kvHeads{k, "k", 1 + offset}, headDim{k, "k", 2 + offset};
+  if (failed(c.floatElement(k, "k", /*kvCache=*/true)) ||
+      failed(c.isStatic(kvHeads, "kv_heads")) || failed(c.isStatic(headDim, "head_dim")) ||
+      failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
+      failed(c.indexArray(getKvIndptr(), "kv_indptr", "[batch + 1]")) ||
+      failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(),
+                                  "nnz_qo")) ||
+      failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
+                          getQoIndptr())) ||
+      failed(c.attentionAttrs(*this)) ||
+      failed(c.plan(getPlan(), PlanFamily::ragged_prefill, "ragged_prefill_plan")))
+    return failure();
+  return c.planShape<RaggedPrefillPlanOp>(getPlan(), getQ(), k,
+                                          getQ().getType().getDimSize(1), kvHeads.size(),
+                                          headDim.size(), BsrAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// Merge ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeStateOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(*this, {"v_a", "s_a", "v_b", "s_b", "v_out",
+                                                "s_out"}))))
+    return failure();
+  StringRef vDims = "[rows, heads, head_dim]", sDims = "[rows, heads]";
+  if (failed(c.rank(getVA(), "v_a", 3, vDims)) ||
+      failed(c.floatElement(getVA(), "v_a", false)) ||
+      failed(c.rank(getSA(), "s_a", 2, sDims)) || failed(c.f32Element(getSA(), "s_a")))
+    return failure();
+  ShapedType va = getVA().getType();
+  if (getVB().getType().getElementType() != va.getElementType() ||
+      failed(verifyCompatibleShape(getVB().getType().getShape(), va.getShape())))
+    return c.error() << "operand 'v_b' has type " << getVB().getType()
+                     << " but 'v_a' has type " << getVA().getType()
+                     << "; both states must cover the same rows, heads and head_dim";
+  auto checkS = [&](Value s, StringRef name, StringRef of) -> LogicalResult {
+    if (failed(c.rank(s, name, 2, sDims)) || failed(c.f32Element(s, name)))
+      return failure();
+    if (bothStaticAndDiffer(shapedOf(s).getDimSize(0), va.getDimSize(0)) ||
+        bothStaticAndDiffer(shapedOf(s).getDimSize(1), va.getDimSize(1)))
+      return c.error() << "operand '" << name << "' has type " << s.getType()
+                       << " but must be [rows, heads] = [" << sizeStr(va.getDimSize(0))
+                       << ", " << sizeStr(va.getDimSize(1)) << "] to match '" << of << "'";
+    return success();
+  };
+  if (failed(checkS(getSA(), "s_a", "v_a")) || failed(checkS(getSB(), "s_b", "v_a")))
+    return failure();
+  ShapedType out = getVOut().getType();
+  if (out.getElementType() != va.getElementType() ||
+      failed(verifyCompatibleShape(out.getShape(), va.getShape())))
+    return c.error() << "destination 'v_out' has type " << getVOut().getType()
+                     << " but must have the shape and element type of 'v_a' ("
+                     << getVA().getType() << ")";
+  if (getSOut() && failed(checkS(getSOut(), "s_out", "v_a")))
+    return failure();
+  return success();
+}
+
+LogicalResult MergeStatesOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(*this, {"v", "s", "v_out", "s_out"}))))
+    return failure();
+  if (failed(c.rank(getV(), "v", 4, "[rows, n, heads, head_dim]")) ||
+      failed(c.floatElement(getV(), "v", false)) ||
+      failed(c.rank(getS(), "s", 3, "[rows, n, heads]")) ||
+      failed(c.f32Element(getS(), "s")))
+    return failure();
+  ArrayRef<int64_t> v = getV().getType().getShape(), s = getS().getType().getShape();
+  for (unsigned i = 0; i < 3; ++i)
+    if (bothStaticAndDiffer(s[i], v[i]))
+      return c.error() << "operand 's' has type " << getS().getType()
+                       << " but must be [rows, n, heads] = [" << sizeStr(v[0]) << ", "
+                       << sizeStr(v[1]) << ", " << sizeStr(v[2]) << "] to match 'v'";
+  SmallVector<int64_t> outShape = {v[0], v[2], v[3]};
+  ShapedType out = getVOut().getType();
+  if (out.getElementType() != getV().getType().getElementType() ||
+      failed(verifyCompatibleShape(out.getShape(), outShape)))
+    return c.error() << "destination 'v_out' has type " << getVOut().getType()
+                     << " but must be [rows, heads, head_dim] = [" << sizeStr(v[0]) << ", "
+                     << sizeStr(v[2]) << ", " << sizeStr(v[3])
+                     << "] with the element type of 'v'";
+  if (Value sOut = getSOut()) {
+    if (failed(c.rank(sOut, "s_out", 2, "[rows, heads]")) ||
+        failed(c.f32Element(sOut, "s_out")))
+      return failure();
+    ArrayRef<int64_t> so = shapedOf(sOut).getShape();
+    if (bothStaticAndDiffer(so[0], v[0]) || bothStaticAndDiffer(so[1], v[2]))
+      return c.error() << "destination 's_out' has type " << sOut.getType()
+                       << " but must be [rows, heads] = [" << sizeStr(v[0]) << ", "
+                       << sizeStr(v[2]) << "] to match 'v'";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Append
+//===----------------------------------------------------------------------===//
+
+LogicalResult AppendPagedKvOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"k_new", "v_new", "append_indptr", "kv_indptr", "kv_indices",
+                  "kv_last_page_len", "plan", "k_cache", "v_cache"}))))
+    return failure();
+  FailureOr<PagedCache> cache =
+      checkPagedCache(c, getKCache(), "k_cache", getVCache(), "v_cache", getBsr());
+  if (failed(cache) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(c.indexArray(getAppendIndptr(), "append_indptr", "[batch + 1]")) ||
+      failed(c.sameLength(getAppendIndptr(), "append_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(c.rank(getKNew(), "k_new", 3, "[nnz_append, kv_heads, head_dim]")))
+    return failure();
+  if (getVNew().getType() != getKNew().getType())
+    return c.error() << "operand 'v_new' has type " << getVNew().getType()
+                     << " but 'k_new' has type " << getKNew().getType()
+                     << "; new K and V must have the same shape and element type";
+  Type cacheElement = getKCache().getType().getElementType();
+  if (getKNew().getType().getElementType() != cacheElement)
+    return c.error() << "operand 'k_new' has element type "
+                     << getKNew().getType().getElementType() << " but the cache holds "
+                     << cacheElement
+                     << "; convert the new keys and values to the cache's element type";
+  if (failed(c.same("kv_heads", Dim{getKNew(), "k_new", 1}, cache->kvHeads,
+                    "the new keys/values must have the cache's kv_heads")) ||
+      failed(c.same("head_dim", Dim{getKNew(), "k_new", 2}, cache->headDim,
+                    "the new keys/values must have the cache's head_dim")) ||
+      failed(c.plan(getPlan(), PlanFamily::append, "append_plan")))
+    return failure();
+  auto planOp = getPlan() ? getPlan().getDefiningOp<AppendPlanOp>() : AppendPlanOp();
+  if (planOp && planOp.getBsr() != getBsr())
+    return c.error() << "operand 'plan' was made for bsr " << planOp.getBsr()
+                     << " but this op has bsr " << getBsr()
+                     << "; make the plan with the op's #fi.bsr";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Plan ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+template <typename PlanOpTy>
+LogicalResult checkPlanShape(Checker &c, PlanOpTy op) {
+  int64_t qoHeads = op.getNumQoHeads(), kvHeads = op.getNumKvHeads(),
+          headDim = op.getHeadDim();
+  if (qoHeads < 1 || kvHeads < 1 || headDim < 1)
+    return c.error() << "num_qo_heads, num_kv_heads and head_dim must be >= 1, got "
+                     << qoHeads << ", " << kvHeads << ", " << headDim;
+  if (qoHeads % kvHeads != 0)
+    return c.error() << "num_qo_heads (" << qoHeads
+                     << ") is not a multiple of num_kv_heads (" << kvHeads
+                     << "); the query heads must be a multiple of the KV heads (GQA/MQA)";
+  auto isFloat = [](Type t, bool kv) {
+    return t.isF16() || t.isBF16() || t.isF32() ||
+           (kv && isa<Float8E4M3FNType, Float8E5M2Type>(t));
+  };
+  if (!isFloat(op.getQType(), false))
+    return c.error() << "q_type = " << op.getQType() << " is not supported; use f16, bf16 "
+                     << "or f32 (fp8 is for the KV cache only)";
+  if (!isFloat(op.getKvType(), true))
+    return c.error() << "kv_type = " << op.getKvType()
+                     << " is not supported; use f16, bf16, f32, f8E4M3FN or f8E5M2";
+  return success();
+}
+
+LogicalResult checkPlanMaskIndptr(Checker &c, MaskMode mode, Value maskIndptr,
+                                  Value qoIndptr) {
+  if (mode == MaskMode::custom && !maskIndptr)
+    return c.error() << "mask_mode = custom needs a 'mask_indptr' operand: add "
+                        "mask_indptr(%mask_indptr : ...)";
+  if (mode != MaskMode::custom && maskIndptr)
+    return c.error() << "a 'mask_indptr' operand is given but mask_mode is "
+                     << stringifyMaskMode(mode)
+                     << "; set mask_mode = #fi.mask_mode<custom> or drop it";
+  if (!maskIndptr)
+    return success();
+  if (failed(c.indexArray(maskIndptr, "mask_indptr", "[batch + 1]")))
+    return failure();
+  return c.sameLength(maskIndptr, "mask_indptr", qoIndptr, "qo_indptr",
+                      "both have batch + 1 entries");
+}
+} // namespace
+
+LogicalResult DecodePlanOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"kv_indptr", "kv_indices", "kv_last_page_len", "num_pages"}))) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  return checkPlanShape(c, *this);
+}
+
+LogicalResult PagedPrefillPlanOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len",
+                  "mask_indptr", "num_pages"}))) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
+      failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())))
+    return failure();
+  return checkPlanShape(c, *this);
+}
+
+LogicalResult RaggedPrefillPlanOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(*this, {"qo_indptr", "kv_indptr", "mask_indptr"}))) ||
+      failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
+      failed(c.indexArray(getKvIndptr(), "kv_indptr", "[batch + 1]")) ||
+      failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())))
+    return failure();
+  return checkPlanShape(c, *this);
+}
+
+LogicalResult AppendPlanOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"append_indptr", "kv_indptr", "kv_indices", "kv_last_page_len",
+                  "num_pages"}))) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(c.indexArray(getAppendIndptr(), "append_indptr", "[batch + 1]")))
+    return failure();
+  return c.sameLength(getAppendIndptr(), "append_indptr", getKvIndptr(), "kv_indptr",
+                      "both have batch + 1 entries");
+}

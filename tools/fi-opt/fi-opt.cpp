@@ -1,0 +1,27 @@
+//===- fi-opt.cpp - mlir-opt with the fi dialect --------------------------===//
+#include "fi/Dialect/FiDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#ifdef FI_HAVE_LOWERING
+#include "fi/Lowering/Passes.h"
+#endif
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+#ifdef FI_HAVE_LOWERING
+  mlir::fi::registerFiPasses(); // fi-select-tiles, fi-materialize-plans, ...
+#endif
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::fi::FiDialect>();
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "fi optimizer driver\n", registry));
+}
