@@ -1,0 +1,426 @@
+/* kernels/src/api.c -- the public plan / run entry points: every argument is validated
+ * here (so backends trust their inputs), then the call is dispatched to the context's
+ * backend. */
+#include <string.h>
+
+#include "internal.h"
+
+#define CHECK(expr)                                                                        \
+  do {                                                                                     \
+    fi_status check_status_ = (expr);                                                      \
+    if (check_status_ != FI_SUCCESS) return check_status_;                                 \
+  } while (0)
+
+#define NEED_CTX(ctx)                                                                      \
+  do {                                                                                     \
+    if (!(ctx))                                                                            \
+      return fi_set_error(NULL, FI_ERROR_INVALID_ARGUMENT,                                 \
+                          "ctx is NULL: create one with fi_context_create or use "         \
+                          "fi_default_context()");                                         \
+  } while (0)
+
+static const char *family_name(fi_op_family f) {
+  switch (f) {
+  case FI_OP_DECODE: return "decode";
+  case FI_OP_PAGED_PREFILL: return "paged prefill";
+  case FI_OP_RAGGED_PREFILL: return "ragged prefill";
+  case FI_OP_APPEND_PAGED_KV: return "append paged kv";
+  }
+  return "unknown";
+}
+
+/* ------------------------------------------------------------ workspace sizes ----- */
+
+fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                   int32_t max_batch, size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, 1, 0));
+  if (max_batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "max_batch = %d: must be >= 0",
+                        (int)max_batch);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = fi_plan_workspace_bytes(FI_OP_DECODE, params, &ctx->target, max_batch, max_batch);
+  return FI_SUCCESS;
+}
+
+fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                    int32_t max_batch, int64_t max_qo_rows, size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, 0, 0));
+  if (max_batch < 0 || max_qo_rows < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "max_batch = %d, max_qo_rows = %lld: both must be >= 0",
+                        (int)max_batch, (long long)max_qo_rows);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = fi_plan_workspace_bytes(FI_OP_PAGED_PREFILL, params, &ctx->target, max_batch,
+                                   max_qo_rows);
+  return FI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------- plans -------- */
+
+static int one_of(int32_t v, const int32_t *set, int n) {
+  for (int i = 0; i < n; ++i)
+    if (set[i] == v) return 1;
+  return 0;
+}
+
+static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int decode) {
+  static const int32_t q_tiles[] = {1, 16, 32, 64, 128};
+  static const int32_t kv_tiles[] = {16, 32, 64, 128};
+  if (!one_of(t->q_tile, q_tiles, 5) || !one_of(t->kv_tile, kv_tiles, 4) ||
+      (t->split_kv != 0 && t->split_kv != 1) ||
+      (t->cores != FI_CORES_CUDA && t->cores != FI_CORES_TENSOR) ||
+      (!decode && t->q_tile == 1))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "tiles {q_tile %d, kv_tile %d, split_kv %d, cores %d}: no such %s "
+                        "variant (q_tile in {%s16,32,64,128}, kv_tile in {16,32,64,128}, "
+                        "split_kv 0/1)", (int)t->q_tile, (int)t->kv_tile, (int)t->split_kv,
+                        (int)t->cores, decode ? "decode" : "prefill", decode ? "1," : "");
+  return FI_SUCCESS;
+}
+
+static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
+                                    int64_t total_qo, int64_t total_kv) {
+  fi_tile_problem tp;
+  tp.batch = batch;
+  tp.num_qo_heads = p->num_qo_heads;
+  tp.num_kv_heads = p->num_kv_heads;
+  tp.head_dim = p->head_dim;
+  tp.q_dtype_bytes = (int32_t)fi_dtype_size(p->q_dtype);
+  tp.kv_dtype_bytes = (int32_t)fi_dtype_size(p->kv_dtype);
+  tp.avg_qo_len = batch > 0 ? (total_qo + batch - 1) / batch : 0;
+  tp.avg_kv_len = batch > 0 ? (total_kv + batch - 1) / batch : 0;
+  return tp;
+}
+
+static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
+                             const fi_attention_params *params, const fi_tiles *forced,
+                             fi_tiles chosen, void *workspace, size_t workspace_bytes,
+                             int32_t num_pages, fi_plan *plan) {
+  fi_tiles tiles = chosen;
+  if (forced) {
+    CHECK(check_forced_tiles(ctx, forced, pb->family == FI_OP_DECODE));
+    tiles = *forced;
+  }
+  if (ctx->backend == FI_BACKEND_CUDA)
+    CHECK(fi_cuda_check_supported(ctx, pb->family, params, &tiles));
+  CHECK(fi_plan_build(ctx, pb, params, tiles, workspace, workspace_bytes, plan));
+  plan->num_pages = num_pages;
+  return FI_SUCCESS;
+}
+
+fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
+                         const fi_page_table *host_pages, int32_t num_pages,
+                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
+                         fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 1, 0));
+  if (params->mask_mode == FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
+                        "fi_paged_prefill_* with one query row per request");
+  if (batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
+                        (int)batch);
+  int64_t total_kv = 0;
+  CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
+                               &total_kv));
+  fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, host_pages->indptr,
+                        host_pages->last_page_len, params->page_size};
+  fi_tile_problem tp = tile_problem(params, batch, batch, total_kv);
+  return finish_plan(ctx, &pb, params, tiles, fi_select_decode_tiles(&ctx->target, &tp),
+                     workspace, workspace_bytes, num_pages, plan);
+}
+
+fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                int32_t batch, const int32_t *host_qo_indptr,
+                                const fi_page_table *host_pages, int32_t num_pages,
+                                const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 1, 0));
+  if (batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
+                        (int)batch);
+  int64_t total_qo = 0, total_kv = 0;
+  CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
+  CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
+                               &total_kv));
+  fi_plan_problem pb = {FI_OP_PAGED_PREFILL, batch, host_qo_indptr, host_pages->indptr,
+                        host_pages->last_page_len, params->page_size};
+  CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
+  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
+  return finish_plan(ctx, &pb, params, tiles, fi_select_prefill_tiles(&ctx->target, &tp),
+                     workspace, workspace_bytes, num_pages, plan);
+}
+
+fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                 int32_t batch, const int32_t *host_qo_indptr,
+                                 const int32_t *host_kv_indptr,
+                                 const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 0, 0));
+  if (batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
+                        (int)batch);
+  int64_t total_qo = 0, total_kv = 0;
+  CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
+  CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));
+  fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, host_qo_indptr, host_kv_indptr, NULL, 1};
+  CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
+  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
+  return finish_plan(ctx, &pb, params, tiles, fi_select_prefill_tiles(&ctx->target, &tp),
+                     workspace, workspace_bytes, 0, plan);
+}
+
+/* ------------------------------------------------------------- run checks --------- */
+
+static fi_status check_plan(fi_context *ctx, const fi_plan *plan, fi_op_family family) {
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  if ((plan->private_[FI_PLAN_MAGIC] & ~(uint64_t)0xff) != FI_PLAN_MAGIC_VALUE)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "plan was not made by a fi_*_plan function (or was overwritten)");
+  if ((fi_backend)(plan->private_[FI_PLAN_MAGIC] & 0xff) != ctx->backend)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "plan was made on a %s context but run on a %s context",
+                        (plan->private_[FI_PLAN_MAGIC] & 0xff) ? "CUDA" : "host",
+                        ctx->backend == FI_BACKEND_CUDA ? "CUDA" : "host");
+  if (plan->family != family)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "plan was made for %s but passed to the %s run function",
+                        family_name(plan->family), family_name(family));
+  return FI_SUCCESS;
+}
+
+static fi_status check_q_o_lse(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                               const fi_tensor *o, const fi_tensor *lse) {
+  const fi_attention_params *p = &plan->params;
+  int64_t shape[3] = {plan->total_qo_rows, p->num_qo_heads, p->head_dim};
+  CHECK(fi_validate_tensor(ctx, "q [nnz_qo, qo_heads, head_dim]", q, p->q_dtype, 3, shape));
+  CHECK(fi_validate_tensor(ctx, "o [nnz_qo, qo_heads, head_dim]", o, p->q_dtype, 3, shape));
+  if (lse) CHECK(fi_validate_tensor(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
+  return FI_SUCCESS;
+}
+
+/* On the host backend the run-time index arrays are host memory: re-check them against
+ * the plan so that a run with other arrays fails instead of reading out of bounds. */
+static fi_status check_run_problem(fi_context *ctx, const fi_plan *plan,
+                                   const fi_plan_problem *pb, const fi_custom_mask *mask) {
+  if (ctx->backend != FI_BACKEND_HOST) return FI_SUCCESS;
+  int64_t total_qo = pb->batch;
+  if (pb->qo_indptr) CHECK(fi_validate_indptr(ctx, "qo_indptr", pb->qo_indptr, pb->batch, &total_qo));
+  int64_t total_kv = 0;
+  for (int32_t i = 0; i < pb->batch; ++i) total_kv += fi_problem_kv_len(pb, i);
+  if (total_qo != plan->total_qo_rows || total_kv != plan->total_kv)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "run arrays describe %lld query rows and %lld KV tokens but the plan "
+                        "was made for %lld and %lld: re-plan when the index arrays change",
+                        (long long)total_qo, (long long)total_kv,
+                        (long long)plan->total_qo_rows, (long long)plan->total_kv);
+  fi_plan_layout l = fi_plan_get_layout(plan);
+  for (int32_t u = 0; u < l.num_work_units; ++u) {
+    const fi_work_unit *w = &l.work[u];
+    if (w->request < 0 || w->request >= pb->batch ||
+        w->qo_start + w->qo_len > fi_problem_qo_len(pb, w->request) ||
+        w->kv_end > fi_problem_kv_len(pb, w->request))
+      return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                          "work unit %d (request %d) does not match the run's index arrays: "
+                          "re-plan when the index arrays change", (int)u, (int)w->request);
+  }
+  if (plan->params.mask_mode == FI_MASK_CUSTOM) CHECK(fi_validate_mask(ctx, &plan->params, pb, mask));
+  return FI_SUCCESS;
+}
+
+static fi_status check_pages_present(fi_context *ctx, const fi_page_table *pages) {
+  if (!pages || !pages->indptr || !pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "pages (kv_indptr, kv_indices, kv_last_page_len) must not be NULL");
+  return FI_SUCCESS;
+}
+
+static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
+                                  const fi_page_table *pages) {
+  if (ctx->backend != FI_BACKEND_HOST) return FI_SUCCESS;
+  return fi_validate_page_table(ctx, pages, plan->batch, plan->params.page_size,
+                                plan->num_pages, NULL);
+}
+
+#define DISPATCH(ctx, fn, ...)                                                             \
+  ((ctx)->backend == FI_BACKEND_HOST ? fi_host_##fn(__VA_ARGS__) : fi_cuda_##fn(__VA_ARGS__))
+
+fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                        const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                        fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_DECODE));
+  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
+  CHECK(check_pages_present(ctx, pages));
+  CHECK(check_host_pages(ctx, plan, pages));
+  fi_plan_problem pb = {FI_OP_DECODE, plan->batch, NULL, pages->indptr, pages->last_page_len,
+                        plan->params.page_size};
+  CHECK(check_run_problem(ctx, plan, &pb, NULL));
+  return DISPATCH(ctx, decode_run, ctx, plan, q, kv, pages, o, lse);
+}
+
+fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                               const int32_t *qo_indptr, const fi_paged_kv_cache *kv,
+                               const fi_page_table *pages, const fi_custom_mask *mask,
+                               fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
+  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
+  CHECK(check_pages_present(ctx, pages));
+  if (!qo_indptr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "qo_indptr is NULL");
+  if (plan->params.mask_mode == FI_MASK_CUSTOM && (!mask || !mask->bits || !mask->indptr))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "the plan uses a custom mask but mask (bits, indptr) is NULL");
+  CHECK(check_host_pages(ctx, plan, pages));
+  fi_plan_problem pb = {FI_OP_PAGED_PREFILL, plan->batch, qo_indptr, pages->indptr,
+                        pages->last_page_len, plan->params.page_size};
+  CHECK(check_run_problem(ctx, plan, &pb, mask));
+  return DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+}
+
+fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                const fi_tensor *k, const fi_tensor *v,
+                                const int32_t *qo_indptr, const int32_t *kv_indptr,
+                                const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_RAGGED_PREFILL));
+  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  const fi_attention_params *p = &plan->params;
+  int64_t kshape[3] = {plan->total_kv, p->num_kv_heads, p->head_dim};
+  CHECK(fi_validate_tensor(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
+  CHECK(fi_validate_tensor(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
+  if (!qo_indptr || !kv_indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "qo_indptr and kv_indptr must not be NULL");
+  if (p->mask_mode == FI_MASK_CUSTOM && (!mask || !mask->bits || !mask->indptr))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "the plan uses a custom mask but mask (bits, indptr) is NULL");
+  if (ctx->backend == FI_BACKEND_HOST)
+    CHECK(fi_validate_indptr(ctx, "kv_indptr", kv_indptr, plan->batch, NULL));
+  fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, plan->batch, qo_indptr, kv_indptr, NULL, 1};
+  CHECK(check_run_problem(ctx, plan, &pb, mask));
+  return DISPATCH(ctx, ragged_prefill_run, ctx, plan, q, k, v, qo_indptr, kv_indptr, mask, o, lse);
+}
+
+/* ------------------------------------------------------------ merge --------------- */
+
+fi_status fi_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor *s_a,
+                         const fi_tensor *v_b, const fi_tensor *s_b, fi_tensor *v_out,
+                         fi_tensor *s_out) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_float_tensor(ctx, "v_a [rows, heads, head_dim]", v_a, 3, NULL));
+  int64_t vshape[3] = {v_a->shape[0], v_a->shape[1], v_a->shape[2]};
+  CHECK(fi_validate_tensor(ctx, "v_b [rows, heads, head_dim] (like v_a)", v_b, v_a->dtype, 3, vshape));
+  CHECK(fi_validate_tensor(ctx, "v_out [rows, heads, head_dim] (like v_a)", v_out, v_a->dtype, 3, vshape));
+  CHECK(fi_validate_tensor(ctx, "s_a [rows, heads]", s_a, FI_DTYPE_F32, 2, vshape));
+  CHECK(fi_validate_tensor(ctx, "s_b [rows, heads]", s_b, FI_DTYPE_F32, 2, vshape));
+  CHECK(fi_validate_tensor(ctx, "s_out [rows, heads]", s_out, FI_DTYPE_F32, 2, vshape));
+  return DISPATCH(ctx, merge_state, ctx, v_a, s_a, v_b, s_b, v_out, s_out);
+}
+
+fi_status fi_merge_states(fi_context *ctx, const fi_tensor *v, const fi_tensor *s,
+                          fi_tensor *v_out, fi_tensor *s_out) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_float_tensor(ctx, "v [rows, n, heads, head_dim]", v, 4, NULL));
+  int64_t sshape[3] = {v->shape[0], v->shape[1], v->shape[2]};
+  int64_t oshape[3] = {v->shape[0], v->shape[2], v->shape[3]};
+  CHECK(fi_validate_tensor(ctx, "s [rows, n, heads]", s, FI_DTYPE_F32, 3, sshape));
+  CHECK(fi_validate_tensor(ctx, "v_out [rows, heads, head_dim] (dtype of v)", v_out, v->dtype, 3, oshape));
+  if (s_out) CHECK(fi_validate_tensor(ctx, "s_out [rows, heads]", s_out, FI_DTYPE_F32, 2, oshape));
+  return DISPATCH(ctx, merge_states, ctx, v, s, v_out, s_out);
+}
+
+/* ------------------------------------------------------------ append -------------- */
+
+fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_size,
+                                  const int32_t *host_append_indptr,
+                                  const fi_page_table *host_pages, int32_t num_pages,
+                                  fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  if (batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0", (int)batch);
+  if (page_size <= 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "page_size = %d: must be >= 1",
+                        (int)page_size);
+  int64_t total_append = 0, total_kv = 0;
+  CHECK(fi_validate_indptr(ctx, "append_indptr", host_append_indptr, batch, &total_append));
+  CHECK(fi_validate_page_table(ctx, host_pages, batch, page_size, num_pages, &total_kv));
+  fi_plan_problem pb = {FI_OP_APPEND_PAGED_KV, batch, host_append_indptr, host_pages->indptr,
+                        host_pages->last_page_len, page_size};
+  for (int32_t i = 0; i < batch; ++i) {
+    int64_t n = fi_problem_qo_len(&pb, i), kv = fi_problem_kv_len(&pb, i);
+    if (n > kv)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "request %d appends %lld tokens but its page table holds only %lld: "
+                          "the page table must already include the new tokens",
+                          (int)i, (long long)n, (long long)kv);
+  }
+  memset(plan, 0, sizeof(*plan));
+  plan->family = FI_OP_APPEND_PAGED_KV;
+  plan->batch = batch;
+  plan->total_qo_rows = total_append;
+  plan->total_kv = total_kv;
+  plan->num_pages = num_pages;
+  plan->params.page_size = page_size;
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+  return FI_SUCCESS;
+}
+
+fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,
+                                 const fi_tensor *v, const int32_t *append_indptr,
+                                 fi_paged_kv_cache *kv, const fi_page_table *pages) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_APPEND_PAGED_KV));
+  if (!kv) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "kv cache is NULL");
+  if (!k) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "k is NULL");
+  if (k->rank != 3)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "k has rank %d: expected [nnz_append, kv_heads, head_dim]", (int)k->rank);
+  fi_attention_params p = fi_attention_params_default((int32_t)k->shape[1], (int32_t)k->shape[1],
+                                                      (int32_t)k->shape[2]);
+  p.page_size = plan->params.page_size;
+  p.kv_dtype = kv->k.dtype;
+  int64_t shape[3] = {plan->total_qo_rows, k->shape[1], k->shape[2]};
+  if (k->shape[1] <= 0 || k->shape[2] <= 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "k.shape = [%lld, %lld, %lld]: kv_heads and head_dim must be >= 1",
+                        (long long)k->shape[0], (long long)k->shape[1], (long long)k->shape[2]);
+  CHECK(fi_validate_tensor(ctx, "k [nnz_append, kv_heads, head_dim] (cache dtype)", k, p.kv_dtype, 3, shape));
+  CHECK(fi_validate_tensor(ctx, "v [nnz_append, kv_heads, head_dim] (cache dtype)", v, p.kv_dtype, 3, shape));
+  CHECK(fi_validate_kv_cache(ctx, kv, &p, plan->num_pages));
+  CHECK(check_pages_present(ctx, pages));
+  if (!append_indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "append_indptr is NULL");
+  if (ctx->backend == FI_BACKEND_HOST) {
+    CHECK(check_host_pages(ctx, plan, pages));
+    int64_t total = 0;
+    CHECK(fi_validate_indptr(ctx, "append_indptr", append_indptr, plan->batch, &total));
+    fi_plan_problem pb = {FI_OP_APPEND_PAGED_KV, plan->batch, append_indptr, pages->indptr,
+                          pages->last_page_len, plan->params.page_size};
+    int64_t total_kv = 0;
+    for (int32_t i = 0; i < plan->batch; ++i) {
+      total_kv += fi_problem_kv_len(&pb, i);
+      if (fi_problem_qo_len(&pb, i) > fi_problem_kv_len(&pb, i))
+        return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                            "request %d appends more tokens than its page table holds: "
+                            "re-plan when the index arrays change", (int)i);
+    }
+    if (total != plan->total_qo_rows || total_kv != plan->total_kv)
+      return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                          "run arrays describe %lld appended and %lld KV tokens but the plan "
+                          "was made for %lld and %lld: re-plan when the index arrays change",
+                          (long long)total, (long long)total_kv,
+                          (long long)plan->total_qo_rows, (long long)plan->total_kv);
+  }
+  return DISPATCH(ctx, append_paged_kv_run, ctx, plan, k, v, append_indptr, kv, pages);
+}

@@ -1,0 +1,54 @@
+/* kernels/src/context.h -- the fi_context struct and the internal helpers shared by api.c,
+ * the planner and both backends. Not installed.
+ *
+ * A context is not thread-safe: one thread uses it at a time (plan, run, last error and
+ * the scratch areas below all live in it). */
+#ifndef FI_KERNELS_CONTEXT_H
+#define FI_KERNELS_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FI_ERROR_MESSAGE_BYTES 1024
+
+struct fi_context {
+  fi_backend backend;
+  void *stream;       /* cudaStream_t for the CUDA backend (NULL: the default stream) */
+  fi_target target;   /* facts the heuristics and the planner use */
+  int32_t num_threads; /* host backend: worker threads of a run */
+  int32_t device;     /* CUDA backend: the device ordinal the context was created on */
+  char last_error[FI_ERROR_MESSAGE_BYTES];
+
+  /* Host memory the planner builds work / merge units in before they are copied into the
+   * workspace (memcpy on the host backend, fi_cuda_upload on CUDA). Grown on demand by
+   * fi_context_host_scratch; freed by fi_context_destroy. */
+  void *plan_scratch;
+  size_t plan_scratch_bytes;
+
+  /* Host backend: per-run working memory of the worker threads (grown on demand, so a
+   * steady-state run allocates nothing). */
+  void *run_scratch;
+  size_t run_scratch_bytes;
+
+  /* Backend-private state (the CUDA backend may hang what it needs here; it must free it
+   * in fi_cuda_context_release). */
+  void *backend_state;
+};
+
+/* Returns a host buffer of at least `bytes` owned by ctx (NULL + error set on failure). */
+void *fi_context_plan_scratch(fi_context *ctx, size_t bytes);
+void *fi_context_run_scratch(fi_context *ctx, size_t bytes);
+
+/* CUDA backend: frees ctx->backend_state (no-op stub when CUDA is off). */
+void fi_cuda_context_release(fi_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

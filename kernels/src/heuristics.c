@@ -1,0 +1,176 @@
+/* kernels/src/heuristics.c -- tile-size heuristics (pure C; linked by the runtime's plan
+ * step and by the compiler's fi-select-tiles pass).
+ *
+ * Decision table
+ * ==============
+ * Notation: group = num_qo_heads / num_kv_heads; packed = avg_qo_len * group (FlashInfer
+ * packs the GQA group of one KV head into the query tile, so a tile of q_tile rows holds
+ * q_tile / group query rows of `group` heads each).
+ *
+ * 1. Query tile (fi_select_q_tile)
+ *      packed <= 1         -> 1    (decode with one head per KV head: CUDA-core kernel)
+ *      packed <= 16        -> 16
+ *      packed <= 32        -> 32
+ *      packed <= 64        -> 64
+ *      otherwise           -> 128, except head_dim >= 256 -> 64 (the fp32 output
+ *                             accumulator of 128 rows x 256 columns does not fit the
+ *                             register file of 4 warps)
+ *      avg_qo_len unknown (0) counts as long (128 / 64 rule).
+ *
+ * 2. Decode cores (fi_select_decode_cores)
+ *      group >= 4 -> tensor cores (the group fills the rows of an mma tile), else CUDA
+ *      cores. Decode q_tile: 1 on CUDA cores, max(16, smallest tile >= group) on tensor
+ *      cores.
+ *
+ * 3. KV tile (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
+ *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
+ *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
+ *               = 4                                  (CUDA-core decode)
+ *      smem     = q_tile*head_dim*q_bytes + 2 stages * 2 (K,V) * kv_tile*head_dim*kv_bytes
+ *      regs     = 32 + (q_tile/warps) * (head_dim + kv_tile) / 32   (tensor cores: o and
+ *                 s fragments per thread)
+ *               = 32 + head_dim / 4                  (CUDA-core decode)
+ *      feasible iff regs <= 255 and smem <= target.smem_per_block
+ *      blocks   = min(32, 2048 / threads, 65536 / (regs*threads), smem_per_block / smem)
+ *      occupancy = blocks * warps (resident warps per SM)
+ *    The feasible candidate with the highest occupancy wins; ties go to the larger tile
+ *    (fewer pipeline iterations). No feasible candidate -> the smallest.
+ *
+ * 4. Split-KV (fi_select_split_kv): on iff the CTAs of the unsplit problem,
+ *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
+ *    cannot fill the SMs (ctas < sm_count) and the KV is long (avg_kv_len >= 512).
+ *    Unknown batch or KV length (0, compile time) -> on: the planner then decides with
+ *    the real lengths and splits only when the same two conditions hold.
+ */
+#include "fi/heuristics.h"
+
+#include <stdio.h>
+
+enum { FI_SPLIT_MIN_AVG_KV = 512 };
+
+fi_target fi_target_default(void) {
+  fi_target t;
+  t.sm_version = 90;
+  t.sm_count = 132;
+  t.smem_per_block = 232448;
+  return t;
+}
+
+static int32_t group_size(const fi_tile_problem *p) {
+  if (p->num_kv_heads <= 0 || p->num_qo_heads <= 0) return 1;
+  int32_t g = p->num_qo_heads / p->num_kv_heads;
+  return g < 1 ? 1 : g;
+}
+
+static int32_t tile_covering(int64_t rows) {
+  if (rows <= 1) return 1;
+  if (rows <= 16) return 16;
+  if (rows <= 32) return 32;
+  if (rows <= 64) return 64;
+  return 128;
+}
+
+int32_t fi_select_q_tile(const fi_tile_problem *p) {
+  int64_t packed = p->avg_qo_len <= 0 ? 1 << 20 : p->avg_qo_len * group_size(p);
+  int32_t tile = tile_covering(packed);
+  if (tile == 128 && p->head_dim >= 256) tile = 64;
+  return tile;
+}
+
+fi_core_kind fi_select_decode_cores(const fi_tile_problem *p) {
+  return group_size(p) >= 4 ? FI_CORES_TENSOR : FI_CORES_CUDA;
+}
+
+/* Occupancy (resident warps per SM) of one kernel variant; 0 if it does not fit. */
+static int32_t occupancy(const fi_target *t, const fi_tile_problem *p, int32_t q_tile,
+                         int32_t kv_tile, int cuda_cores) {
+  int32_t hd = p->head_dim > 0 ? p->head_dim : 128;
+  int32_t qb = p->q_dtype_bytes > 0 ? p->q_dtype_bytes : 2;
+  int32_t kb = p->kv_dtype_bytes > 0 ? p->kv_dtype_bytes : 2;
+  int32_t warps, regs;
+  if (cuda_cores) {
+    warps = 4;
+    regs = 32 + hd / 4;
+  } else {
+    warps = q_tile / 16;
+    if (warps < 1) warps = 1;
+    if (warps > 4) warps = 4;
+    int32_t rows_per_warp = q_tile < 16 ? 16 : q_tile / warps;
+    regs = 32 + rows_per_warp * (hd + kv_tile) / 32;
+  }
+  int64_t smem = (int64_t)q_tile * hd * qb + 2LL * 2 * kv_tile * hd * kb;
+  if (regs > 255 || smem > t->smem_per_block) return 0;
+  int32_t threads = 32 * warps;
+  int64_t blocks = 32;
+  if (2048 / threads < blocks) blocks = 2048 / threads;
+  if (65536 / (regs * threads) < blocks) blocks = 65536 / (regs * threads);
+  if (t->smem_per_block / smem < blocks) blocks = t->smem_per_block / smem;
+  return (int32_t)(blocks * warps);
+}
+
+static int32_t select_kv_tile(const fi_target *t, const fi_tile_problem *p, int32_t q_tile,
+                              int cuda_cores) {
+  static const int32_t prefill_candidates[] = {32, 64, 128};
+  static const int32_t decode_cc_candidates[] = {16, 32, 64, 128};
+  const int32_t *cand = cuda_cores ? decode_cc_candidates : prefill_candidates;
+  int32_t n = cuda_cores ? 4 : 3;
+  int32_t best = cand[0], best_occ = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t occ = occupancy(t, p, q_tile, cand[i], cuda_cores);
+    if (occ > 0 && occ >= best_occ) { /* >=: ties go to the larger tile */
+      best = cand[i];
+      best_occ = occ;
+    }
+  }
+  return best;
+}
+
+int32_t fi_select_kv_tile(const fi_target *t, const fi_tile_problem *p, int32_t q_tile) {
+  return select_kv_tile(t, p, q_tile, q_tile == 1);
+}
+
+int32_t fi_select_split_kv(const fi_target *t, const fi_tile_problem *p, int32_t q_tile) {
+  if (p->batch <= 0 || p->avg_kv_len <= 0) return 1;
+  int64_t qo = p->avg_qo_len > 0 ? p->avg_qo_len : 1;
+  int64_t packed = qo * group_size(p);
+  int64_t tiles = q_tile <= 1 ? qo : (packed + q_tile - 1) / q_tile;
+  int64_t kv_heads = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t ctas = (int64_t)p->batch * kv_heads * tiles;
+  return ctas < t->sm_count && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV;
+}
+
+fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
+  fi_tiles tiles;
+  tiles.cores = fi_select_decode_cores(p);
+  if (tiles.cores == FI_CORES_TENSOR) {
+    int32_t q = tile_covering(group_size(p));
+    tiles.q_tile = q < 16 ? 16 : q;
+  } else {
+    tiles.q_tile = 1;
+  }
+  tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, tiles.cores == FI_CORES_CUDA);
+  tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
+  return tiles;
+}
+
+fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
+  fi_tiles tiles;
+  tiles.cores = FI_CORES_TENSOR;
+  tiles.q_tile = fi_select_q_tile(p);
+  if (tiles.q_tile < 16) tiles.q_tile = 16; /* prefill kernels are mma kernels */
+  tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, 0);
+  tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
+  return tiles;
+}
+
+const char *fi_tiles_name(fi_tiles tiles, int32_t is_decode, char *buf, int32_t buf_len) {
+  if (!buf || buf_len <= 0) return "";
+  if (is_decode)
+    snprintf(buf, (size_t)buf_len, "decode_%s_q%d_kv%d%s",
+             tiles.cores == FI_CORES_TENSOR ? "tc" : "cc", (int)tiles.q_tile,
+             (int)tiles.kv_tile, tiles.split_kv ? "_split" : "");
+  else
+    snprintf(buf, (size_t)buf_len, "prefill_q%d_kv%d%s", (int)tiles.q_tile,
+             (int)tiles.kv_tile, tiles.split_kv ? "_split" : "");
+  return buf;
+}

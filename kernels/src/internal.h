@@ -1,0 +1,94 @@
+/* kernels/src/internal.h -- validation and planner entry points shared inside the runtime
+ * (api.c calls them; the host backend and tests of the planner read their results through
+ * fi_plan_get_layout). Not installed. */
+#ifndef FI_KERNELS_INTERNAL_H
+#define FI_KERNELS_INTERNAL_H
+
+#include "context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ validation ---------- */
+
+/* Sizes, dtypes, mask / position modes, scalars. `paged` also checks page_size. */
+fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int paged,
+                             int allow_fp8_q);
+/* indptr non-NULL, indptr[0] == 0, non-decreasing; *total = indptr[batch]. */
+fi_status fi_validate_indptr(fi_context *ctx, const char *name, const int32_t *indptr,
+                             int32_t batch, int64_t *total);
+/* The CSR page table: indptr, page ids in [0, num_pages), last_page_len in 1..page_size;
+ * *total_kv = sum of KV lengths. */
+fi_status fi_validate_page_table(fi_context *ctx, const fi_page_table *pages, int32_t batch,
+                                 int32_t page_size, int32_t num_pages, int64_t *total_kv);
+/* Causal needs qo_len <= kv_len; custom needs mask bits and a mask indptr whose segments
+ * are qo_len*kv_len bits. kv_len_of(i) comes from the problem. */
+struct fi_plan_problem;
+fi_status fi_validate_mask(fi_context *ctx, const fi_attention_params *p,
+                           const struct fi_plan_problem *pb, const fi_custom_mask *mask);
+
+/* A tensor argument: non-NULL, dtype, rank, shape (-1 in `shape` = any), innermost stride
+ * 1, non-negative strides. `name` is the argument's name in messages. */
+fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
+                             fi_dtype dtype, int32_t rank, const int64_t *shape);
+/* Like fi_validate_tensor but dtype may be any of f16/bf16/f32. */
+fi_status fi_validate_float_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
+                                   int32_t rank, const int64_t *shape);
+/* The K/V cache for `params` with `num_pages` pages. */
+fi_status fi_validate_kv_cache(fi_context *ctx, const fi_paged_kv_cache *kv,
+                               const fi_attention_params *p, int32_t num_pages);
+
+/* ---------------------------------------------------------------- planner --------- */
+
+/* The index structure of one problem, as the planner sees it (host copies). */
+typedef struct fi_plan_problem {
+  fi_op_family family;
+  int32_t batch;
+  const int32_t *qo_indptr;     /* NULL: one query row per request (decode) */
+  const int32_t *kv_indptr;     /* paged: page indptr; ragged: token indptr */
+  const int32_t *last_page_len; /* paged: last page lengths; ragged: NULL */
+  int32_t page_size;            /* paged: tokens per page; ragged: 1 */
+} fi_plan_problem;
+
+static inline int64_t fi_problem_qo_len(const fi_plan_problem *pb, int32_t i) {
+  return pb->qo_indptr ? (int64_t)pb->qo_indptr[i + 1] - pb->qo_indptr[i] : 1;
+}
+static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
+  int64_t n = (int64_t)pb->kv_indptr[i + 1] - pb->kv_indptr[i];
+  if (!pb->last_page_len) return n;
+  return n == 0 ? 0 : (int64_t)pb->page_size * (n - 1) + pb->last_page_len[i];
+}
+
+/* Work units a plan targets when it splits KV: enough CTAs (units x kv_heads) for two
+ * waves of the target's SMs. */
+int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p);
+
+/* Exact workspace bytes for any problem of `family` with <= max_batch requests and
+ * <= max_qo_rows query rows (decode: ignored). */
+size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p,
+                               const fi_target *t, int32_t max_batch, int64_t max_qo_rows);
+
+/* Builds the partition of `pb` for `tiles` and writes it into `workspace` (host: memcpy;
+ * CUDA: fi_cuda_upload). Fills every field of `plan` except num_pages. */
+fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
+                        const fi_attention_params *params, fi_tiles tiles, void *workspace,
+                        size_t workspace_bytes, fi_plan *plan);
+
+/* Private words of fi_plan. */
+enum {
+  FI_PLAN_OFF_WORK = 0,
+  FI_PLAN_OFF_MERGE = 1,
+  FI_PLAN_OFF_PARTIAL_O = 2,
+  FI_PLAN_OFF_PARTIAL_LSE = 3,
+  FI_PLAN_NUM_MERGE = 4,
+  FI_PLAN_KV_CHUNK = 5,     /* split chunk in tokens, 0 = no split */
+  FI_PLAN_ROWS_PER_UNIT = 6,
+  FI_PLAN_MAGIC = 7,        /* FI_PLAN_MAGIC_VALUE | backend */
+};
+#define FI_PLAN_MAGIC_VALUE 0x46495f504c414e00ULL /* "FI_PLAN\0" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

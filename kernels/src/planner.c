@@ -1,0 +1,318 @@
+/* kernels/src/planner.c -- the load-balanced split-KV planner.
+ *
+ * Partition. A request with qo_len query rows is cut into query tiles of rows_per_unit
+ * rows (decode: 1; prefill: max(1, q_tile / group), since a tile packs the GQA group of
+ * one KV head). When split-KV is on, its KV is cut into chunks of `chunk` tokens (a
+ * multiple of the page size, so no chunk starts inside a page), the last chunk shorter.
+ * Each (request, query tile, KV chunk) is a work unit; a (request, query tile) cut into
+ * n > 1 chunks writes n partial states that a merge unit combines in chunk order.
+ *
+ * Chunk choice. fixed_split_size > 0: that many tokens (rounded up to the page size),
+ * for batch-invariant results. Automatic (fixed_split_size == 0 and tiles.split_kv): the
+ * smallest chunk >= FI_MIN_CHUNK whose unit count stays <= the target (two waves of
+ * CTAs), found by binary search (the count is non-increasing in the chunk size); no
+ * split when the unsplit problem already has >= target units. Chunks are uniform, so the
+ * largest unit holds at most `chunk` KV tokens, and by minimality of the chunk
+ *   chunk - g < total_kv / (target - tiles)          (g = page granularity)
+ * i.e. the largest unit is within target/(target-tiles) (<= 2 when the unsplit tile count
+ * is at most half the target) of the mean plus one page; test_planner checks this.
+ *
+ * Order. Units are sorted by decreasing cost (qo rows x KV tokens), ties by request,
+ * query tile, chunk: a greedy scheduler (the GPU's block scheduler, the host's worker
+ * queue) then assigns the longest work first (LPT), and the same input always yields
+ * the same array.
+ *
+ * Workspace layout (offsets from the workspace base, 256-byte aligned; they depend only
+ * on the workspace size and the problem's head counts, so re-planning into the same
+ * workspace never moves an array):
+ *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
+ * decode: U = M = P = N, the largest N that fits (a decode unit has one row, so partial
+ *         rows <= units);
+ * prefill: M = P = the partial-row budget ceil(2 * sm_count * 128 / qo_heads) (two waves
+ *         of 128-row tiles), U = what remains.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
+
+static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
+
+int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p) {
+  int64_t ctas = 2LL * (t->sm_count > 0 ? t->sm_count : 1);
+  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t u = (ctas + kvh - 1) / kvh;
+  return (int32_t)(u < 1 ? 1 : u);
+}
+
+typedef struct caps {
+  int64_t units, merge, partial;
+  size_t off_work, off_merge, off_po, off_plse, total;
+} caps;
+
+static size_t row_o_bytes(const fi_attention_params *p) {
+  return (size_t)p->num_qo_heads * (size_t)p->head_dim * sizeof(float);
+}
+static size_t row_lse_bytes(const fi_attention_params *p) {
+  return (size_t)p->num_qo_heads * sizeof(float);
+}
+
+static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t pr) {
+  caps c;
+  c.units = u;
+  c.merge = m;
+  c.partial = pr;
+  c.off_work = 0;
+  c.off_merge = align_up((size_t)u * sizeof(fi_work_unit));
+  c.off_po = c.off_merge + align_up((size_t)m * sizeof(fi_merge_unit));
+  c.off_plse = c.off_po + align_up((size_t)pr * row_o_bytes(p));
+  c.total = c.off_plse + align_up((size_t)pr * row_lse_bytes(p));
+  return c;
+}
+
+static int64_t prefill_partial_budget(const fi_target *t, const fi_attention_params *p) {
+  int64_t rows = 2LL * (t->sm_count > 0 ? t->sm_count : 1) * 128;
+  return (rows + p->num_qo_heads - 1) / p->num_qo_heads;
+}
+
+/* The capacities a workspace of `bytes` provides. */
+static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
+                            const fi_target *t, size_t bytes) {
+  if (family == FI_OP_DECODE) {
+    size_t per = sizeof(fi_work_unit) + sizeof(fi_merge_unit) + row_o_bytes(p) +
+                 row_lse_bytes(p);
+    int64_t n = (int64_t)(bytes / per);
+    while (n > 0 && layout(p, n, n, n).total > bytes) --n;
+    return layout(p, n, n, n);
+  }
+  int64_t pr = prefill_partial_budget(t, p);
+  caps c = layout(p, 0, pr, pr);
+  if (c.total > bytes) return layout(p, 0, 0, 0);
+  size_t room = (bytes - c.total) / FI_ALIGN * FI_ALIGN;
+  return layout(p, (int64_t)(room / sizeof(fi_work_unit)), pr, pr);
+}
+
+size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p,
+                               const fi_target *t, int32_t max_batch, int64_t max_qo_rows) {
+  int64_t target = fi_plan_target_units(t, p);
+  if (family == FI_OP_DECODE) {
+    int64_t n = max_batch > target ? max_batch : target;
+    return layout(p, n, n, n).total;
+  }
+  /* A prefill unit holds >= 1 query row, so unsplit units <= max_qo_rows; a split plan
+   * has <= target units. */
+  int64_t u = max_qo_rows > target ? max_qo_rows : target;
+  int64_t pr = prefill_partial_budget(t, p);
+  return layout(p, u, pr, pr).total;
+}
+
+typedef struct counts {
+  int64_t units, partial, merge;
+} counts;
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t chunk) {
+  counts c = {0, 0, 0};
+  for (int32_t i = 0; i < pb->batch; ++i) {
+    int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
+    if (qo == 0) continue;
+    int64_t tiles = ceil_div(qo, rpu);
+    int64_t n = (chunk > 0 && kv > chunk) ? ceil_div(kv, chunk) : 1;
+    c.units += tiles * n;
+    if (n > 1) {
+      c.partial += n * qo;
+      c.merge += tiles;
+    }
+  }
+  return c;
+}
+
+static int fits(counts c, const caps *k) {
+  return c.units <= k->units && c.partial <= k->partial && c.merge <= k->merge;
+}
+
+static int compare_units(const void *pa, const void *pb) {
+  const fi_work_unit *a = (const fi_work_unit *)pa, *b = (const fi_work_unit *)pb;
+  int64_t ca = (int64_t)a->qo_len * ((int64_t)(a->kv_end - a->kv_start) + 1);
+  int64_t cb = (int64_t)b->qo_len * ((int64_t)(b->kv_end - b->kv_start) + 1);
+  if (ca != cb) return ca > cb ? -1 : 1;
+  if (a->request != b->request) return a->request < b->request ? -1 : 1;
+  if (a->qo_start != b->qo_start) return a->qo_start < b->qo_start ? -1 : 1;
+  if (a->kv_start != b->kv_start) return a->kv_start < b->kv_start ? -1 : 1;
+  return 0;
+}
+
+static const char *size_fn(fi_op_family f) {
+  return f == FI_OP_DECODE ? "fi_decode_workspace_size" : "fi_prefill_workspace_size";
+}
+
+fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
+                        const fi_attention_params *params, fi_tiles tiles, void *workspace,
+                        size_t workspace_bytes, fi_plan *plan) {
+  const fi_target *t = &ctx->target;
+  int64_t group = params->num_qo_heads / params->num_kv_heads;
+  int64_t rpu = 1;
+  if (pb->family != FI_OP_DECODE) {
+    rpu = tiles.q_tile / group;
+    if (rpu < 1) rpu = 1;
+  }
+  int64_t g = pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
+  int64_t total_qo = 0, total_kv = 0, max_kv = 0;
+  for (int32_t i = 0; i < pb->batch; ++i) {
+    int64_t kv = fi_problem_kv_len(pb, i);
+    total_qo += fi_problem_qo_len(pb, i);
+    total_kv += kv;
+    if (kv > max_kv) max_kv = kv;
+  }
+
+  if (!workspace && workspace_bytes > 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "workspace is NULL but workspace_bytes is %zu: pass the buffer "
+                        "allocated with %s's size", workspace_bytes, size_fn(pb->family));
+  caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
+  counts unsplit = count_for_chunk(pb, rpu, 0);
+  int64_t target = fi_plan_target_units(t, params);
+
+  if (!fits(unsplit, &k)) {
+    int32_t need_batch = pb->batch;
+    size_t need = fi_plan_workspace_bytes(pb->family, params, t, need_batch, total_qo);
+    return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                        "workspace of %zu bytes holds %lld work units but this batch needs "
+                        "%lld: allocate %s(max_batch >= %d%s) = %zu bytes or more",
+                        workspace ? workspace_bytes : (size_t)0, (long long)k.units,
+                        (long long)unsplit.units, size_fn(pb->family), (int)need_batch,
+                        pb->family == FI_OP_DECODE ? "" : ", max_qo_rows >= nnz_qo", need);
+  }
+
+  int64_t chunk = 0;
+  if (params->fixed_split_size > 0) {
+    chunk = ceil_div(params->fixed_split_size, g) * g;
+    counts c = count_for_chunk(pb, rpu, chunk);
+    if (!fits(c, &k)) {
+      return fi_set_error(
+          ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+          "fixed_split_size = %d splits this batch into %lld work units, %lld partial rows "
+          "and %lld merge units, but the workspace of %zu bytes holds %lld / %lld / %lld: "
+          "use a larger fixed_split_size%s",
+          (int)params->fixed_split_size, (long long)c.units, (long long)c.partial,
+          (long long)c.merge, workspace_bytes, (long long)k.units, (long long)k.partial,
+          (long long)k.merge,
+          pb->family == FI_OP_DECODE
+              ? ", or size the workspace for max_batch = the largest sum over requests of "
+                "ceil(kv_len / fixed_split_size)"
+              : "");
+    }
+  } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target) {
+    int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
+    if (lo < hi) {
+      /* smallest k in [lo, hi] with count(k*g) within target and capacities; k = hi means
+       * no request is split, which always fits. */
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        counts c = count_for_chunk(pb, rpu, mid * g);
+        if (c.units <= target && fits(c, &k))
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      chunk = lo * g;
+      if (chunk >= max_kv) chunk = 0;
+    }
+  }
+
+  counts c = count_for_chunk(pb, rpu, chunk);
+  size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
+                         (size_t)c.merge * sizeof(fi_merge_unit) + 16;
+  char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
+  if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
+  fi_work_unit *work = (fi_work_unit *)scratch;
+  fi_merge_unit *merge = (fi_merge_unit *)(scratch + (size_t)c.units * sizeof(fi_work_unit));
+
+  int64_t nu = 0, nm = 0, next_partial = 0;
+  for (int32_t i = 0; i < pb->batch; ++i) {
+    int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
+    int64_t row0 = pb->qo_indptr ? pb->qo_indptr[i] : i;
+    int64_t n = (chunk > 0 && kv > chunk) ? ceil_div(kv, chunk) : 1;
+    for (int64_t qs = 0; qs < qo; qs += rpu) {
+      int64_t rows = qo - qs < rpu ? qo - qs : rpu;
+      int64_t first = -1;
+      if (n > 1) {
+        first = next_partial;
+        next_partial += n * rows;
+        merge[nm].out_row = (int32_t)(row0 + qs);
+        merge[nm].rows = (int32_t)rows;
+        merge[nm].first_partial_row = (int32_t)first;
+        merge[nm].num_chunks = (int32_t)n;
+        ++nm;
+      }
+      for (int64_t ch = 0; ch < n; ++ch) {
+        fi_work_unit *u = &work[nu++];
+        u->request = i;
+        u->qo_start = (int32_t)qs;
+        u->qo_len = (int32_t)rows;
+        u->kv_start = (int32_t)(n > 1 ? ch * chunk : 0);
+        u->kv_end = (int32_t)(n > 1 && (ch + 1) * chunk < kv ? (ch + 1) * chunk : kv);
+        u->partial_row = (int32_t)(n > 1 ? first + ch * rows : -1);
+      }
+    }
+  }
+  qsort(work, (size_t)nu, sizeof(fi_work_unit), compare_units);
+
+  if (nu > 0 || nm > 0) {
+    char *base = (char *)workspace;
+    size_t wb = (size_t)nu * sizeof(fi_work_unit), mb = (size_t)nm * sizeof(fi_merge_unit);
+    if (ctx->backend == FI_BACKEND_CUDA) {
+      fi_status s = FI_SUCCESS;
+      if (wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
+      if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
+      if (s != FI_SUCCESS) return s;
+    } else {
+      if (wb) memcpy(base + k.off_work, work, wb);
+      if (mb) memcpy(base + k.off_merge, merge, mb);
+    }
+  }
+
+  memset(plan, 0, sizeof(*plan));
+  plan->family = pb->family;
+  plan->tiles = tiles;
+  plan->batch = pb->batch;
+  plan->num_work_units = (int32_t)nu;
+  plan->num_partial_rows = (int32_t)next_partial;
+  plan->params = *params;
+  plan->total_qo_rows = total_qo;
+  plan->total_kv = total_kv;
+  plan->workspace = workspace;
+  plan->workspace_bytes = workspace_bytes;
+  plan->private_[FI_PLAN_OFF_WORK] = k.off_work;
+  plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
+  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
+  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
+  plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
+  plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
+  plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+  return FI_SUCCESS;
+}
+
+fi_plan_layout fi_plan_get_layout(const fi_plan *plan) {
+  fi_plan_layout l;
+  char *base = (char *)plan->workspace;
+  l.num_work_units = plan->num_work_units;
+  l.num_merge_units = (int32_t)plan->private_[FI_PLAN_NUM_MERGE];
+  l.num_partial_rows = plan->num_partial_rows;
+  if (!base) {
+    l.work = NULL;
+    l.merge = NULL;
+    l.partial_o = NULL;
+    l.partial_lse = NULL;
+    return l;
+  }
+  l.work = (fi_work_unit *)(base + plan->private_[FI_PLAN_OFF_WORK]);
+  l.merge = (fi_merge_unit *)(base + plan->private_[FI_PLAN_OFF_MERGE]);
+  l.partial_o = (float *)(base + plan->private_[FI_PLAN_OFF_PARTIAL_O]);
+  l.partial_lse = (float *)(base + plan->private_[FI_PLAN_OFF_PARTIAL_LSE]);
+  return l;
+}

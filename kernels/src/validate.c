@@ -1,0 +1,250 @@
+/* kernels/src/validate.c -- argument checks of plan and run. Each failure names the
+ * argument, the index and the offending value, and says what to do. Nothing here reads
+ * past what the sizes it was given allow. */
+#include <math.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static int is_float_dtype(fi_dtype d) {
+  return d == FI_DTYPE_F16 || d == FI_DTYPE_BF16 || d == FI_DTYPE_F32;
+}
+static int is_known_dtype(fi_dtype d) { return (int)d >= 0 && (int)d <= FI_DTYPE_E5M2; }
+
+fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int paged,
+                             int allow_fp8_q) {
+  (void)allow_fp8_q;
+  if (!p) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "params is NULL");
+  if (p->num_qo_heads <= 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.num_qo_heads = %d: must be >= 1", (int)p->num_qo_heads);
+  if (p->num_kv_heads <= 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.num_kv_heads = %d: must be >= 1", (int)p->num_kv_heads);
+  if (p->num_qo_heads % p->num_kv_heads != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.num_qo_heads = %d is not a multiple of num_kv_heads = %d "
+                        "(GQA/MQA need qo_heads = group * kv_heads)",
+                        (int)p->num_qo_heads, (int)p->num_kv_heads);
+  if (p->head_dim <= 0 || p->head_dim > 4096)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.head_dim = %d: must be in 1..4096", (int)p->head_dim);
+  if (paged && p->page_size <= 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.page_size = %d: a paged cache needs page_size >= 1",
+                        (int)p->page_size);
+  if (!is_float_dtype(p->q_dtype))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.q_dtype = %d: q and o must be f16, bf16 or f32",
+                        (int)p->q_dtype);
+  if (!is_known_dtype(p->kv_dtype))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.kv_dtype = %d: K/V must be f16, bf16, f32, e4m3 or e5m2",
+                        (int)p->kv_dtype);
+  if ((int)p->mask_mode < 0 || p->mask_mode > FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.mask_mode = %d: use FI_MASK_NONE, FI_MASK_CAUSAL or "
+                        "FI_MASK_CUSTOM", (int)p->mask_mode);
+  if ((int)p->pos_encoding < 0 || p->pos_encoding > FI_POS_ALIBI)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.pos_encoding = %d: use FI_POS_NONE, FI_POS_ROPE_LLAMA or "
+                        "FI_POS_ALIBI", (int)p->pos_encoding);
+  if (p->pos_encoding == FI_POS_ROPE_LLAMA && p->head_dim % 2 != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.head_dim = %d is odd: LLaMA RoPE rotates halves and needs "
+                        "an even head_dim", (int)p->head_dim);
+  if (p->pos_encoding == FI_POS_ROPE_LLAMA &&
+      (!(p->rope_scale > 0) || !isfinite(p->rope_scale) || !(p->rope_theta > 0) ||
+       !isfinite(p->rope_theta)))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.rope_scale = %g, rope_theta = %g: both must be finite and > 0",
+                        (double)p->rope_scale, (double)p->rope_theta);
+  if (p->window_left < -1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.window_left = %d: use -1 (no window) or >= 0",
+                        (int)p->window_left);
+  if (!(p->logits_soft_cap >= 0) || !isfinite(p->logits_soft_cap))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.logits_soft_cap = %g: use 0 (off) or a finite value > 0",
+                        (double)p->logits_soft_cap);
+  if (!isfinite(p->sm_scale) || p->sm_scale == 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.sm_scale = %g: must be finite and non-zero (default "
+                        "1/sqrt(head_dim))", (double)p->sm_scale);
+  if (!isfinite(p->k_scale) || !isfinite(p->v_scale))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.k_scale = %g, v_scale = %g: must be finite (default 1)",
+                        (double)p->k_scale, (double)p->v_scale);
+  if (p->fixed_split_size < -1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.fixed_split_size = %d: use -1 (no split), 0 (planner "
+                        "chooses) or a chunk size > 0", (int)p->fixed_split_size);
+  return FI_SUCCESS;
+}
+
+fi_status fi_validate_indptr(fi_context *ctx, const char *name, const int32_t *indptr,
+                             int32_t batch, int64_t *total) {
+  if (!indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s is NULL: pass an int32 array of batch + 1 = %d entries", name,
+                        (int)batch + 1);
+  if (indptr[0] != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s[0] = %d: an indptr must start at 0", name, (int)indptr[0]);
+  for (int32_t i = 0; i < batch; ++i)
+    if (indptr[i + 1] < indptr[i])
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "%s[%d] = %d is less than %s[%d] = %d: an indptr must be "
+                          "non-decreasing (length batch + 1 = %d)",
+                          name, (int)i + 1, (int)indptr[i + 1], name, (int)i,
+                          (int)indptr[i], (int)batch + 1);
+  if (total) *total = indptr[batch];
+  return FI_SUCCESS;
+}
+
+fi_status fi_validate_page_table(fi_context *ctx, const fi_page_table *pages, int32_t batch,
+                                 int32_t page_size, int32_t num_pages, int64_t *total_kv) {
+  if (!pages) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "page table is NULL");
+  if (num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "num_pages = %d: must be >= 0",
+                        (int)num_pages);
+  int64_t nnz = 0;
+  fi_status s = fi_validate_indptr(ctx, "kv_indptr", pages->indptr, batch, &nnz);
+  if (s != FI_SUCCESS) return s;
+  if (nnz > 0 && !pages->indices)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indices is NULL but kv_indptr[%d] = %lld pages", (int)batch,
+                        (long long)nnz);
+  if (batch > 0 && !pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_last_page_len is NULL: pass an int32 array of batch = %d entries",
+                        (int)batch);
+  for (int64_t j = 0; j < nnz; ++j)
+    if (pages->indices[j] < 0 || pages->indices[j] >= num_pages)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "kv_indices[%lld] = %d is out of range: page ids must be in "
+                          "[0, num_pages = %d)", (long long)j, (int)pages->indices[j],
+                          (int)num_pages);
+  int64_t total = 0;
+  for (int32_t i = 0; i < batch; ++i) {
+    int32_t n = pages->indptr[i + 1] - pages->indptr[i];
+    if (n == 0) continue; /* no page: KV length 0, last_page_len unused */
+    int32_t last = pages->last_page_len[i];
+    if (last < 1 || last > page_size)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "kv_last_page_len[%d] = %d is out of range: must be in "
+                          "1..page_size = %d for a request that owns %d page(s)",
+                          (int)i, (int)last, (int)page_size, (int)n);
+    total += (int64_t)page_size * (n - 1) + last;
+  }
+  if (total > INT32_MAX)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "the batch holds %lld KV tokens: at most %d are supported",
+                        (long long)total, (int)INT32_MAX);
+  if (total_kv) *total_kv = total;
+  return FI_SUCCESS;
+}
+
+fi_status fi_validate_mask(fi_context *ctx, const fi_attention_params *p,
+                           const fi_plan_problem *pb, const fi_custom_mask *mask) {
+  if (p->mask_mode == FI_MASK_CAUSAL) {
+    for (int32_t i = 0; i < pb->batch; ++i) {
+      int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
+      if (qo > kv)
+        return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                            "request %d has qo_len = %lld > kv_len = %lld: the bottom-right "
+                            "causal mask needs qo_len <= kv_len (the first query rows would "
+                            "see no key); append the new tokens to the KV first",
+                            (int)i, (long long)qo, (long long)kv);
+    }
+  }
+  if (p->mask_mode != FI_MASK_CUSTOM) return FI_SUCCESS;
+  if (!mask)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "mask is NULL but params.mask_mode is FI_MASK_CUSTOM: pass the "
+                        "bit-packed mask and its mask_indptr");
+  int64_t total = 0;
+  fi_status s = fi_validate_indptr(ctx, "mask_indptr", mask->indptr, pb->batch, &total);
+  if (s != FI_SUCCESS) return s;
+  for (int32_t i = 0; i < pb->batch; ++i) {
+    int64_t want = fi_problem_qo_len(pb, i) * fi_problem_kv_len(pb, i);
+    int64_t got = (int64_t)mask->indptr[i + 1] - mask->indptr[i];
+    if (got != want)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "mask_indptr[%d] - mask_indptr[%d] = %lld bits but request %d has "
+                          "qo_len * kv_len = %lld * %lld = %lld: mask_indptr is in bits, "
+                          "mask_indptr[i+1] = mask_indptr[i] + qo_len_i * kv_len_i",
+                          (int)i + 1, (int)i, (long long)got, (int)i,
+                          (long long)fi_problem_qo_len(pb, i),
+                          (long long)fi_problem_kv_len(pb, i), (long long)want);
+  }
+  if (total > 0 && !mask->bits)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "mask.bits is NULL but the mask has %lld bits", (long long)total);
+  return FI_SUCCESS;
+}
+
+static fi_status check_shape(fi_context *ctx, const char *name, const fi_tensor *t,
+                             int32_t rank, const int64_t *shape) {
+  if (t->rank != rank)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s has rank %d: expected rank %d",
+                        name, (int)t->rank, (int)rank);
+  int64_t numel = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (t->shape[d] < 0 || (shape && shape[d] >= 0 && t->shape[d] != shape[d]))
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "%s.shape[%d] = %lld: expected %lld", name, (int)d,
+                          (long long)t->shape[d], shape ? (long long)shape[d] : 0LL);
+    if (t->strides[d] < 0)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "%s.strides[%d] = %lld: strides must be >= 0", name, (int)d,
+                          (long long)t->strides[d]);
+    numel *= t->shape[d];
+  }
+  if (rank > 0 && t->shape[rank - 1] > 1 && t->strides[rank - 1] != 1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s.strides[%d] = %lld: the innermost dimension must be contiguous "
+                        "(stride 1)", name, (int)rank - 1, (long long)t->strides[rank - 1]);
+  if (numel > 0 && !t->data)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s.data is NULL", name);
+  return FI_SUCCESS;
+}
+
+fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
+                             fi_dtype dtype, int32_t rank, const int64_t *shape) {
+  if (!t) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (t->dtype != dtype)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s has dtype %s: expected %s", name,
+                        fi_dtype_name(t->dtype), fi_dtype_name(dtype));
+  return check_shape(ctx, name, t, rank, shape);
+}
+
+fi_status fi_validate_float_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
+                                   int32_t rank, const int64_t *shape) {
+  if (!t) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (!is_float_dtype(t->dtype))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s has dtype %s: expected f16, bf16 or f32", name,
+                        fi_dtype_name(t->dtype));
+  return check_shape(ctx, name, t, rank, shape);
+}
+
+fi_status fi_validate_kv_cache(fi_context *ctx, const fi_paged_kv_cache *kv,
+                               const fi_attention_params *p, int32_t num_pages) {
+  if (!kv) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "kv cache is NULL");
+  if (kv->layout != FI_LAYOUT_NHD && kv->layout != FI_LAYOUT_HND)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv.layout = %d: use FI_LAYOUT_NHD or FI_LAYOUT_HND", (int)kv->layout);
+  int64_t shape[4] = {num_pages, p->page_size, p->num_kv_heads, p->head_dim};
+  if (kv->layout == FI_LAYOUT_HND) {
+    shape[1] = p->num_kv_heads;
+    shape[2] = p->page_size;
+  }
+  const char *kn = kv->layout == FI_LAYOUT_NHD ? "k (NHD [pages, page_size, kv_heads, head_dim])"
+                                                : "k (HND [pages, kv_heads, page_size, head_dim])";
+  const char *vn = kv->layout == FI_LAYOUT_NHD ? "v (NHD [pages, page_size, kv_heads, head_dim])"
+                                                : "v (HND [pages, kv_heads, page_size, head_dim])";
+  fi_status s = fi_validate_tensor(ctx, kn, &kv->k, p->kv_dtype, 4, shape);
+  if (s != FI_SUCCESS) return s;
+  return fi_validate_tensor(ctx, vn, &kv->v, p->kv_dtype, 4, shape);
+}
