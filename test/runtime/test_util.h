@@ -32,7 +32,7 @@ static int g_checks = 0;
            fi_last_error(ctx));                                                            \
   } while (0)
 
-static int test_finish(const char *name) {
+static inline int test_finish(const char *name) {
   if (g_failures) {
     fprintf(stderr, "%s: %d of %d checks FAILED\n", name, g_failures, g_checks);
     return 1;
@@ -60,14 +60,14 @@ static inline int64_t rng_int(rng *r, int64_t lo, int64_t hi_incl) {
 }
 
 /* Fills n elements of `dtype` with uniform values in [lo, hi] (rounded to the dtype). */
-static void fill_random(void *data, fi_dtype dtype, int64_t n, rng *r, double lo, double hi) {
+static inline void fill_random(void *data, fi_dtype dtype, int64_t n, rng *r, double lo, double hi) {
   for (int64_t i = 0; i < n; ++i) fi_store_f32(data, dtype, i, (float)rng_range(r, lo, hi));
 }
 
 /* Poison: all-ones bytes are NaN in f16, bf16 and f32, so an unwritten element fails. */
-static void poison(void *data, size_t bytes) { memset(data, 0xff, bytes); }
+static inline void poison(void *data, size_t bytes) { memset(data, 0xff, bytes); }
 
-static void *xmalloc(size_t bytes) {
+static inline void *xmalloc(size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   if (!p) {
     fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
@@ -77,7 +77,7 @@ static void *xmalloc(size_t bytes) {
 }
 
 /* |got - want| <= atol + rtol * |want|; both -inf counts as equal; NaN never does. */
-static int close_enough(double got, double want, double atol, double rtol) {
+static inline int close_enough(double got, double want, double atol, double rtol) {
   if (isnan(got) || isnan(want)) return 0;
   if (isinf(want) || isinf(got)) return got == want;
   return fabs(got - want) <= atol + rtol * fabs(want);

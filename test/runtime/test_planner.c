@@ -1,0 +1,379 @@
+/* test/runtime/test_planner.c -- the split-KV planner: exact coverage, merge plan, load
+ * balance, determinism, workspace bounds and pointer stability. A work unit covers all
+ * query heads (backend.h), so covering every (request, query row, KV position) exactly
+ * once covers every (request, head, KV position) exactly once. */
+#include "internal.h"
+#include "test_util.h"
+
+typedef struct problem {
+  fi_op_family family;
+  int batch, page_size;
+  int32_t *qo_indptr, *kv_indptr, *last, *indices;
+  int32_t num_pages;
+  int64_t *qo_len, *kv_len;
+} problem;
+
+static problem make_problem(fi_op_family family, int batch, int page_size, int qo_max,
+                            int kv_min, int kv_max, rng *r) {
+  problem pr;
+  memset(&pr, 0, sizeof(pr));
+  pr.family = family;
+  pr.batch = batch;
+  pr.page_size = family == FI_OP_RAGGED_PREFILL ? 1 : page_size;
+  pr.qo_indptr = xmalloc(sizeof(int32_t) * (batch + 1));
+  pr.kv_indptr = xmalloc(sizeof(int32_t) * (batch + 1));
+  pr.last = xmalloc(sizeof(int32_t) * (batch + 1));
+  pr.qo_len = xmalloc(sizeof(int64_t) * (batch + 1));
+  pr.kv_len = xmalloc(sizeof(int64_t) * (batch + 1));
+  pr.qo_indptr[0] = pr.kv_indptr[0] = 0;
+  for (int i = 0; i < batch; ++i) {
+    pr.kv_len[i] = rng_int(r, kv_min, kv_max);
+    pr.qo_len[i] = family == FI_OP_DECODE ? 1 : rng_int(r, 0, qo_max);
+    pr.qo_indptr[i + 1] = pr.qo_indptr[i] + (int32_t)pr.qo_len[i];
+    int32_t n = family == FI_OP_RAGGED_PREFILL ? (int32_t)pr.kv_len[i]
+                                               : (int32_t)((pr.kv_len[i] + page_size - 1) / page_size);
+    pr.kv_indptr[i + 1] = pr.kv_indptr[i] + n;
+    pr.last[i] = pr.kv_len[i] == 0 ? 1 : (int32_t)(pr.kv_len[i] - (int64_t)page_size * (n - 1));
+  }
+  pr.num_pages = pr.kv_indptr[batch];
+  pr.indices = xmalloc(sizeof(int32_t) * (pr.num_pages + 1));
+  for (int32_t j = 0; j < pr.num_pages; ++j) pr.indices[j] = j;
+  return pr;
+}
+
+static void free_problem(problem *pr) {
+  free(pr->qo_indptr); free(pr->kv_indptr); free(pr->last); free(pr->indices);
+  free(pr->qo_len); free(pr->kv_len);
+}
+
+static size_t ws_size(fi_context *ctx, const fi_attention_params *p, fi_op_family f, int max_batch,
+                      int64_t max_rows) {
+  size_t b = 0;
+  if (f == FI_OP_DECODE)
+    EXPECT_OK(fi_decode_workspace_size(ctx, p, max_batch, &b), ctx);
+  else
+    EXPECT_OK(fi_prefill_workspace_size(ctx, p, max_batch, max_rows, &b), ctx);
+  return b;
+}
+
+static fi_status plan_problem(fi_context *ctx, const fi_attention_params *p, const problem *pr,
+                              void *ws, size_t bytes, fi_plan *plan) {
+  fi_page_table pages = {pr->kv_indptr, pr->indices, pr->last};
+  if (pr->family == FI_OP_DECODE)
+    return fi_decode_plan(ctx, p, pr->batch, &pages, pr->num_pages, NULL, ws, bytes, plan);
+  if (pr->family == FI_OP_PAGED_PREFILL)
+    return fi_paged_prefill_plan(ctx, p, pr->batch, pr->qo_indptr, &pages, pr->num_pages, NULL,
+                                 NULL, ws, bytes, plan);
+  return fi_ragged_prefill_plan(ctx, p, pr->batch, pr->qo_indptr, pr->kv_indptr, NULL, NULL, ws,
+                                bytes, plan);
+}
+
+/* Coverage and merge-plan consistency; returns the number of violations found. */
+static int check_partition(const problem *pr, const fi_plan *plan, const char *what) {
+  fi_plan_layout l = fi_plan_get_layout(plan);
+  int bad = 0;
+  int64_t rows_total = pr->qo_indptr[pr->batch];
+  /* per row: KV positions covered (as a count per position) */
+  int64_t cells = 0;
+  int64_t *row_base = xmalloc(sizeof(int64_t) * (size_t)(rows_total + 1));
+  int64_t *row_req = xmalloc(sizeof(int64_t) * (size_t)(rows_total + 1));
+  for (int i = 0; i < pr->batch; ++i)
+    for (int64_t a = 0; a < pr->qo_len[i]; ++a) {
+      row_base[pr->qo_indptr[i] + a] = cells;
+      row_req[pr->qo_indptr[i] + a] = i;
+      cells += pr->kv_len[i] > 0 ? pr->kv_len[i] : 1; /* kv 0: one "empty" cell */
+    }
+  int32_t *cover = calloc((size_t)cells + 1, sizeof(int32_t));
+  int32_t *partial_writes = calloc((size_t)plan->num_partial_rows + 1, sizeof(int32_t));
+  /* partial row -> (global row, kv_start) of the unit writing it */
+  int64_t *prow_row = xmalloc(sizeof(int64_t) * ((size_t)plan->num_partial_rows + 1));
+  int64_t *prow_kv = xmalloc(sizeof(int64_t) * ((size_t)plan->num_partial_rows + 1));
+  int8_t *row_direct = calloc((size_t)rows_total + 1, 1);
+  for (int32_t u = 0; u < l.num_work_units; ++u) {
+    const fi_work_unit *w = &l.work[u];
+    if (w->request < 0 || w->request >= pr->batch || w->qo_len <= 0 || w->qo_start < 0 ||
+        w->qo_start + w->qo_len > pr->qo_len[w->request] || w->kv_start < 0 ||
+        w->kv_end > pr->kv_len[w->request] || w->kv_start > w->kv_end) {
+      if (bad++ < 3) fprintf(stderr, "  %s: unit %d out of range\n", what, u);
+      continue;
+    }
+    for (int32_t a = 0; a < w->qo_len; ++a) {
+      int64_t row = pr->qo_indptr[w->request] + w->qo_start + a;
+      if (pr->kv_len[w->request] == 0)
+        cover[row_base[row]]++;
+      for (int32_t j = w->kv_start; j < w->kv_end; ++j) cover[row_base[row] + j]++;
+      if (w->partial_row < 0) {
+        row_direct[row]++;
+      } else {
+        int64_t prw = (int64_t)w->partial_row + a;
+        if (prw >= plan->num_partial_rows) { bad++; continue; }
+        partial_writes[prw]++;
+        prow_row[prw] = row;
+        prow_kv[prw] = w->kv_start;
+      }
+    }
+  }
+  for (int64_t c = 0; c < cells; ++c)
+    if (cover[c] != 1) {
+      if (bad++ < 3) fprintf(stderr, "  %s: cell %lld covered %d times\n", what, (long long)c, cover[c]);
+    }
+  for (int32_t x = 0; x < plan->num_partial_rows; ++x)
+    if (partial_writes[x] != 1) {
+      if (bad++ < 3) fprintf(stderr, "  %s: partial row %d written %d times\n", what, x, partial_writes[x]);
+    }
+  /* every split row is merged once, from its chunks in KV order; direct rows never */
+  int8_t *row_merged = calloc((size_t)rows_total + 1, 1);
+  int32_t *partial_read = calloc((size_t)plan->num_partial_rows + 1, sizeof(int32_t));
+  for (int32_t m = 0; m < l.num_merge_units; ++m) {
+    const fi_merge_unit *mu = &l.merge[m];
+    if (mu->num_chunks < 2) bad++;
+    for (int32_t r = 0; r < mu->rows; ++r) {
+      int64_t row = (int64_t)mu->out_row + r;
+      if (row < 0 || row >= rows_total) { bad++; continue; }
+      row_merged[row]++;
+      int64_t prev_kv = -1;
+      for (int32_t c = 0; c < mu->num_chunks; ++c) {
+        int64_t prw = (int64_t)mu->first_partial_row + (int64_t)c * mu->rows + r;
+        if (prw < 0 || prw >= plan->num_partial_rows) { bad++; continue; }
+        partial_read[prw]++;
+        if (prow_row[prw] != row || prow_kv[prw] <= prev_kv) {
+          if (bad++ < 3) fprintf(stderr, "  %s: merge unit %d chunk %d reads the wrong partial row\n", what, m, c);
+        }
+        prev_kv = prow_kv[prw];
+      }
+    }
+  }
+  for (int64_t row = 0; row < rows_total; ++row)
+    if (row_merged[row] + row_direct[row] != 1) {
+      if (bad++ < 3) fprintf(stderr, "  %s: row %lld written %d times directly, merged %d times\n", what,
+                             (long long)row, row_direct[row], row_merged[row]);
+    }
+  for (int32_t x = 0; x < plan->num_partial_rows; ++x)
+    if (partial_read[x] != 1) bad++;
+  /* longest first */
+  for (int32_t u = 1; u < l.num_work_units; ++u) {
+    int64_t c0 = (int64_t)l.work[u - 1].qo_len * (l.work[u - 1].kv_end - l.work[u - 1].kv_start + 1);
+    int64_t c1 = (int64_t)l.work[u].qo_len * (l.work[u].kv_end - l.work[u].kv_start + 1);
+    if (c1 > c0) { bad++; break; }
+  }
+  (void)row_req;
+  free(row_base); free(row_req); free(cover); free(partial_writes); free(prow_row); free(prow_kv);
+  free(row_direct); free(row_merged); free(partial_read);
+  return bad;
+}
+
+static void test_coverage_and_determinism(fi_context *ctx) {
+  rng r = {42};
+  const fi_op_family fams[3] = {FI_OP_DECODE, FI_OP_PAGED_PREFILL, FI_OP_RAGGED_PREFILL};
+  const int splits[4] = {0, -1, 64, 200};
+  int plans = 0, split_plans = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    fi_op_family f = fams[trial % 3];
+    int batch = (int)rng_int(&r, 1, trial % 5 == 0 ? 300 : 12);
+    int ps = trial % 2 ? 16 : 1;
+    fi_attention_params p = fi_attention_params_default(8, (int32_t)(trial % 4 == 0 ? 1 : 2), 64);
+    p.page_size = ps;
+    p.fixed_split_size = splits[(trial / 3) % 4];
+    problem pr = make_problem(f, batch, ps, 70, 0, trial % 3 == 1 ? 3000 : 900, &r);
+    size_t bytes = ws_size(ctx, &p, f, batch, pr.qo_indptr[batch]);
+    char *ws = xmalloc(bytes), *ws2 = xmalloc(bytes);
+    fi_plan plan, again, other;
+    fi_status st = plan_problem(ctx, &p, &pr, ws, bytes, &plan);
+    if (st == FI_ERROR_WORKSPACE_TOO_SMALL && p.fixed_split_size > 0) {
+      /* fixed splits of long KV may need more than the max_batch bound: documented */
+      free(ws); free(ws2); free_problem(&pr);
+      continue;
+    }
+    EXPECT(st == FI_SUCCESS, "trial %d: plan failed: %s", trial, fi_last_error(ctx));
+    if (st != FI_SUCCESS) { free(ws); free(ws2); free_problem(&pr); continue; }
+    ++plans;
+    if (plan.num_partial_rows > 0) ++split_plans;
+    char what[64];
+    snprintf(what, sizeof what, "trial %d (family %d, batch %d)", trial, (int)f, batch);
+    EXPECT(check_partition(&pr, &plan, what) == 0, "%s: partition is not exact", what);
+    if (p.fixed_split_size == -1) EXPECT(plan.num_partial_rows == 0, "%s: split despite -1", what);
+    if (p.fixed_split_size > 0) {
+      fi_plan_layout l = fi_plan_get_layout(&plan);
+      int64_t chunk = (p.fixed_split_size + pr.page_size - 1) / pr.page_size * pr.page_size;
+      if (f == FI_OP_RAGGED_PREFILL) chunk = (p.fixed_split_size + 15) / 16 * 16;
+      for (int32_t u = 0; u < l.num_work_units; ++u)
+        EXPECT(l.work[u].kv_end - l.work[u].kv_start <= chunk && l.work[u].kv_start % chunk == 0,
+               "%s: unit %d spans [%d, %d) with fixed chunk %lld", what, u, l.work[u].kv_start,
+               l.work[u].kv_end, (long long)chunk);
+    }
+    /* same input -> same plan (in the same and in another workspace) */
+    fi_plan_layout l1 = fi_plan_get_layout(&plan);
+    char *snap_w = xmalloc(sizeof(fi_work_unit) * (size_t)(l1.num_work_units + 1));
+    char *snap_m = xmalloc(sizeof(fi_merge_unit) * (size_t)(l1.num_merge_units + 1));
+    memcpy(snap_w, l1.work, sizeof(fi_work_unit) * (size_t)l1.num_work_units);
+    memcpy(snap_m, l1.merge, sizeof(fi_merge_unit) * (size_t)l1.num_merge_units);
+    EXPECT_OK(plan_problem(ctx, &p, &pr, ws, bytes, &again), ctx);
+    EXPECT(memcmp(&plan, &again, sizeof plan) == 0, "%s: re-planning changed the plan", what);
+    fi_plan_layout l2 = fi_plan_get_layout(&again);
+    EXPECT(memcmp(snap_w, l2.work, sizeof(fi_work_unit) * (size_t)l1.num_work_units) == 0 &&
+               memcmp(snap_m, l2.merge, sizeof(fi_merge_unit) * (size_t)l1.num_merge_units) == 0,
+           "%s: re-planning changed the units", what);
+    EXPECT_OK(plan_problem(ctx, &p, &pr, ws2, bytes, &other), ctx);
+    fi_plan_layout l3 = fi_plan_get_layout(&other);
+    EXPECT(other.num_work_units == plan.num_work_units &&
+               memcmp(snap_w, l3.work, sizeof(fi_work_unit) * (size_t)l1.num_work_units) == 0,
+           "%s: another workspace gave other units", what);
+    free(snap_w); free(snap_m); free(ws); free(ws2); free_problem(&pr);
+  }
+  EXPECT(plans >= 100 && split_plans >= 20, "only %d plans, %d with splits", plans, split_plans);
+  printf("coverage/determinism: %d plans checked, %d of them split-KV\n", plans, split_plans);
+}
+
+/* Balance: the chunk is the smallest whose unit count stays within the target T, so with B
+ * unsplit units and W the KV tokens summed over units, chunk - g < W / (T - B), hence
+ *   largest unit <= T / (T - B) * mean + g   (or the chunk is the minimum chunk). */
+static void test_balance(fi_context *ctx) {
+  rng r = {7};
+  int checked = 0;
+  double worst_ratio = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    fi_op_family f = trial % 2 ? FI_OP_DECODE : FI_OP_PAGED_PREFILL;
+    int batch = (int)rng_int(&r, 1, 6);
+    int ps = trial % 3 == 0 ? 1 : 16;
+    fi_attention_params p = fi_attention_params_default(8, 2, 64);
+    p.page_size = ps;
+    problem pr = make_problem(f, batch, ps, 12, 200, 8000, &r);
+    size_t bytes = ws_size(ctx, &p, f, batch, pr.qo_indptr[batch]);
+    char *ws = xmalloc(bytes);
+    fi_plan plan;
+    EXPECT_OK(plan_problem(ctx, &p, &pr, ws, bytes, &plan), ctx);
+    fi_plan_layout l = fi_plan_get_layout(&plan);
+    int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
+    if (chunk > 0) {
+      fi_target t = fi_context_target(ctx);
+      int64_t T = fi_plan_target_units(&t, &p);
+      int64_t rpu = (int64_t)plan.private_[FI_PLAN_ROWS_PER_UNIT], B = 0, W = 0, mx = 0;
+      for (int i = 0; i < batch; ++i) B += (pr.qo_len[i] + rpu - 1) / rpu;
+      for (int32_t u = 0; u < l.num_work_units; ++u) {
+        int64_t n = l.work[u].kv_end - l.work[u].kv_start;
+        W += n;
+        if (n > mx) mx = n;
+      }
+      double mean = (double)W / l.num_work_units;
+      int min_chunk = (128 + ps - 1) / ps * ps;
+      EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial, l.num_work_units, (long long)T);
+      EXPECT(chunk == min_chunk || (double)mx <= (double)T / (double)(T - B) * mean + ps,
+             "trial %d: largest unit %lld tokens, mean %.1f, T %lld, B %lld", trial, (long long)mx,
+             mean, (long long)T, (long long)B);
+      if (mx / mean > worst_ratio) worst_ratio = mx / mean;
+      ++checked;
+    }
+    free(ws); free_problem(&pr);
+  }
+  EXPECT(checked >= 30, "only %d split plans in the balance test", checked);
+  printf("balance: %d split plans, worst largest/mean unit = %.3f\n", checked, worst_ratio);
+}
+
+/* One workspace of fi_*_workspace_size(max_batch) serves every problem up to max_batch,
+ * and re-planning never moves the arrays (CUDA-graph friendly). */
+static void test_workspace_bounds(fi_context *ctx) {
+  rng r = {99};
+  for (int fam = 0; fam < 2; ++fam) {
+    fi_op_family f = fam ? FI_OP_PAGED_PREFILL : FI_OP_DECODE;
+    fi_attention_params p = fi_attention_params_default(16, 2, 128);
+    const int max_batch = 64;
+    const int64_t max_rows = 2000;
+    size_t bytes = ws_size(ctx, &p, f, max_batch, max_rows);
+    char *ws = xmalloc(bytes);
+    fi_plan_layout first;
+    memset(&first, 0, sizeof first);
+    for (int trial = 0; trial < 40; ++trial) {
+      int batch = (int)rng_int(&r, 1, max_batch);
+      problem pr = make_problem(f, batch, 16, (int)(max_rows / max_batch), 0, 6000, &r);
+      fi_plan plan;
+      fi_status st = plan_problem(ctx, &p, &pr, ws, bytes, &plan);
+      EXPECT(st == FI_SUCCESS, "family %d batch %d: plan failed in a max-size workspace: %s",
+             (int)f, batch, fi_last_error(ctx));
+      if (st == FI_SUCCESS) {
+        fi_plan_layout l = fi_plan_get_layout(&plan);
+        if (trial == 0) first = l;
+        EXPECT(l.work == first.work && l.merge == first.merge && l.partial_o == first.partial_o &&
+                   l.partial_lse == first.partial_lse, "re-planning moved the workspace arrays");
+        char *end = ws + bytes;
+        EXPECT((char *)(l.work + l.num_work_units) <= (char *)l.merge &&
+                   (char *)(l.merge + l.num_merge_units) <= (char *)l.partial_o &&
+                   (char *)(l.partial_o + (size_t)l.num_partial_rows * 16 * 128) <= (char *)l.partial_lse &&
+                   (char *)(l.partial_lse + (size_t)l.num_partial_rows * 16) <= end,
+               "workspace regions overlap or overflow");
+      }
+      free_problem(&pr);
+    }
+    /* one request more than sized for fails with a clear message, never overflows */
+    problem big = f == FI_OP_DECODE ? make_problem(f, max_batch + 300, 16, 1, 1, 10, &r)
+                                    : make_problem(f, 6000, 16, 1, 1, 10, &r);
+    fi_plan plan;
+    fi_status st = plan_problem(ctx, &p, &big, ws, bytes, &plan);
+    EXPECT(st == FI_ERROR_WORKSPACE_TOO_SMALL && strstr(fi_last_error(ctx), "workspace"),
+           "oversized batch: %s / %s", fi_status_string(st), fi_last_error(ctx));
+    free_problem(&big);
+    free(ws);
+  }
+}
+
+/* Batch invariance of fixed_split_size: a request's KV chunks do not depend on its
+ * neighbours in the batch. */
+static problem problem_from_lens(int batch, int ps, const int64_t *kv) {
+  rng r = {1};
+  problem pr = make_problem(FI_OP_DECODE, batch, ps, 1, 1, 1, &r);
+  for (int i = 0; i < batch; ++i) {
+    pr.kv_len[i] = kv[i];
+    int32_t n = (int32_t)((kv[i] + ps - 1) / ps);
+    pr.kv_indptr[i + 1] = pr.kv_indptr[i] + n;
+    pr.last[i] = kv[i] == 0 ? 1 : (int32_t)(kv[i] - (int64_t)ps * (n - 1));
+  }
+  pr.num_pages = pr.kv_indptr[batch];
+  free(pr.indices);
+  pr.indices = xmalloc(sizeof(int32_t) * (pr.num_pages + 1));
+  for (int32_t j = 0; j < pr.num_pages; ++j) pr.indices[j] = j;
+  return pr;
+}
+
+static void test_fixed_split_invariance(fi_context *ctx) {
+  fi_attention_params p = fi_attention_params_default(4, 2, 64);
+  p.page_size = 16;
+  p.fixed_split_size = 250; /* rounded up to 256, a page multiple */
+  const int64_t alone[1] = {1000};
+  const int64_t crowd[6] = {3000, 17, 1000, 640, 0, 2049};
+  problem a = problem_from_lens(1, 16, alone), b = problem_from_lens(6, 16, crowd);
+  size_t bytes = ws_size(ctx, &p, FI_OP_DECODE, 64, 64);
+  char *wa = xmalloc(bytes), *wb = xmalloc(bytes);
+  fi_plan pa, pb;
+  EXPECT_OK(plan_problem(ctx, &p, &a, wa, bytes, &pa), ctx);
+  EXPECT_OK(plan_problem(ctx, &p, &b, wb, bytes, &pb), ctx);
+  fi_plan_layout la = fi_plan_get_layout(&pa), lb = fi_plan_get_layout(&pb);
+  int32_t ranges_a[16][2], ranges_b[16][2];
+  int na = 0, nb = 0;
+  for (int32_t u = 0; u < la.num_work_units && na < 16; ++u)
+    ranges_a[na][0] = la.work[u].kv_start, ranges_a[na++][1] = la.work[u].kv_end;
+  for (int32_t u = 0; u < lb.num_work_units && nb < 16; ++u)
+    if (lb.work[u].request == 2)
+      ranges_b[nb][0] = lb.work[u].kv_start, ranges_b[nb++][1] = lb.work[u].kv_end;
+  EXPECT(na == 4 && nb == 4, "kv 1000 with fixed split 256: %d units alone, %d in a batch; want 4", na, nb);
+  int same = na == nb;
+  for (int i = 0; i < na && same; ++i) {
+    int found = 0;
+    for (int j = 0; j < nb; ++j)
+      if (ranges_a[i][0] == ranges_b[j][0] && ranges_a[i][1] == ranges_b[j][1]) found = 1;
+    same = found;
+  }
+  EXPECT(same, "the chunks of a request changed with its batch under fixed_split_size");
+  for (int32_t v = 0; v < lb.num_work_units; ++v)
+    EXPECT(lb.work[v].kv_start % 256 == 0, "fixed split chunk starts at %d", lb.work[v].kv_start);
+  free(wa); free(wb); free_problem(&a); free_problem(&b);
+}
+
+int main(void) {
+  fi_context *ctx = NULL;
+  if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
+  test_coverage_and_determinism(ctx);
+  test_balance(ctx);
+  test_workspace_bounds(ctx);
+  test_fixed_split_invariance(ctx);
+  fi_context_destroy(ctx);
+  return test_finish("test_planner");
+}
