@@ -10,12 +10,21 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdio>
+
 using namespace mlir;
 using namespace mlir::fi;
 
 namespace {
 
 ShapedType shapedOf(Value v) { return cast<ShapedType>(v.getType()); }
+
+/// A float as a person writes it: -3, 0.5, 1e-06.
+std::string floatStr(const llvm::APFloat &value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", value.convertToDouble());
+  return buf;
+}
 
 std::string sizeStr(int64_t size) {
   return ShapedType::isDynamic(size) ? std::string("?") : std::to_string(size);
@@ -172,15 +181,15 @@ public:
                      << " is invalid; use -1 for no sliding window or a window >= 0";
     if (attn.getLogitsSoftCap().isNegative())
       return error() << "logits_soft_cap = "
-                     << attn.getLogitsSoftCap().convertToDouble()
+                     << floatStr(attn.getLogitsSoftCap())
                      << " must be >= 0 (0 turns the soft cap off)";
     if (auto scale = attn.getSmScale(); scale && !(scale->convertToDouble() > 0))
-      return error() << "sm_scale = " << scale->convertToDouble()
+      return error() << "sm_scale = " << floatStr(*scale)
                      << " must be > 0; omit it to get 1/sqrt(head_dim)";
     auto positive = [&](StringRef name, llvm::APFloat value) -> LogicalResult {
       if (value.convertToDouble() > 0)
         return success();
-      return error() << name << " = " << value.convertToDouble() << " must be > 0";
+      return error() << name << " = " << floatStr(value) << " must be > 0";
     };
     if (failed(positive("rope_scale", attn.getRopeScale())) ||
         failed(positive("rope_theta", attn.getRopeTheta())) ||

@@ -70,6 +70,7 @@ def Fi_MaskMode : I32EnumAttr<"MaskMode", "attention mask", [
   let genSpecializedAttr = 0;
 }
 def Fi_MaskModeAttr : EnumAttr<Fi_Dialect, Fi_MaskMode, "mask_mode"> {
+  let assemblyFormat = "`<` $value `>`";
   let summary = "attention mask: none, causal (aligned bottom-right) or custom (bit-packed)";
 }
 
@@ -80,6 +81,7 @@ def Fi_PosEncoding : I32EnumAttr<"PosEncoding", "position encoding fused in the 
   let genSpecializedAttr = 0;
 }
 def Fi_PosEncodingAttr : EnumAttr<Fi_Dialect, Fi_PosEncoding, "pos_encoding"> {
+  let assemblyFormat = "`<` $value `>`";
   let summary = "position encoding: none, rope_llama (rotary, LLaMA style) or alibi";
 }
 
@@ -89,6 +91,7 @@ def Fi_KvLayout : I32EnumAttr<"KvLayout", "layout of a paged KV cache", [
   let genSpecializedAttr = 0;
 }
 def Fi_KvLayoutAttr : EnumAttr<Fi_Dialect, Fi_KvLayout, "kv_layout"> {
+  let assemblyFormat = "`<` $value `>`";
   let summary = "KV page layout: nhd [pages, page_size, kv_heads, head_dim] or hnd [pages, kv_heads, page_size, head_dim]";
 }
 
@@ -98,6 +101,7 @@ def Fi_Cores : I32EnumAttr<"Cores", "kind of GPU cores a microkernel uses", [
   let genSpecializedAttr = 0;
 }
 def Fi_CoresAttr : EnumAttr<Fi_Dialect, Fi_Cores, "cores"> {
+  let assemblyFormat = "`<` $value `>`";
   let summary = "cuda (CUDA cores) or tensor (tensor cores, mma)";
 }
 
@@ -108,6 +112,7 @@ def Fi_PlanFamily : I32EnumAttr<"PlanFamily", "op family a plan is made for", [
   let genSpecializedAttr = 0;
 }
 def Fi_PlanFamilyAttr : EnumAttr<Fi_Dialect, Fi_PlanFamily, "plan_family"> {
+  let assemblyFormat = "`<` $value `>`";
   let summary = "op family of a plan: decode, paged_prefill, ragged_prefill or append";
 }
 

@@ -1,0 +1,8 @@
+// RUN: fi-opt %s -verify-diagnostics
+// Rule: new K/V have the cache's head_dim
+
+func.func @bad(%kn: tensor<?x8x64xf16>, %vn: tensor<?x8x64xf16>, %ap: tensor<?xi32>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %kc: tensor<?x2x16x8x128xf16>) {
+  // expected-error @+1 {{head_dim of 'k_new' (64) does not match head_dim of 'k_cache' (128); the new keys/values must have the cache's head_dim}}
+  %r = fi.append_paged_kv kv_new(%kn, %vn : tensor<?x8x64xf16>, tensor<?x8x64xf16>) append_indptr(%ap : tensor<?xi32>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) outs(%kc : tensor<?x2x16x8x128xf16>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x2x16x8x128xf16>
+  return
+}

@@ -1,0 +1,8 @@
+// RUN: fi-opt %s -verify-diagnostics
+// Rule: plans: sizes are >= 1
+
+func.func @bad(%pip: tensor<?xi32>, %pix: tensor<?xi32>, %plp: tensor<?xi32>, %np: index) {
+  // expected-error @+1 {{num_qo_heads, num_kv_heads and head_dim must be >= 1, got 32, 8, 0}}
+  %p = fi.decode_plan pages(%pip, %pix, %plp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%np) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, num_qo_heads = 32, num_kv_heads = 8, head_dim = 0, q_type = f16, kv_type = f16}
+  return
+}

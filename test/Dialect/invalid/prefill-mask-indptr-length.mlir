@@ -1,0 +1,8 @@
+// RUN: fi-opt %s -verify-diagnostics
+// Rule: mask_indptr has batch + 1 entries like qo_indptr
+
+func.func @bad(%q: tensor<?x32x128xf16>, %qo: tensor<5xi32>, %k: tensor<?x16x8x128xf16>, %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>, %m: tensor<?xi8>, %mi: tensor<4xi32>, %o: tensor<?x32x128xf16>) {
+  // expected-error @+1 {{operand 'mask_indptr' has 4 entries but 'qo_indptr' has 5; both have batch + 1 entries}}
+  %r = fi.paged_prefill q(%q : tensor<?x32x128xf16>) qo_indptr(%qo : tensor<5xi32>) kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>) pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) mask(%m, %mi : tensor<?xi8>, tensor<4xi32>) outs(%o : tensor<?x32x128xf16>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mode = #fi.mask_mode<custom>} -> tensor<?x32x128xf16>
+  return
+}

@@ -1,0 +1,8 @@
+// RUN: fi-opt %s -verify-diagnostics
+// Rule: ragged: mask_mode = custom needs a mask
+
+func.func @bad(%q: tensor<?x32x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %o: tensor<?x32x128xbf16>) {
+  // expected-error @+1 {{mask_mode = custom needs a 'mask' operand}}
+  %r = fi.ragged_prefill q(%q : tensor<?x32x128xbf16>) kv(%k, %v : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o : tensor<?x32x128xbf16>) {mask_mode = #fi.mask_mode<custom>} -> tensor<?x32x128xbf16>
+  return
+}

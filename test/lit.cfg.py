@@ -1,0 +1,33 @@
+# lit configuration of the fi test suite (dialect, verifiers, C API, examples).
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FI"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".c", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fi_obj_root, "test")
+# Runtime and GPU tests run under ctest, not lit; C API sources are compiled by CMake.
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "runtime", "gpu",
+                   "common"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%fi_src_root", config.fi_src_root))
+config.substitutions.append(("%fi_obj_root", config.fi_obj_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# FileCheck, not, count come from LLVM's tools directory; fi's tools from the build.
+tool_dirs = [config.fi_tools_dir, config.llvm_tools_dir]
+tools = [
+    "fi-opt",
+    ToolSubst("fi-capi-test", unresolved="ignore"),
+    "mlir-opt",
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.fi_tools_dir, append_path=True)
