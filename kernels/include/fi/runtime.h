@@ -153,7 +153,8 @@ typedef enum fi_pos_encoding {
                             attention; q row i of a request sits at position
                             kv_len - qo_len + i, key j at position j;
                             freq_d = rope_scale^-1 * rope_theta^(-2d/head_dim) */
-  FI_POS_ALIBI = 2,      /* bias slope_h * (j - q_pos), slopes as in Press et al.:
+  FI_POS_ALIBI = 2,      /* bias slope_h * (j - q_pos) added to the scaled logit
+                            (before the soft cap), slopes as in Press et al.:
                             2^(-8(h+1)/n) for n = 2^floor(log2(heads)), the odd-step
                             interpolation for the remaining heads */
 } fi_pos_encoding;

@@ -1,0 +1,102 @@
+/* test/runtime/test_heuristics.c -- the decision table of kernels/src/heuristics.c. */
+#include "fi/heuristics.h"
+#include "test_util.h"
+
+static fi_tile_problem prob(int batch, int hq, int hkv, int hd, int qb, int kb, int64_t qo, int64_t kv) {
+  fi_tile_problem p = {batch, hq, hkv, hd, qb, kb, qo, kv};
+  return p;
+}
+
+int main(void) {
+  fi_target h100 = fi_target_default();
+  EXPECT(h100.sm_version == 90 && h100.sm_count == 132 && h100.smem_per_block == 232448,
+         "default target is not an H100 SXM");
+
+  /* 1. q tile: smallest of 1/16/32/64/128 covering avg_qo_len * group */
+  struct { int64_t qo; int hq, hkv, hd; int want; } qt[] = {
+      {1, 8, 8, 128, 1},    {1, 32, 8, 128, 16},  {4, 8, 8, 128, 16},   {16, 8, 8, 128, 16},
+      {17, 8, 8, 128, 32},  {8, 32, 8, 128, 32},  {33, 8, 8, 128, 64},  {64, 8, 8, 128, 64},
+      {65, 8, 8, 128, 128}, {20, 32, 4, 128, 128}, {1000, 8, 8, 64, 128}, {1000, 8, 8, 256, 64},
+      {0, 8, 8, 128, 128},  {0, 8, 8, 256, 64}};
+  for (size_t i = 0; i < sizeof qt / sizeof qt[0]; ++i) {
+    fi_tile_problem p = prob(4, qt[i].hq, qt[i].hkv, qt[i].hd, 2, 2, qt[i].qo, 1000);
+    int got = fi_select_q_tile(&p);
+    EXPECT(got == qt[i].want, "q tile for qo %lld group %d hd %d: %d, want %d", (long long)qt[i].qo,
+           qt[i].hq / qt[i].hkv, qt[i].hd, got, qt[i].want);
+  }
+
+  /* 2. decode cores: tensor cores from GQA group 4 */
+  for (int g = 1; g <= 16; g *= 2) {
+    fi_tile_problem p = prob(8, 8 * g, 8, 128, 2, 2, 1, 1000);
+    fi_core_kind want = g >= 4 ? FI_CORES_TENSOR : FI_CORES_CUDA;
+    EXPECT(fi_select_decode_cores(&p) == want, "decode cores for group %d", g);
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == want && t.q_tile == (g >= 4 ? (g <= 16 ? 16 : g) : 1),
+           "decode tiles for group %d: q_tile %d", g, t.q_tile);
+  }
+
+  /* 3. KV tile: the occupancy model (values worked out by hand in heuristics.c's table) */
+  {
+    /* prefill q128 hd128 f16: kv32 -> regs 192, 2 blocks x 4 warps; kv64 -> regs 224,
+     * 2 x 4; kv128 -> regs 288 > 255: tie 8 = 8 goes to the larger: 64 */
+    fi_tile_problem p = prob(4, 8, 8, 128, 2, 2, 1000, 1000);
+    EXPECT(fi_select_kv_tile(&h100, &p, 128) == 64, "kv tile q128 hd128 f16: %d",
+           fi_select_kv_tile(&h100, &p, 128));
+    /* q16 hd128 f16: kv32 -> smem 36 KiB, 6 blocks; kv64 -> 68 KiB, 3; kv128 -> 1: 32 */
+    EXPECT(fi_select_kv_tile(&h100, &p, 16) == 32, "kv tile q16 hd128: %d", fi_select_kv_tile(&h100, &p, 16));
+    /* q64 hd64 f16: 2 warps... every candidate feasible; check it is a candidate and that
+     * larger head_dim never gets a larger tile */
+    int prev = 1 << 30;
+    for (int hd = 64; hd <= 256; hd *= 2) {
+      fi_tile_problem ph = prob(4, 8, 8, hd, 2, 2, 1000, 1000);
+      int kv = fi_select_kv_tile(&h100, &ph, 64);
+      EXPECT(kv == 32 || kv == 64 || kv == 128, "kv tile %d not a candidate", kv);
+      EXPECT(kv <= prev, "hd %d got a larger kv tile (%d) than a smaller head_dim (%d)", hd, kv, prev);
+      prev = kv;
+    }
+    /* fp32 KV never gets a larger tile than fp8 KV */
+    fi_tile_problem p8 = prob(4, 8, 8, 128, 2, 1, 1000, 1000), p32 = prob(4, 8, 8, 128, 4, 4, 1000, 1000);
+    EXPECT(fi_select_kv_tile(&h100, &p32, 64) <= fi_select_kv_tile(&h100, &p8, 64), "fp32 vs fp8 kv tile");
+    /* less shared memory (sm_80, 164 KiB) never gives a larger tile */
+    fi_target a100 = {80, 108, 166912};
+    EXPECT(fi_select_kv_tile(&a100, &p, 128) <= fi_select_kv_tile(&h100, &p, 128), "a100 kv tile");
+    /* CUDA-core decode hd128 f16: kv16 -> 16 KiB, 14 blocks x 4 warps = 56 warps: the best */
+    fi_tile_problem pd = prob(64, 8, 8, 128, 2, 2, 1, 1000);
+    EXPECT(fi_select_kv_tile(&h100, &pd, 1) == 16, "decode kv tile %d", fi_select_kv_tile(&h100, &pd, 1));
+  }
+
+  /* 4. split-KV: on iff ctas < sm_count and avg_kv_len >= 512; unknown -> on */
+  {
+    fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 4096); /* 8 ctas, long kv */
+    EXPECT(fi_select_split_kv(&h100, &p, 16) == 1, "batch 1 long kv should split");
+    p.avg_kv_len = 256;
+    EXPECT(fi_select_split_kv(&h100, &p, 16) == 0, "short kv should not split");
+    p = prob(64, 32, 8, 128, 2, 2, 1, 4096); /* 512 ctas fill the SMs */
+    EXPECT(fi_select_split_kv(&h100, &p, 16) == 0, "a full machine should not split");
+    p = prob(16, 8, 8, 128, 2, 2, 1, 4096);    /* 128 ctas < 132 */
+    EXPECT(fi_select_split_kv(&h100, &p, 1) == 1, "128 ctas < 132 SMs should split");
+    p = prob(17, 8, 8, 128, 2, 2, 1, 4096);    /* 136 ctas */
+    EXPECT(fi_select_split_kv(&h100, &p, 1) == 0, "136 ctas should not split");
+    p = prob(2, 8, 8, 128, 2, 2, 512, 4096);   /* prefill: 2*8*ceil(512/128) = 64 ctas */
+    EXPECT(fi_select_split_kv(&h100, &p, 128) == 1, "small prefill batch with long kv should split");
+    p = prob(0, 8, 8, 128, 2, 2, 0, 0);
+    EXPECT(fi_select_split_kv(&h100, &p, 128) == 1, "unknown shape leaves the split to the planner");
+  }
+
+  /* whole choices and names */
+  {
+    fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 8192);
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    char buf[64];
+    EXPECT(strcmp(fi_tiles_name(t, 1, buf, sizeof buf), "decode_tc_q16_kv32_split") == 0 ||
+               strncmp(buf, "decode_tc_q16_kv", 16) == 0,
+           "decode name %s", buf);
+    EXPECT(strstr(buf, "_split") != NULL, "decode batch 1 long kv name lacks _split: %s", buf);
+    fi_tile_problem pp = prob(8, 8, 8, 128, 2, 2, 3, 200);
+    fi_tiles tp = fi_select_prefill_tiles(&h100, &pp);
+    EXPECT(tp.q_tile == 16 && tp.cores == FI_CORES_TENSOR && tp.split_kv == 0,
+           "prefill of 3 rows: q_tile %d split %d", tp.q_tile, tp.split_kv);
+    EXPECT(strcmp(fi_tiles_name(tp, 0, buf, sizeof buf), "prefill_q16_kv32") == 0, "prefill name %s", buf);
+  }
+  return test_finish("test_heuristics");
+}
