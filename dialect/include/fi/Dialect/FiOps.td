@@ -294,8 +294,8 @@ def Fi_MergeStateOp : Fi_DpsOp<"merge_state", "VOut"> {
     Example:
 
     ```mlir
-    %v, %s = fi.merge_state (%va, %sa), (%vb, %sb)
-        : (tensor<?x32x128xf16>, tensor<?x32xf32>), (tensor<?x32x128xf16>, tensor<?x32xf32>)
+    %v, %s = fi.merge_state a(%va, %sa : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        b(%vb, %sb : tensor<?x32x128xf16>, tensor<?x32xf32>)
         outs(%v0, %s0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
         -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
@@ -303,8 +303,8 @@ def Fi_MergeStateOp : Fi_DpsOp<"merge_state", "VOut"> {
   let arguments = (ins Fi_Shaped:$v_a, Fi_Shaped:$s_a, Fi_Shaped:$v_b, Fi_Shaped:$s_b,
                        Fi_Shaped:$v_out, Optional<Fi_Shaped>:$s_out);
   let assemblyFormat = [{
-    `(` $v_a `,` $s_a `)` `,` `(` $v_b `,` $s_b `)` `:`
-    `(` type($v_a) `,` type($s_a) `)` `,` `(` type($v_b) `,` type($s_b) `)`
+    `a` `(` $v_a `,` $s_a `:` type($v_a) `,` type($s_a) `)`
+    `b` `(` $v_b `,` $s_b `:` type($v_b) `,` type($s_b) `)`
     `outs` `(` $v_out (`,` $s_out^)? `:` type($v_out) (`,` type($s_out)^)? `)`
     attr-dict (`->` type($results)^)?
   }];
