@@ -118,18 +118,18 @@ defvar Fi_PagedKvDoc = [{
 
 def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]> {
   let summary = "batch decode attention against a paged KV cache";
-  let description = [{
+  let description = !strconcat([{
     One query row per request attends to that request's KV in the paged cache.
 
     Operands:
 
     * `q`: `[batch, qo_heads, head_dim]`, f16/bf16/f32; the query of each request.
-  }] # Fi_PagedKvDoc # [{
+  }], Fi_PagedKvDoc, [{
     * `plan` (optional): a `!fi.plan<decode>` from `fi.decode_plan`.
     * `o` (destination): `[batch, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[batch, qo_heads]` f32.
     * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
-  }] # Fi_AttentionAttrDoc # [{
+  }], Fi_AttentionAttrDoc, [{
 
     Example (LLaMA-style GQA: 32 query heads, 8 KV heads, head_dim 128, page 16):
 
@@ -141,7 +141,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
         {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
         -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
-  }];
+  }]);
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
@@ -162,7 +162,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
 
 def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments]> {
   let summary = "batch prefill (append) attention: ragged queries against a paged KV cache";
-  let description = [{
+  let description = !strconcat([{
     The query rows of each request (packed without padding) attend to that request's KV
     in the paged cache. With `causal` masking, query row i of a request with qo_len rows
     and kv_len keys sees key j iff `j <= kv_len - qo_len + i` (aligned bottom-right).
@@ -171,7 +171,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
 
     * `q`: `[nnz_qo, qo_heads, head_dim]`, f16/bf16/f32; the ragged queries.
     * `qo_indptr`: `[batch + 1]` i32; rows of request i are `qo_indptr[i]..qo_indptr[i+1]`.
-  }] # Fi_PagedKvDoc # [{
+  }], Fi_PagedKvDoc, [{
     * `mask`, `mask_indptr` (only with `mask_mode = #fi.mask_mode<custom>`): the custom
       mask, bit-packed (little bit order, 1 = attend) in a rank-1 i8/ui8 array, and its
       `[batch + 1]` i32 offsets in bits (`mask_indptr[i+1] - mask_indptr[i] =
@@ -181,7 +181,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
     * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
     * `mask_mode` (`#fi.mask_mode<none>`): `none`, `causal` or `custom`.
-  }] # Fi_AttentionAttrDoc # [{
+  }], Fi_AttentionAttrDoc, [{
 
     Example:
 
@@ -193,7 +193,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
         {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
          mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xf16>
     ```
-  }];
+  }]);
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$qo_indptr,
       Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
@@ -220,7 +220,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
 
 def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegments]> {
   let summary = "batch prefill attention with ragged queries, keys and values";
-  let description = [{
+  let description = !strconcat([{
     The query rows of each request attend to that request's keys/values; all three are
     ragged (packed without padding). Causal masking is aligned bottom-right as in
     `fi.paged_prefill`.
@@ -238,7 +238,7 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
     * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
     * `mask_mode` (`#fi.mask_mode<none>`): `none`, `causal` or `custom`.
-  }] # Fi_AttentionAttrDoc # [{
+  }], Fi_AttentionAttrDoc, [{
 
     Example:
 
@@ -249,7 +249,7 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
         outs(%o0 : tensor<?x32x128xbf16>)
         {mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xbf16>
     ```
-  }];
+  }]);
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
@@ -422,14 +422,14 @@ defvar Fi_PlanShapeDoc = [{
 
 def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
   let summary = "plan a batch paged decode step";
-  let description = [{
+  let description = !strconcat([{
     Computes the split-KV work partition of one decode step from the page table; all
     layers of the step share it.
 
     * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32).
     * `num_pages`: pages in the cache (page ids must be below it).
     * `bsr`: page size and layout.
-  }] # Fi_PlanShapeDoc # [{
+  }], Fi_PlanShapeDoc, [{
 
     Example:
 
@@ -439,7 +439,7 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
         {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
          num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
     ```
-  }];
+  }]);
   let arguments = !con((ins Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices,
                             Fi_Shaped:$kv_last_page_len, Index:$num_pages,
                             Fi_BsrAttr:$bsr), Fi_PlanShapeAttrs);
@@ -452,7 +452,7 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
 
 def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
   let summary = "plan a batch paged prefill step";
-  let description = [{
+  let description = !strconcat([{
     Computes the work partition (query tiles x KV chunks) of one paged prefill step.
 
     * `qo_indptr`: `[batch + 1]` i32.
@@ -460,7 +460,7 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
     * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
     * `num_pages`: pages in the cache.
     * `bsr`: page size and layout; `mask_mode`: the mask of the ops using the plan.
-  }] # Fi_PlanShapeDoc # [{
+  }], Fi_PlanShapeDoc, [{
 
     Example:
 
@@ -472,7 +472,7 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
          mask_mode = #fi.mask_mode<causal>, num_qo_heads = 32, num_kv_heads = 8,
          head_dim = 128, q_type = f16, kv_type = f16}
     ```
-  }];
+  }]);
   let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
                             Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
                             Optional<Fi_Shaped>:$mask_indptr, Index:$num_pages,
@@ -491,13 +491,13 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
 
 def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> {
   let summary = "plan a batch ragged prefill step";
-  let description = [{
+  let description = !strconcat([{
     Computes the work partition of one ragged prefill step.
 
     * `qo_indptr`, `kv_indptr`: `[batch + 1]` i32.
     * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
     * `mask_mode`: the mask of the ops using the plan.
-  }] # Fi_PlanShapeDoc # [{
+  }], Fi_PlanShapeDoc, [{
 
     Example:
 
@@ -506,7 +506,7 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> 
         {num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = bf16,
          kv_type = bf16}
     ```
-  }];
+  }]);
   let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
                             Optional<Fi_Shaped>:$mask_indptr,
                             DefaultValuedAttr<Fi_MaskModeAttr,
