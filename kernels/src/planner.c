@@ -25,7 +25,10 @@
  * Workspace layout (offsets from the workspace base, 256-byte aligned; they depend only
  * on the workspace size and the problem's head counts, so re-planning into the same
  * workspace never moves an array):
+ *   counts [2] int32 (work units, merge units of the current plan; 256 bytes reserved) |
  *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
+ * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
+ * graph captured with one plan runs the current plan's units after re-planning.
  * decode: U = M = P = N, the largest N that fits (a decode unit has one row, so partial
  *         rows <= units);
  * prefill: M = P = the partial-row budget ceil(2 * sm_count * 128 / qo_heads) (two waves
@@ -64,7 +67,7 @@ static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t p
   c.units = u;
   c.merge = m;
   c.partial = pr;
-  c.off_work = 0;
+  c.off_work = FI_ALIGN; /* after the counts header */
   c.off_merge = align_up((size_t)u * sizeof(fi_work_unit));
   c.off_po = c.off_merge + align_up((size_t)m * sizeof(fi_merge_unit));
   c.off_plse = c.off_po + align_up((size_t)pr * row_o_bytes(p));
@@ -261,15 +264,20 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   }
   qsort(work, (size_t)nu, sizeof(fi_work_unit), compare_units);
 
-  if (nu > 0 || nm > 0) {
+  if (workspace) {
     char *base = (char *)workspace;
     size_t wb = (size_t)nu * sizeof(fi_work_unit), mb = (size_t)nm * sizeof(fi_merge_unit);
+    int32_t *hdr = (int32_t *)(scratch + (size_t)c.units * sizeof(fi_work_unit) +
+                               (size_t)c.merge * sizeof(fi_merge_unit));
+    hdr[0] = (int32_t)nu;
+    hdr[1] = (int32_t)nm;
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = FI_SUCCESS;
-      if (wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 2 * sizeof(int32_t));
+      if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
+      memcpy(base, hdr, 2 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }
