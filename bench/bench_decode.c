@@ -1,0 +1,232 @@
+/* bench/bench_decode.c -- the memory-bound family: batch paged decode (fp16, head_dim 128,
+ * page 16, NHD, shuffled page tables), merge_states and append_paged_kv.
+ *
+ * Bytes counted per decode row: q read + the K and V of every token read (kv_len tokens
+ * x kv_heads x head_dim x 2 bytes, twice) + o written; the page table, the split-KV
+ * partial rows and the merge are overhead inside the measured time. Each row runs the
+ * plan the heuristics choose (its variant printed); rows marked "forced" run the other
+ * core kind for comparison. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
+ * tc) forces every decode row's variant. */
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct decode_arg {
+  fi_context *ctx;
+  fi_plan plan;
+  fi_tensor q, o, lse;
+  fi_paged_kv_cache kv;
+  fi_page_table pages;
+} decode_arg;
+
+static void run_decode(void *p) {
+  decode_arg *a = (decode_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->plan, &a->q, &a->kv, &a->pages, &a->o, &a->lse));
+}
+
+static uint32_t shuffle_rng = 987654321u;
+static uint32_t next_rand(void) {
+  shuffle_rng ^= shuffle_rng << 13;
+  shuffle_rng ^= shuffle_rng >> 17;
+  shuffle_rng ^= shuffle_rng << 5;
+  return shuffle_rng;
+}
+
+static void decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads, int kv_heads,
+                        const fi_tiles *force, const char *tag) {
+  char name[96];
+  snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
+  if (!fi_bench_selected(b, name)) return;
+  const int D = 128, page = 16;
+  fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
+  p.page_size = page;
+  int pages_per = (kv_len + page - 1) / page;
+  int num_pages = batch * pages_per;
+  int32_t *indptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *indices = (int32_t *)malloc(sizeof(int32_t) * (size_t)num_pages);
+  int32_t *last = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+  for (int i = 0; i <= batch; ++i) indptr[i] = i * pages_per;
+  for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page;
+  for (int i = 0; i < num_pages; ++i) indices[i] = i;
+  for (int i = num_pages - 1; i > 0; --i) { /* shuffled page table */
+    int j = (int)(next_rand() % (uint32_t)(i + 1));
+    int32_t t = indices[i];
+    indices[i] = indices[j];
+    indices[j] = t;
+  }
+  size_t kv_bytes = (size_t)num_pages * 2 * page * kv_heads * D * 2;
+  void *kv = fi_bench_random_device(kv_bytes);
+  size_t q_bytes = (size_t)batch * qo_heads * D * 2;
+  void *q = fi_bench_random_device(q_bytes);
+  void *o = NULL, *lse = NULL, *ws = NULL;
+  FI_BENCH_CK(cudaMalloc(&o, q_bytes));
+  FI_BENCH_CK(cudaMalloc(&lse, (size_t)batch * qo_heads * 4));
+  int32_t *d_indptr, *d_indices, *d_last;
+  FI_BENCH_CK(cudaMalloc((void **)&d_indptr, sizeof(int32_t) * (size_t)(batch + 1)));
+  FI_BENCH_CK(cudaMalloc((void **)&d_indices, sizeof(int32_t) * (size_t)num_pages));
+  FI_BENCH_CK(cudaMalloc((void **)&d_last, sizeof(int32_t) * (size_t)batch));
+  FI_BENCH_CK(cudaMemcpy(d_indptr, indptr, sizeof(int32_t) * (size_t)(batch + 1), cudaMemcpyHostToDevice));
+  FI_BENCH_CK(cudaMemcpy(d_indices, indices, sizeof(int32_t) * (size_t)num_pages, cudaMemcpyHostToDevice));
+  FI_BENCH_CK(cudaMemcpy(d_last, last, sizeof(int32_t) * (size_t)batch, cudaMemcpyHostToDevice));
+
+  decode_arg a;
+  memset(&a, 0, sizeof(a));
+  a.ctx = b->ctx;
+  size_t ws_bytes = 0;
+  FI_BENCH_OK(b->ctx, fi_decode_workspace_size(b->ctx, &p, batch, &ws_bytes));
+  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
+  fi_page_table host_pages = {indptr, indices, last};
+  fi_tiles forced;
+  const char *env = getenv("FI_BENCH_DECODE_TILES");
+  if (!force && env) {
+    char kind[8] = {0};
+    int kvt = 64;
+    if (sscanf(env, "%2s:%d", kind, &kvt) == 2) {
+      forced.cores = !strcmp(kind, "tc") ? FI_CORES_TENSOR : FI_CORES_CUDA;
+      forced.q_tile = forced.cores == FI_CORES_TENSOR ? 16 : 1;
+      forced.kv_tile = kvt;
+      forced.split_kv = 1;
+      force = &forced;
+    }
+  }
+  FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, batch, &host_pages, num_pages, force, ws,
+                                     ws_bytes, &a.plan));
+  int64_t qshape[3] = {batch, qo_heads, D}, lshape[2] = {batch, qo_heads};
+  int64_t kvshape[5] = {num_pages, 2, page, kv_heads, D};
+  a.q = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qshape);
+  a.o = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qshape);
+  a.lse = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, lshape);
+  fi_tensor kvt = fi_tensor_contiguous(kv, FI_DTYPE_F16, 5, kvshape);
+  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
+  a.pages.indptr = d_indptr;
+  a.pages.indices = d_indices;
+  a.pages.last_page_len = d_last;
+
+  double ms = fi_bench_time_ms(b, run_decode, &a);
+  double bytes = 2.0 * q_bytes + (double)batch * kv_len * kv_heads * D * 2 * 2;
+  char variant[96], tn[64];
+  fi_tiles_name(a.plan.tiles, 1, tn, sizeof(tn));
+  int split_rows = a.plan.num_partial_rows;
+  snprintf(variant, sizeof(variant), "%s u%d%s", tn, a.plan.num_work_units,
+           split_rows ? " merge" : "");
+  fi_bench_row(b, "decode", name, variant, ms, bytes, 0);
+
+  cudaFree(kv); cudaFree(q); cudaFree(o); cudaFree(lse); cudaFree(ws);
+  cudaFree(d_indptr); cudaFree(d_indices); cudaFree(d_last);
+  free(indptr); free(indices); free(last);
+}
+
+typedef struct merge_arg {
+  fi_context *ctx;
+  fi_tensor v, s, vo, so;
+} merge_arg;
+static void run_merge(void *p) {
+  merge_arg *a = (merge_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_merge_states(a->ctx, &a->v, &a->s, &a->vo, &a->so));
+}
+
+static void merge_case(fi_bench_ctx *b, int seq, int n, int heads) {
+  char name[96];
+  snprintf(name, sizeof(name), "merge_states (%d, %d states, %d heads)", seq, n, heads);
+  if (!fi_bench_selected(b, name)) return;
+  const int D = 128;
+  int64_t vshape[4] = {seq, n, heads, D}, sshape[3] = {seq, n, heads};
+  int64_t oshape[3] = {seq, heads, D}, lshape[2] = {seq, heads};
+  size_t vb = (size_t)seq * n * heads * D * 2, sb = (size_t)seq * n * heads * 4;
+  size_t ob = (size_t)seq * heads * D * 2, lb = (size_t)seq * heads * 4;
+  void *v = fi_bench_random_device(vb), *s = fi_bench_random_device(sb), *vo, *so;
+  FI_BENCH_CK(cudaMalloc(&vo, ob));
+  FI_BENCH_CK(cudaMalloc(&so, lb));
+  merge_arg a;
+  a.ctx = b->ctx;
+  a.v = fi_tensor_contiguous(v, FI_DTYPE_F16, 4, vshape);
+  a.s = fi_tensor_contiguous(s, FI_DTYPE_F32, 3, sshape);
+  a.vo = fi_tensor_contiguous(vo, FI_DTYPE_F16, 3, oshape);
+  a.so = fi_tensor_contiguous(so, FI_DTYPE_F32, 2, lshape);
+  double ms = fi_bench_time_ms(b, run_merge, &a);
+  fi_bench_row(b, "merge", name, "merge_states_v8", ms, (double)(vb + sb + ob + lb), 0);
+  cudaFree(v); cudaFree(s); cudaFree(vo); cudaFree(so);
+}
+
+typedef struct append_arg {
+  fi_context *ctx;
+  fi_plan plan;
+  fi_tensor k, v;
+  const int32_t *aindptr;
+  fi_paged_kv_cache kv;
+  fi_page_table pages;
+} append_arg;
+static void run_append(void *p) {
+  append_arg *a = (append_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_append_paged_kv_run(a->ctx, &a->plan, &a->k, &a->v, a->aindptr, &a->kv, &a->pages));
+}
+
+/* batch requests of kv_len tokens, the last `append` of which are new. */
+static void append_case(fi_bench_ctx *b, int batch, int kv_len, int append, int kv_heads) {
+  char name[96];
+  snprintf(name, sizeof(name), "append (%d x %d new, kv %d, %d heads)", batch, append, kv_len, kv_heads);
+  if (!fi_bench_selected(b, name)) return;
+  const int D = 128, page = 16;
+  int pages_per = (kv_len + page - 1) / page, num_pages = batch * pages_per;
+  int32_t *indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1)), *indices = malloc(sizeof(int32_t) * (size_t)num_pages);
+  int32_t *last = malloc(sizeof(int32_t) * (size_t)batch), *aindptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  for (int i = 0; i <= batch; ++i) { indptr[i] = i * pages_per; aindptr[i] = i * append; }
+  for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page;
+  for (int i = 0; i < num_pages; ++i) indices[i] = i;
+  for (int i = num_pages - 1; i > 0; --i) {
+    int j = (int)(next_rand() % (uint32_t)(i + 1));
+    int32_t t = indices[i]; indices[i] = indices[j]; indices[j] = t;
+  }
+  size_t cache_bytes = (size_t)num_pages * 2 * page * kv_heads * D * 2;
+  size_t new_bytes = (size_t)batch * append * kv_heads * D * 2;
+  void *cache, *k = fi_bench_random_device(new_bytes), *v = fi_bench_random_device(new_bytes);
+  FI_BENCH_CK(cudaMalloc(&cache, cache_bytes));
+  int32_t *d[4];
+  size_t sz[4] = {sizeof(int32_t) * (size_t)(batch + 1), sizeof(int32_t) * (size_t)num_pages,
+                  sizeof(int32_t) * (size_t)batch, sizeof(int32_t) * (size_t)(batch + 1)};
+  int32_t *h[4] = {indptr, indices, last, aindptr};
+  for (int i = 0; i < 4; ++i) {
+    FI_BENCH_CK(cudaMalloc((void **)&d[i], sz[i]));
+    FI_BENCH_CK(cudaMemcpy(d[i], h[i], sz[i], cudaMemcpyHostToDevice));
+  }
+  append_arg a;
+  memset(&a, 0, sizeof(a));
+  a.ctx = b->ctx;
+  fi_page_table hp = {indptr, indices, last};
+  FI_BENCH_OK(b->ctx, fi_append_paged_kv_plan(b->ctx, batch, page, aindptr, &hp, num_pages, &a.plan));
+  int64_t nshape[3] = {(int64_t)batch * append, kv_heads, D};
+  int64_t cshape[5] = {num_pages, 2, page, kv_heads, D};
+  a.k = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, nshape);
+  a.v = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, nshape);
+  fi_tensor ct = fi_tensor_contiguous(cache, FI_DTYPE_F16, 5, cshape);
+  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&ct, FI_LAYOUT_NHD, &a.kv));
+  a.aindptr = d[3];
+  a.pages.indptr = d[0];
+  a.pages.indices = d[1];
+  a.pages.last_page_len = d[2];
+  double ms = fi_bench_time_ms(b, run_append, &a);
+  fi_bench_row(b, "append", name, "append_v16", ms, 4.0 * (double)new_bytes, 0);
+  cudaFree(cache); cudaFree(k); cudaFree(v);
+  for (int i = 0; i < 4; ++i) cudaFree(d[i]);
+  free(indptr); free(indices); free(last); free(aindptr);
+}
+
+void fi_bench_decode(fi_bench_ctx *b) {
+  static const int cases[][4] = {{1, 32768, 32, 8},  {16, 4096, 32, 8},  {64, 4096, 32, 8},
+                                 {256, 2048, 32, 8}, {64, 4096, 32, 32}, {64, 4096, 64, 8}};
+  for (int i = 0; i < 6; ++i)
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL, "");
+  /* the other core kind, forced, for comparison */
+  for (int i = 0; i < 6; ++i) {
+    int group = cases[i][2] / cases[i][3];
+    fi_tiles t;
+    t.cores = group >= 4 ? FI_CORES_CUDA : FI_CORES_TENSOR;
+    t.q_tile = t.cores == FI_CORES_TENSOR ? 16 : 1;
+    t.kv_tile = t.cores == FI_CORES_TENSOR ? 64 : 32;
+    t.split_kv = 1;
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], &t, " forced");
+  }
+  merge_case(b, 4096, 8, 32);
+  append_case(b, 256, 2048, 128, 8);
+  append_case(b, 256, 2048, 1, 8);
+}

@@ -1,0 +1,123 @@
+// kernels/cuda/append.cu -- append_paged_kv: scatter a ragged batch of new K/V tokens
+// into their pages.
+//
+// Work split. grid.x strides over the nnz new tokens; the 128 threads of a block cover
+// (kv head, copy unit) pairs of that token, a copy unit being 16 bytes when every base and
+// stride allows it (else 8, 4, 2 or 1). Token i belongs to the request b found by binary
+// search in append_indptr (a few broadcast loads per block); it lands at position
+// kv_len_b - append_len_b + (i - append_indptr[b]) of request b, i.e. page
+// kv_indices[kv_indptr[b] + pos / page_size], slot pos % page_size.
+//
+// Memory traffic: the new K and V read once and written once; the page table read once
+// per token (cached).
+#include "common.cuh"
+
+namespace fi {
+
+struct AppendParams {
+  const uint8_t *k_src, *v_src;
+  int64_t ks_tok, ks_head, vs_tok, vs_head;  // byte strides of the new K / V
+  uint8_t *k_cache, *v_cache;
+  int64_t kc_page, kc_pos, kc_head, vc_page, vc_pos, vc_head;  // byte strides of the cache
+  const int32_t *append_indptr, *kv_indptr, *kv_indices, *kv_last_page_len;
+  int32_t batch, page_size, heads, row_bytes;
+  int64_t nnz;
+};
+
+template <typename U>
+__global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
+  const int units = p.row_bytes / (int)sizeof(U);
+  const int items = p.heads * units;
+  for (int64_t i = blockIdx.x; i < p.nnz; i += gridDim.x) {
+    int lo = 0, hi = p.batch;  // largest b with append_indptr[b] <= i
+    while (hi - lo > 1) {
+      int mid = (lo + hi) / 2;
+      if (p.append_indptr[mid] <= i) lo = mid;
+      else hi = mid;
+    }
+    const int b = lo;
+    const int pages = p.kv_indptr[b + 1] - p.kv_indptr[b];
+    const int kv_len = pages == 0 ? 0 : (pages - 1) * p.page_size + p.kv_last_page_len[b];
+    const int append_len = p.append_indptr[b + 1] - p.append_indptr[b];
+    const int pos = kv_len - append_len + (int)(i - p.append_indptr[b]);
+    const int64_t page = p.kv_indices[p.kv_indptr[b] + pos / p.page_size];
+    const int slot = pos % p.page_size;
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+      int h = it / units, u = it % units;
+      const U *ks = (const U *)(p.k_src + i * p.ks_tok + h * p.ks_head) + u;
+      const U *vs = (const U *)(p.v_src + i * p.vs_tok + h * p.vs_head) + u;
+      U *kd = (U *)(p.k_cache + page * p.kc_page + slot * p.kc_pos + h * p.kc_head) + u;
+      U *vd = (U *)(p.v_cache + page * p.vc_page + slot * p.vc_pos + h * p.vc_head) + u;
+      U kval = *ks, vval = *vs;
+      *kd = kval;
+      *vd = vval;
+    }
+  }
+}
+
+}  // namespace fi
+
+using namespace fi;
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+extern "C" fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan *plan,
+                                                 const fi_tensor *k, const fi_tensor *v,
+                                                 const int32_t *append_indptr,
+                                                 fi_paged_kv_cache *kv,
+                                                 const fi_page_table *pages) {
+  const int64_t es = (int64_t)fi_dtype_size(kv->k.dtype);
+  AppendParams p;
+  p.nnz = k->shape[0];
+  if (p.nnz == 0) return FI_SUCCESS;
+  p.heads = (int32_t)k->shape[1];
+  p.row_bytes = (int32_t)(k->shape[2] * es);
+  p.k_src = (const uint8_t *)k->data;
+  p.v_src = (const uint8_t *)v->data;
+  p.ks_tok = k->strides[0] * es;
+  p.ks_head = k->strides[1] * es;
+  p.vs_tok = v->strides[0] * es;
+  p.vs_head = v->strides[1] * es;
+  p.k_cache = (uint8_t *)kv->k.data;
+  p.v_cache = (uint8_t *)kv->v.data;
+  const int pos_dim = kv->layout == FI_LAYOUT_NHD ? 1 : 2;
+  const int head_dim_idx = kv->layout == FI_LAYOUT_NHD ? 2 : 1;
+  p.kc_page = kv->k.strides[0] * es;
+  p.kc_pos = kv->k.strides[pos_dim] * es;
+  p.kc_head = kv->k.strides[head_dim_idx] * es;
+  p.vc_page = kv->v.strides[0] * es;
+  p.vc_pos = kv->v.strides[pos_dim] * es;
+  p.vc_head = kv->v.strides[head_dim_idx] * es;
+  p.append_indptr = append_indptr;
+  p.kv_indptr = pages->indptr;
+  p.kv_indices = pages->indices;
+  p.kv_last_page_len = pages->last_page_len;
+  p.batch = plan->batch;
+  p.page_size = (int32_t)kv->k.shape[pos_dim];
+
+  // The widest copy unit every address allows.
+  int64_t g = 16;
+  const int64_t vals[] = {(int64_t)(uintptr_t)p.k_src, (int64_t)(uintptr_t)p.v_src,
+                          (int64_t)(uintptr_t)p.k_cache, (int64_t)(uintptr_t)p.v_cache,
+                          p.ks_tok, p.ks_head, p.vs_tok, p.vs_head, p.kc_page, p.kc_pos,
+                          p.kc_head, p.vc_page, p.vc_pos, p.vc_head, p.row_bytes};
+  for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); ++i) g = gcd64(g, vals[i]);
+  if (g == 0) g = 16;
+  int64_t grid = p.nnz < 65535LL * 16 ? p.nnz : 65535LL * 16;
+  cudaStream_t st = fi_cuda_stream(ctx);
+  if (g % 16 == 0) append_kernel<uint4><<<(int)grid, 128, 0, st>>>(p);
+  else if (g % 8 == 0) append_kernel<uint2><<<(int)grid, 128, 0, st>>>(p);
+  else if (g % 4 == 0) append_kernel<uint32_t><<<(int)grid, 128, 0, st>>>(p);
+  else if (g % 2 == 0) append_kernel<uint16_t><<<(int)grid, 128, 0, st>>>(p);
+  else append_kernel<uint8_t><<<(int)grid, 128, 0, st>>>(p);
+  return fi_cuda_check_launch(ctx, "append_paged_kv");
+}

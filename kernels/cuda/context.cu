@@ -1,0 +1,72 @@
+// kernels/cuda/context.cu -- the CUDA backend's context hooks: device facts for the
+// heuristics (fi_target from cudaGetDeviceProperties), the planner's upload, and the
+// backend's support check per op family. No kernels here.
+#include "common.cuh"
+#include "cuda_backend.h"
+
+extern "C" int fi_cuda_available(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess || n == 0)
+    return fi_set_error(ctx, FI_ERROR_BACKEND_UNAVAILABLE,
+                        "no CUDA device: cudaGetDeviceCount says %s; use FI_BACKEND_HOST",
+                        err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+  int dev = 0;
+  err = cudaGetDevice(&dev);
+  cudaDeviceProp prop;
+  if (err == cudaSuccess) err = cudaGetDeviceProperties(&prop, dev);
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "cudaGetDeviceProperties failed: %s",
+                        cudaGetErrorString(err));
+  if (prop.major < 8)
+    return fi_set_error(ctx, FI_ERROR_BACKEND_UNAVAILABLE,
+                        "device %d (%s) is sm_%d%d: the fi kernels need sm_80 or newer",
+                        dev, prop.name, prop.major, prop.minor);
+  ctx->device = dev;
+  target->sm_version = prop.major * 10 + prop.minor;
+  target->sm_count = prop.multiProcessorCount;
+  target->smem_per_block = (int32_t)prop.sharedMemPerBlockOptin;
+  return FI_SUCCESS;
+}
+
+extern "C" void fi_cuda_context_release(fi_context *ctx) { ctx->backend_state = NULL; }
+
+extern "C" fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
+                                    size_t bytes) {
+  if (bytes == 0) return FI_SUCCESS;
+  cudaError_t err = cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice,
+                                    fi_cuda_stream(ctx));
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA,
+                        "uploading the plan (%zu bytes) into the workspace failed: %s; is "
+                        "the workspace device memory of at least the size "
+                        "fi_*_workspace_size returned?", bytes, cudaGetErrorString(err));
+  return FI_SUCCESS;
+}
+
+extern "C" fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
+                                             const fi_attention_params *params,
+                                             const fi_tiles *tiles) {
+  switch (family) {
+    case FI_OP_DECODE: return fi_cuda_decode_supported(ctx, params, tiles);
+    case FI_OP_PAGED_PREFILL:
+    case FI_OP_RAGGED_PREFILL:
+      return fi_cuda_prefill_check_supported(ctx, family, params, tiles);
+    case FI_OP_APPEND_PAGED_KV: return FI_SUCCESS;
+  }
+  return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "unknown op family %d", (int)family);
+}
+
+// planner.c keeps the current plan's counts at the workspace base (see its layout note).
+extern "C" const int32_t *fi_cuda_plan_device_counts(const fi_plan *plan) {
+  if (!plan->workspace) return NULL;
+  if (plan->family != FI_OP_DECODE && plan->family != FI_OP_PAGED_PREFILL &&
+      plan->family != FI_OP_RAGGED_PREFILL)
+    return NULL;
+  return (const int32_t *)plan->workspace;
+}

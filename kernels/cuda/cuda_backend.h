@@ -1,0 +1,35 @@
+/* kernels/cuda/cuda_backend.h -- declarations shared by the CUDA backend's .cu files (not
+ * part of the runtime contract). */
+#ifndef FI_CUDA_BACKEND_H
+#define FI_CUDA_BACKEND_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device copy of the plan's unit counts ([0] work units, [1] merge units) in the
+ * workspace, written by the planner's upload: kernels read them so that a CUDA graph
+ * captured with one plan stays correct after re-planning into the same workspace. NULL
+ * when the plan carries none (then the host counts are used). */
+const int32_t *fi_cuda_plan_device_counts(const fi_plan *plan);
+
+/* The split-KV merge of a plan's merge units into o / lse (lse may be NULL). */
+fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
+                                 const int32_t *device_num_merge_units, fi_tensor *o,
+                                 fi_tensor *lse);
+
+/* Decode support check (dtype, head_dim, kv_tile); FI_ERROR_UNSUPPORTED with a message. */
+fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
+                                   const fi_tiles *tiles);
+
+/* Defined in prefill.cu (the prefill kernels' own support check). */
+fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
+                                          const fi_attention_params *params,
+                                          const fi_tiles *tiles);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

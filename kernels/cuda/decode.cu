@@ -1,0 +1,153 @@
+// kernels/cuda/decode.cu -- the CUDA backend's batch paged decode run: checks what the
+// kernels need beyond api.c's validation (dtypes, head_dim, 16-byte alignment), fills the
+// kernel parameters from the plan and launches decode.cuh's CUDA-core or tensor-core
+// kernel (the plan's tiles decide), then the split-KV merge when the plan split any
+// request. Work split and memory traffic: see decode.cuh. Nothing is allocated here.
+#include "common.cuh"
+#include "decode.cuh"
+#include "cuda_backend.h"
+
+#include <string.h>
+
+cudaError_t fi_decode_launch_f16(const fi::DecodeParams &p, fi_dtype kv_dtype, int head_dim,
+                                 bool tc, int grid_x, size_t budget, size_t limit,
+                                 cudaStream_t s);
+cudaError_t fi_decode_launch_bf16(const fi::DecodeParams &p, fi_dtype kv_dtype, int head_dim,
+                                  bool tc, int grid_x, size_t budget, size_t limit,
+                                  cudaStream_t s);
+
+// Heads of one KV head's group that one CTA computes.
+static int heads_per_cta(int group, int head_dim, int tensor_cores) {
+  if (tensor_cores) {
+    for (int h = group < 16 ? group : 16; h >= 1; --h)
+      if (group % h == 0) return h;
+    return 1;
+  }
+  int h = 1;
+  while (group % (2 * h) == 0 && 2 * h * (head_dim / 8) <= 128) h *= 2;
+  return h;
+}
+
+static int aligned16(const void *p, const int64_t *strides, int n, size_t es) {
+  if (!fi_is_aligned(p, 16)) return 0;
+  for (int i = 0; i < n; ++i)
+    if ((strides[i] * (int64_t)es) % 16 != 0) return 0;
+  return 1;
+}
+
+extern "C" fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
+                                              const fi_tiles *tiles) {
+  if (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: the CUDA kernels take f16 or bf16 q/o, not %s; convert q or "
+                        "use the host backend", fi_dtype_name(p->q_dtype));
+  if (p->kv_dtype != p->q_dtype && p->kv_dtype != FI_DTYPE_E4M3 && p->kv_dtype != FI_DTYPE_E5M2)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: the CUDA kernels take a KV cache of q's dtype (%s) or fp8 "
+                        "(e4m3, e5m2), not %s", fi_dtype_name(p->q_dtype),
+                        fi_dtype_name(p->kv_dtype));
+  if (p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: head_dim %d has no CUDA kernel (64, 128 and 256 do); use the "
+                        "host backend", (int)p->head_dim);
+  if (p->mask_mode == FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: custom masks have no CUDA decode kernel; use the host backend");
+  if (tiles) {
+    if (tiles->kv_tile != 16 && tiles->kv_tile != 32 && tiles->kv_tile != 64 &&
+        tiles->kv_tile != 128)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "decode: kv_tile %d has no CUDA variant (16, 32, 64, 128 do)",
+                          (int)tiles->kv_tile);
+  }
+  return FI_SUCCESS;
+}
+
+extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                        const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                        fi_tensor *o, fi_tensor *lse) {
+  const fi_attention_params *ap = &plan->params;
+  fi_status st = fi_cuda_decode_supported(ctx, ap, &plan->tiles);
+  if (st != FI_SUCCESS) return st;
+  const int D = ap->head_dim;
+  const size_t qes = fi_dtype_size(ap->q_dtype), kes = fi_dtype_size(ap->kv_dtype);
+  if (!aligned16(q->data, q->strides, 2, qes) || !aligned16(o->data, o->strides, 2, qes))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: q and o need 16-byte aligned data and batch/head strides that "
+                        "are multiples of 16 bytes (the kernels use 16-byte vectors)");
+  if (!aligned16(kv->k.data, kv->k.strides, 3, kes) ||
+      !aligned16(kv->v.data, kv->v.strides, 3, kes))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: the K/V cache needs 16-byte aligned data and page/position/"
+                        "head strides that are multiples of 16 bytes (16-byte cp.async)");
+
+  fi_plan_layout l = fi_plan_get_layout(plan);
+  const int32_t *device_counts = fi_cuda_plan_device_counts(plan);
+  if (l.num_work_units == 0 && !device_counts) return FI_SUCCESS;
+
+  fi::DecodeParams p;
+  memset(&p, 0, sizeof(p));
+  p.q = q->data;
+  p.q_sb = q->strides[0];
+  p.q_sh = q->strides[1];
+  p.o = o->data;
+  p.o_sb = o->strides[0];
+  p.o_sh = o->strides[1];
+  p.lse = lse ? (float *)lse->data : NULL;
+  p.lse_sb = lse ? lse->strides[0] : 0;
+  p.lse_sh = lse ? lse->strides[1] : 0;
+  p.k = (const uint8_t *)kv->k.data;
+  p.v = (const uint8_t *)kv->v.data;
+  const int pos_dim = kv->layout == FI_LAYOUT_NHD ? 1 : 2;
+  const int head_dim_idx = kv->layout == FI_LAYOUT_NHD ? 2 : 1;
+  p.k_sp = kv->k.strides[0];
+  p.k_sn = kv->k.strides[pos_dim];
+  p.k_sh = kv->k.strides[head_dim_idx];
+  p.v_sp = kv->v.strides[0];
+  p.v_sn = kv->v.strides[pos_dim];
+  p.v_sh = kv->v.strides[head_dim_idx];
+  p.kv_indptr = pages->indptr;
+  p.kv_indices = pages->indices;
+  p.kv_last_page_len = pages->last_page_len;
+  p.work = l.work;
+  p.device_num_units = device_counts;  // [0]: work units of the current plan
+  p.num_units = l.num_work_units;
+  p.partial_o = l.partial_o;
+  p.partial_lse = l.partial_lse;
+  p.num_qo_heads = ap->num_qo_heads;
+  p.num_kv_heads = ap->num_kv_heads;
+  p.group = ap->num_qo_heads / ap->num_kv_heads;
+  p.page_size = ap->page_size;
+  const int tc = plan->tiles.cores == FI_CORES_TENSOR;
+  p.heads_per_cta = heads_per_cta(p.group, D, tc);
+  p.kv_tile = plan->tiles.kv_tile;
+  p.scale = ap->sm_scale * ap->k_scale;
+  p.v_scale = ap->v_scale;
+  p.soft_cap = ap->logits_soft_cap;
+  p.window_left = ap->window_left;
+  p.pos_encoding = ap->pos_encoding;
+  p.rope_rcp_scale = 1.0f / ap->rope_scale;
+  p.rope_log2_theta = log2f(ap->rope_theta);
+
+  // Blocks: one per work unit of this plan (graph replays with more units loop).
+  int grid_x = l.num_work_units > 0 ? l.num_work_units : 1;
+  if (grid_x > 65535 * 4) grid_x = 65535 * 4;
+  const size_t limit = (size_t)ctx->target.smem_per_block;
+  // Shared-memory budget per CTA: room for 2 tensor-core CTAs of 4 warps (or 4 of fewer
+  // warps), 3 CUDA-core CTAs per SM.
+  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 56 * 1024) : 72 * 1024;
+  if (budget > limit) budget = limit;
+  cudaStream_t s = fi_cuda_stream(ctx);
+  cudaError_t err = ap->q_dtype == FI_DTYPE_F16
+                        ? fi_decode_launch_f16(p, ap->kv_dtype, D, tc, grid_x, budget, limit, s)
+                        : fi_decode_launch_bf16(p, ap->kv_dtype, D, tc, grid_x, budget, limit, s);
+  if (err == cudaErrorInvalidConfiguration)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "decode: kv_tile %d with head_dim %d needs more shared memory than the "
+                        "device's %zu bytes per block; force a smaller kv_tile",
+                        (int)p.kv_tile, D, limit);
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "decode: kernel launch failed: %s (%s)",
+                        cudaGetErrorName(err), cudaGetErrorString(err));
+  return fi_cuda_merge_partials(ctx, plan, device_counts ? device_counts + 1 : NULL, o, lse);
+}

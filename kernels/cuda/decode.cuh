@@ -1,0 +1,668 @@
+// kernels/cuda/decode.cuh -- batch paged decode kernels (one query row per request).
+//
+// Work split. The planner's work units (request, KV chunk [kv_start, kv_end)) go on grid.x
+// (a grid-stride loop over the unit count read from the workspace, so a CUDA graph
+// captured with one plan stays correct after re-planning); grid.y enumerates (kv head,
+// head chunk): one CTA computes `hg` query heads that share one KV head, so each K/V
+// token of that head is read from device memory once per head chunk (once in all when
+// hg == group). A unit with partial_row >= 0 writes an fp32 partial (o, lse) row to the
+// workspace; merge.cu combines the chunks in order.
+//
+// Pipeline. K and V tiles of `T = kv_tile` tokens are gathered through kv_indices with
+// 16-byte cp.async (zero fill past the end), S stages deep. The page id of each token of
+// a future tile is looked up one iteration ahead into a small shared array, so the copy
+// issue never waits on the index load. One __syncthreads per tile (two when a transform
+// pass converts fp8 or applies RoPE to K for the tensor-core kernel).
+//
+// Two compute paths:
+//  - CUDA cores (small groups): thread (x, y, z) = (8 dims of head_dim, head, token
+//    slice); q.k partial dots are reduced over the D/8 lanes of x with xor shuffles; each
+//    (y, z) keeps an online-softmax state (m, d, o[8]) in registers; the z slices merge
+//    through shared memory at the end.
+//  - Tensor cores (group >= 4): the CTA's heads are the 16 rows of mma.sync m16n8k16
+//    (zero rows past hg); each warp takes 16-token sub-tiles: S = Q K^T from ldmatrix'd
+//    K, online softmax on the accumulator fragments, P (16-bit) times V through
+//    ldmatrix.trans; the warps merge in shared memory at the end.
+//
+// Memory traffic per unit: q (hg x D, 16-bit) once, K and V of the chunk once (the
+// bytes of one KV head), o (hg x D) once or an fp32 partial row; page ids once per tile.
+#ifndef FI_CUDA_DECODE_CUH
+#define FI_CUDA_DECODE_CUH
+
+#include "common.cuh"
+
+namespace fi {
+
+struct DecodeParams {
+  const void *q;
+  int64_t q_sb, q_sh;  // element strides of q [batch, heads, D]
+  void *o;
+  int64_t o_sb, o_sh;
+  float *lse;          // may be NULL
+  int64_t lse_sb, lse_sh;
+  const uint8_t *k, *v;
+  int64_t k_sp, k_sn, k_sh;  // element strides: page, position in page, head
+  int64_t v_sp, v_sn, v_sh;
+  const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;
+  const fi_work_unit *work;
+  const int32_t *device_num_units;  // NULL: use num_units
+  int32_t num_units;
+  float *partial_o, *partial_lse;
+  int32_t num_qo_heads, num_kv_heads, group, heads_per_cta, page_size;
+  int32_t kv_tile, stages;
+  float scale;    // sm_scale * k_scale
+  float v_scale;
+  float soft_cap; // 0: off
+  int32_t window_left;
+  int32_t pos_encoding;  // FI_POS_*
+  float rope_rcp_scale, rope_log2_theta;
+};
+
+// --------------------------------------------------------------- shared helpers -------
+
+__device__ __forceinline__ int request_kv_len(const DecodeParams &p, int b) {
+  int pages = p.kv_indptr[b + 1] - p.kv_indptr[b];
+  return pages == 0 ? 0 : (pages - 1) * p.page_size + p.kv_last_page_len[b];
+}
+
+// The transform of a scaled logit, in the host backend's order: ALiBi bias, then soft cap.
+__device__ __forceinline__ float logits_transform(const DecodeParams &p, float s, int pos,
+                                                  int q_pos, float slope) {
+  if (p.pos_encoding == FI_POS_ALIBI) s += slope * (float)(pos - q_pos);
+  if (p.soft_cap > 0.f) s = p.soft_cap * tanhf(s / p.soft_cap);
+  return s;
+}
+
+// RoPE (rotate halves) of 8 consecutive dims [d0, d0+8) given the partner dims
+// [(d0 + D/2) % D, ...), at position pos.
+template <int D>
+__device__ __forceinline__ void rope8(const DecodeParams &p, float *v, const float *partner,
+                                      int d0, int pos) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    int i = (d0 + e) % (D / 2);
+    float freq = p.rope_rcp_scale * exp2f(-(2.0f * (float)i / (float)D) * p.rope_log2_theta);
+    float sn, cs;
+    sincos_reduced((float)pos * freq, &sn, &cs);
+    v[e] = d0 < D / 2 ? v[e] * cs - partner[e] * sn : v[e] * cs + partner[e] * sn;
+  }
+}
+
+// q[b, head, d0 .. d0+8) as float, RoPE'd at q_pos and scaled by p.scale.
+template <typename T, int D>
+__device__ __forceinline__ void load_q8(const DecodeParams &p, int b, int head, int d0,
+                                        int q_pos, float *out) {
+  const T *q = (const T *)p.q + b * p.q_sb + head * p.q_sh;
+  vec8<T>::load(q + d0, out);
+  if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
+    float partner[8];
+    vec8<T>::load(q + (d0 + D / 2) % D, partner);
+    rope8<D>(p, out, partner, d0, q_pos);
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[e] *= p.scale;
+}
+
+// Element offset of token `pos` of request b in K (and V) for head h; -1 when pos >= hi.
+struct TokenOffsets {
+  long long k, v;
+};
+__device__ __forceinline__ TokenOffsets token_offsets(const DecodeParams &p, int page_begin,
+                                                      int pos, int hi, int kv_head) {
+  TokenOffsets t;
+  if (pos >= hi) {
+    t.k = -1;
+    t.v = -1;
+    return t;
+  }
+  int page = p.kv_indices[page_begin + pos / p.page_size];
+  int in_page = pos % p.page_size;
+  t.k = (long long)page * p.k_sp + (long long)in_page * p.k_sn + (long long)kv_head * p.k_sh;
+  t.v = (long long)page * p.v_sp + (long long)in_page * p.v_sn + (long long)kv_head * p.v_sh;
+  return t;
+}
+
+__device__ __forceinline__ void cp_async_wait_dyn(int pending) {
+  if (pending <= 0) cp_async_wait<0>();
+  else if (pending == 1) cp_async_wait<1>();
+  else cp_async_wait<2>();
+}
+
+// The tile pipeline shared by both kernels. Shared memory: `stages` raw K buffers and
+// `stages` raw V buffers of T rows of `row_bytes`, then (stages + 1) offset slots of T.
+struct Pipe {
+  uint8_t *k_raw, *v_raw;
+  TokenOffsets *slots;
+  int row_bytes, tile_bytes, T, stages;
+  int page_begin, lo, hi, kv_head, num_tiles;
+};
+
+template <typename KVT, int D>
+__device__ __forceinline__ void pipe_issue(const DecodeParams &p, const Pipe &pp, int tile) {
+  constexpr int CPT = D * (int)sizeof(KVT) / 16;  // 16-byte chunks per token row
+  if (tile < pp.num_tiles) {
+    const TokenOffsets *offs = pp.slots + (tile % (pp.stages + 1)) * pp.T;
+    uint8_t *kd = pp.k_raw + (tile % pp.stages) * pp.tile_bytes;
+    uint8_t *vd = pp.v_raw + (tile % pp.stages) * pp.tile_bytes;
+    for (int c = threadIdx.x; c < pp.T * CPT; c += blockDim.x) {
+      int tok = c / CPT, part = c % CPT;
+      TokenOffsets o = offs[tok];
+      bool ok = o.k >= 0;
+      const uint8_t *ks = p.k + (ok ? o.k : 0) * (long long)sizeof(KVT) + part * 16;
+      const uint8_t *vs = p.v + (ok ? o.v : 0) * (long long)sizeof(KVT) + part * 16;
+      cp_async16(kd + tok * pp.row_bytes + part * 16, ks, ok);
+      cp_async16(vd + tok * pp.row_bytes + part * 16, vs, ok);
+    }
+  }
+  cp_async_commit();
+}
+
+__device__ __forceinline__ TokenOffsets pipe_lookup(const DecodeParams &p, const Pipe &pp,
+                                                    int tile) {
+  int pos = pp.lo + tile * pp.T + (int)threadIdx.x;
+  if (tile >= pp.num_tiles || (int)threadIdx.x >= pp.T) {
+    TokenOffsets t;
+    t.k = -1;
+    t.v = -1;
+    return t;
+  }
+  return token_offsets(p, pp.page_begin, pos, pp.hi, pp.kv_head);
+}
+
+// Prologue: offsets of tiles 0..S-1 into their slots, tiles 0..S-2 issued. Returns the
+// looked-up offsets of tile S (stored into its slot at the top of iteration 0).
+template <typename KVT, int D>
+__device__ __forceinline__ TokenOffsets pipe_start(const DecodeParams &p, const Pipe &pp) {
+  for (int j = 0; j < pp.stages; ++j)
+    if ((int)threadIdx.x < pp.T) pp.slots[j * pp.T + threadIdx.x] = pipe_lookup(p, pp, j);
+  __syncthreads();
+  for (int j = 0; j < pp.stages - 1; ++j) pipe_issue<KVT, D>(p, pp, j);
+  return pipe_lookup(p, pp, pp.stages);
+}
+
+// Top of iteration `it`: park the prefetched offsets, wait for tile `it`, issue tile
+// it+S-1, look up tile it+S+1. After it returns, tile `it` is in buffer it % S.
+template <typename KVT, int D>
+__device__ __forceinline__ void pipe_step(const DecodeParams &p, const Pipe &pp, int it,
+                                          TokenOffsets &prefetched) {
+  if ((int)threadIdx.x < pp.T)
+    pp.slots[((it + pp.stages) % (pp.stages + 1)) * pp.T + threadIdx.x] = prefetched;
+  cp_async_wait_dyn(pp.stages - 2);
+  __syncthreads();
+  pipe_issue<KVT, D>(p, pp, it + pp.stages - 1);
+  prefetched = pipe_lookup(p, pp, it + pp.stages + 1);
+}
+
+// The first position a query at q_pos sees, and the unit's clipped range.
+__device__ __forceinline__ void unit_range(const DecodeParams &p, const fi_work_unit &u,
+                                           int kv_len, int *lo, int *hi) {
+  int q_pos = kv_len - 1;
+  int ws = p.window_left >= 0 ? max(0, q_pos - p.window_left) : 0;
+  *lo = max(u.kv_start, ws);
+  *hi = min(u.kv_end, kv_len);
+  if (*hi < *lo) *hi = *lo;
+}
+
+// Final state of one (request, head), dims [d0, d0+8): writes o (type T) and lse, or the
+// fp32 partial row. m is in log2 units, d the sum of exp2(s - m) (0: nothing attended).
+template <typename T, int D>
+__device__ __forceinline__ void write_state8(const DecodeParams &p, const fi_work_unit &u,
+                                             int head, int d0, const float *o8, float m,
+                                             float d) {
+  float inv = d > 0.f ? p.v_scale / d : 0.f;
+  float out[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[e] = o8[e] * inv;
+  float lse = d > 0.f ? (m + log2f(d)) * kLn2 : -INFINITY;
+  if (u.partial_row >= 0) {
+    long long row = (long long)u.partial_row * p.num_qo_heads + head;
+    vec8<float>::store(p.partial_o + row * D + d0, out);
+    if (d0 == 0) p.partial_lse[row] = lse;
+  } else {
+    T *o = (T *)p.o + (long long)u.request * p.o_sb + (long long)head * p.o_sh;
+    vec8<T>::store(o + d0, out);
+    if (d0 == 0 && p.lse) p.lse[(long long)u.request * p.lse_sb + (long long)head * p.lse_sh] = lse;
+  }
+}
+
+// ---------------------------------------------------------------- CUDA cores ---------
+
+// 128 threads: x = tid % (D/8) (8 dims), y = head within the CTA's hg heads, z = token
+// slice. Tile tokens [z*tpz, (z+1)*tpz) belong to slice z.
+template <typename T, typename KVT, int D>
+__global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  constexpr int BDX = D / 8;
+  const int hg = p.heads_per_cta;
+  const int bdz = 128 / (BDX * hg);
+  const int tid = threadIdx.x;
+  const int x = tid % BDX, y = (tid / BDX) % hg, z = tid / (BDX * hg);
+  const int chunks = p.group / hg;
+  const int kv_head = blockIdx.y / chunks;
+  const int head = kv_head * p.group + (blockIdx.y % chunks) * hg + y;
+  const int T_ = p.kv_tile;
+  const int tpz = (T_ + bdz - 1) / bdz;
+  const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
+  const float slope = p.pos_encoding == FI_POS_ALIBI ? alibi_slope(head, p.num_qo_heads) : 0.f;
+
+  Pipe pp;
+  pp.row_bytes = D * (int)sizeof(KVT);
+  pp.tile_bytes = T_ * pp.row_bytes;
+  pp.T = T_;
+  pp.stages = p.stages;
+  pp.k_raw = smem;
+  pp.v_raw = smem + p.stages * pp.tile_bytes;
+  pp.slots = (TokenOffsets *)(smem + 2 * p.stages * pp.tile_bytes);
+  pp.kv_head = kv_head;
+
+  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
+    const fi_work_unit u = p.work[w];
+    if (u.request < 0) continue;
+    const int kv_len = request_kv_len(p, u.request);
+    const int q_pos = kv_len - 1;
+    int lo, hi;
+    unit_range(p, u, kv_len, &lo, &hi);
+    pp.page_begin = p.kv_indptr[u.request];
+    pp.lo = lo;
+    pp.hi = hi;
+    pp.num_tiles = (hi - lo + T_ - 1) / T_;
+
+    float q8[8], o8[8];
+    load_q8<T, D>(p, u.request, head, 8 * x, q_pos, q8);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o8[e] = 0.f;
+    float m = -INFINITY, d = 0.f;
+
+    TokenOffsets pref = pipe_start<KVT, D>(p, pp);
+    for (int it = 0; it < pp.num_tiles; ++it) {
+      pipe_step<KVT, D>(p, pp, it, pref);
+      const uint8_t *kb = pp.k_raw + (it % p.stages) * pp.tile_bytes;
+      const uint8_t *vb = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+      const int tile_pos = lo + it * T_;
+      for (int i0 = 0; i0 < tpz; i0 += 4) {
+        float s[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          int t = z * tpz + i0 + j;
+          int tt = (i0 + j < tpz && t < T_) ? t : 0;
+          float k8[8];
+          vec8<KVT>::load(kb + tt * pp.row_bytes + x * 8 * (int)sizeof(KVT), k8);
+          if (rope) {
+            float partner[8];
+            vec8<KVT>::load(kb + tt * pp.row_bytes + ((8 * x + D / 2) % D) * (int)sizeof(KVT),
+                            partner);
+            rope8<D>(p, k8, partner, 8 * x, tile_pos + tt);
+          }
+          float acc = 0.f;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc = fmaf(q8[e], k8[e], acc);
+          s[j] = acc;
+        }
+#pragma unroll
+        for (int off = BDX / 2; off > 0; off >>= 1)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], off);
+        float mx = m;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          int t = z * tpz + i0 + j;
+          int pos = tile_pos + t;
+          bool valid = i0 + j < tpz && t < T_ && pos < hi;
+          s[j] = valid ? logits_transform(p, s[j], pos, q_pos, slope) * kLog2e : -INFINITY;
+          mx = fmaxf(mx, s[j]);
+        }
+        float base = mx == -INFINITY ? 0.f : mx;
+        float sc = exp2f(m - base);
+        d *= sc;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o8[e] *= sc;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          int t = z * tpz + i0 + j;
+          int tt = (i0 + j < tpz && t < T_) ? t : 0;
+          float pr = exp2f(s[j] - base);
+          d += pr;
+          float v8[8];
+          vec8<KVT>::load(vb + tt * pp.row_bytes + x * 8 * (int)sizeof(KVT), v8);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) o8[e] = fmaf(pr, v8[e], o8[e]);
+        }
+        m = mx;
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // Merge the bdz token slices: [bdz][hg][D] partial o, then [bdz][hg] (m, d).
+    float *red_o = (float *)smem;
+    float2 *red_md = (float2 *)(red_o + bdz * hg * D);
+    vec8<float>::store(red_o + (z * hg + y) * D + 8 * x, o8);
+    if (x == 0) red_md[z * hg + y] = make_float2(m, d);
+    __syncthreads();
+    if (z == 0) {
+      float M = -INFINITY;
+      for (int zz = 0; zz < bdz; ++zz) M = fmaxf(M, red_md[zz * hg + y].x);
+      float D_ = 0.f, acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+      for (int zz = 0; zz < bdz; ++zz) {
+        float2 md = red_md[zz * hg + y];
+        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
+        D_ += md.y * wgt;
+        float part[8];
+        vec8<float>::load(red_o + (zz * hg + y) * D + 8 * x, part);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
+      }
+      write_state8<T, D>(p, u, head, 8 * x, acc, M, D_);
+    }
+    __syncthreads();
+  }
+}
+
+// ---------------------------------------------------------------- tensor cores -------
+
+// blockDim.x = 32 * NW (NW = min(4, kv_tile / 16)). Rows of the mma = the CTA's hg <= 16
+// heads (zero rows after). Warp w takes the 16-token sub-tiles w, w + NW, ... of a tile.
+template <typename T, typename KVT, int D>
+__global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  constexpr bool Q_IN_REGS = D <= 128;
+  constexpr int RC = 2 * D + 16;  // padded 16-bit row: ldmatrix rows hit distinct banks
+  const int NW = blockDim.x / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int hg = p.heads_per_cta;
+  const int chunks = p.group / hg;
+  const int kv_head = blockIdx.y / chunks;
+  const int head0 = kv_head * p.group + (blockIdx.y % chunks) * hg;
+  const int T_ = p.kv_tile;
+  const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
+  const bool transform = sizeof(KVT) == 1 || rope;
+  const bool alibi = p.pos_encoding == FI_POS_ALIBI;
+  const float slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
+  const float slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+
+  Pipe pp;
+  pp.row_bytes = transform ? D * (int)sizeof(KVT) : RC;
+  pp.tile_bytes = T_ * pp.row_bytes;
+  pp.T = T_;
+  pp.stages = p.stages;
+  pp.k_raw = smem;
+  pp.v_raw = smem + p.stages * pp.tile_bytes;
+  int raw_bytes = 2 * p.stages * pp.tile_bytes;
+  int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
+  uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
+  pp.slots = (TokenOffsets *)after;
+  uint8_t *qs = after + (p.stages + 1) * T_ * (int)sizeof(TokenOffsets);
+  uint8_t *kc = qs + 16 * RC;
+  uint8_t *vc = kc + T_ * RC;
+  pp.kv_head = kv_head;
+
+  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
+    const fi_work_unit u = p.work[w];
+    if (u.request < 0) continue;
+    const int kv_len = request_kv_len(p, u.request);
+    const int q_pos = kv_len - 1;
+    int lo, hi;
+    unit_range(p, u, kv_len, &lo, &hi);
+    pp.page_begin = p.kv_indptr[u.request];
+    pp.lo = lo;
+    pp.hi = hi;
+    pp.num_tiles = (hi - lo + T_ - 1) / T_;
+
+    // Q tile: rows < hg hold q (RoPE'd, scaled), the rest zeros.
+    for (int item = tid; item < 16 * (D / 8); item += blockDim.x) {
+      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+      float q8[8];
+      if (r < hg) {
+        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, q8);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q8[e] = 0.f;
+      }
+      vec8<T>::store(qs + r * RC + d0 * 2, q8);
+    }
+    TokenOffsets pref = pipe_start<KVT, D>(p, pp);  // its barrier also publishes the Q tile
+
+    uint32_t qf[Q_IN_REGS ? D / 16 : 1][4];
+    if (Q_IN_REGS) {
+#pragma unroll
+      for (int kk = 0; kk < (Q_IN_REGS ? D / 16 : 1); ++kk)
+        ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+    }
+
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, d0s = 0.f, d1s = 0.f;
+
+    for (int it = 0; it < pp.num_tiles; ++it) {
+      pipe_step<KVT, D>(p, pp, it, pref);
+      const int tile_pos = lo + it * T_;
+      const uint8_t *kb, *vb;
+      if (transform) {
+        const uint8_t *kr = pp.k_raw + (it % p.stages) * pp.tile_bytes;
+        const uint8_t *vr = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+        for (int item = tid; item < T_ * (D / 8); item += blockDim.x) {
+          int tok = item / (D / 8), d0 = (item % (D / 8)) * 8;
+          float a[8];
+          vec8<KVT>::load(kr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
+          if (rope) {
+            float partner[8];
+            vec8<KVT>::load(kr + tok * pp.row_bytes + ((d0 + D / 2) % D) * (int)sizeof(KVT),
+                            partner);
+            rope8<D>(p, a, partner, d0, tile_pos + tok);
+          }
+          vec8<T>::store(kc + tok * RC + d0 * 2, a);
+          vec8<KVT>::load(vr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
+          vec8<T>::store(vc + tok * RC + d0 * 2, a);
+        }
+        __syncthreads();
+        kb = kc;
+        vb = vc;
+      } else {
+        kb = pp.k_raw + (it % p.stages) * pp.tile_bytes;
+        vb = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+      }
+
+      for (int sub = warp; sub < T_ / 16; sub += NW) {
+        const int tok0 = sub * 16;
+        if (tile_pos + tok0 >= hi) break;
+        float s[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          uint32_t b[4];
+          ldmatrix_x4(b, kb + (tok0 + (lane / 16) * 8 + lane % 8) * RC +
+                             (kk * 16 + ((lane / 8) % 2) * 8) * 2);
+          uint32_t qa[4];
+          if (Q_IN_REGS) {
+            qa[0] = qf[Q_IN_REGS ? kk : 0][0];
+            qa[1] = qf[Q_IN_REGS ? kk : 0][1];
+            qa[2] = qf[Q_IN_REGS ? kk : 0][2];
+            qa[3] = qf[Q_IN_REGS ? kk : 0][3];
+          } else {
+            ldmatrix_x4(qa, qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+          }
+          mma_16816<T>(s[0], qa, b[0], b[1]);
+          mma_16816<T>(s[1], qa, b[2], b[3]);
+        }
+        // Logits transform and mask; c0,c1 -> row g, c2,c3 -> row g + 8.
+        float mx0 = m0, mx1 = m1;
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            int pos = tile_pos + tok0 + n * 8 + 2 * t4 + (j & 1);
+            float sl = j < 2 ? slope0 : slope1;
+            float v = pos < hi ? logits_transform(p, s[n][j], pos, q_pos, sl) * kLog2e
+                               : -INFINITY;
+            s[n][j] = v;
+            if (j < 2) mx0 = fmaxf(mx0, v);
+            else mx1 = fmaxf(mx1, v);
+          }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float base0 = mx0 == -INFINITY ? 0.f : mx0, base1 = mx1 == -INFINITY ? 0.f : mx1;
+        float sc0 = exp2f(m0 - base0), sc1 = exp2f(m1 - base1);
+        m0 = mx0;
+        m1 = mx1;
+        d0s *= sc0;
+        d1s *= sc1;
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+          s[n][0] = exp2f(s[n][0] - base0);
+          s[n][1] = exp2f(s[n][1] - base0);
+          s[n][2] = exp2f(s[n][2] - base1);
+          s[n][3] = exp2f(s[n][3] - base1);
+          d0s += s[n][0] + s[n][1];
+          d1s += s[n][2] + s[n][3];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          o[n][0] *= sc0;
+          o[n][1] *= sc0;
+          o[n][2] *= sc1;
+          o[n][3] *= sc1;
+        }
+        uint32_t pa[4];
+        pa[0] = pack2<T>(s[0][0], s[0][1]);
+        pa[1] = pack2<T>(s[0][2], s[0][3]);
+        pa[2] = pack2<T>(s[1][0], s[1][1]);
+        pa[3] = pack2<T>(s[1][2], s[1][3]);
+#pragma unroll
+        for (int j = 0; j < D / 16; ++j) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(b, vb + (tok0 + lane % 8 + ((lane / 8) % 2) * 8) * RC +
+                                   (16 * j + (lane / 16) * 8) * 2);
+          mma_16816<T>(o[2 * j], pa, b[0], b[1]);
+          mma_16816<T>(o[2 * j + 1], pa, b[2], b[3]);
+        }
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // Merge the warps: [NW][16][D] o, then [NW][16] (m, d).
+    d0s += __shfl_xor_sync(0xffffffffu, d0s, 1);
+    d0s += __shfl_xor_sync(0xffffffffu, d0s, 2);
+    d1s += __shfl_xor_sync(0xffffffffu, d1s, 1);
+    d1s += __shfl_xor_sync(0xffffffffu, d1s, 2);
+    float *eo = (float *)smem;
+    float2 *emd = (float2 *)(eo + NW * 16 * D);
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      *(float2 *)(eo + (warp * 16 + g) * D + n * 8 + 2 * t4) = make_float2(o[n][0], o[n][1]);
+      *(float2 *)(eo + (warp * 16 + g + 8) * D + n * 8 + 2 * t4) = make_float2(o[n][2], o[n][3]);
+    }
+    if (t4 == 0) {
+      emd[warp * 16 + g] = make_float2(m0, d0s);
+      emd[warp * 16 + g + 8] = make_float2(m1, d1s);
+    }
+    __syncthreads();
+    for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
+      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+      float M = -INFINITY;
+      for (int ww = 0; ww < NW; ++ww) M = fmaxf(M, emd[ww * 16 + r].x);
+      float D_ = 0.f, acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+      for (int ww = 0; ww < NW; ++ww) {
+        float2 md = emd[ww * 16 + r];
+        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
+        D_ += md.y * wgt;
+        float part[8];
+        vec8<float>::load(eo + (ww * 16 + r) * D + d0, part);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
+      }
+      write_state8<T, D>(p, u, head0 + r, d0, acc, M, D_);
+    }
+    __syncthreads();
+  }
+}
+
+// Shared-memory bytes of each kernel for `p` (NW warps for the tensor-core kernel).
+template <typename KVT, int D>
+static inline size_t decode_cc_smem(int kv_tile, int stages, int hg) {
+  size_t raw = 2 * (size_t)stages * kv_tile * D * sizeof(KVT);
+  size_t slots = (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
+  int bdz = 128 / ((D / 8) * hg);
+  size_t red = (size_t)bdz * hg * D * 4 + (size_t)bdz * hg * 8;
+  return (raw + slots > red ? raw + slots : red);
+}
+template <typename KVT, int D>
+static inline size_t decode_tc_smem(int kv_tile, int stages, int nw, bool transform) {
+  const int RC = 2 * D + 16;
+  size_t row = transform ? D * sizeof(KVT) : RC;
+  size_t raw = 2 * (size_t)stages * kv_tile * row;
+  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  size_t s = raw > epi ? raw : epi;
+  s += (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
+  s += 16 * RC;
+  if (transform) s += 2 * (size_t)kv_tile * RC;
+  return s;
+}
+
+// Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
+// here: the deepest pipeline within `smem_budget` bytes, at least 2 stages).
+template <typename T, typename KVT, int D>
+static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t smem_budget,
+                                 size_t smem_limit, cudaStream_t stream) {
+  int grid_y = p.num_kv_heads * (p.group / p.heads_per_cta);
+  if (tc) {
+    int nw = p.kv_tile / 16;
+    if (nw > 4) nw = 4;
+    if (nw < 1) nw = 1;
+    bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
+    int stages = 4;
+    while (stages > 2 && decode_tc_smem<KVT, D>(p.kv_tile, stages, nw, transform) > smem_budget)
+      --stages;
+    size_t smem = decode_tc_smem<KVT, D>(p.kv_tile, stages, nw, transform);
+    if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+    p.stages = stages;
+    cudaError_t e = cudaFuncSetAttribute(decode_tc_kernel<T, KVT, D>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    decode_tc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 32 * nw, smem, stream>>>(p);
+  } else {
+    int stages = 4;
+    while (stages > 2 && decode_cc_smem<KVT, D>(p.kv_tile, stages, p.heads_per_cta) > smem_budget)
+      --stages;
+    size_t smem = decode_cc_smem<KVT, D>(p.kv_tile, stages, p.heads_per_cta);
+    if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+    p.stages = stages;
+    cudaError_t e = cudaFuncSetAttribute(decode_cc_kernel<T, KVT, D>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    decode_cc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 128, smem, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t decode_dispatch(const DecodeParams &p, fi_dtype kv_dtype, int head_dim,
+                                   bool tc, int grid_x, size_t budget, size_t limit,
+                                   cudaStream_t s) {
+#define FI_DECODE_D(KVT)                                                              \
+  switch (head_dim) {                                                                 \
+    case 64: return decode_launch<T, KVT, 64>(p, tc, grid_x, budget, limit, s);       \
+    case 128: return decode_launch<T, KVT, 128>(p, tc, grid_x, budget, limit, s);     \
+    case 256: return decode_launch<T, KVT, 256>(p, tc, grid_x, budget, limit, s);     \
+    default: return cudaErrorInvalidValue;                                            \
+  }
+  if (kv_dtype == FI_DTYPE_E4M3) { FI_DECODE_D(e4m3) }
+  if (kv_dtype == FI_DTYPE_E5M2) { FI_DECODE_D(e5m2) }
+  FI_DECODE_D(T)
+#undef FI_DECODE_D
+}
+
+}  // namespace fi
+
+#endif

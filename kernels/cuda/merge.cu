@@ -1,0 +1,350 @@
+// kernels/cuda/merge.cu -- merging attention states on the GPU: merge_state (two states,
+// also in place), merge_states (n states per row) and the split-KV merge of a plan's merge
+// units (partial fp32 rows in the workspace -> o, lse).
+//
+// Work split. One thread owns 8 consecutive head_dim elements of one (row, head) (one
+// element when a tensor's strides or base pointer do not allow 16-byte vectors); a block
+// of 128 threads covers 128 such groups; the grid strides over all of them. Each thread
+// reads the n lse values of its (row, head) (broadcast loads shared with its D/8 - 1
+// neighbours), takes their maximum, then reads its n v vectors and writes one; lse is
+// written by the thread of dims [0, 8).
+//
+// Memory traffic: each v element and each lse value read once, each output written once
+// (merge_states: n*D*b + 4n bytes read, D*b + 4 written per (row, head)). The split-KV
+// merge reads num_chunks fp32 partial rows per output row, in chunk order (deterministic:
+// the same plan always sums in the same order).
+#include "common.cuh"
+
+#include <math.h>
+
+namespace fi {
+
+// VW = 8: vector of 8 (16-bit: 16 bytes, f32: 32 bytes); VW = 1: one element.
+template <typename T, int VW> struct vload {
+  static __device__ __forceinline__ void load(const T *p, float *out) {
+    if (VW == 8) vec8<T>::load(p, out);
+    else out[0] = to_float<T>(*p);
+  }
+  static __device__ __forceinline__ void store(T *p, const float *in) {
+    if (VW == 8) vec8<T>::store(p, in);
+    else *p = from_float<T>(in[0]);
+  }
+};
+
+// Element strides of the first three dimensions of a tensor.
+struct Strided3 {
+  int64_t s0, s1, s2;
+};
+
+template <typename T, int VW>
+__global__ void __launch_bounds__(128)
+merge_state_kernel(const T *va, Strided3 vas, const float *sa, Strided3 sas, const T *vb,
+                   Strided3 vbs, const float *sb, Strided3 sbs, T *vo, Strided3 vos,
+                   int64_t rows, int heads, int head_dim) {
+  const int groups = head_dim / VW;
+  const int64_t total = rows * heads * groups;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int d0 = (int)(i % groups) * VW;
+    int64_t rh = i / groups;
+    int h = (int)(rh % heads);
+    int64_t r = rh / heads;
+    float la = sa[r * sas.s0 + h * sas.s1], lb = sb[r * sbs.s0 + h * sbs.s1];
+    float M = fmaxf(la, lb);
+    float wa = la == -INFINITY ? 0.f : __expf(la - M);
+    float wb = lb == -INFINITY ? 0.f : __expf(lb - M);
+    float sum = wa + wb;
+    float inv = sum > 0.f ? 1.f / sum : 0.f;
+    float a[8], b[8], out[8];
+    vload<T, VW>::load(va + r * vas.s0 + h * vas.s1 + d0, a);
+    vload<T, VW>::load(vb + r * vbs.s0 + h * vbs.s1 + d0, b);
+#pragma unroll
+    for (int e = 0; e < VW; ++e) out[e] = (wa * a[e] + wb * b[e]) * inv;
+    // v_out may alias v_a or v_b: this thread read exactly the elements it writes. s_out
+    // is written by merge_state_s_kernel, a later launch, since the threads that read one
+    // (row, head)'s lse span several warps.
+    vload<T, VW>::store(vo + r * vos.s0 + h * vos.s1 + d0, out);
+  }
+}
+
+// s_out = logaddexp(s_a, s_b): a separate launch, so that an in-place merge (s_out == s_a)
+// never overwrites an lse another thread of the v kernel still has to read.
+__global__ void __launch_bounds__(128)
+merge_state_s_kernel(const float *sa, Strided3 sas, const float *sb, Strided3 sbs, float *so,
+                     Strided3 sos, int64_t rows, int heads) {
+  const int64_t total = rows * heads;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int h = (int)(i % heads);
+    int64_t r = i / heads;
+    float la = sa[r * sas.s0 + h * sas.s1], lb = sb[r * sbs.s0 + h * sbs.s1];
+    float M = fmaxf(la, lb);
+    float out;
+    if (M == -INFINITY) {
+      out = -INFINITY;
+    } else {
+      float wa = la == -INFINITY ? 0.f : __expf(la - M);
+      float wb = lb == -INFINITY ? 0.f : __expf(lb - M);
+      out = M + __logf(wa + wb);
+    }
+    so[r * sos.s0 + h * sos.s1] = out;
+  }
+}
+
+// v [rows, n, heads, D] (strides s0, s1, s2), s [rows, n, heads] -> vo, so (nullable).
+template <typename T, int VW>
+__global__ void __launch_bounds__(128)
+merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo, Strided3 vos,
+                    float *so, Strided3 sos, int64_t rows, int n, int heads, int head_dim) {
+  const int groups = head_dim / VW;
+  const int64_t total = rows * heads * groups;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int d0 = (int)(i % groups) * VW;
+    int64_t rh = i / groups;
+    int h = (int)(rh % heads);
+    int64_t r = rh / heads;
+    const float *sr = s + r * ss.s0 + h * ss.s2;
+    float M = -INFINITY;
+    for (int c = 0; c < n; ++c) M = fmaxf(M, sr[c * ss.s1]);
+    float sum = 0.f, acc[8];
+#pragma unroll
+    for (int e = 0; e < VW; ++e) acc[e] = 0.f;
+    if (M != -INFINITY) {
+      const T *vr = v + r * vs.s0 + h * vs.s2 + d0;
+      int c = 0;
+      for (; c + 4 <= n; c += 4) {  // four loads in flight before their first use
+        float x[4][8], w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) vload<T, VW>::load(vr + (c + j) * vs.s1, x[j]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float l = sr[(c + j) * ss.s1];
+          w[j] = l == -INFINITY ? 0.f : __expf(l - M);
+          sum += w[j];
+#pragma unroll
+          for (int e = 0; e < VW; ++e) acc[e] = fmaf(w[j], x[j][e], acc[e]);
+        }
+      }
+      for (; c < n; ++c) {
+        float x[8];
+        vload<T, VW>::load(vr + c * vs.s1, x);
+        float l = sr[c * ss.s1];
+        float w = l == -INFINITY ? 0.f : __expf(l - M);
+        sum += w;
+#pragma unroll
+        for (int e = 0; e < VW; ++e) acc[e] = fmaf(w, x[e], acc[e]);
+      }
+    }
+    float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+    for (int e = 0; e < VW; ++e) acc[e] *= inv;
+    vload<T, VW>::store(vo + r * vos.s0 + h * vos.s1 + d0, acc);
+    if (so && d0 == 0) so[r * sos.s0 + h * sos.s1] = sum > 0.f ? M + __logf(sum) : -INFINITY;
+  }
+}
+
+// Split-KV merge of plan merge units: partial rows first + c * rows + r (c in chunk
+// order) -> output row out_row + r. One thread: 8 dims of one head; grid.x strides over
+// the units (count read from the device when given, for graph replays).
+template <typename T>
+__global__ void __launch_bounds__(128)
+merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
+                      int num_units, const float *po, const float *plse, int heads,
+                      int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
+                      int64_t lse_sb, int64_t lse_sh) {
+  const int groups = head_dim / 8;
+  const int item = blockIdx.y * blockDim.x + threadIdx.x;
+  if (item >= heads * groups) return;
+  const int h = item / groups, d0 = (item % groups) * 8;
+  const int n_units = device_num_units ? *device_num_units : num_units;
+  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
+    const fi_merge_unit mu = units[w];
+    for (int r = 0; r < mu.rows; ++r) {
+      float M = -INFINITY;
+      for (int c = 0; c < mu.num_chunks; ++c) {
+        int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
+        M = fmaxf(M, plse[prow * heads + h]);
+      }
+      float sum = 0.f, acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+      if (M != -INFINITY) {
+        for (int c = 0; c < mu.num_chunks; ++c) {
+          int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
+          float l = plse[prow * heads + h];
+          float wgt = l == -INFINITY ? 0.f : __expf(l - M);
+          float x[8];
+          vec8<float>::load(po + (prow * heads + h) * head_dim + d0, x);
+          sum += wgt;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, x[e], acc[e]);
+        }
+      }
+      float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] *= inv;
+      int64_t row = (int64_t)mu.out_row + r;
+      vec8<T>::store(o + row * o_sb + h * o_sh + d0, acc);
+      if (lse && d0 == 0)
+        lse[row * lse_sb + h * lse_sh] = sum > 0.f ? M + __logf(sum) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace fi
+
+using namespace fi;
+
+static int grid_for(int64_t items) {
+  int64_t blocks = (items + 127) / 128;
+  if (blocks > 65535LL * 8) blocks = 65535LL * 8;  // grid-stride loops cover the rest
+  return blocks < 1 ? 1 : (int)blocks;
+}
+
+// 1 when the tensor's base and the listed strides allow 8-element vectors.
+static int vec8_ok(const fi_tensor *t, int nstrides) {
+  size_t es = fi_dtype_size(t->dtype);
+  if (!fi_is_aligned(t->data, 16)) return 0;
+  if (t->shape[t->rank - 1] % 8 != 0) return 0;
+  for (int i = 0; i < nstrides; ++i)
+    if ((t->strides[i] * (int64_t)es) % 16 != 0) return 0;
+  return 1;
+}
+
+static Strided3 strides3(const fi_tensor *t) {
+  Strided3 s;
+  s.s0 = t->rank > 0 ? t->strides[0] : 0;
+  s.s1 = t->rank > 1 ? t->strides[1] : 0;
+  s.s2 = t->rank > 2 ? t->strides[2] : 0;
+  return s;
+}
+
+template <typename T>
+static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const fi_tensor *vb,
+                               const fi_tensor *sb, fi_tensor *vo, int vec, cudaStream_t st) {
+  int64_t rows = va->shape[0];
+  int heads = (int)va->shape[1], D = (int)va->shape[2];
+  int vw = vec ? 8 : 1;
+  int grid = grid_for(rows * heads * (D / vw));
+  if (vec)
+    merge_state_kernel<T, 8><<<grid, 128, 0, st>>>(
+        (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
+        (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
+        (T *)vo->data, strides3(vo), rows, heads, D);
+  else
+    merge_state_kernel<T, 1><<<grid, 128, 0, st>>>(
+        (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
+        (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
+        (T *)vo->data, strides3(vo), rows, heads, D);
+}
+
+extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
+                                         const fi_tensor *s_a, const fi_tensor *v_b,
+                                         const fi_tensor *s_b, fi_tensor *v_out,
+                                         fi_tensor *s_out) {
+  cudaStream_t st = fi_cuda_stream(ctx);
+  int64_t rows = v_a->shape[0];
+  int heads = (int)v_a->shape[1];
+  if (rows == 0 || heads == 0) return FI_SUCCESS;
+  int vec = vec8_ok(v_a, 2) && vec8_ok(v_b, 2) && vec8_ok(v_out, 2);
+  // In place with s_out aliasing s_a or s_b: the v kernel reads s first, the s kernel
+  // (a later launch on the same stream) writes it.
+  switch (v_a->dtype) {
+    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
+    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
+    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
+    default:
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "merge_state: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
+                          fi_dtype_name(v_a->dtype));
+  }
+  fi_status s = fi_cuda_check_launch(ctx, "merge_state");
+  if (s != FI_SUCCESS || !s_out) return s;
+  merge_state_s_kernel<<<grid_for(rows * heads), 128, 0, st>>>(
+      (const float *)s_a->data, strides3(s_a), (const float *)s_b->data, strides3(s_b),
+      (float *)s_out->data, strides3(s_out), rows, heads);
+  return fi_cuda_check_launch(ctx, "merge_state (lse)");
+}
+
+template <typename T>
+static void launch_merge_states(const fi_tensor *v, const fi_tensor *s, fi_tensor *vo,
+                                fi_tensor *so, int vec, cudaStream_t st) {
+  int64_t rows = v->shape[0];
+  int n = (int)v->shape[1], heads = (int)v->shape[2], D = (int)v->shape[3];
+  int vw = vec ? 8 : 1;
+  int grid = grid_for(rows * heads * (D / vw));
+  Strided3 vs = strides3(v), ss = strides3(s), vos = strides3(vo);
+  Strided3 sos = so ? strides3(so) : vos;
+  float *sop = so ? (float *)so->data : NULL;
+  if (vec)
+    merge_states_kernel<T, 8><<<grid, 128, 0, st>>>((const T *)v->data, vs,
+                                                    (const float *)s->data, ss, (T *)vo->data,
+                                                    vos, sop, sos, rows, n, heads, D);
+  else
+    merge_states_kernel<T, 1><<<grid, 128, 0, st>>>((const T *)v->data, vs,
+                                                    (const float *)s->data, ss, (T *)vo->data,
+                                                    vos, sop, sos, rows, n, heads, D);
+}
+
+extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
+                                          const fi_tensor *s, fi_tensor *v_out,
+                                          fi_tensor *s_out) {
+  cudaStream_t st = fi_cuda_stream(ctx);
+  int64_t rows = v->shape[0];
+  int heads = (int)v->shape[2];
+  if (rows == 0 || heads == 0) return FI_SUCCESS;
+  int vec = vec8_ok(v, 3) && vec8_ok(v_out, 2);
+  switch (v->dtype) {
+    case FI_DTYPE_F16: launch_merge_states<f16>(v, s, v_out, s_out, vec, st); break;
+    case FI_DTYPE_BF16: launch_merge_states<bf16>(v, s, v_out, s_out, vec, st); break;
+    case FI_DTYPE_F32: launch_merge_states<float>(v, s, v_out, s_out, vec, st); break;
+    default:
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "merge_states: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
+                          fi_dtype_name(v->dtype));
+  }
+  return fi_cuda_check_launch(ctx, "merge_states");
+}
+
+// The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
+// Called by the decode (and prefill) run after the partial-writing kernel.
+extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
+                                            const int32_t *device_num_merge_units,
+                                            fi_tensor *o, fi_tensor *lse) {
+  fi_plan_layout l = fi_plan_get_layout(plan);
+  if (l.num_merge_units == 0 && !device_num_merge_units) return FI_SUCCESS;
+  int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
+  if (D % 8 != 0 || !vec8_ok(o, 2))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "split-KV merge: o needs a 16-byte aligned base and strides that are "
+                        "multiples of 16 bytes");
+  cudaStream_t st = fi_cuda_stream(ctx);
+  int items = heads * (D / 8);
+  int grid_x = l.num_merge_units > 0 ? l.num_merge_units : 1;
+  if (grid_x > 65535) grid_x = 65535;
+  dim3 grid(grid_x, (items + 127) / 128);
+  float *lp = lse ? (float *)lse->data : NULL;
+  int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
+  switch (o->dtype) {
+    case FI_DTYPE_F16:
+      merge_partials_kernel<f16><<<grid, 128, 0, st>>>(
+          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
+          D, (f16 *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      break;
+    case FI_DTYPE_BF16:
+      merge_partials_kernel<bf16><<<grid, 128, 0, st>>>(
+          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
+          D, (bf16 *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      break;
+    case FI_DTYPE_F32:
+      merge_partials_kernel<float><<<grid, 128, 0, st>>>(
+          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
+          D, (float *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      break;
+    default:
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
+                          fi_dtype_name(o->dtype));
+  }
+  return fi_cuda_check_launch(ctx, "split-KV merge");
+}

@@ -1,0 +1,417 @@
+/* test_decode_gpu.c -- CUDA batch paged decode against the host backend.
+ *
+ * FI_TEST_CONFIGS random configurations (default 240; seed FI_TEST_SEED): f16/bf16 q, KV
+ * of q's dtype or fp8 e4m3/e5m2 with random k_scale/v_scale, head_dim 64/128/256, GQA
+ * groups 1..16, page sizes 1..1024, NHD/HND, separate or combined K/V, batch 1..512,
+ * kv_len 0..32768 (long KV with small batches so the host oracle stays fast), page tables
+ * that are random permutations, RoPE / ALiBi / soft cap / sliding window / sm_scale /
+ * LSE alone and combined, automatic / fixed / disabled split-KV, and forced CUDA-core and
+ * tensor-core variants with every kv_tile. Outputs are poisoned with NaN before each run;
+ * every element of o and lse is compared with the host backend on the same inputs:
+ *   o:   |gpu - host| <= 1e-2 * max(max|host row|, 1e-3)   (per (request, head) row)
+ *   lse: |gpu - host| <= 1e-3 * max(1, |host|), -inf exactly
+ * Then: a CUDA graph of a decode run, replayed after re-planning into the same workspace
+ * with new lengths (and more work units); and plan errors for unsupported head_dim/dtype.
+ * Exit 77 without a GPU. */
+#include "gpu_common.h"
+
+#define O_TOL 1e-2
+#define LSE_TOL 1e-3
+
+typedef struct decode_case {
+  fi_attention_params p;
+  int batch, combined, with_lse, force_tiles, spare_pages;
+  fi_kv_layout layout;
+  fi_tiles tiles;
+  int32_t *kv_len;
+} decode_case;
+
+static const char *pos_name(fi_pos_encoding e) {
+  return e == FI_POS_ROPE_LLAMA ? "rope" : e == FI_POS_ALIBI ? "alibi" : "none";
+}
+
+/* Host and device copies of one problem's data. */
+typedef struct decode_data {
+  gpu_pages pages;
+  size_t q_bytes, kv_bytes, o_bytes, lse_bytes;
+  void *q_h, *kv_h, *o_ref, *o_gpu;
+  float *lse_ref, *lse_gpu;
+  void *q_d, *kv_d, *o_d, *lse_d;
+  int32_t *indptr_d, *indices_d, *last_d;
+  fi_paged_kv_cache cache_h, cache_d;
+} decode_data;
+
+/* Cache tensors: combined [pages, 2, ...] or separate K and V in one allocation. */
+static fi_paged_kv_cache cache_view(const decode_case *c, void *base, int32_t num_pages) {
+  const fi_attention_params *p = &c->p;
+  int64_t d1, d2, d3;
+  if (c->layout == FI_LAYOUT_NHD) {
+    d1 = p->page_size; d2 = p->num_kv_heads; d3 = p->head_dim;
+  } else {
+    d1 = p->num_kv_heads; d2 = p->page_size; d3 = p->head_dim;
+  }
+  fi_paged_kv_cache kv;
+  if (c->combined) {
+    int64_t shape[5] = {num_pages, 2, d1, d2, d3};
+    fi_tensor t = fi_tensor_contiguous(base, p->kv_dtype, 5, shape);
+    if (fi_paged_kv_cache_from_combined(&t, c->layout, &kv) != FI_SUCCESS) {
+      fprintf(stderr, "fi_paged_kv_cache_from_combined: %s\n", fi_last_error(NULL));
+      exit(1);
+    }
+  } else {
+    int64_t shape[4] = {num_pages, d1, d2, d3};
+    size_t half = (size_t)num_pages * d1 * d2 * d3 * fi_dtype_size(p->kv_dtype);
+    kv.k = fi_tensor_contiguous(base, p->kv_dtype, 4, shape);
+    kv.v = fi_tensor_contiguous((char *)base + half, p->kv_dtype, 4, shape);
+    kv.layout = c->layout;
+  }
+  return kv;
+}
+
+static void data_init(decode_data *d, const decode_case *c) {
+  const fi_attention_params *p = &c->p;
+  memset(d, 0, sizeof(*d));
+  d->pages = gpu_make_pages(c->batch, c->kv_len, p->page_size, c->spare_pages);
+  int64_t np = d->pages.num_pages > 0 ? d->pages.num_pages : 1;
+  size_t qes = fi_dtype_size(p->q_dtype), kes = fi_dtype_size(p->kv_dtype);
+  size_t q_elems = (size_t)c->batch * p->num_qo_heads * p->head_dim;
+  size_t kv_elems = 2 * (size_t)np * p->page_size * p->num_kv_heads * p->head_dim;
+  d->q_bytes = q_elems * qes;
+  d->o_bytes = q_elems * qes;
+  d->kv_bytes = kv_elems * kes;
+  d->lse_bytes = (size_t)c->batch * p->num_qo_heads * sizeof(float);
+  d->q_h = malloc(d->q_bytes + 16);
+  d->kv_h = malloc(d->kv_bytes + 16);
+  d->o_ref = malloc(d->o_bytes + 16);
+  d->o_gpu = malloc(d->o_bytes + 16);
+  d->lse_ref = (float *)malloc(d->lse_bytes + 16);
+  d->lse_gpu = (float *)malloc(d->lse_bytes + 16);
+  gpu_fill_random(d->q_h, p->q_dtype, q_elems);
+  gpu_fill_random(d->kv_h, p->kv_dtype, kv_elems);
+  d->q_d = gpu_upload(d->q_h, d->q_bytes);
+  d->kv_d = gpu_upload(d->kv_h, d->kv_bytes);
+  d->o_d = gpu_alloc_poisoned(d->o_bytes);
+  d->lse_d = gpu_alloc_poisoned(d->lse_bytes);
+  d->indptr_d = (int32_t *)gpu_upload(d->pages.indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
+  d->indices_d = (int32_t *)gpu_upload(d->pages.indices, sizeof(int32_t) * (size_t)(np));
+  d->last_d = (int32_t *)gpu_upload(d->pages.last_page_len, sizeof(int32_t) * (size_t)(c->batch > 0 ? c->batch : 1));
+  d->cache_h = cache_view(c, d->kv_h, (int32_t)np);
+  d->cache_d = cache_view(c, d->kv_d, (int32_t)np);
+}
+
+static void data_free(decode_data *d) {
+  gpu_free_pages(&d->pages);
+  free(d->q_h); free(d->kv_h); free(d->o_ref); free(d->o_gpu); free(d->lse_ref); free(d->lse_gpu);
+  cudaFree(d->q_d); cudaFree(d->kv_d); cudaFree(d->o_d); cudaFree(d->lse_d);
+  cudaFree(d->indptr_d); cudaFree(d->indices_d); cudaFree(d->last_d);
+}
+
+/* Runs the host oracle of `c` into d->o_ref / d->lse_ref. */
+static void run_host(fi_context *hctx, const decode_case *c, decode_data *d) {
+  const fi_attention_params *p = &c->p;
+  fi_page_table pt = {d->pages.indptr, d->pages.indices, d->pages.last_page_len};
+  size_t ws = 0;
+  FI_CK(hctx, fi_decode_workspace_size(hctx, p, c->batch, &ws));
+  void *w = malloc(ws + 16);
+  fi_plan plan;
+  FI_CK(hctx, fi_decode_plan(hctx, p, c->batch, &pt, d->pages.num_pages, NULL, w, ws, &plan));
+  int64_t qshape[3] = {c->batch, p->num_qo_heads, p->head_dim}, lshape[2] = {c->batch, p->num_qo_heads};
+  fi_tensor q = fi_tensor_contiguous(d->q_h, p->q_dtype, 3, qshape);
+  fi_tensor o = fi_tensor_contiguous(d->o_ref, p->q_dtype, 3, qshape);
+  fi_tensor l = fi_tensor_contiguous(d->lse_ref, FI_DTYPE_F32, 2, lshape);
+  FI_CK(hctx, fi_decode_run(hctx, &plan, &q, &d->cache_h, &pt, &o, &l));
+  free(w);
+}
+
+static void random_case(decode_case *c, int idx) {
+  memset(c, 0, sizeof(*c));
+  static const int groups[] = {1, 1, 2, 3, 4, 4, 5, 8, 8, 16};
+  static const int dims[] = {64, 128, 256};
+  static const int page_sizes[] = {1, 2, 3, 7, 16, 16, 16, 32, 64, 128, 256, 1024};
+  int kvh = 1 << gpu_rand_int(0, 3);
+  int g = groups[gpu_rand_int(0, 9)];
+  int D = dims[gpu_rand_int(0, 2)];
+  c->p = fi_attention_params_default(kvh * g, kvh, D);
+  c->p.q_dtype = gpu_rand_int(0, 1) ? FI_DTYPE_BF16 : FI_DTYPE_F16;
+  int kvk = gpu_rand_int(0, 9);
+  c->p.kv_dtype = kvk < 6 ? c->p.q_dtype : kvk < 8 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
+  c->p.page_size = gpu_rand_int(0, 4) == 0 ? gpu_rand_int(1, 1024) : page_sizes[gpu_rand_int(0, 11)];
+  c->layout = gpu_rand_int(0, 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
+  c->combined = gpu_rand_int(0, 1);
+  c->with_lse = gpu_rand_int(0, 4) != 0;
+  c->spare_pages = gpu_rand_int(0, 8);
+
+  /* Shapes: every 8th case one long request, every 8th+1 a batch of 512; otherwise
+   * log-uniform, with the host oracle's work (total_kv * qo_heads * D) bounded. */
+  const double budget = 3e8;
+  if (idx % 8 == 0) c->batch = gpu_rand_int(1, 2);
+  else if (idx % 8 == 1) c->batch = 512;
+  else c->batch = gpu_rand_log(1, 512);
+  double per_token = (double)c->p.num_qo_heads * D;
+  int max_kv = (int)(budget / (per_token * c->batch));
+  if (max_kv > 32768) max_kv = 32768;
+  if (max_kv < 1) max_kv = 1;
+  c->kv_len = (int32_t *)malloc(sizeof(int32_t) * (size_t)c->batch);
+  for (int i = 0; i < c->batch; ++i) {
+    c->kv_len[i] = gpu_rand_log(1, max_kv);
+    if (gpu_rand_int(0, 40) == 0) c->kv_len[i] = 0;              /* an empty request */
+    if (gpu_rand_int(0, 20) == 0) c->kv_len[i] = c->p.page_size; /* last page full */
+  }
+  if (idx % 8 == 0) c->kv_len[0] = max_kv > 16384 ? gpu_rand_int(16384, max_kv) : max_kv;
+
+  /* Features alone (cases 2..7 mod 8 pick one) and combined (the others draw each). */
+  int solo = idx % 8;
+  int all = solo < 2;
+  if (all ? gpu_rand_int(0, 2) == 0 : solo == 2) c->p.pos_encoding = FI_POS_ROPE_LLAMA;
+  else if (all ? gpu_rand_int(0, 2) == 0 : solo == 3) c->p.pos_encoding = FI_POS_ALIBI;
+  if (all ? gpu_rand_int(0, 2) == 0 : solo == 4) c->p.logits_soft_cap = gpu_rand_uniform(5.f, 50.f);
+  if (all ? gpu_rand_int(0, 2) == 0 : solo == 5) c->p.window_left = gpu_rand_int(0, max_kv);
+  if (all ? gpu_rand_int(0, 1) == 0 : solo == 6) c->p.sm_scale = gpu_rand_uniform(0.02f, 0.5f);
+  if (c->p.pos_encoding == FI_POS_ROPE_LLAMA) {
+    c->p.rope_scale = gpu_rand_int(0, 1) ? 1.f : gpu_rand_uniform(1.f, 8.f);
+    c->p.rope_theta = gpu_rand_int(0, 1) ? 1e4f : 5e5f;
+  }
+  if (c->p.kv_dtype == FI_DTYPE_E4M3 || c->p.kv_dtype == FI_DTYPE_E5M2 || gpu_rand_int(0, 5) == 0) {
+    c->p.k_scale = gpu_rand_uniform(0.05f, 0.5f);
+    c->p.v_scale = gpu_rand_uniform(0.5f, 2.f);
+  }
+  int split = gpu_rand_int(0, 9);
+  c->p.fixed_split_size = split < 5 ? 0 : split < 7 ? -1 : gpu_rand_int(1, 4096);
+  c->force_tiles = solo == 7 || gpu_rand_int(0, 3) == 0;
+  if (c->force_tiles) {
+    static const int kv_tiles[] = {16, 32, 64, 128};
+    c->tiles.cores = gpu_rand_int(0, 1) ? FI_CORES_TENSOR : FI_CORES_CUDA;
+    c->tiles.q_tile = c->tiles.cores == FI_CORES_TENSOR ? 16 : 1;
+    c->tiles.kv_tile = kv_tiles[gpu_rand_int(0, 3)];
+    if (c->tiles.cores == FI_CORES_TENSOR && D == 256 && c->tiles.kv_tile == 128)
+      c->tiles.kv_tile = 64; /* hd 256 x 128 tokens needs > 227 KiB: plan says UNSUPPORTED */
+    c->tiles.split_kv = 1;
+  }
+}
+
+typedef struct stats {
+  gpu_err f16, bf16;
+  int configs, failed_configs, split_plans, tc_plans, cc_plans;
+} stats;
+
+static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx, stats *st) {
+  decode_data d;
+  data_init(&d, c);
+  const fi_attention_params *p = &c->p;
+  fi_page_table pt_h = {d.pages.indptr, d.pages.indices, d.pages.last_page_len};
+  fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
+  size_t ws = 0;
+  FI_CK(dctx, fi_decode_workspace_size(dctx, p, c->batch, &ws));
+  void *w = NULL;
+  GPU_CK(cudaMalloc(&w, ws));
+  GPU_CK(cudaMemset(w, 0xff, ws)); /* stale garbage in the partial rows */
+  fi_plan plan;
+  fi_status s = fi_decode_plan(dctx, p, c->batch, &pt_h, d.pages.num_pages,
+                               c->force_tiles ? &c->tiles : NULL, w, ws, &plan);
+  int failed = 0;
+  char name[64];
+  fi_tiles_name(plan.tiles, 1, name, sizeof(name));
+  if (s != FI_SUCCESS) {
+    fprintf(stderr, "case %d: plan failed: %s: %s\n", idx, fi_status_string(s), fi_last_error(dctx));
+    failed = 1;
+  } else {
+    int64_t qshape[3] = {c->batch, p->num_qo_heads, p->head_dim}, lshape[2] = {c->batch, p->num_qo_heads};
+    fi_tensor q = fi_tensor_contiguous(d.q_d, p->q_dtype, 3, qshape);
+    fi_tensor o = fi_tensor_contiguous(d.o_d, p->q_dtype, 3, qshape);
+    fi_tensor l = fi_tensor_contiguous(d.lse_d, FI_DTYPE_F32, 2, lshape);
+    s = fi_decode_run(dctx, &plan, &q, &d.cache_d, &pt_d, &o, c->with_lse ? &l : NULL);
+    cudaError_t ce = cudaDeviceSynchronize();
+    if (s != FI_SUCCESS || ce != cudaSuccess) {
+      fprintf(stderr, "case %d: run failed: %s: %s / %s\n", idx, fi_status_string(s),
+              fi_last_error(dctx), cudaGetErrorString(ce));
+      if (ce != cudaSuccess) exit(1);
+      failed = 1;
+    } else {
+      run_host(hctx, c, &d);
+      gpu_download(d.o_gpu, d.o_d, d.o_bytes);
+      gpu_download(d.lse_gpu, d.lse_d, d.lse_bytes);
+      gpu_err *e = p->q_dtype == FI_DTYPE_F16 ? &st->f16 : &st->bf16;
+      long long bad = gpu_compare_rows("o", d.o_gpu, d.o_ref, p->q_dtype,
+                                       (int64_t)c->batch * p->num_qo_heads, p->head_dim,
+                                       p->head_dim, O_TOL, 1e-3, e);
+      if (c->with_lse)
+        bad += gpu_compare_lse(d.lse_gpu, d.lse_ref, (int64_t)c->batch * p->num_qo_heads, LSE_TOL, e);
+      failed = bad > 0;
+      if (plan.num_partial_rows > 0) st->split_plans++;
+      if (plan.tiles.cores == FI_CORES_TENSOR) st->tc_plans++;
+      else st->cc_plans++;
+    }
+  }
+  if (failed || getenv("FI_TEST_VERBOSE")) {
+    long long tot = 0;
+    for (int i = 0; i < c->batch; ++i) tot += c->kv_len[i];
+    fprintf(stderr,
+            "%s case %d: %s q %s kv %s hd %d heads %d/%d page %d %s %s batch %d total_kv %lld "
+            "pos %s cap %g window %d scale %g ks %g vs %g split %d lse %d units %d partial %d\n",
+            failed ? "FAIL" : "ok", idx, name, fi_dtype_name(p->q_dtype),
+            fi_dtype_name(p->kv_dtype), p->head_dim, p->num_qo_heads, p->num_kv_heads,
+            p->page_size, c->layout == FI_LAYOUT_NHD ? "NHD" : "HND",
+            c->combined ? "combined" : "separate", c->batch, tot, pos_name(p->pos_encoding),
+            p->logits_soft_cap, p->window_left, p->sm_scale, p->k_scale, p->v_scale,
+            p->fixed_split_size, c->with_lse, plan.num_work_units, plan.num_partial_rows);
+  }
+  cudaFree(w);
+  data_free(&d);
+  return failed;
+}
+
+/* Graph capture: capture a run with plan A, re-plan B (other lengths, more work units)
+ * into the same workspace with the page table rewritten in place, replay, check. */
+static int graph_test(fi_context *hctx) {
+  fi_context *ctx = NULL;
+  FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &ctx));
+  cudaStream_t stream;
+  GPU_CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  FI_CK(ctx, fi_context_set_stream(ctx, stream));
+  decode_case c;
+  memset(&c, 0, sizeof(c));
+  c.p = fi_attention_params_default(32, 8, 128);
+  c.p.page_size = 16;
+  c.batch = 4;
+  c.layout = FI_LAYOUT_NHD;
+  c.with_lse = 1;
+  int32_t len_a[4] = {100, 5000, 17, 3000}, len_b[4] = {20000, 1, 700, 9000};
+  int32_t max_len[4] = {20000, 5000, 700, 9000};
+  /* Allocate for the larger of both; page tables rewritten in place. */
+  c.kv_len = max_len;
+  decode_data d;
+  data_init(&d, &c);
+  size_t ws = 0;
+  FI_CK(ctx, fi_decode_workspace_size(ctx, &c.p, c.batch, &ws));
+  void *w = NULL;
+  GPU_CK(cudaMalloc(&w, ws));
+  int failed = 0;
+  int64_t qshape[3] = {c.batch, 32, 128}, lshape[2] = {c.batch, 32};
+  fi_tensor q = fi_tensor_contiguous(d.q_d, c.p.q_dtype, 3, qshape);
+  fi_tensor o = fi_tensor_contiguous(d.o_d, c.p.q_dtype, 3, qshape);
+  fi_tensor l = fi_tensor_contiguous(d.lse_d, FI_DTYPE_F32, 2, lshape);
+  fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
+  cudaGraphExec_t exec = NULL;
+  int units[2] = {0, 0};
+  for (int phase = 0; phase < 2; ++phase) {
+    int32_t *lens = phase == 0 ? len_a : len_b;
+    int need = 0;
+    for (int i = 0; i < c.batch; ++i) need += (lens[i] + c.p.page_size - 1) / c.p.page_size;
+    /* a fresh permutation of all allocated pages */
+    gpu_pages pg = gpu_make_pages(c.batch, lens, c.p.page_size, d.pages.num_pages - need);
+    GPU_CK(cudaMemcpy(d.indptr_d, pg.indptr, sizeof(int32_t) * 5, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d.indices_d, pg.indices, sizeof(int32_t) * (size_t)pg.total_pages, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d.last_d, pg.last_page_len, sizeof(int32_t) * 4, cudaMemcpyHostToDevice));
+    fi_page_table pt_h = {pg.indptr, pg.indices, pg.last_page_len};
+    fi_plan plan;
+    FI_CK(ctx, fi_decode_plan(ctx, &c.p, c.batch, &pt_h, d.pages.num_pages, NULL, w, ws, &plan));
+    units[phase] = plan.num_work_units;
+    if (phase == 0) {
+      cudaGraph_t graph;
+      GPU_CK(cudaStreamSynchronize(stream));
+      GPU_CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      FI_CK(ctx, fi_decode_run(ctx, &plan, &q, &d.cache_d, &pt_d, &o, &l));
+      GPU_CK(cudaStreamEndCapture(stream, &graph));
+      GPU_CK(cudaGraphInstantiate(&exec, graph, 0));
+      GPU_CK(cudaGraphDestroy(graph));
+    }
+    GPU_CK(cudaMemset(d.o_d, 0xff, d.o_bytes));
+    GPU_CK(cudaMemset(d.lse_d, 0xff, d.lse_bytes));
+    GPU_CK(cudaGraphLaunch(exec, stream));
+    GPU_CK(cudaStreamSynchronize(stream));
+    /* host oracle on the same page table */
+    gpu_pages saved = d.pages;
+    d.pages = pg;
+    d.pages.num_pages = saved.num_pages;
+    decode_case ch = c;
+    ch.kv_len = lens;
+    run_host(hctx, &ch, &d);
+    d.pages = saved;
+    gpu_download(d.o_gpu, d.o_d, d.o_bytes);
+    gpu_download(d.lse_gpu, d.lse_d, d.lse_bytes);
+    gpu_err e;
+    memset(&e, 0, sizeof(e));
+    long long bad = gpu_compare_rows("graph o", d.o_gpu, d.o_ref, c.p.q_dtype, 4 * 32, 128, 128,
+                                     O_TOL, 1e-3, &e);
+    bad += gpu_compare_lse(d.lse_gpu, d.lse_ref, 4 * 32, LSE_TOL, &e);
+    printf("graph replay %s (plan %s: %d work units, %d partial rows): max rel err %.3g, "
+           "lse %.3g: %s\n", phase == 0 ? "as captured" : "after re-plan",
+           phase == 0 ? "A" : "B", plan.num_work_units, plan.num_partial_rows, e.max_rel,
+           e.max_lse, bad ? "FAIL" : "ok");
+    failed |= bad > 0;
+    gpu_free_pages(&pg);
+  }
+  if (units[0] == units[1]) {
+    printf("graph test: plans A and B have the same unit count; the test proves less\n");
+    failed = 1;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaFree(w);
+  c.kv_len = NULL;
+  data_free(&d);
+  cudaStreamDestroy(stream);
+  fi_context_destroy(ctx);
+  return failed;
+}
+
+static int unsupported_test(fi_context *dctx) {
+  int failed = 0;
+  int32_t lens[1] = {10};
+  gpu_pages pg = gpu_make_pages(1, lens, 16, 0);
+  fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
+  struct { int hd; fi_dtype q, kv; } cases[] = {
+      {96, FI_DTYPE_F16, FI_DTYPE_F16}, {32, FI_DTYPE_BF16, FI_DTYPE_BF16},
+      {128, FI_DTYPE_F32, FI_DTYPE_F32}, {128, FI_DTYPE_F16, FI_DTYPE_BF16}};
+  for (int i = 0; i < 4; ++i) {
+    fi_attention_params p = fi_attention_params_default(8, 8, cases[i].hd);
+    p.page_size = 16;
+    p.q_dtype = cases[i].q;
+    p.kv_dtype = cases[i].kv;
+    size_t ws = 0;
+    fi_status s = fi_decode_workspace_size(dctx, &p, 1, &ws);
+    void *w = NULL;
+    if (s == FI_SUCCESS) GPU_CK(cudaMalloc(&w, ws ? ws : 16));
+    fi_plan plan;
+    if (s == FI_SUCCESS) s = fi_decode_plan(dctx, &p, 1, &pt, pg.num_pages, NULL, w, ws, &plan);
+    int ok = s == FI_ERROR_UNSUPPORTED || s == FI_ERROR_INVALID_ARGUMENT;
+    printf("plan hd %d q %s kv %s -> %s (%s): %s\n", cases[i].hd, fi_dtype_name(cases[i].q),
+           fi_dtype_name(cases[i].kv), fi_status_string(s), fi_last_error(dctx), ok ? "ok" : "FAIL");
+    failed |= !ok;
+    cudaFree(w);
+  }
+  gpu_free_pages(&pg);
+  return failed;
+}
+
+int main(void) {
+  gpu_require_device("test_decode_gpu");
+  uint64_t seed = gpu_env_u64("FI_TEST_SEED", 20240611);
+  int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
+  gpu_seed(seed);
+  fi_context *hctx = NULL, *dctx = NULL;
+  FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &hctx));
+  FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &dctx));
+  stats st;
+  memset(&st, 0, sizeof(st));
+  for (int i = 0; i < n; ++i) {
+    decode_case c;
+    random_case(&c, i);
+    st.configs++;
+    st.failed_configs += run_case(hctx, dctx, &c, i, &st);
+    free(c.kv_len);
+  }
+  printf("decode: %d configs (seed %llu), %d failed; %d split-KV plans, %d tensor-core, %d "
+         "CUDA-core\n", st.configs, (unsigned long long)seed, st.failed_configs,
+         st.split_plans, st.tc_plans, st.cc_plans);
+  printf("  f16:  %lld values checked, max o err %.3g (bound %.0e x row max), max lse err %.3g (bound %.0e)\n",
+         st.f16.elements, st.f16.max_rel, O_TOL, st.f16.max_lse, LSE_TOL);
+  printf("  bf16: %lld values checked, max o err %.3g (bound %.0e x row max), max lse err %.3g (bound %.0e)\n",
+         st.bf16.elements, st.bf16.max_rel, O_TOL, st.bf16.max_lse, LSE_TOL);
+  int failed = st.failed_configs > 0;
+  failed |= graph_test(hctx);
+  failed |= unsupported_test(dctx);
+  fi_context_destroy(dctx);
+  fi_context_destroy(hctx);
+  printf("test_decode_gpu: %s\n", failed ? "FAILED" : "passed");
+  return failed ? 1 : 0;
+}
