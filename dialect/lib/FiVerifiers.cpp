@@ -239,7 +239,8 @@ public:
 
   template <typename PlanOpTy>
   LogicalResult planShape(Value planValue, Value q, Value kvSample, int64_t qoHeads,
-                          int64_t kvHeads, int64_t headDim, BsrAttr bsr) {
+                          int64_t kvHeads, int64_t headDim, BsrAttr bsr,
+                          MaskMode maskMode = MaskMode::none) {
     auto planOp = planValue ? planValue.getDefiningOp<PlanOpTy>() : PlanOpTy();
     if (!planOp)
       return success();
@@ -263,6 +264,12 @@ public:
     if constexpr (!std::is_same_v<PlanOpTy, RaggedPrefillPlanOp>) {
       if (planOp.getBsr() != bsr)
         return mismatch("bsr", planOp.getBsr(), bsr);
+    }
+    if constexpr (!std::is_same_v<PlanOpTy, DecodePlanOp>) {
+      // The work partition of a causal or custom mask differs from an unmasked one.
+      if (planOp.getMaskMode() != maskMode)
+        return mismatch("mask_mode", stringifyMaskMode(planOp.getMaskMode()),
+                        stringifyMaskMode(maskMode));
     }
     return success();
   }
@@ -432,7 +439,7 @@ LogicalResult PagedPrefillOp::verify() {
   return c.planShape<PagedPrefillPlanOp>(getPlan(), getQ(), getK(),
                                          getQ().getType().getDimSize(1),
                                          cache->kvHeads.size(), cache->headDim.size(),
-                                         getBsr());
+                                         getBsr(), getMaskMode());
 }
 
 LogicalResult RaggedPrefillOp::verify() {
@@ -475,7 +482,7 @@ LogicalResult RaggedPrefillOp::verify() {
     return failure();
   return c.planShape<RaggedPrefillPlanOp>(getPlan(), getQ(), k,
                                           getQ().getType().getDimSize(1), kvHeads.size(),
-                                          headDim.size(), BsrAttr());
+                                          headDim.size(), BsrAttr(), getMaskMode());
 }
 
 //===----------------------------------------------------------------------===//
