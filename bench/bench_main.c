@@ -167,14 +167,14 @@ int main(int argc, char **argv) {
   int dev = 0;
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&prop, dev);
-  snprintf(ctx.gpu, sizeof(ctx.gpu), "%s (%d SMs)", prop.name, prop.multiProcessorCount);
+  snprintf(ctx.gpu, sizeof(ctx.gpu), "%.200s (%d SMs)", prop.name, prop.multiProcessorCount);
   measure_ceilings(&ctx);
   printf("GPU: %s\n", ctx.gpu);
   printf("ceilings (same run): device-to-device copy %.0f GB/s (read + write), cuBLAS fp16 "
          "GEMM 8192^3 %.0f TFLOP/s; median of %d repeats after %d warm-up\n\n",
          ctx.copy_gbps, ctx.gemm_tflops, ctx.reps, ctx.warmup);
   printf("| suite    | case                               | variant                        "
-         "|  time us |    GB/s | % copy | TFLOP/s | % gemm |\n");
+         "|  time us |    GB/s | %% copy | TFLOP/s | %% gemm |\n");
   printf("|----------|------------------------------------|--------------------------------"
          "|----------|---------|--------|--------|--------|\n");
 #define FI_BENCH_SUITE(name)                                                               \

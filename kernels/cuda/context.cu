@@ -4,6 +4,9 @@
 #include "common.cuh"
 #include "cuda_backend.h"
 
+cudaError_t fi_decode_prepare_f16(int smem_limit);
+cudaError_t fi_decode_prepare_bf16(int smem_limit);
+
 extern "C" int fi_cuda_available(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
@@ -28,6 +31,13 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
                         "device %d (%s) is sm_%d%d: the fi kernels need sm_80 or newer",
                         dev, prop.name, prop.major, prop.minor);
   ctx->device = dev;
+  // Kernel attributes are set here, once, so that no run (maybe inside a graph capture)
+  // has to.
+  err = fi_decode_prepare_f16((int)prop.sharedMemPerBlockOptin);
+  if (err == cudaSuccess) err = fi_decode_prepare_bf16((int)prop.sharedMemPerBlockOptin);
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "setting the decode kernels' shared-memory limit "
+                        "failed: %s", cudaGetErrorString(err));
   target->sm_version = prop.major * 10 + prop.minor;
   target->sm_count = prop.multiProcessorCount;
   target->smem_per_block = (int32_t)prop.sharedMemPerBlockOptin;

@@ -627,9 +627,6 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = decode_tc_smem<KVT, D>(p.kv_tile, stages, nw, transform);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    cudaError_t e = cudaFuncSetAttribute(decode_tc_kernel<T, KVT, D>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess) return e;
     decode_tc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 32 * nw, smem, stream>>>(p);
   } else {
     int stages = 4;
@@ -638,12 +635,31 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = decode_cc_smem<KVT, D>(p.kv_tile, stages, p.heads_per_cta);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    cudaError_t e = cudaFuncSetAttribute(decode_cc_kernel<T, KVT, D>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess) return e;
     decode_cc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 128, smem, stream>>>(p);
   }
   return cudaGetLastError();
+}
+
+// Raises every decode kernel's dynamic shared-memory limit to the device's opt-in maximum,
+// once per context creation (not on the run path: a run may be inside a graph capture).
+template <typename T, typename KVT>
+static cudaError_t decode_prepare_kv(int limit) {
+  cudaError_t e = cudaSuccess;
+#define FI_PREP(K)                                                                         \
+  if (e == cudaSuccess)                                                                    \
+    e = cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
+  FI_PREP((decode_cc_kernel<T, KVT, 64>)) FI_PREP((decode_cc_kernel<T, KVT, 128>))
+  FI_PREP((decode_cc_kernel<T, KVT, 256>)) FI_PREP((decode_tc_kernel<T, KVT, 64>))
+  FI_PREP((decode_tc_kernel<T, KVT, 128>)) FI_PREP((decode_tc_kernel<T, KVT, 256>))
+#undef FI_PREP
+  return e;
+}
+template <typename T>
+static cudaError_t decode_prepare(int limit) {
+  cudaError_t e = decode_prepare_kv<T, T>(limit);
+  if (e == cudaSuccess) e = decode_prepare_kv<T, e4m3>(limit);
+  if (e == cudaSuccess) e = decode_prepare_kv<T, e5m2>(limit);
+  return e;
 }
 
 template <typename T>

@@ -7,3 +7,5 @@ cudaError_t fi_decode_launch_bf16(const fi::DecodeParams &p, fi_dtype kv_dtype, 
                                  cudaStream_t s) {
   return fi::decode_dispatch<fi::bf16>(p, kv_dtype, head_dim, tc, grid_x, budget, limit, s);
 }
+
+cudaError_t fi_decode_prepare_bf16(int smem_limit) { return fi::decode_prepare<fi::bf16>(smem_limit); }

@@ -7,3 +7,5 @@ cudaError_t fi_decode_launch_f16(const fi::DecodeParams &p, fi_dtype kv_dtype, i
                                  cudaStream_t s) {
   return fi::decode_dispatch<fi::f16>(p, kv_dtype, head_dim, tc, grid_x, budget, limit, s);
 }
+
+cudaError_t fi_decode_prepare_f16(int smem_limit) { return fi::decode_prepare<fi::f16>(smem_limit); }
