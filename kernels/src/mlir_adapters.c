@@ -1,0 +1,710 @@
+/* kernels/src/mlir_adapters.c -- the entry points that code lowered by fi-lower-to-runtime
+ * calls (see fi/mlir_adapters.h for errors, plan slots, workspaces and the CUDA rules).
+ *
+ * ABI: every adapter is declared in MLIR with llvm.emit_c_interface, so the lowered code
+ * calls `_mlir_ciface_<name>` with pointers to memref descriptors
+ *   { void *allocated; void *aligned; int64_t offset; int64_t sizes[r]; int64_t strides[r]; }
+ * (fully dynamic strided memrefs) and scalars by value. The element types are part of the
+ * name (fi_rt_decode_run_<q>_<kv>), stamped out below for every supported combination.
+ * The argument order of each adapter is the one LowerToRuntime.cpp builds.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fi/mlir_adapters.h"
+
+#ifdef FI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* ---------------------------------------------------------------- errors ---------- */
+
+static void default_handler(const char *op, fi_status status, const char *message) {
+  fprintf(stderr, "fi: %s: %s: %s\n", op, fi_status_string(status), message);
+  fflush(stderr);
+  abort();
+}
+
+static fi_rt_error_handler error_handler = default_handler;
+
+fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler) {
+  fi_rt_error_handler old = error_handler;
+  error_handler = handler ? handler : default_handler;
+  return old;
+}
+
+static void report(const char *op, fi_status status, const char *message) {
+  error_handler(op, status, message);
+}
+
+static fi_context *context_or_report(const char *op) {
+  fi_context *ctx = fi_default_context();
+  if (!ctx) report(op, FI_ERROR_BACKEND_UNAVAILABLE, fi_last_error(NULL));
+  return ctx;
+}
+
+/* Reports a failed runtime call; returns 1 if `status` is a failure. */
+static int failed(const char *op, fi_context *ctx, fi_status status) {
+  if (status == FI_SUCCESS) return 0;
+  report(op, status, fi_last_error(ctx));
+  return 1;
+}
+
+/* ---------------------------------------------------------------- memory ---------- */
+
+static void *backend_alloc(fi_context *ctx, size_t bytes, int managed) {
+  if (bytes == 0) bytes = 1;
+#ifdef FI_HAVE_CUDA
+  if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+    void *p = NULL;
+    cudaError_t e = managed ? cudaMallocManaged(&p, bytes, cudaMemAttachGlobal)
+                            : cudaMalloc(&p, bytes);
+    return e == cudaSuccess ? p : NULL;
+  }
+#else
+  (void)ctx, (void)managed;
+#endif
+  size_t rounded = (bytes + 255) / 256 * 256;
+  return aligned_alloc(256, rounded);
+}
+
+static void backend_free(fi_context *ctx, void *p) {
+  if (!p) return;
+#ifdef FI_HAVE_CUDA
+  if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+    cudaFree(p);
+    return;
+  }
+#else
+  (void)ctx;
+#endif
+  free(p);
+}
+
+void *fi_rt_alloc(size_t bytes) {
+  fi_context *ctx = context_or_report("fi_rt_alloc");
+  if (!ctx) return NULL;
+  void *p = backend_alloc(ctx, bytes, 1);
+  if (!p) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "could not allocate %zu bytes", bytes);
+    report("fi_rt_alloc", FI_ERROR_OUT_OF_MEMORY, msg);
+  }
+  return p;
+}
+
+void fi_rt_free(void *ptr) {
+  fi_context *ctx = fi_default_context();
+  if (ctx) backend_free(ctx, ptr);
+}
+
+void fi_rt_synchronize(void) {
+#ifdef FI_HAVE_CUDA
+  fi_context *ctx = fi_default_context();
+  if (ctx && fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) report("fi_rt_synchronize", FI_ERROR_CUDA, cudaGetErrorString(e));
+  }
+#endif
+}
+
+/* The allocation functions of code lowered with finalize-memref-to-llvm
+ * {use-generic-functions}: buffers a compiled function allocates (its results,
+ * temporaries) are backend memory, so the CUDA kernels can write them. */
+void *_mlir_memref_to_llvm_alloc(size_t bytes) { return fi_rt_alloc(bytes); }
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
+  (void)alignment; /* fi_rt_alloc aligns to 256 bytes, more than MLIR ever asks */
+  return fi_rt_alloc(bytes);
+}
+void _mlir_memref_to_llvm_free(void *ptr) { fi_rt_free(ptr); }
+
+/* CUDA: compiled host code may read or copy a buffer right after an fi op (memref.copy,
+ * the caller), so every run adapter waits for its kernels unless FI_RT_ASYNC=1. */
+static void after_run(const char *op, fi_context *ctx) {
+#ifdef FI_HAVE_CUDA
+  static int async = -1;
+  if (async < 0) {
+    const char *env = getenv("FI_RT_ASYNC");
+    async = env && env[0] == '1';
+  }
+  if (!async && fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) report(op, FI_ERROR_CUDA, cudaGetErrorString(e));
+  }
+#else
+  (void)op, (void)ctx;
+#endif
+}
+
+static long workspace_allocations = 0;
+long fi_rt_workspace_allocations(void) { return workspace_allocations; }
+
+/* -------------------------------------------------------------- descriptors ------- */
+
+/* A memref descriptor of any rank: sizes are dims[0..r), strides dims[r..2r). */
+typedef struct fi_memref {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t dims[];
+} fi_memref;
+
+static fi_tensor tensor_of(const fi_memref *m, int32_t rank, fi_dtype dtype) {
+  fi_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.data = (char *)m->aligned + m->offset * (int64_t)fi_dtype_size(dtype);
+  t.dtype = dtype;
+  t.rank = rank;
+  for (int32_t i = 0; i < rank; ++i) {
+    t.shape[i] = m->dims[i];
+    t.strides[i] = m->dims[rank + i];
+  }
+  return t;
+}
+
+/* A rank-1 i32 (or i8) array; NULL, after reporting, unless it is contiguous. */
+static const void *array_of(const char *op, const char *name, const fi_memref *m,
+                            size_t elem_bytes) {
+  if (m->dims[0] > 1 && m->dims[1] != 1) {
+    char msg[192];
+    snprintf(msg, sizeof(msg), "%s has stride %lld: index arrays and masks must be "
+             "contiguous (stride 1)", name, (long long)m->dims[1]);
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return NULL;
+  }
+  return (const char *)m->aligned + m->offset * (int64_t)elem_bytes;
+}
+
+static int64_t length_of(const fi_memref *m) { return m->dims[0]; }
+
+/* batch = len(indptr) - 1 after checking the length. */
+static int batch_of(const char *op, const char *name, const fi_memref *indptr, int32_t *batch) {
+  int64_t n = length_of(indptr);
+  if (n < 1 || n - 1 > INT32_MAX) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s has %lld elements: it must hold batch + 1 >= 1 offsets",
+             name, (long long)n);
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  *batch = (int32_t)(n - 1);
+  return 1;
+}
+
+/* ---------------------------------------------------------------- plan slots ------ */
+
+typedef struct plan_record {
+  fi_plan plan;
+  void *workspace;
+  size_t workspace_bytes;
+  int32_t cap_batch;
+  int64_t cap_rows;
+  fi_kv_layout layout;
+  int32_t valid;
+} plan_record;
+
+static plan_record *record_of(const char *op, const fi_memref *slot, int create) {
+  int64_t *cell = (int64_t *)slot->aligned + slot->offset;
+  plan_record *r = (plan_record *)(intptr_t)*cell;
+  if (!r && create) {
+    r = (plan_record *)calloc(1, sizeof(plan_record));
+    if (!r) {
+      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a plan record");
+      return NULL;
+    }
+    *cell = (int64_t)(intptr_t)r;
+  }
+  if (!r && !create)
+    report(op, FI_ERROR_PLAN_MISMATCH,
+           "the op ran before its plan was made (the plan op did not execute first)");
+  return r;
+}
+
+static int32_t round_up_pow2(int64_t v, int32_t floor) {
+  int64_t p = floor;
+  while (p < v) p *= 2;
+  return p > INT32_MAX ? INT32_MAX : (int32_t)p;
+}
+
+/* Makes the record's workspace hold `bytes`; replaces it only when it is too small. */
+static int ensure_workspace(const char *op, fi_context *ctx, plan_record *r, size_t bytes) {
+  if (r->workspace && r->workspace_bytes >= bytes) return 1;
+  backend_free(ctx, r->workspace);
+  r->workspace = backend_alloc(ctx, bytes, 0);
+  r->workspace_bytes = r->workspace ? bytes : 0;
+  ++workspace_allocations;
+  if (!r->workspace) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "could not allocate a workspace of %zu bytes", bytes);
+    report(op, FI_ERROR_OUT_OF_MEMORY, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static fi_attention_params shape_params(int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                                        int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                                        int32_t mask_mode) {
+  fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, head_dim);
+  p.page_size = page_size;
+  p.q_dtype = (fi_dtype)q_dtype;
+  p.kv_dtype = (fi_dtype)kv_dtype;
+  p.mask_mode = (fi_mask_mode)mask_mode;
+  return p;
+}
+
+/* The compile-time tiles, or NULL when q_tile == 0 (chosen at plan time). */
+static const fi_tiles *tiles_or_null(fi_tiles *t, int32_t q_tile, int32_t kv_tile,
+                                     int32_t split_kv, int32_t cores) {
+  if (q_tile == 0) return NULL;
+  t->q_tile = q_tile;
+  t->kv_tile = kv_tile;
+  t->split_kv = split_kv;
+  t->cores = cores ? FI_CORES_TENSOR : FI_CORES_CUDA;
+  return t;
+}
+
+/* Capacities grow in powers of two so that steps of fluctuating size reuse one buffer. */
+static int prepare_workspace(const char *op, fi_context *ctx, plan_record *r,
+                             const fi_attention_params *p, int decode, int32_t batch,
+                             int64_t rows) {
+  int32_t cap_batch = r->cap_batch >= batch && r->workspace ? r->cap_batch
+                                                            : round_up_pow2(batch, 16);
+  int64_t cap_rows = r->cap_rows >= rows && r->workspace ? r->cap_rows : round_up_pow2(rows, 64);
+  size_t bytes = 0;
+  fi_status st = decode ? fi_decode_workspace_size(ctx, p, cap_batch, &bytes)
+                        : fi_prefill_workspace_size(ctx, p, cap_batch, cap_rows, &bytes);
+  if (failed(op, ctx, st)) return 0;
+  if (!ensure_workspace(op, ctx, r, bytes)) return 0;
+  r->cap_batch = cap_batch;
+  r->cap_rows = cap_rows;
+  return 1;
+}
+
+/* ------------------------------------------------------------------- plans -------- */
+
+void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
+                                    fi_memref *last, int64_t num_pages, int32_t layout,
+                                    int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                                    int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                                    int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+                                    int32_t split_kv, int32_t cores) {
+  const char *op = "fi.decode_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "kv_indptr", indptr, &batch)) return;
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (length_of(last) < batch) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "kv_last_page_len is shorter than batch = len(kv_indptr) - 1");
+    return;
+  }
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  r->valid = 0;
+  if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
+  if (failed(op, ctx, fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles,
+                                     r->workspace, r->workspace_bytes, &r->plan)))
+    return;
+  r->layout = (fi_kv_layout)layout;
+  r->valid = 1;
+}
+
+void _mlir_ciface_fi_rt_paged_prefill_plan(
+    fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
+    fi_memref *last, fi_memref *mask_indptr, int64_t num_pages, int32_t layout,
+    int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype,
+    int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv,
+    int32_t cores) {
+  const char *op = "fi.paged_prefill_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (length_of(indptr) != batch + 1 || length_of(last) < batch) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "kv_indptr must have batch + 1 and kv_last_page_len batch elements, with batch = "
+           "len(qo_indptr) - 1");
+    return;
+  }
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_custom_mask mask = {NULL, NULL};
+  const fi_custom_mask *maskp = NULL;
+  if (mask_mode == FI_MASK_CUSTOM) {
+    /* The planner validates segment sizes from the indptr; bits are checked at run. */
+    mask.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
+    if (!mask.indptr) return;
+    static const uint8_t no_bits = 0;
+    mask.bits = &no_bits;
+    maskp = &mask;
+  }
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  r->valid = 0;
+  int64_t rows = qo[batch];
+  if (!prepare_workspace(op, ctx, r, &p, 0, batch, rows)) return;
+  if (failed(op, ctx, fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages,
+                                            maskp, tiles, r->workspace, r->workspace_bytes,
+                                            &r->plan)))
+    return;
+  r->layout = (fi_kv_layout)layout;
+  r->valid = 1;
+}
+
+void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indptr,
+                                            fi_memref *kv_indptr, fi_memref *mask_indptr,
+                                            int32_t qo_heads, int32_t kv_heads,
+                                            int32_t head_dim, int32_t page_size,
+                                            int32_t q_dtype, int32_t kv_dtype,
+                                            int32_t mask_mode, int32_t q_tile,
+                                            int32_t kv_tile, int32_t split_kv, int32_t cores) {
+  const char *op = "fi.ragged_prefill_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  const int32_t *kv = array_of(op, "kv_indptr", kv_indptr, 4);
+  if (!qo || !kv) return;
+  if (length_of(kv_indptr) != batch + 1) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "kv_indptr and qo_indptr must have the same length (batch + 1)");
+    return;
+  }
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_custom_mask mask = {NULL, NULL};
+  const fi_custom_mask *maskp = NULL;
+  if (mask_mode == FI_MASK_CUSTOM) {
+    mask.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
+    if (!mask.indptr) return;
+    static const uint8_t no_bits = 0;
+    mask.bits = &no_bits;
+    maskp = &mask;
+  }
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  r->valid = 0;
+  if (!prepare_workspace(op, ctx, r, &p, 0, batch, qo[batch])) return;
+  if (failed(op, ctx, fi_ragged_prefill_plan(ctx, &p, batch, qo, kv, maskp, tiles,
+                                             r->workspace, r->workspace_bytes, &r->plan)))
+    return;
+  r->valid = 1;
+}
+
+void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
+                                    fi_memref *indptr, fi_memref *indices, fi_memref *last,
+                                    int64_t num_pages, int32_t page_size) {
+  const char *op = "fi.append_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "append_indptr", append_indptr, &batch)) return;
+  const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  if (!ap || !pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (length_of(indptr) != batch + 1 || length_of(last) < batch) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "kv_indptr must have batch + 1 and kv_last_page_len batch elements, with batch = "
+           "len(append_indptr) - 1");
+    return;
+  }
+  r->valid = 0;
+  if (failed(op, ctx, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
+                                              (int32_t)num_pages, &r->plan)))
+    return;
+  r->valid = 1;
+}
+
+/* -------------------------------------------------------------------- runs -------- */
+
+/* The per-op attention attributes, applied to the run's copy of the plan. */
+typedef struct attention_attrs {
+  int32_t pos_encoding;
+  float sm_scale, logits_soft_cap;
+  int32_t window_left;
+  float rope_scale, rope_theta, k_scale, v_scale;
+} attention_attrs;
+
+#define ATTN_PARAMS                                                                        \
+  int32_t pos_encoding, float sm_scale, float logits_soft_cap, int32_t window_left,        \
+      float rope_scale, float rope_theta, float k_scale, float v_scale
+#define ATTN_ARGS                                                                          \
+  (attention_attrs) {                                                                      \
+    pos_encoding, sm_scale, logits_soft_cap, window_left, rope_scale, rope_theta, k_scale, \
+        v_scale                                                                            \
+  }
+
+/* The run's copy of the slot's plan with the op's attributes; 0 after reporting if the
+ * plan is missing or was made for another problem. */
+static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
+                    fi_op_family family, fi_dtype q_dtype, fi_dtype kv_dtype,
+                    const attention_attrs *a, fi_plan *out) {
+  plan_record *r = record_of(op, slot, 0);
+  if (!r) return 0;
+  if (!r->valid) {
+    report(op, FI_ERROR_PLAN_MISMATCH, "its plan failed or was never made");
+    return 0;
+  }
+  if (r->plan.family != family) {
+    report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another op family");
+    return 0;
+  }
+  *out = r->plan;
+  if (a) {
+    if (out->params.q_dtype != q_dtype || out->params.kv_dtype != kv_dtype) {
+      char msg[160];
+      snprintf(msg, sizeof(msg), "the plan was made for q %s / kv %s but the op has %s / %s",
+               fi_dtype_name(out->params.q_dtype), fi_dtype_name(out->params.kv_dtype),
+               fi_dtype_name(q_dtype), fi_dtype_name(kv_dtype));
+      report(op, FI_ERROR_PLAN_MISMATCH, msg);
+      return 0;
+    }
+    out->params.pos_encoding = (fi_pos_encoding)a->pos_encoding;
+    out->params.sm_scale = a->sm_scale;
+    out->params.logits_soft_cap = a->logits_soft_cap;
+    out->params.window_left = a->window_left;
+    out->params.rope_scale = a->rope_scale;
+    out->params.rope_theta = a->rope_theta;
+    out->params.k_scale = a->k_scale;
+    out->params.v_scale = a->v_scale;
+  }
+  (void)ctx;
+  return 1;
+}
+
+static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
+                       fi_memref *indptr, fi_memref *indices, fi_memref *last, fi_memref *o,
+                       fi_memref *lse, int32_t has_lse, int32_t layout, attention_attrs a,
+                       fi_dtype qd, fi_dtype kd) {
+  const char *op = "fi.paged_decode";
+  fi_context *ctx = context_or_report(op);
+  fi_plan plan;
+  if (!ctx || !run_plan(op, ctx, slot, FI_OP_DECODE, qd, kd, &a, &plan)) return;
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
+  fi_paged_kv_cache kv = {tensor_of(k, 4, kd), tensor_of(v, 4, kd), (fi_kv_layout)layout};
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (!failed(op, ctx, fi_decode_run(ctx, &plan, &tq, &kv, &pages, &to, has_lse ? &tl : NULL)))
+    after_run(op, ctx);
+}
+
+static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr,
+                              fi_memref *k, fi_memref *v, fi_memref *indptr,
+                              fi_memref *indices, fi_memref *last, fi_memref *mask,
+                              fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,
+                              int32_t has_lse, int32_t layout, int32_t mask_mode,
+                              attention_attrs a, fi_dtype qd, fi_dtype kd) {
+  const char *op = "fi.paged_prefill";
+  fi_context *ctx = context_or_report(op);
+  fi_plan plan;
+  if (!ctx || !run_plan(op, ctx, slot, FI_OP_PAGED_PREFILL, qd, kd, &a, &plan)) return;
+  if ((int32_t)plan.params.mask_mode != mask_mode) {
+    report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another mask_mode");
+    return;
+  }
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
+  fi_paged_kv_cache kv = {tensor_of(k, 4, kd), tensor_of(v, 4, kd), (fi_kv_layout)layout};
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len) return;
+  fi_custom_mask cm = {NULL, NULL};
+  if (mask_mode == FI_MASK_CUSTOM) {
+    cm.bits = array_of(op, "mask", mask, 1);
+    cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
+    if (!cm.bits || !cm.indptr) return;
+  }
+  if (!failed(op, ctx, fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages,
+                                            mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
+                                            has_lse ? &tl : NULL)))
+    after_run(op, ctx);
+}
+
+static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
+                               fi_memref *qo_indptr, fi_memref *kv_indptr, fi_memref *mask,
+                               fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,
+                               int32_t has_lse, int32_t mask_mode, attention_attrs a,
+                               fi_dtype qd, fi_dtype kd) {
+  const char *op = "fi.ragged_prefill";
+  fi_context *ctx = context_or_report(op);
+  fi_plan plan;
+  if (!ctx || !run_plan(op, ctx, slot, FI_OP_RAGGED_PREFILL, qd, kd, &a, &plan)) return;
+  if ((int32_t)plan.params.mask_mode != mask_mode) {
+    report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another mask_mode");
+    return;
+  }
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tk = tensor_of(k, 3, kd), tv = tensor_of(v, 3, kd);
+  fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  const int32_t *kv = array_of(op, "kv_indptr", kv_indptr, 4);
+  if (!qo || !kv) return;
+  fi_custom_mask cm = {NULL, NULL};
+  if (mask_mode == FI_MASK_CUSTOM) {
+    cm.bits = array_of(op, "mask", mask, 1);
+    cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
+    if (!cm.bits || !cm.indptr) return;
+  }
+  if (!failed(op, ctx, fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, qo, kv,
+                                             mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
+                                             has_lse ? &tl : NULL)))
+    after_run(op, ctx);
+}
+
+/* s_out of fi.merge_state is optional in the dialect but required by the runtime: an
+ * absent one goes to this scratch buffer (backend memory, grown, never shrunk). */
+static void *merge_scratch = NULL;
+static size_t merge_scratch_bytes = 0;
+
+static void merge_state(fi_memref *va, fi_memref *sa, fi_memref *vb, fi_memref *sb,
+                        fi_memref *vo, fi_memref *so, int32_t has_so, fi_dtype d) {
+  const char *op = "fi.merge_state";
+  fi_context *ctx = context_or_report(op);
+  if (!ctx) return;
+  fi_tensor tva = tensor_of(va, 3, d), tvb = tensor_of(vb, 3, d), tvo = tensor_of(vo, 3, d);
+  fi_tensor tsa = tensor_of(sa, 2, FI_DTYPE_F32), tsb = tensor_of(sb, 2, FI_DTYPE_F32);
+  fi_tensor tso = tensor_of(so, 2, FI_DTYPE_F32);
+  if (!has_so) {
+    int64_t shape[2] = {tva.shape[0], tva.shape[1]};
+    size_t bytes = (size_t)(shape[0] * shape[1]) * sizeof(float);
+    if (bytes > merge_scratch_bytes || !merge_scratch) {
+      backend_free(ctx, merge_scratch);
+      merge_scratch = backend_alloc(ctx, bytes, 0);
+      merge_scratch_bytes = merge_scratch ? bytes : 0;
+      if (!merge_scratch) {
+        report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the s_out scratch");
+        return;
+      }
+    }
+    tso = fi_tensor_contiguous(merge_scratch, FI_DTYPE_F32, 2, shape);
+  }
+  if (!failed(op, ctx, fi_merge_state(ctx, &tva, &tsa, &tvb, &tsb, &tvo, &tso)))
+    after_run(op, ctx);
+}
+
+static void merge_states(fi_memref *v, fi_memref *s, fi_memref *vo, fi_memref *so,
+                         int32_t has_so, fi_dtype d) {
+  const char *op = "fi.merge_states";
+  fi_context *ctx = context_or_report(op);
+  if (!ctx) return;
+  fi_tensor tv = tensor_of(v, 4, d), ts = tensor_of(s, 3, FI_DTYPE_F32);
+  fi_tensor tvo = tensor_of(vo, 3, d), tso = tensor_of(so, 2, FI_DTYPE_F32);
+  if (!failed(op, ctx, fi_merge_states(ctx, &tv, &ts, &tvo, has_so ? &tso : NULL)))
+    after_run(op, ctx);
+}
+
+static void append_run(fi_memref *slot, fi_memref *k_new, fi_memref *v_new,
+                       fi_memref *append_indptr, fi_memref *k_cache, fi_memref *v_cache,
+                       fi_memref *indptr, fi_memref *indices, fi_memref *last, int32_t layout,
+                       fi_dtype d) {
+  const char *op = "fi.append_paged_kv";
+  fi_context *ctx = context_or_report(op);
+  fi_plan plan;
+  if (!ctx || !run_plan(op, ctx, slot, FI_OP_APPEND_PAGED_KV, d, d, NULL, &plan)) return;
+  fi_tensor tk = tensor_of(k_new, 3, d), tv = tensor_of(v_new, 3, d);
+  fi_paged_kv_cache kv = {tensor_of(k_cache, 4, d), tensor_of(v_cache, 4, d),
+                          (fi_kv_layout)layout};
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
+  if (!ap || !pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (!failed(op, ctx, fi_append_paged_kv_run(ctx, &plan, &tk, &tv, ap, &kv, &pages)))
+    after_run(op, ctx);
+}
+
+/* ------------------------------------------- one entry point per element type ----- */
+
+#define FI_KV_TYPES(X, qn, qd)                                                             \
+  X(qn, qd, f16, FI_DTYPE_F16)                                                             \
+  X(qn, qd, bf16, FI_DTYPE_BF16)                                                           \
+  X(qn, qd, f32, FI_DTYPE_F32)                                                             \
+  X(qn, qd, e4m3, FI_DTYPE_E4M3)                                                           \
+  X(qn, qd, e5m2, FI_DTYPE_E5M2)
+#define FI_Q_KV_TYPES(X)                                                                   \
+  FI_KV_TYPES(X, f16, FI_DTYPE_F16)                                                        \
+  FI_KV_TYPES(X, bf16, FI_DTYPE_BF16)                                                      \
+  FI_KV_TYPES(X, f32, FI_DTYPE_F32)
+#define FI_FLOAT_TYPES(X) X(f16, FI_DTYPE_F16) X(bf16, FI_DTYPE_BF16) X(f32, FI_DTYPE_F32)
+#define FI_CACHE_TYPES(X)                                                                  \
+  FI_FLOAT_TYPES(X) X(e4m3, FI_DTYPE_E4M3) X(e5m2, FI_DTYPE_E5M2)
+
+#define DEF_DECODE(qn, qd, kn, kd)                                                         \
+  void _mlir_ciface_fi_rt_decode_run_##qn##_##kn(                                          \
+      fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v, fi_memref *indptr,        \
+      fi_memref *indices, fi_memref *last, fi_memref *o, fi_memref *lse, int32_t has_lse,  \
+      int32_t layout, ATTN_PARAMS) {                                                       \
+    decode_run(slot, q, k, v, indptr, indices, last, o, lse, has_lse, layout, ATTN_ARGS,   \
+               qd, kd);                                                                    \
+  }
+FI_Q_KV_TYPES(DEF_DECODE)
+
+#define DEF_PAGED_PREFILL_NAMED(name, qd, kd)                                              \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr, fi_memref *k,             \
+            fi_memref *v, fi_memref *indptr, fi_memref *indices, fi_memref *last,          \
+            fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
+            int32_t has_lse, int32_t layout, int32_t mask_mode, ATTN_PARAMS) {             \
+    paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd);              \
+  }
+#define DEF_PAGED_PREFILL(qn, qd, kn, kd)                                                  \
+  DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn, qd, kd)       \
+  DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
+FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
+
+#define DEF_RAGGED_PREFILL_NAMED(name, qd, kd)                                             \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,                     \
+            fi_memref *qo_indptr, fi_memref *kv_indptr, fi_memref *mask,                   \
+            fi_memref *mask_indptr, fi_memref *o, fi_memref *lse, int32_t has_lse,         \
+            int32_t mask_mode, ATTN_PARAMS) {                                              \
+    ragged_prefill_run(slot, q, k, v, qo_indptr, kv_indptr, mask, mask_indptr, o, lse,     \
+                       has_lse, mask_mode, ATTN_ARGS, qd, kd);                             \
+  }
+#define DEF_RAGGED_PREFILL(qn, qd, kn, kd)                                                 \
+  DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn, qd, kd)     \
+  DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
+FI_Q_KV_TYPES(DEF_RAGGED_PREFILL)
+
+#define DEF_MERGE(n, d)                                                                    \
+  void _mlir_ciface_fi_rt_merge_state_##n(fi_memref *va, fi_memref *sa, fi_memref *vb,     \
+                                          fi_memref *sb, fi_memref *vo, fi_memref *so,     \
+                                          int32_t has_so) {                                \
+    merge_state(va, sa, vb, sb, vo, so, has_so, d);                                        \
+  }                                                                                        \
+  void _mlir_ciface_fi_rt_merge_states_##n(fi_memref *v, fi_memref *s, fi_memref *vo,      \
+                                           fi_memref *so, int32_t has_so) {                \
+    merge_states(v, s, vo, so, has_so, d);                                                 \
+  }
+FI_FLOAT_TYPES(DEF_MERGE)
+
+#define DEF_APPEND(n, d)                                                                   \
+  void _mlir_ciface_fi_rt_append_run_##n(fi_memref *slot, fi_memref *k_new,                \
+                                         fi_memref *v_new, fi_memref *append_indptr,       \
+                                         fi_memref *k_cache, fi_memref *v_cache,           \
+                                         fi_memref *indptr, fi_memref *indices,            \
+                                         fi_memref *last, int32_t layout) {                \
+    append_run(slot, k_new, v_new, append_indptr, k_cache, v_cache, indptr, indices, last, \
+               layout, d);                                                                 \
+  }
+FI_CACHE_TYPES(DEF_APPEND)

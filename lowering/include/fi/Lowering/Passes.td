@@ -1,0 +1,74 @@
+//===- Passes.td - fi lowering passes ----------------------*- tablegen -*-===//
+#ifndef FI_LOWERING_PASSES_TD
+#define FI_LOWERING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FiSelectTiles : Pass<"fi-select-tiles", "ModuleOp"> {
+  let summary = "Choose the microkernel variant (#fi.tiles) of every fi attention op";
+  let description = [{
+    Annotates every `fi.paged_decode`, `fi.paged_prefill`, `fi.ragged_prefill` (and the
+    plan ops) that has no `tiles` yet with `#fi.tiles<...>`, computed by the runtime's own
+    C heuristics (kernels/include/fi/heuristics.h, linked into this pass). Target facts
+    come from `fi.target = #fi.target<...>` on the module (an H100 SXM when absent).
+
+    Shapes: head counts, head_dim and element types are always static. Decode has one
+    query row per request, so its choice is always made here. For prefill the average
+    query length decides the query tile: it is taken from static shapes
+    (nnz_qo / batch), else from the hint attribute `fi.avg_qo_len = N : i64` on the op.
+    Without either, the choice is left to the plan step, visibly: the op gets the unit
+    attribute `fi.tiles_at_plan_time` and keeps no `tiles`. `fi.avg_kv_len = N : i64`
+    (optional) and a static batch feed the split-KV decision (unknown -> split allowed,
+    the planner decides with the real lengths).
+  }];
+  let dependentDialects = ["::mlir::fi::FiDialect"];
+}
+
+def FiMaterializePlans : Pass<"fi-materialize-plans", "ModuleOp"> {
+  let summary = "Create the explicit plan op of every fi op that has none";
+  let description = [{
+    For every attention op and `fi.append_paged_kv` without a `plan` operand, inserts
+    the matching plan op (`fi.decode_plan`, `fi.paged_prefill_plan`,
+    `fi.ragged_prefill_plan`, `fi.append_plan`) built from the op's index arrays, shape,
+    element types and tiles, and passes its result to the op. The plan op is placed
+    right after the last definition of its operands, so that the plans of all layers of
+    a step sit next to each other and `-cse` folds identical ones into one ("plan once,
+    run per layer"), in the tensor and in the memref form.
+  }];
+  let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
+  let summary = "Rewrite fi ops on memrefs into calls of the fi runtime's C adapters";
+  let description = [{
+    Every fi op in memref form becomes a `func.call` of an adapter in
+    kernels/src/mlir_adapters.c (declared `llvm.emit_c_interface`, so the call goes to
+    `_mlir_ciface_<name>` with memref descriptors):
+
+    * plan ops -> `fi_rt_<family>_plan(slot, index arrays..., shape..., tiles...)`. Each
+      plan op owns a module-level slot (`memref.global @__fi_plan_slot_N`) in which the
+      adapter keeps the runtime plan and its workspace (allocated at the first call,
+      grown only when a larger problem comes). The tiles are passed as i32 constants
+      (q_tile, kv_tile, split_kv, cores; q_tile = 0 means "choose at plan time") and the
+      call carries `fi.variant = "<name>"` (fi_tiles_name), so the chosen microkernel
+      is visible in the IR.
+    * attention ops -> `fi_rt_<family>_run_<q type>_<kv type>(slot, memrefs..., params)`;
+      a combined K/V cache is split into two strided views with `memref.subview`.
+    * `fi.merge_state(s)` -> `fi_rt_merge_state(s)_<type>`; `fi.append_paged_kv` ->
+      `fi_rt_append_plan` + `fi_rt_append_run_<type>`.
+
+    An op without a plan operand gets its own plan (as fi-materialize-plans would make).
+    With `backend=cuda` the pass rejects what the CUDA backend has no kernel for (for
+    example head_dim 96 or f32 queries), naming the op and what is supported.
+  }];
+  let options = [
+    Option<"backend", "backend", "std::string", /*default=*/"\"any\"",
+           "Backend the program will run on: any (no check), host or cuda (reject ops "
+           "the CUDA kernels do not cover)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // FI_LOWERING_PASSES_TD

@@ -1,0 +1,155 @@
+//===- MaterializePlans.cpp - fi-materialize-plans ------------------------===//
+//
+// Gives every fi op that can use a plan an explicit plan op, placed as early as its
+// operands allow so that the identical plans of all layers of a step are adjacent and
+// plain -cse folds them into one.
+//
+//===----------------------------------------------------------------------===//
+#include "fi/Lowering/Passes.h"
+
+#include "FiOpInfo.h"
+
+namespace mlir {
+namespace fi {
+#define GEN_PASS_DEF_FIMATERIALIZEPLANS
+#include "fi/Lowering/Passes.h.inc"
+} // namespace fi
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fi;
+
+namespace {
+
+/// True if `op` may write memory that a plan reads (i32 index arrays). fi ops write
+/// only their float destinations, so plans may move above them; anything else that
+/// writes memory (or whose effects are unknown) is a barrier.
+bool mayWriteIndexArrays(Operation *op) {
+  if (op->getDialect() && isa<FiDialect>(op->getDialect()))
+    return false;
+  if (isMemoryEffectFree(op))
+    return false;
+  auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!iface)
+    return true; // unknown effects (a call, say): be conservative
+  return iface.hasEffect<MemoryEffects::Write>() || iface.hasEffect<MemoryEffects::Free>();
+}
+
+/// The earliest point in `op`'s block after the definitions of `operands` (and, for
+/// memref operands, after any op that may write to the index arrays).
+void setEarliestInsertionPoint(OpBuilder &b, Operation *op, ValueRange operands) {
+  Block *block = op->getBlock();
+  Operation *after = nullptr;
+  for (Value v : operands) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != block)
+      continue; // a block argument or defined in an enclosing block: dominates `block`
+    if (!after || after->isBeforeInBlock(def))
+      after = def;
+  }
+  bool memrefForm = llvm::any_of(operands, [](Value v) { return isa<MemRefType>(v.getType()); });
+  if (memrefForm) {
+    for (Operation *prev = op->getPrevNode(); prev && prev != after; prev = prev->getPrevNode())
+      if (mayWriteIndexArrays(prev)) {
+        after = prev;
+        break;
+      }
+  }
+  if (after)
+    b.setInsertionPointAfter(after);
+  else
+    b.setInsertionPointToStart(block);
+}
+
+Value dim0(OpBuilder &b, Location loc, Value v) {
+  if (isa<MemRefType>(v.getType()))
+    return memref::DimOp::create(b, loc, v, 0);
+  return tensor::DimOp::create(b, loc, v, 0);
+}
+
+IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
+
+} // namespace
+
+Value mlir::fi::materializePlan(OpBuilder &b, Operation *op) {
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = op->getLoc();
+  MLIRContext *ctx = op->getContext();
+  if (auto append = dyn_cast<AppendPagedKvOp>(op)) {
+    if (append.getPlan())
+      return append.getPlan();
+    setEarliestInsertionPoint(b, op,
+                              {append.getAppendIndptr(), append.getKvIndptr(),
+                               append.getKvIndices(), append.getKvLastPageLen(),
+                               append.getKCache()});
+    Value numPages = dim0(b, loc, append.getKCache());
+    auto plan = AppendPlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::append),
+                                     append.getAppendIndptr(), append.getKvIndptr(),
+                                     append.getKvIndices(), append.getKvLastPageLen(),
+                                     numPages, append.getBsr());
+    append.getPlanMutable().assign(plan);
+    return plan;
+  }
+
+  std::optional<AttentionInfo> info = getAttentionInfo(op);
+  if (!info)
+    return {};
+  if (info->plan)
+    return info->plan;
+  TypeAttr qType = TypeAttr::get(info->qType), kvType = TypeAttr::get(info->kvType);
+  Value plan;
+  if (auto d = dyn_cast<PagedDecodeOp>(op)) {
+    setEarliestInsertionPoint(b, op,
+                              {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(), d.getK()});
+    Value numPages = dim0(b, loc, d.getK());
+    plan = DecodePlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::decode),
+                                d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(),
+                                numPages, d.getBsr(), i64(b, info->qoHeads),
+                                i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
+                                info->tiles);
+    d.getPlanMutable().assign(plan);
+  } else if (auto p = dyn_cast<PagedPrefillOp>(op)) {
+    SmallVector<Value> deps = {p.getQoIndptr(), p.getKvIndptr(), p.getKvIndices(),
+                               p.getKvLastPageLen(), p.getK()};
+    if (p.getMaskIndptr())
+      deps.push_back(p.getMaskIndptr());
+    setEarliestInsertionPoint(b, op, deps);
+    Value numPages = dim0(b, loc, p.getK());
+    plan = PagedPrefillPlanOp::create(
+        b, loc, PlanType::get(ctx, PlanFamily::paged_prefill), p.getQoIndptr(),
+        p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen(), p.getMaskIndptr(), numPages,
+        p.getBsr(), p.getMaskModeAttr(), i64(b, info->qoHeads), i64(b, info->kvHeads),
+        i64(b, info->headDim), qType, kvType, info->tiles);
+    p.getPlanMutable().assign(plan);
+  } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
+    SmallVector<Value> deps = {r.getQoIndptr(), r.getKvIndptr()};
+    if (r.getMaskIndptr())
+      deps.push_back(r.getMaskIndptr());
+    setEarliestInsertionPoint(b, op, deps);
+    plan = RaggedPrefillPlanOp::create(
+        b, loc, PlanType::get(ctx, PlanFamily::ragged_prefill), r.getQoIndptr(),
+        r.getKvIndptr(), r.getMaskIndptr(), r.getMaskModeAttr(), i64(b, info->qoHeads),
+        i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
+    r.getPlanMutable().assign(plan);
+  }
+  // An op whose tiles are left to plan time says so on its plan as well.
+  if (plan && op->hasAttr("fi.tiles_at_plan_time"))
+    plan.getDefiningOp()->setAttr("fi.tiles_at_plan_time", UnitAttr::get(ctx));
+  return plan;
+}
+
+namespace {
+struct FiMaterializePlansPass
+    : public mlir::fi::impl::FiMaterializePlansBase<FiMaterializePlansPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
+        ops.push_back(op);
+    });
+    OpBuilder b(&getContext());
+    for (Operation *op : ops)
+      materializePlan(b, op);
+  }
+};
+} // namespace

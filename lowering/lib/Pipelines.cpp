@@ -1,0 +1,59 @@
+//===- Pipelines.cpp - fi-to-llvm and pass registration -------------------===//
+#include "fi/Lowering/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &options) {
+  // Tensor level: choose tiles, make plans explicit, share identical plans.
+  pm.addPass(createFiSelectTiles());
+  pm.addPass(createFiMaterializePlans());
+  pm.addPass(createCSEPass());
+
+  if (options.bufferize) {
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.bufferizeFunctionBoundaries = true;
+    bufferize.functionBoundaryTypeConversion =
+        bufferization::LayoutMapOption::IdentityLayoutMap;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Private functions whose results are argument buffers stop returning them.
+    pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+    bufferization::BufferDeallocationPipelineOptions dealloc;
+    bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+    pm.addPass(createConvertBufferizationToMemRefPass());
+  }
+
+  // Memref level: fi ops -> runtime calls.
+  FiLowerToRuntimeOptions lower;
+  lower.backend = options.backend;
+  pm.addPass(createFiLowerToRuntime(lower));
+  pm.addPass(createCanonicalizerPass());
+
+  // To the LLVM dialect.
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // Buffers that compiled code allocates go through the runtime
+  // (_mlir_memref_to_llvm_alloc/free in mlir_adapters.c): backend-visible memory.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::fi::registerFiPasses() {
+  registerFiLoweringPasses();
+  PassPipelineRegistration<FiToLLVMOptions>(
+      "fi-to-llvm",
+      "fi on tensors (or memrefs) -> tiles, plans, bufferization, runtime calls -> LLVM "
+      "dialect, ready for mlir-translate --mlir-to-llvmir",
+      buildFiToLLVMPipeline);
+}

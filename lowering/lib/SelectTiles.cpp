@@ -1,0 +1,124 @@
+//===- SelectTiles.cpp - fi-select-tiles ----------------------------------===//
+//
+// Chooses #fi.tiles for every fi attention op with the runtime's own C heuristics
+// (fi/heuristics.h): the compiler and the plan step can never disagree about what a
+// shape gets, because they run the same code.
+//
+//===----------------------------------------------------------------------===//
+#include "fi/Lowering/Passes.h"
+
+#include "FiOpInfo.h"
+#include "fi/heuristics.h"
+
+namespace mlir {
+namespace fi {
+#define GEN_PASS_DEF_FISELECTTILES
+#include "fi/Lowering/Passes.h.inc"
+} // namespace fi
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::fi;
+
+namespace {
+
+constexpr llvm::StringLiteral kAvgQoLenHint = "fi.avg_qo_len";
+constexpr llvm::StringLiteral kAvgKvLenHint = "fi.avg_kv_len";
+constexpr llvm::StringLiteral kPlanTimeMarker = "fi.tiles_at_plan_time";
+
+int32_t dtypeBytes(Type t) {
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(t)) return 1;
+  return static_cast<int32_t>((t.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+int64_t hint(Operation *op, StringRef name) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(name))
+    return attr.getInt();
+  return 0;
+}
+
+fi_target targetOf(ModuleOp module) {
+  fi_target t = fi_target_default();
+  if (auto attr = module->getAttrOfType<TargetAttr>("fi.target")) {
+    t.sm_version = static_cast<int32_t>(attr.getSmVersion());
+    t.sm_count = static_cast<int32_t>(attr.getSmCount());
+    t.smem_per_block = static_cast<int32_t>(attr.getSmemPerBlock());
+  }
+  return t;
+}
+
+TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
+  return TilesAttr::get(ctx, t.q_tile, t.kv_tile, t.split_kv != 0,
+                        t.cores == FI_CORES_TENSOR ? Cores::tensor : Cores::cuda);
+}
+
+/// The tiles of one op, or nullopt when the query length is unknown (plan time).
+std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
+                               const fi_target &target) {
+  fi_tile_problem p{};
+  p.batch = info.staticBatch > 0 ? static_cast<int32_t>(info.staticBatch) : 0;
+  p.num_qo_heads = static_cast<int32_t>(info.qoHeads);
+  p.num_kv_heads = static_cast<int32_t>(info.kvHeads);
+  p.head_dim = static_cast<int32_t>(info.headDim);
+  p.q_dtype_bytes = dtypeBytes(info.qType);
+  p.kv_dtype_bytes = dtypeBytes(info.kvType);
+  p.avg_kv_len = hint(op, kAvgKvLenHint);
+  if (info.family == PlanFamily::decode) {
+    p.avg_qo_len = 1;
+    return fi_select_decode_tiles(&target, &p);
+  }
+  if (info.staticBatch > 0 && info.staticQoRows >= 0)
+    p.avg_qo_len = (info.staticQoRows + info.staticBatch - 1) / info.staticBatch;
+  else
+    p.avg_qo_len = hint(op, kAvgQoLenHint);
+  if (p.avg_kv_len == 0 && info.staticBatch > 0 && info.staticKvRows >= 0)
+    p.avg_kv_len = (info.staticKvRows + info.staticBatch - 1) / info.staticBatch;
+  if (p.avg_qo_len <= 0)
+    return std::nullopt;
+  return fi_select_prefill_tiles(&target, &p);
+}
+
+void setTiles(Operation *op, TilesAttr tiles) { op->setAttr("tiles", tiles); }
+
+struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTilesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    fi_target target = targetOf(module);
+    MLIRContext *ctx = &getContext();
+
+    // Attention ops first: an op whose plan op already carries tiles takes them.
+    module.walk([&](Operation *op) {
+      std::optional<AttentionInfo> info = getAttentionInfo(op);
+      if (!info || info->tiles)
+        return;
+      if (info->plan)
+        if (Operation *planOp = info->plan.getDefiningOp())
+          if (auto tiles = planOp->getAttrOfType<TilesAttr>("tiles")) {
+            setTiles(op, tiles);
+            return;
+          }
+      std::optional<fi_tiles> tiles = choose(op, *info, target);
+      if (!tiles) {
+        op->setAttr(kPlanTimeMarker, UnitAttr::get(ctx));
+        return;
+      }
+      op->removeAttr(kPlanTimeMarker);
+      setTiles(op, toAttr(ctx, *tiles));
+    });
+
+    // Plan ops without tiles take those of their first user that has them, so that a
+    // shared plan and the ops running it agree.
+    module.walk([&](Operation *op) {
+      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp>(op) ||
+          op->getAttr("tiles"))
+        return;
+      for (Operation *user : op->getResult(0).getUsers())
+        if (auto tiles = user->getAttrOfType<TilesAttr>("tiles")) {
+          setTiles(op, tiles);
+          return;
+        }
+    });
+  }
+};
+
+} // namespace
