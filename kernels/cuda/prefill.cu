@@ -4,15 +4,17 @@
 // Work split: one CTA per (plan work unit, KV head) runs the tensor-core kernel of
 // prefill_kernel.cuh (see there for the tile walk and memory traffic); work units that
 // the planner split along KV write fp32 partial rows + LSE into the workspace, and the
-// merge kernel below combines each merge unit's chunks in chunk order (deterministic, no
-// atomics): one CTA per (merge unit, query head), a thread per 4 head_dim elements, reading
-// num_chunks partial rows once and writing the output row once.
+// shared split-KV merge (merge.cu, fi_cuda_merge_partials) combines each merge unit's
+// chunks in chunk order (deterministic, no atomics), reading every partial row once and
+// writing each output row once.
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
 
+#include "common.cuh"
 #include "context.h"
+#include "cuda_backend.h"
 #include "prefill_variants.cuh"
 
 namespace {
@@ -62,66 +64,6 @@ fi_status check_vector_tensor(fi_context *ctx, const char *name, const fi_tensor
   return FI_SUCCESS;
 }
 
-// ---------------------------------------------------------------- merge kernel --------
-
-template <typename DT>
-__device__ __forceinline__ void store4(DT *dst, float a, float b, float c, float d);
-template <>
-__device__ __forceinline__ void store4<__half>(__half *dst, float a, float b, float c, float d) {
-  __half2 x = __floats2half2_rn(a, b), y = __floats2half2_rn(c, d);
-  uint2 u;
-  u.x = *reinterpret_cast<uint32_t *>(&x);
-  u.y = *reinterpret_cast<uint32_t *>(&y);
-  *reinterpret_cast<uint2 *>(dst) = u;
-}
-template <>
-__device__ __forceinline__ void store4<__nv_bfloat16>(__nv_bfloat16 *dst, float a, float b, float c,
-                                                      float d) {
-  __nv_bfloat162 x = __floats2bfloat162_rn(a, b), y = __floats2bfloat162_rn(c, d);
-  uint2 u;
-  u.x = *reinterpret_cast<uint32_t *>(&x);
-  u.y = *reinterpret_cast<uint32_t *>(&y);
-  *reinterpret_cast<uint2 *>(dst) = u;
-}
-
-// blockDim = (head_dim / 4, 4): x covers the head dim, y strides over the unit's rows.
-template <typename DT>
-__global__ void prefill_merge_kernel(const fi_merge_unit *units, const float *partial_o,
-                                     const float *partial_lse, int num_qo_heads, int head_dim,
-                                     DT *o, int64_t o_stride_n, int64_t o_stride_h, float *lse,
-                                     int64_t lse_stride_n, int64_t lse_stride_h) {
-  const fi_merge_unit mu = units[blockIdx.x];
-  const int h = blockIdx.y;
-  const int d = threadIdx.x * 4;
-  for (int r = threadIdx.y; r < mu.rows; r += blockDim.y) {
-    float m = -INFINITY;
-    for (int c = 0; c < mu.num_chunks; ++c) {
-      int64_t pr = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
-      m = fmaxf(m, partial_lse[pr * num_qo_heads + h]);
-    }
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    float wsum = 0.f;
-    if (m != -INFINITY) {
-      for (int c = 0; c < mu.num_chunks; ++c) {
-        int64_t pr = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
-        float w = __expf(partial_lse[pr * num_qo_heads + h] - m);
-        float4 v = *reinterpret_cast<const float4 *>(partial_o + (pr * num_qo_heads + h) * head_dim + d);
-        acc[0] += w * v.x;
-        acc[1] += w * v.y;
-        acc[2] += w * v.z;
-        acc[3] += w * v.w;
-        wsum += w;
-      }
-    }
-    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-    const int64_t row = (int64_t)mu.out_row + r;
-    store4<DT>(o + row * o_stride_n + (int64_t)h * o_stride_h + d, acc[0] * inv, acc[1] * inv,
-               acc[2] * inv, acc[3] * inv);
-    if (lse && threadIdx.x == 0)
-      lse[row * lse_stride_n + (int64_t)h * lse_stride_h] = wsum > 0.f ? m + __logf(wsum) : -INFINITY;
-  }
-}
-
 fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
   return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
                       cudaGetErrorString(e));
@@ -142,6 +84,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                         (int)a->head_dim, (int)plan->tiles.q_tile, (int)plan->tiles.kv_tile);
 
   const fi_plan_layout lay = fi_plan_get_layout(plan);
+  const int32_t *counts = fi_cuda_plan_device_counts(plan);
+  if (lay.num_work_units == 0 && !counts) return FI_SUCCESS;
   p.q = q->data;
   p.q_stride_n = q->strides[0];
   p.q_stride_h = q->strides[1];
@@ -155,6 +99,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.mask_bits = (a->mask_mode == FI_MASK_CUSTOM) ? mask->bits : nullptr;
   p.mask_indptr = (a->mask_mode == FI_MASK_CUSTOM) ? mask->indptr : nullptr;
   p.work = lay.work;
+  p.device_num_units = counts;
+  p.num_units = lay.num_work_units;
   p.partial_o = lay.partial_o;
   p.partial_lse = lay.partial_lse;
   p.num_qo_heads = a->num_qo_heads;
@@ -165,37 +111,23 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.pos_encoding = a->pos_encoding;
   p.window_left = a->window_left;
   const int kvk = kv_kind_of(a);
-  const float k_scale = kvk != FI_KV_SAME ? a->k_scale : 1.f;
+  // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend.
+  const float k_scale = a->k_scale;
   p.sm_scale = a->sm_scale * k_scale;
   p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
   p.logits_soft_cap = a->logits_soft_cap;
   p.soft_cap_rcp = a->logits_soft_cap > 0.f ? 1.f / a->logits_soft_cap : 0.f;
-  p.v_scale = kvk != FI_KV_SAME ? a->v_scale : 1.f;
+  p.v_scale = a->v_scale;
   p.rope_rcp_scale = 1.f / a->rope_scale;
   p.rope_log2_theta = log2f(a->rope_theta);
   const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
                       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
 
-  cudaStream_t stream = (cudaStream_t)ctx->stream;
+  cudaStream_t stream = fi_cuda_stream(ctx);
   cudaError_t e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
                          lay.num_work_units, stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
-  if (lay.num_merge_units > 0) {
-    dim3 grid(lay.num_merge_units, a->num_qo_heads), block(a->head_dim / 4, 4);
-    if (a->q_dtype == FI_DTYPE_BF16)
-      prefill_merge_kernel<__nv_bfloat16><<<grid, block, 0, stream>>>(
-          lay.merge, lay.partial_o, lay.partial_lse, a->num_qo_heads, a->head_dim,
-          (__nv_bfloat16 *)o->data, p.o_stride_n, p.o_stride_h, p.lse, p.lse_stride_n,
-          p.lse_stride_h);
-    else
-      prefill_merge_kernel<__half><<<grid, block, 0, stream>>>(
-          lay.merge, lay.partial_o, lay.partial_lse, a->num_qo_heads, a->head_dim,
-          (__half *)o->data, p.o_stride_n, p.o_stride_h, p.lse, p.lse_stride_n,
-          p.lse_stride_h);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return cuda_error(ctx, "prefill merge", e);
-  }
-  return FI_SUCCESS;
+  return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
 
 }  // namespace

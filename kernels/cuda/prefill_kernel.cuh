@@ -212,8 +212,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  const fi_work_unit wu = p.work[blockIdx.x];
   const int kv_head = blockIdx.y;
+  // The current plan's unit count lives in the workspace (a graph captured with one plan
+  // stays correct after re-planning): blocks stride over the units.
+  const int num_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  for (int unit = blockIdx.x; unit < num_units; unit += gridDim.x) {
+  const fi_work_unit wu = p.work[unit];
   const int group = p.group;
   const int req = wu.request;
 
@@ -455,8 +459,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             float x = s[mq][nb][e];
             if (EXTRAS) {
               x *= p.sm_scale;
-              if (p.logits_soft_cap > 0.f) x = p.logits_soft_cap * tanhf(x * p.soft_cap_rcp);
               if (p.pos_encoding == FI_POS_ALIBI) x += row_slope[mq][hh] * (float)(j - qpos);
+              if (p.logits_soft_cap > 0.f) x = p.logits_soft_cap * tanhf(x * p.soft_cap_rcp);
               x *= 1.4426950408889634f;
               bool keep = j < kv_hi;
               if (p.causal) keep = keep && j <= qpos;
@@ -616,8 +620,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             p.partial_lse[prow * p.num_qo_heads + h] =
                 l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
         }
+      __syncthreads();  // the next chunk overwrites the Q tile
     }
   }
+  }  // units
 }
 
 // Host-side launcher of one variant.
@@ -633,8 +639,9 @@ cudaError_t launch_prefill(const PrefillParams &p, int num_work_units, cudaStrea
     if (e != cudaSuccess) return e;
     configured = true;
   }
-  if (num_work_units == 0) return cudaSuccess;
-  dim3 grid(num_work_units, p.num_kv_heads);
+  int grid_x = num_work_units > 0 ? num_work_units : 1;
+  if (grid_x > 65535 * 16) grid_x = 65535 * 16;
+  dim3 grid(grid_x, p.num_kv_heads);
   kernel<<<grid, S::THREADS, L::TOTAL, stream>>>(p);
   return cudaGetLastError();
 }

@@ -30,6 +30,8 @@ struct PrefillParams {
   const uint8_t *mask_bits;
   const int32_t *mask_indptr;
   const fi_work_unit *work;
+  const int32_t *device_num_units;  // the plan's unit count in the workspace (may be null)
+  int32_t num_units;                // host count, used when device_num_units is null
   float *partial_o, *partial_lse;
   int32_t num_qo_heads, num_kv_heads, group;
   int32_t causal, custom_mask, pos_encoding, window_left;

@@ -1,0 +1,215 @@
+/* bench/bench_prefill.c -- the prefill table: batch ragged prefill, fp16, head_dim 128,
+ * causal (bottom-right aligned), qo_len = kv_len, and a paged append case (8 x 512 new
+ * tokens on 4096 cached, page 16). Each case runs the plan the heuristics choose (variant
+ * printed), then a tile sweep forces every compiled (q_tile, kv_tile) variant on the same
+ * inputs ("sweep" rows, fewer repeats) and reports whether the chosen variant is within
+ * 10% of the best one.
+ *
+ * FLOPs: 4 * head_dim * qo_heads * (unmasked (query, key) pairs), the pairs counted exactly
+ * for the bottom-right causal mask: query i of a request with qo_len queries and kv_len
+ * keys sees kv_len - qo_len + i + 1 keys. Bytes: q, k, v read once and o written once. */
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct prefill_arg {
+  fi_context *ctx;
+  fi_plan plan;
+  int paged;
+  fi_tensor q, k, v, o;
+  fi_paged_kv_cache kv;
+  fi_page_table pages;
+  int32_t *qo_indptr, *kv_indptr;
+} prefill_arg;
+
+static void run_prefill(void *p) {
+  prefill_arg *a = (prefill_arg *)p;
+  if (a->paged)
+    FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->plan, &a->q, a->qo_indptr, &a->kv,
+                                             &a->pages, NULL, &a->o, NULL));
+  else
+    FI_BENCH_OK(a->ctx, fi_ragged_prefill_run(a->ctx, &a->plan, &a->q, &a->k, &a->v,
+                                              a->qo_indptr, a->kv_indptr, NULL, &a->o, NULL));
+}
+
+static const int sweep_tiles[][2] = {{16, 32},  {16, 64}, {16, 128}, {32, 32},
+                                     {32, 64},  {32, 128}, {64, 32}, {64, 64},
+                                     {64, 128}, {128, 32}, {128, 64}};
+
+static void *dev_copy(const void *h, size_t bytes) {
+  void *d = NULL;
+  FI_BENCH_CK(cudaMalloc(&d, bytes));
+  FI_BENCH_CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static uint32_t page_rng = 24681357u;
+
+/* One case: batch requests of qo_len queries on kv_len keys, causal. */
+static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
+                         int qo_heads, int kv_heads, int page_size, int sweep) {
+  const int hd = 128;
+  char name[96];
+  if (paged)
+    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d", batch, qo_len, kv_len,
+             qo_heads, kv_heads, page_size);
+  else
+    snprintf(name, sizeof name, "ragged causal b%d L%d h%d/%d", batch, qo_len, qo_heads,
+             kv_heads);
+  if (!fi_bench_selected(b, name)) return;
+
+  fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
+  p.mask_mode = FI_MASK_CAUSAL;
+  p.page_size = paged ? page_size : 1;
+  int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *kv_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int pages_per = (kv_len + page_size - 1) / page_size;
+  int32_t *page_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *last = malloc(sizeof(int32_t) * (size_t)batch);
+  int32_t num_pages = paged ? batch * pages_per : 0;
+  int32_t *indices = malloc(sizeof(int32_t) * (size_t)(num_pages + 1));
+  for (int i = 0; i <= batch; ++i) {
+    qo_indptr[i] = i * qo_len;
+    kv_indptr[i] = i * kv_len;
+    page_indptr[i] = i * pages_per;
+  }
+  for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page_size;
+  for (int i = 0; i < num_pages; ++i) indices[i] = i;
+  for (int i = num_pages - 1; i > 0; --i) { /* a shuffled page table */
+    page_rng = page_rng * 1664525u + 1013904223u;
+    int j = (int)((page_rng >> 8) % (uint32_t)(i + 1)), t = indices[i];
+    indices[i] = indices[j];
+    indices[j] = t;
+  }
+
+  prefill_arg a;
+  memset(&a, 0, sizeof a);
+  a.ctx = b->ctx;
+  a.paged = paged;
+  int64_t nnz_q = (int64_t)batch * qo_len, nnz_kv = (int64_t)batch * kv_len;
+  int64_t qshape[3] = {nnz_q, qo_heads, hd};
+  size_t qbytes = (size_t)nnz_q * qo_heads * hd * 2;
+  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
+  void *obuf = NULL;
+  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
+  a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+  size_t kvbytes;
+  if (paged) {
+    int64_t shape[4] = {num_pages, page_size, kv_heads, hd};
+    kvbytes = (size_t)num_pages * page_size * kv_heads * hd * 2;
+    a.kv.k = fi_tensor_contiguous(fi_bench_random_device(kvbytes), FI_DTYPE_F16, 4, shape);
+    a.kv.v = fi_tensor_contiguous(fi_bench_random_device(kvbytes), FI_DTYPE_F16, 4, shape);
+    a.kv.layout = FI_LAYOUT_NHD;
+    a.pages.indptr = dev_copy(page_indptr, sizeof(int32_t) * (size_t)(batch + 1));
+    a.pages.indices = dev_copy(indices, sizeof(int32_t) * (size_t)num_pages);
+    a.pages.last_page_len = dev_copy(last, sizeof(int32_t) * (size_t)batch);
+  } else {
+    int64_t shape[3] = {nnz_kv, kv_heads, hd};
+    kvbytes = (size_t)nnz_kv * kv_heads * hd * 2;
+    a.k = fi_tensor_contiguous(fi_bench_random_device(kvbytes), FI_DTYPE_F16, 3, shape);
+    a.v = fi_tensor_contiguous(fi_bench_random_device(kvbytes), FI_DTYPE_F16, 3, shape);
+    a.kv_indptr = dev_copy(kv_indptr, sizeof(int32_t) * (size_t)(batch + 1));
+  }
+  a.qo_indptr = dev_copy(qo_indptr, sizeof(int32_t) * (size_t)(batch + 1));
+
+  size_t ws_bytes = 0;
+  FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, batch, nnz_q, &ws_bytes));
+  void *ws = NULL;
+  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
+  fi_page_table host_pages = {page_indptr, indices, last};
+
+  /* Exact unmasked pairs of the bottom-right causal mask. */
+  double pairs = 0;
+  for (int i = 0; i < qo_len; ++i) {
+    int seen = kv_len - qo_len + i + 1;
+    pairs += seen < 0 ? 0 : seen;
+  }
+  pairs *= batch;
+  const double flops = 4.0 * hd * qo_heads * pairs;
+  const double bytes = 2.0 * (double)qbytes + 2.0 * (double)kvbytes;
+
+  double chosen_ms = 0, best_ms = 1e30;
+  char chosen_name[64] = "", best_name[64] = "";
+  for (int t = -1; t < (sweep ? 11 : 0); ++t) {
+    fi_tiles forced = a.plan.tiles;
+    const fi_tiles *force = NULL;
+    if (t >= 0) {
+      forced = a.plan.tiles; /* keep the heuristic's split choice, change the tiles */
+      forced.q_tile = sweep_tiles[t][0];
+      forced.kv_tile = sweep_tiles[t][1];
+      force = &forced;
+    }
+    fi_plan plan;
+    fi_status s =
+        paged ? fi_paged_prefill_plan(b->ctx, &p, batch, qo_indptr, &host_pages, num_pages,
+                                      NULL, force, ws, ws_bytes, &plan)
+              : fi_ragged_prefill_plan(b->ctx, &p, batch, qo_indptr, kv_indptr, NULL, force,
+                                       ws, ws_bytes, &plan);
+    if (s != FI_SUCCESS) {
+      printf("| prefill  | %-34s | sweep q%d kv%d: %s\n", name, forced.q_tile, forced.kv_tile,
+             fi_last_error(b->ctx));
+      continue;
+    }
+    a.plan = plan;
+    int reps = b->reps, warm = b->warmup;
+    if (t >= 0) {
+      b->reps = 15;
+      b->warmup = 3;
+    }
+    double ms = fi_bench_time_ms(b, run_prefill, &a);
+    b->reps = reps;
+    b->warmup = warm;
+    char tn[64], variant[96];
+    fi_tiles_name(plan.tiles, 0, tn, sizeof tn);
+    snprintf(variant, sizeof variant, "%s%s u%d", t >= 0 ? "sweep " : "", tn,
+             plan.num_work_units);
+    fi_bench_row(b, "prefill", name, variant, ms, bytes, flops);
+    if (t < 0) {
+      chosen_ms = ms;
+      snprintf(chosen_name, sizeof chosen_name, "%s", tn);
+    }
+    if (ms < best_ms) {
+      best_ms = ms;
+      snprintf(best_name, sizeof best_name, "%s", tn);
+    }
+    if (t < 0) a.plan = plan; /* the sweep keeps the chosen plan's split flag */
+  }
+  if (sweep)
+    printf("| prefill  | %-34s | chosen %s %.1f us, best %s %.1f us: chosen is %.1f%% slower "
+           "(%s) |\n",
+           name, chosen_name, chosen_ms * 1e3, best_name, best_ms * 1e3,
+           100.0 * (chosen_ms / best_ms - 1.0),
+           chosen_ms <= 1.10 * best_ms ? "within 10%" : "MORE THAN 10%");
+
+  cudaFree(ws);
+  cudaFree((void *)a.q.data);
+  cudaFree(obuf);
+  if (paged) {
+    cudaFree(a.kv.k.data);
+    cudaFree(a.kv.v.data);
+    cudaFree((void *)a.pages.indptr);
+    cudaFree((void *)a.pages.indices);
+    cudaFree((void *)a.pages.last_page_len);
+  } else {
+    cudaFree(a.k.data);
+    cudaFree(a.v.data);
+    cudaFree(a.kv_indptr);
+  }
+  cudaFree(a.qo_indptr);
+  free(qo_indptr);
+  free(kv_indptr);
+  free(page_indptr);
+  free(last);
+  free(indices);
+}
+
+void fi_bench_prefill(fi_bench_ctx *b) {
+  static const int ragged[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}, {32, 512, 32, 8},
+                                  {4, 4096, 32, 32}};
+  const char *sweep_env = getenv("FI_BENCH_PREFILL_SWEEP");
+  int sweep = !sweep_env || atoi(sweep_env) != 0;
+  for (int i = 0; i < 4; ++i)
+    prefill_case(b, 0, ragged[i][0], ragged[i][1], ragged[i][1], ragged[i][2], ragged[i][3],
+                 16, sweep);
+  prefill_case(b, 1, 8, 512, 4096, 32, 8, 16, sweep);
+}

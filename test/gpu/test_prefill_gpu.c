@@ -1,0 +1,483 @@
+/* test_prefill_gpu.c -- CUDA ragged and paged prefill against the host backend.
+ *
+ * Random configurations (seeded; FI_TEST_SEED overrides, FI_TEST_CONFIGS the count):
+ * ragged and paged forms, f16/bf16 queries, same-dtype or fp8 (e4m3/e5m2) KV with scales,
+ * head_dim 64/128/256, GQA groups 1..8, NHD/HND, page sizes 1..1024, ragged lengths
+ * 1..8192 with qo_len <= kv_len and qo_len == kv_len, random page tables, every mask
+ * (none/causal/custom) and variant (RoPE, ALiBi, soft cap, sliding window, sm_scale, LSE)
+ * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
+ * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
+ * compared with the host backend's result on the same inputs. Exit 77 without a GPU.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fi/runtime.h"
+
+#define CK(call)                                                                         \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+/* ------------------------------------------------------------ random, dtypes ------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 11);
+}
+static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static float rfloat(void) { return (float)(rnd() & 0xffffff) / 16777216.0f * 2.f - 1.f; }
+
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static uint16_t f32_to_f16(float f) {
+  uint32_t x = f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+  if (ax < 0x38800000u) { /* subnormal */
+    float a = bits_f32(ax) * 16777216.0f; /* * 2^24 */
+    return (uint16_t)(sign | (uint32_t)lrintf(a));
+  }
+  uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u) - 0x38000000u;
+  return (uint16_t)(sign | (r >> 13));
+}
+static float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) return (sign ? -1.f : 1.f) * (float)m * 5.9604644775390625e-8f;
+  if (e == 31) return bits_f32(sign | 0x7f800000u | (m << 13));
+  return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+static uint16_t f32_to_bf16(float f) {
+  uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+static float bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+
+/* Random fp8 codes of moderate magnitude (no NaN/inf codes). */
+static uint8_t rand_e4m3(void) { return (uint8_t)(((rnd() & 1) << 7) | (rint_in(4, 9) << 3) | (rnd() & 7)); }
+static uint8_t rand_e5m2(void) { return (uint8_t)(((rnd() & 1) << 7) | (rint_in(12, 17) << 2) | (rnd() & 3)); }
+
+static void fill_random(void *buf, fi_dtype dt, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    switch (dt) {
+      case FI_DTYPE_F16: ((uint16_t *)buf)[i] = f32_to_f16(rfloat()); break;
+      case FI_DTYPE_BF16: ((uint16_t *)buf)[i] = f32_to_bf16(rfloat()); break;
+      case FI_DTYPE_E4M3: ((uint8_t *)buf)[i] = rand_e4m3(); break;
+      case FI_DTYPE_E5M2: ((uint8_t *)buf)[i] = rand_e5m2(); break;
+      default: ((float *)buf)[i] = rfloat(); break;
+    }
+  }
+}
+static float load_elem(const void *buf, fi_dtype dt, size_t i) {
+  return dt == FI_DTYPE_F16 ? f16_to_f32(((const uint16_t *)buf)[i])
+                            : bf16_to_f32(((const uint16_t *)buf)[i]);
+}
+
+/* ------------------------------------------------------------------ a config ------ */
+
+typedef struct config {
+  int paged, batch, hd, qo_heads, kv_heads, page_size;
+  fi_dtype q_dtype, kv_dtype;
+  fi_kv_layout layout;
+  fi_mask_mode mask;
+  fi_pos_encoding pos;
+  int window_left, with_lse, fixed_split, force_tiles;
+  float soft_cap, sm_scale, k_scale, v_scale;
+  fi_tiles tiles;
+  int *qo_len, *kv_len;
+} config;
+
+static const int tile_list[][2] = {{16, 32}, {16, 64}, {16, 128}, {32, 32}, {32, 64}, {32, 128},
+                                   {64, 32}, {64, 64}, {64, 128}, {128, 32}, {128, 64}};
+
+static void *dmalloc(size_t bytes) {
+  void *p = NULL;
+  CK(cudaMalloc(&p, bytes ? bytes : 16));
+  return p;
+}
+static void *dcopy(const void *h, size_t bytes) {
+  void *d = dmalloc(bytes);
+  if (bytes) CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static const char *mask_name(fi_mask_mode m) {
+  return m == FI_MASK_CAUSAL ? "causal" : m == FI_MASK_CUSTOM ? "custom" : "none";
+}
+static const char *pos_name(fi_pos_encoding p) {
+  return p == FI_POS_ROPE_LLAMA ? "rope" : p == FI_POS_ALIBI ? "alibi" : "none";
+}
+
+static void describe(const config *c, char *buf, size_t n) {
+  int off = snprintf(buf, n,
+                     "%s %s/%s hd%d heads %d/%d batch %d%s%s page %d mask %s pos %s win %d cap "
+                     "%.1f lse %d split %d tiles %s%d/%d lens",
+                     c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
+                     fi_dtype_name(c->kv_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
+                     c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
+                     c->page_size, mask_name(c->mask), pos_name(c->pos), c->window_left,
+                     c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
+                     c->tiles.q_tile, c->tiles.kv_tile);
+  for (int i = 0; i < c->batch && off < (int)n - 24; ++i)
+    off += snprintf(buf + off, n - (size_t)off, " %d:%d", c->qo_len[i], c->kv_len[i]);
+}
+
+/* Returns 0 on pass. `cost` accumulates qo*kv*heads*hd for the work budget. */
+static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
+  const int B = c->batch, hd = c->hd, Hq = c->qo_heads, Hk = c->kv_heads;
+  const size_t qb = 2, kvb = (c->kv_dtype == FI_DTYPE_E4M3 || c->kv_dtype == FI_DTYPE_E5M2) ? 1 : 2;
+  int32_t *qo_indptr = calloc((size_t)B + 1, 4), *kv_indptr = calloc((size_t)B + 1, 4);
+  int32_t *mask_indptr = calloc((size_t)B + 1, 4);
+  for (int i = 0; i < B; ++i) {
+    qo_indptr[i + 1] = qo_indptr[i] + c->qo_len[i];
+    kv_indptr[i + 1] = kv_indptr[i] + c->kv_len[i];
+    mask_indptr[i + 1] = mask_indptr[i] + c->qo_len[i] * c->kv_len[i];
+  }
+  const int64_t nnz_qo = qo_indptr[B], nnz_kv = kv_indptr[B];
+
+  fi_attention_params prm = fi_attention_params_default(Hq, Hk, hd);
+  prm.q_dtype = c->q_dtype;
+  prm.kv_dtype = c->kv_dtype;
+  prm.mask_mode = c->mask;
+  prm.pos_encoding = c->pos;
+  prm.window_left = c->window_left;
+  prm.logits_soft_cap = c->soft_cap;
+  prm.sm_scale = c->sm_scale;
+  prm.k_scale = c->k_scale;
+  prm.v_scale = c->v_scale;
+  prm.fixed_split_size = c->fixed_split;
+  prm.page_size = c->paged ? c->page_size : 1;
+  if (c->pos == FI_POS_ROPE_LLAMA) {
+    prm.rope_scale = 1.f + (float)(rnd() % 4) * 0.5f;
+    prm.rope_theta = (rnd() & 1) ? 1e4f : 5e5f;
+  }
+
+  /* Inputs. */
+  uint16_t *q = malloc((size_t)nnz_qo * Hq * hd * qb);
+  fill_random(q, c->q_dtype, (size_t)nnz_qo * Hq * hd);
+  int64_t q_shape[3] = {nnz_qo, Hq, hd};
+
+  /* Paged: a shuffled page pool with spare pages; ragged: packed k, v. */
+  int32_t *page_indptr = calloc((size_t)B + 1, 4), *last_len = calloc((size_t)B + 1, 4);
+  int32_t num_pages = 0, *indices = NULL;
+  void *kbuf = NULL, *vbuf = NULL;
+  size_t kv_elems = 0;
+  int64_t kv_shape[4];
+  if (c->paged) {
+    for (int i = 0; i < B; ++i) {
+      int np = (c->kv_len[i] + c->page_size - 1) / c->page_size;
+      page_indptr[i + 1] = page_indptr[i] + np;
+      last_len[i] = np ? c->kv_len[i] - (np - 1) * c->page_size : 1;
+    }
+    num_pages = page_indptr[B] + rint_in(0, 3);
+    int32_t *perm = malloc((size_t)num_pages * 4 + 4);
+    for (int i = 0; i < num_pages; ++i) perm[i] = i;
+    for (int i = num_pages - 1; i > 0; --i) {
+      int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
+      perm[i] = perm[j];
+      perm[j] = t;
+    }
+    indices = malloc((size_t)page_indptr[B] * 4 + 4);
+    for (int i = 0; i < page_indptr[B]; ++i) indices[i] = perm[i];
+    free(perm);
+    if (c->layout == FI_LAYOUT_NHD) {
+      kv_shape[0] = num_pages; kv_shape[1] = c->page_size; kv_shape[2] = Hk; kv_shape[3] = hd;
+    } else {
+      kv_shape[0] = num_pages; kv_shape[1] = Hk; kv_shape[2] = c->page_size; kv_shape[3] = hd;
+    }
+    kv_elems = (size_t)num_pages * c->page_size * Hk * hd;
+  } else {
+    kv_elems = (size_t)nnz_kv * Hk * hd;
+  }
+  kbuf = malloc(kv_elems * kvb + 16);
+  vbuf = malloc(kv_elems * kvb + 16);
+  fill_random(kbuf, c->kv_dtype, kv_elems);
+  fill_random(vbuf, c->kv_dtype, kv_elems);
+
+  size_t mask_bytes = ((size_t)mask_indptr[B] + 7) / 8 + 1;
+  uint8_t *mask_bits = malloc(mask_bytes);
+  {
+    uint32_t density = rnd() % 4; /* 25%..100% ones-ish */
+    for (size_t i = 0; i < mask_bytes; ++i) {
+      uint8_t b = (uint8_t)rnd();
+      for (uint32_t d = 0; d < density; ++d) b |= (uint8_t)rnd();
+      mask_bits[i] = b;
+    }
+  }
+
+  /* Plans. */
+  fi_page_table hpages = {page_indptr, indices, last_len};
+  fi_custom_mask hmask = {mask_bits, mask_indptr};
+  const fi_custom_mask *hmask_p = c->mask == FI_MASK_CUSTOM ? &hmask : NULL;
+  const fi_tiles *forced = c->force_tiles ? &c->tiles : NULL;
+  size_t ws_h = 0, ws_d = 0;
+  fi_status s;
+  if ((s = fi_prefill_workspace_size(host, &prm, B, nnz_qo, &ws_h)) ||
+      (s = fi_prefill_workspace_size(cuda, &prm, B, nnz_qo, &ws_d))) {
+    fprintf(stderr, "config %d: workspace size: %s\n", idx, fi_last_error(s ? cuda : host));
+    return 1;
+  }
+  void *wh = malloc(ws_h + 16), *wd = dmalloc(ws_d);
+  fi_plan ph, pd;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (c->paged) {
+      s = fi_paged_prefill_plan(host, &prm, B, qo_indptr, &hpages, num_pages, hmask_p, NULL, wh, ws_h, &ph);
+      if (s == FI_SUCCESS)
+        s = fi_paged_prefill_plan(cuda, &prm, B, qo_indptr, &hpages, num_pages, hmask_p, forced, wd, ws_d, &pd);
+    } else {
+      s = fi_ragged_prefill_plan(host, &prm, B, qo_indptr, kv_indptr, hmask_p, NULL, wh, ws_h, &ph);
+      if (s == FI_SUCCESS)
+        s = fi_ragged_prefill_plan(cuda, &prm, B, qo_indptr, kv_indptr, hmask_p, forced, wd, ws_d, &pd);
+    }
+    /* A fixed split of many query rows can need more partial rows than the workspace
+     * budget holds (a documented plan error): then let the planner choose. */
+    if (s == FI_ERROR_WORKSPACE_TOO_SMALL && prm.fixed_split_size > 0) {
+      prm.fixed_split_size = c->fixed_split = 0;
+      continue;
+    }
+    break;
+  }
+  char desc[1024];
+  if (s) {
+    describe(c, desc, sizeof desc);
+    fprintf(stderr, "config %d: plan failed: host: %s cuda: %s\n  %s\n", idx, fi_last_error(host),
+            fi_last_error(cuda), desc);
+    return 1;
+  }
+  c->tiles = pd.tiles;
+
+  /* Host run. */
+  fi_tensor tq = fi_tensor_contiguous(q, c->q_dtype, 3, q_shape);
+  void *oh = malloc((size_t)nnz_qo * Hq * hd * qb);
+  float *lh = malloc((size_t)nnz_qo * Hq * 4 + 4);
+  fi_tensor toh = fi_tensor_contiguous(oh, c->q_dtype, 3, q_shape);
+  int64_t lse_shape[2] = {nnz_qo, Hq};
+  fi_tensor tlh = fi_tensor_contiguous(lh, FI_DTYPE_F32, 2, lse_shape);
+  int64_t rk_shape[3] = {nnz_kv, Hk, hd};
+  if (c->paged) {
+    fi_paged_kv_cache kv = {fi_tensor_contiguous(kbuf, c->kv_dtype, 4, kv_shape),
+                            fi_tensor_contiguous(vbuf, c->kv_dtype, 4, kv_shape), c->layout};
+    s = fi_paged_prefill_run(host, &ph, &tq, qo_indptr, &kv, &hpages, hmask_p, &toh,
+                             c->with_lse ? &tlh : NULL);
+  } else {
+    fi_tensor tk = fi_tensor_contiguous(kbuf, c->kv_dtype, 3, rk_shape);
+    fi_tensor tv = fi_tensor_contiguous(vbuf, c->kv_dtype, 3, rk_shape);
+    s = fi_ragged_prefill_run(host, &ph, &tq, &tk, &tv, qo_indptr, kv_indptr, hmask_p, &toh,
+                              c->with_lse ? &tlh : NULL);
+  }
+  if (s) { fprintf(stderr, "config %d: host run: %s\n", idx, fi_last_error(host)); return 1; }
+
+  /* CUDA run on poisoned outputs. */
+  void *dq = dcopy(q, (size_t)nnz_qo * Hq * hd * qb);
+  void *dk = dcopy(kbuf, kv_elems * kvb), *dv = dcopy(vbuf, kv_elems * kvb);
+  int32_t *dqo = dcopy(qo_indptr, (size_t)(B + 1) * 4), *dkv = dcopy(kv_indptr, (size_t)(B + 1) * 4);
+  int32_t *dpi = dcopy(page_indptr, (size_t)(B + 1) * 4), *dll = dcopy(last_len, (size_t)(B + 1) * 4);
+  int32_t *dind = dcopy(indices ? indices : page_indptr, indices ? (size_t)page_indptr[B] * 4 + 4 : 4);
+  uint8_t *dmb = dcopy(mask_bits, mask_bytes);
+  int32_t *dmi = dcopy(mask_indptr, (size_t)(B + 1) * 4);
+  void *dout = dmalloc((size_t)nnz_qo * Hq * hd * qb);
+  float *dlse = dmalloc((size_t)nnz_qo * Hq * 4 + 4);
+  CK(cudaMemset(dout, 0xff, (size_t)nnz_qo * Hq * hd * qb)); /* NaN in f16 and bf16 */
+  CK(cudaMemset(dlse, 0xff, (size_t)nnz_qo * Hq * 4 + 4));   /* NaN in f32 */
+  fi_tensor dtq = fi_tensor_contiguous(dq, c->q_dtype, 3, q_shape);
+  fi_tensor dto = fi_tensor_contiguous(dout, c->q_dtype, 3, q_shape);
+  fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lse_shape);
+  fi_custom_mask dmask = {dmb, dmi};
+  const fi_custom_mask *dmask_p = c->mask == FI_MASK_CUSTOM ? &dmask : NULL;
+  if (c->paged) {
+    fi_page_table dpages = {dpi, dind, dll};
+    fi_paged_kv_cache kv = {fi_tensor_contiguous(dk, c->kv_dtype, 4, kv_shape),
+                            fi_tensor_contiguous(dv, c->kv_dtype, 4, kv_shape), c->layout};
+    s = fi_paged_prefill_run(cuda, &pd, &dtq, dqo, &kv, &dpages, dmask_p, &dto,
+                             c->with_lse ? &dtl : NULL);
+  } else {
+    fi_tensor tk = fi_tensor_contiguous(dk, c->kv_dtype, 3, rk_shape);
+    fi_tensor tv = fi_tensor_contiguous(dv, c->kv_dtype, 3, rk_shape);
+    s = fi_ragged_prefill_run(cuda, &pd, &dtq, &tk, &tv, dqo, dkv, dmask_p, &dto,
+                              c->with_lse ? &dtl : NULL);
+  }
+  describe(c, desc, sizeof desc);
+  if (s) { fprintf(stderr, "config %d: cuda run: %s\n  %s\n", idx, fi_last_error(cuda), desc); return 1; }
+  CK(cudaDeviceSynchronize());
+  void *od = malloc((size_t)nnz_qo * Hq * hd * qb);
+  float *ld = malloc((size_t)nnz_qo * Hq * 4 + 4);
+  CK(cudaMemcpy(od, dout, (size_t)nnz_qo * Hq * hd * qb, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(ld, dlse, (size_t)nnz_qo * Hq * 4, cudaMemcpyDeviceToHost));
+
+  /* Compare every element. */
+  const size_t n = (size_t)nnz_qo * Hq * hd;
+  const double rtol = c->q_dtype == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
+  double maxref = 0, num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double r = load_elem(oh, c->q_dtype, i);
+    if (fabs(r) > maxref) maxref = fabs(r);
+  }
+  const double atol = rtol * (maxref > 0 ? maxref : 1.0);
+  size_t bad = 0, first_bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double r = load_elem(oh, c->q_dtype, i), g = load_elem(od, c->q_dtype, i);
+    num += (g - r) * (g - r);
+    den += r * r;
+    if (!(fabs(g - r) <= atol + rtol * fabs(r))) {
+      if (!bad) first_bad = i;
+      ++bad;
+    }
+  }
+  double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+  size_t lbad = 0, first_lbad = 0;
+  if (c->with_lse) {
+    for (size_t i = 0; i < (size_t)nnz_qo * Hq; ++i) {
+      double r = lh[i], g = ld[i];
+      int ok = (isinf(r) && r < 0) ? (isinf(g) && g < 0) : fabs(g - r) <= 1e-2 * (1 + fabs(r));
+      if (!ok) {
+        if (!lbad) first_lbad = i;
+        ++lbad;
+      }
+    }
+  }
+  int fail = bad > 0 || lbad > 0 || !(rel <= rtol);
+  if (fail) {
+    fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu elements off (first %zu: gpu %g host %g), rel %.3g; lse: %zu off",
+            idx, desc, bad, n, first_bad, bad ? load_elem(od, c->q_dtype, first_bad) : 0.0,
+            bad ? load_elem(oh, c->q_dtype, first_bad) : 0.0, rel, lbad);
+    if (lbad) fprintf(stderr, " (first %zu: gpu %g host %g)", first_lbad, ld[first_lbad], lh[first_lbad]);
+    fprintf(stderr, "\n");
+  } else if (getenv("FI_TEST_VERBOSE")) {
+    printf("ok config %d: rel %.2e  %s\n", idx, rel, desc);
+  }
+
+  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dqo); cudaFree(dkv); cudaFree(dpi);
+  cudaFree(dll); cudaFree(dind); cudaFree(dmb); cudaFree(dmi); cudaFree(dout); cudaFree(dlse);
+  cudaFree(wd);
+  free(wh); free(q); free(kbuf); free(vbuf); free(mask_bits); free(oh); free(lh); free(od);
+  free(ld); free(qo_indptr); free(kv_indptr); free(mask_indptr); free(page_indptr);
+  free(last_len); free(indices);
+  return fail;
+}
+
+/* Draws config number i; about a sixth of the configs exercise one feature alone, the rest
+ * combine them at random. */
+static void draw_config(config *c, int i) {
+  static int qo_buf[64], kv_buf[64];
+  memset(c, 0, sizeof *c);
+  c->qo_len = qo_buf;
+  c->kv_len = kv_buf;
+  c->paged = rnd() & 1;
+  c->q_dtype = (rnd() & 1) ? FI_DTYPE_BF16 : FI_DTYPE_F16;
+  uint32_t kvr = rnd() % 8;
+  c->kv_dtype = kvr == 0 ? FI_DTYPE_E4M3 : kvr == 1 ? FI_DTYPE_E5M2 : c->q_dtype;
+  static const int hds[] = {64, 128, 128, 128, 256};
+  c->hd = hds[rnd() % 5];
+  static const int heads[][2] = {{1, 1}, {4, 4}, {4, 1}, {8, 2}, {8, 1}, {6, 2}, {32, 8}, {16, 2}, {12, 4}};
+  int hsel = (int)(rnd() % 9);
+  c->qo_heads = heads[hsel][0];
+  c->kv_heads = heads[hsel][1];
+  c->layout = (rnd() & 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
+  static const int pss[] = {1, 3, 8, 16, 16, 16, 32, 64, 100, 256, 1024};
+  c->page_size = pss[rnd() % 11];
+  c->k_scale = c->kv_dtype == c->q_dtype ? 1.f : 0.25f + 0.5f * (float)(rnd() % 4);
+  c->v_scale = c->kv_dtype == c->q_dtype ? 1.f : 0.5f + 0.25f * (float)(rnd() % 4);
+  c->sm_scale = (rnd() & 1) ? 1.f / sqrtf((float)c->hd) : 0.02f + 0.1f * rfloat() * rfloat();
+  c->window_left = -1;
+  c->fixed_split = 0;
+  int solo = i % 6 == 0 ? (int)(rnd() % 7) : -1; /* one feature alone */
+  if (solo >= 0) {
+    c->mask = solo == 0 ? FI_MASK_CAUSAL : solo == 1 ? FI_MASK_CUSTOM : FI_MASK_NONE;
+    c->pos = solo == 2 ? FI_POS_ROPE_LLAMA : solo == 3 ? FI_POS_ALIBI : FI_POS_NONE;
+    c->soft_cap = solo == 4 ? 5.f + 20.f * (float)(rnd() % 3) : 0.f;
+    c->with_lse = solo == 5 || (rnd() & 1);
+  } else {
+    uint32_t m = rnd() % 3;
+    c->mask = m == 0 ? FI_MASK_NONE : m == 1 ? FI_MASK_CAUSAL : FI_MASK_CUSTOM;
+    uint32_t pe = rnd() % 4;
+    c->pos = pe == 1 ? FI_POS_ROPE_LLAMA : pe == 2 ? FI_POS_ALIBI : FI_POS_NONE;
+    c->soft_cap = rnd() % 3 == 0 ? 10.f + 20.f * rfloat() * rfloat() : 0.f;
+    c->with_lse = rnd() & 1;
+    uint32_t sp = rnd() % 4;
+    c->fixed_split = sp == 0 ? -1 : sp == 1 ? 64 + (int)(rnd() % 1000) : 0;
+  }
+  /* Lengths: mostly short/medium, a few long (the host oracle's cost bounds them). */
+  uint32_t lk = rnd() % 10;
+  int maxlen = lk < 5 ? 64 : lk < 8 ? 512 : lk < 9 ? 2048 : 8192;
+  const char *cap_env = getenv("FI_TEST_MAXLEN"); /* short runs under compute-sanitizer */
+  if (cap_env && atoi(cap_env) > 0 && maxlen > atoi(cap_env)) maxlen = atoi(cap_env);
+  c->batch = maxlen >= 2048 ? rint_in(1, 2) : rint_in(1, 8);
+  if (maxlen == 8192) { c->qo_heads = c->qo_heads > 4 ? 4 : c->qo_heads; if (c->qo_heads % c->kv_heads) c->kv_heads = 1; c->hd = c->hd > 128 ? 128 : c->hd; }
+  for (int b = 0; b < c->batch; ++b) {
+    int kv = rint_in(1, maxlen);
+    int qo = (rnd() % 3 == 0) ? kv : rint_in(1, kv);
+    if (maxlen == 8192 && rnd() % 2) qo = rint_in(1, 256); /* long KV, short append */
+    c->qo_len[b] = qo;
+    c->kv_len[b] = kv;
+  }
+  if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
+  c->force_tiles = rnd() % 3 == 0;
+  if (c->force_tiles) {
+    int t = (int)(rnd() % 11);
+    c->tiles.q_tile = tile_list[t][0];
+    c->tiles.kv_tile = tile_list[t][1];
+    c->tiles.split_kv = rnd() & 1;
+    c->tiles.cores = FI_CORES_TENSOR;
+  }
+}
+
+int main(void) {
+  if (!fi_cuda_available()) {
+    printf("test_prefill_gpu: no CUDA device (or CUDA backend not built): skipped\n");
+    return 77;
+  }
+  const char *seed = getenv("FI_TEST_SEED"), *count = getenv("FI_TEST_CONFIGS");
+  if (seed) rng_state ^= strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull;
+  int num = count ? atoi(count) : 240;
+  fi_context *host = NULL, *cuda = NULL;
+  if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
+    fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
+    return 1;
+  }
+  int failures = 0, tile_seen[11] = {0};
+  for (int i = 0; i < num; ++i) {
+    config c;
+    draw_config(&c, i);
+    failures += run_config(host, cuda, &c, i) != 0;
+    for (int t = 0; t < 11; ++t)
+      if (c.tiles.q_tile == tile_list[t][0] && c.tiles.kv_tile == tile_list[t][1]) tile_seen[t]++;
+  }
+  printf("test_prefill_gpu: %d configs, %d failed; tiles run:", num, failures);
+  for (int t = 0; t < 11; ++t) printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
+  printf("\n");
+
+  /* Unsupported shapes fail at plan with a message, never run. */
+  {
+    fi_attention_params prm = fi_attention_params_default(4, 4, 96);
+    int32_t ind[2] = {0, 16};
+    fi_plan pl;
+    size_t ws = 0;
+    fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
+    void *w = dmalloc(ws);
+    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, NULL, w, ws, &pl);
+    if (s != FI_ERROR_UNSUPPORTED) {
+      fprintf(stderr, "FAIL: head_dim 96 planned with status %s (expected unsupported)\n",
+              fi_status_string(s));
+      ++failures;
+    } else {
+      printf("head_dim 96 refused: %s\n", fi_last_error(cuda));
+    }
+    cudaFree(w);
+  }
+  fi_context_destroy(host);
+  fi_context_destroy(cuda);
+  return failures ? 1 : 0;
+}
