@@ -87,6 +87,14 @@ void *fi_rt_alloc(size_t bytes) {
   fi_context *ctx = context_or_report("fi_rt_alloc");
   if (!ctx) return NULL;
   void *p = backend_alloc(ctx, bytes, 1);
+  /* Tests poison what compiled code allocates, so that an output the code fails to
+   * write shows up as NaN. */
+  static int poison = -1;
+  if (poison < 0) {
+    const char *env = getenv("FI_RT_POISON");
+    poison = env && env[0] == '1';
+  }
+  if (p && poison && fi_context_backend(ctx) == FI_BACKEND_HOST) memset(p, 0xff, bytes);
   if (!p) {
     char msg[128];
     snprintf(msg, sizeof(msg), "could not allocate %zu bytes", bytes);
@@ -140,6 +148,33 @@ static void after_run(const char *op, fi_context *ctx) {
 
 static long workspace_allocations = 0;
 long fi_rt_workspace_allocations(void) { return workspace_allocations; }
+
+/* ---------------------------------------------------------------- plan log -------- */
+
+enum { PLAN_LOG_MAX = 64 };
+static fi_op_family plan_log_families[PLAN_LOG_MAX];
+static fi_tiles plan_log_tiles[PLAN_LOG_MAX];
+static int plan_log_count = 0;
+
+static void log_plan(const fi_plan *plan) {
+  if (plan_log_count < PLAN_LOG_MAX) {
+    plan_log_families[plan_log_count] = plan->family;
+    plan_log_tiles[plan_log_count] = plan->tiles;
+  }
+  ++plan_log_count;
+}
+
+int fi_rt_plan_log(fi_op_family *families, fi_tiles *tiles, int max) {
+  int n = plan_log_count < max ? plan_log_count : max;
+  if (n > PLAN_LOG_MAX) n = PLAN_LOG_MAX;
+  for (int i = 0; i < n; ++i) {
+    if (families) families[i] = plan_log_families[i];
+    if (tiles) tiles[i] = plan_log_tiles[i];
+  }
+  return plan_log_count;
+}
+
+void fi_rt_plan_log_reset(void) { plan_log_count = 0; }
 
 /* -------------------------------------------------------------- descriptors ------- */
 
@@ -315,6 +350,7 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
     return;
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
+  log_plan(&r->plan);
 }
 
 void _mlir_ciface_fi_rt_paged_prefill_plan(
@@ -362,6 +398,7 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
     return;
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
+  log_plan(&r->plan);
 }
 
 void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indptr,
@@ -403,6 +440,7 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
                                              r->workspace, r->workspace_bytes, &r->plan)))
     return;
   r->valid = 1;
+  log_plan(&r->plan);
 }
 
 void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
@@ -429,6 +467,7 @@ void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
                                               (int32_t)num_pages, &r->plan)))
     return;
   r->valid = 1;
+  log_plan(&r->plan);
 }
 
 /* -------------------------------------------------------------------- runs -------- */

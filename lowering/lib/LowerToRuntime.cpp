@@ -447,11 +447,12 @@ LogicalResult Lowerer::run() {
     if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
       needPlan.push_back(op);
   });
+  NumPagesCache numPages;
   for (Operation *op : needPlan) {
     if (op->getNumResults() != 0)
       return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                   "run one-shot-bufferize first (or use fi-to-llvm)";
-    materializePlan(b, op);
+    materializePlan(b, op, &numPages);
   }
 
   SmallVector<Operation *> plans, runs;

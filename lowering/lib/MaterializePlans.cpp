@@ -9,6 +9,8 @@
 
 #include "FiOpInfo.h"
 
+#include "mlir/IR/Dominance.h"
+
 namespace mlir {
 namespace fi {
 #define GEN_PASS_DEF_FIMATERIALIZEPLANS
@@ -69,20 +71,39 @@ Value dim0(OpBuilder &b, Location loc, Value v) {
 
 IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
 
+/// The page count for a plan of `op` over page table (indptr, indices, last): the one
+/// already made for this page table if it dominates `op`, else dim 0 of `cache` placed
+/// right after `cache`'s definition (so that it dominates every later layer).
+Value numPagesFor(OpBuilder &b, Operation *op, Value indptr, Value indices, Value last,
+                  Value cache, NumPagesCache *known) {
+  auto key = std::make_tuple(indptr, indices, last);
+  if (known) {
+    auto it = known->find(key);
+    if (it != known->end() && DominanceInfo(op).properlyDominates(it->second, op))
+      return it->second;
+  }
+  OpBuilder::InsertionGuard guard(b);
+  setEarliestInsertionPoint(b, op, {cache});
+  Value n = dim0(b, op->getLoc(), cache);
+  if (known)
+    (*known)[key] = n;
+  return n;
+}
+
 } // namespace
 
-Value mlir::fi::materializePlan(OpBuilder &b, Operation *op) {
+Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *known) {
   OpBuilder::InsertionGuard guard(b);
   Location loc = op->getLoc();
   MLIRContext *ctx = op->getContext();
   if (auto append = dyn_cast<AppendPagedKvOp>(op)) {
     if (append.getPlan())
       return append.getPlan();
+    Value numPages = numPagesFor(b, op, append.getKvIndptr(), append.getKvIndices(),
+                                 append.getKvLastPageLen(), append.getKCache(), known);
     setEarliestInsertionPoint(b, op,
                               {append.getAppendIndptr(), append.getKvIndptr(),
-                               append.getKvIndices(), append.getKvLastPageLen(),
-                               append.getKCache()});
-    Value numPages = dim0(b, loc, append.getKCache());
+                               append.getKvIndices(), append.getKvLastPageLen(), numPages});
     auto plan = AppendPlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::append),
                                      append.getAppendIndptr(), append.getKvIndptr(),
                                      append.getKvIndices(), append.getKvLastPageLen(),
@@ -99,9 +120,10 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op) {
   TypeAttr qType = TypeAttr::get(info->qType), kvType = TypeAttr::get(info->kvType);
   Value plan;
   if (auto d = dyn_cast<PagedDecodeOp>(op)) {
+    Value numPages = numPagesFor(b, op, d.getKvIndptr(), d.getKvIndices(),
+                                 d.getKvLastPageLen(), d.getK(), known);
     setEarliestInsertionPoint(b, op,
-                              {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(), d.getK()});
-    Value numPages = dim0(b, loc, d.getK());
+                              {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(), numPages});
     plan = DecodePlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::decode),
                                 d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(),
                                 numPages, d.getBsr(), i64(b, info->qoHeads),
@@ -109,12 +131,13 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op) {
                                 info->tiles);
     d.getPlanMutable().assign(plan);
   } else if (auto p = dyn_cast<PagedPrefillOp>(op)) {
+    Value numPages = numPagesFor(b, op, p.getKvIndptr(), p.getKvIndices(),
+                                 p.getKvLastPageLen(), p.getK(), known);
     SmallVector<Value> deps = {p.getQoIndptr(), p.getKvIndptr(), p.getKvIndices(),
-                               p.getKvLastPageLen(), p.getK()};
+                               p.getKvLastPageLen(), numPages};
     if (p.getMaskIndptr())
       deps.push_back(p.getMaskIndptr());
     setEarliestInsertionPoint(b, op, deps);
-    Value numPages = dim0(b, loc, p.getK());
     plan = PagedPrefillPlanOp::create(
         b, loc, PlanType::get(ctx, PlanFamily::paged_prefill), p.getQoIndptr(),
         p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen(), p.getMaskIndptr(), numPages,
@@ -148,8 +171,9 @@ struct FiMaterializePlansPass
         ops.push_back(op);
     });
     OpBuilder b(&getContext());
+    NumPagesCache numPages;
     for (Operation *op : ops)
-      materializePlan(b, op);
+      materializePlan(b, op, &numPages);
   }
 };
 } // namespace

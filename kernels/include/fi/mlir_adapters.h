@@ -56,7 +56,9 @@ fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler);
 
 /* Memory for the buffers of compiled functions that the default context's backend can
  * read: 256-byte aligned host memory on the host backend, managed memory on CUDA.
- * Returns NULL (and reports through the handler) on failure. */
+ * Returns NULL (and reports through the handler) on failure. With the environment
+ * variable FI_RT_POISON=1 (tests), host allocations are filled with 0xff bytes (NaN in
+ * every float type), so an output compiled code fails to write is caught. */
 void *fi_rt_alloc(size_t bytes);
 void fi_rt_free(void *ptr);
 /* Waits for the work launched by compiled code (CUDA); nothing on the host backend. */
@@ -65,6 +67,14 @@ void fi_rt_synchronize(void);
 /* Number of workspace (re)allocations the plan adapters have made so far; a program
  * can check that its steady-state steps make none. */
 long fi_rt_workspace_allocations(void);
+
+/* The plans compiled code made since the last reset, in order (at most 64 are kept):
+ * their op family and the tiles the runtime used (the compile-time choice, or the plan
+ * step's where the op left it to plan time). For tests that call the runtime directly
+ * with the same variant, and for reports of what ran. Returns the number of plans made
+ * (which may exceed `max`); fills min(count, max) entries. */
+int fi_rt_plan_log(fi_op_family *families, fi_tiles *tiles, int max);
+void fi_rt_plan_log_reset(void);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <tuple>
 
 #include <memory>
 #include <string>
@@ -49,9 +52,15 @@ void buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &options);
 /// Registers the fi passes and the `fi-to-llvm` pipeline with the global registry.
 void registerFiPasses();
 
+/// Page counts already materialized per page table (kv_indptr, kv_indices,
+/// kv_last_page_len): the layers of a step share one page table, so their plans take the
+/// page count of the first layer's cache and fold into one plan under CSE. (The runtime
+/// checks at run that every layer's cache has that many pages.)
+using NumPagesCache = llvm::DenseMap<std::tuple<Value, Value, Value>, Value>;
+
 /// Inserts the plan op of `op` (an fi op with an optional plan operand but none given)
 /// and sets it as the op's plan. Returns the plan value, or null for ops without plans.
-Value materializePlan(OpBuilder &builder, Operation *op);
+Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages = nullptr);
 
 } // namespace fi
 } // namespace mlir

@@ -1,0 +1,199 @@
+/* test/E2E/drivers/e2e.h -- shared pieces of the end-to-end drivers: memref descriptors
+ * for the C interface of compiled functions, random ragged problems, and the comparison
+ * of a compiled function's result with the runtime called directly.
+ *
+ * The drivers run with FI_RT_POISON=1 semantics forced on (see main of each driver), so
+ * every buffer compiled code allocates starts as NaN; buffers of the direct runtime call
+ * are poisoned here. Comparisons are bit-for-bit, falling back to |got - want| <= 1e-6 *
+ * max(1, |want|) per element (only ever needed for reassociated fp32 sums). */
+#ifndef FI_E2E_H
+#define _POSIX_C_SOURCE 200809L
+#define FI_E2E_H
+
+#include <stdlib.h>
+
+#include "fi/mlir_adapters.h"
+#include "test_util.h"
+
+#define FI_MEMREF_T(r)                                                                     \
+  typedef struct memref##r {                                                               \
+    void *allocated;                                                                       \
+    void *aligned;                                                                         \
+    int64_t offset;                                                                        \
+    int64_t sizes[r];                                                                      \
+    int64_t strides[r];                                                                    \
+  } memref##r;
+FI_MEMREF_T(1)
+FI_MEMREF_T(2)
+FI_MEMREF_T(3)
+FI_MEMREF_T(4)
+FI_MEMREF_T(5)
+
+/* A contiguous row-major descriptor of `rank` dims over `data` (any memrefN*). */
+static inline void mr_init(void *desc, int rank, void *data, const int64_t *shape) {
+  void **p = (void **)desc;
+  p[0] = data;
+  p[1] = data;
+  int64_t *d = (int64_t *)(p + 2);
+  d[0] = 0;
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    d[1 + i] = shape[i];
+    d[1 + rank + i] = stride;
+    stride *= shape[i];
+  }
+}
+
+static inline int64_t numel(int rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= shape[i];
+  return n;
+}
+
+/* A buffer the default context's backend can read (managed memory on CUDA). */
+static inline void *e2e_alloc(size_t bytes) {
+  void *p = fi_rt_alloc(bytes ? bytes : 1);
+  if (!p) {
+    fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+    exit(2);
+  }
+  return p;
+}
+
+static inline void *random_tensor(rng *r, fi_dtype dtype, int64_t n, double lo, double hi) {
+  void *p = e2e_alloc((size_t)n * fi_dtype_size(dtype));
+  fill_random(p, dtype, n, r, lo, hi);
+  return p;
+}
+
+static inline void *poisoned_tensor(fi_dtype dtype, int64_t n) {
+  size_t bytes = (size_t)n * fi_dtype_size(dtype);
+  void *p = e2e_alloc(bytes);
+  poison(p, bytes);
+  return p;
+}
+
+/* A random paged KV page table: request i gets kv_len[i] tokens (0 allowed when
+ * allow_empty) on distinct random pages out of num_pages (a few spare pages too). */
+typedef struct pages_t {
+  int32_t batch, page_size, num_pages;
+  int32_t *indptr, *indices, *last;
+  int64_t *kv_len;
+  int64_t total_kv;
+} pages_t;
+
+static inline void make_pages(rng *r, pages_t *pg, int32_t batch, int32_t page_size,
+                              int64_t min_kv, int64_t max_kv, int allow_empty) {
+  pg->batch = batch;
+  pg->page_size = page_size;
+  pg->kv_len = (int64_t *)xmalloc(sizeof(int64_t) * (size_t)(batch ? batch : 1));
+  pg->indptr = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch + 1));
+  pg->last = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch ? batch : 1));
+  int64_t used = 0;
+  pg->total_kv = 0;
+  pg->indptr[0] = 0;
+  for (int32_t i = 0; i < batch; ++i) {
+    int64_t len = rng_int(r, min_kv, max_kv);
+    if (allow_empty && rng_int(r, 0, 7) == 0) len = 0;
+    pg->kv_len[i] = len;
+    pg->total_kv += len;
+    int64_t pages = (len + page_size - 1) / page_size;
+    used += pages;
+    pg->indptr[i + 1] = (int32_t)used;
+    pg->last[i] = pages ? (int32_t)(len - (pages - 1) * page_size) : 1;
+  }
+  pg->num_pages = (int32_t)(used + rng_int(r, 1, 4));
+  int32_t *perm = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)pg->num_pages);
+  for (int32_t i = 0; i < pg->num_pages; ++i) perm[i] = i;
+  for (int32_t i = pg->num_pages - 1; i > 0; --i) {
+    int32_t j = (int32_t)rng_int(r, 0, i);
+    int32_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  pg->indices = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(used ? used : 1));
+  memcpy(pg->indices, perm, sizeof(int32_t) * (size_t)used);
+  free(perm);
+}
+
+static inline void free_pages(pages_t *pg) {
+  free(pg->kv_len);
+  fi_rt_free(pg->indptr);
+  fi_rt_free(pg->indices);
+  fi_rt_free(pg->last);
+}
+
+/* A random ragged indptr of `batch` segments with lengths in [lo, hi]. */
+static inline int32_t *random_indptr(rng *r, int32_t batch, int64_t lo, int64_t hi,
+                                     int64_t *total) {
+  int32_t *p = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch + 1));
+  p[0] = 0;
+  for (int32_t i = 0; i < batch; ++i) p[i + 1] = p[i] + (int32_t)rng_int(r, lo, hi);
+  *total = p[batch];
+  return p;
+}
+
+/* Counts the elements where got and want differ (bits, then 1e-6 relative); prints the
+ * first few. NaN in got (poison never overwritten) always counts. */
+static inline int64_t compare(const char *what, const void *got, const void *want,
+                              fi_dtype dtype, int64_t n) {
+  size_t es = fi_dtype_size(dtype);
+  int64_t bad = 0, exact = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (memcmp((const char *)got + i * (int64_t)es, (const char *)want + i * (int64_t)es, es) == 0) {
+      float g = fi_load_f32(got, dtype, i);
+      if (g == g) {
+        ++exact;
+        continue;
+      }
+    }
+    float g = fi_load_f32(got, dtype, i), w = fi_load_f32(want, dtype, i);
+    double tol = 1e-6 * (fabs(w) > 1 ? fabs(w) : 1);
+    if (g == g && w == w && fabs((double)g - (double)w) <= tol) continue;
+    if (bad < 5)
+      printf("MISMATCH %s[%lld]: compiled %.9g, runtime %.9g\n", what, (long long)i, g, w);
+    ++bad;
+  }
+  printf("  %s: %lld elements, %lld bit-exact, %lld mismatches\n", what, (long long)n,
+         (long long)exact, (long long)bad);
+  return bad;
+}
+
+/* The tiles of the i-th plan the compiled code made (the runtime's direct call forces
+ * the same variant, so the two compute in the same order). */
+static inline fi_tiles logged_tiles(int i, fi_op_family want) {
+  fi_op_family fam[64];
+  fi_tiles tiles[64];
+  int n = fi_rt_plan_log(fam, tiles, 64);
+  if (i >= n || fam[i] != want) {
+    printf("MISMATCH plan log: %d plans, wanted #%d of family %d\n", n, i, (int)want);
+    exit(1);
+  }
+  return tiles[i];
+}
+
+static inline const char *tiles_str(fi_tiles t, int decode) {
+  static char buf[64];
+  return fi_tiles_name(t, decode, buf, sizeof(buf));
+}
+
+#define CHECK_OK(ctx, expr)                                                                \
+  do {                                                                                     \
+    fi_status s_ = (expr);                                                                 \
+    if (s_ != FI_SUCCESS) {                                                                \
+      printf("FAILED %s: %s: %s\n", #expr, fi_status_string(s_), fi_last_error(ctx));      \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+static inline void e2e_setup(void) {
+  setenv("FI_RT_POISON", "1", 1);
+  fi_context *ctx = fi_default_context();
+  if (!ctx) {
+    printf("FAILED: no default context: %s\n", fi_last_error(NULL));
+    exit(1);
+  }
+  printf("backend: %s\n", fi_context_backend(ctx) == FI_BACKEND_CUDA ? "cuda" : "host");
+}
+
+#endif
