@@ -68,7 +68,7 @@ static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t p
   c.merge = m;
   c.partial = pr;
   c.off_work = FI_ALIGN; /* after the counts header */
-  c.off_merge = align_up((size_t)u * sizeof(fi_work_unit));
+  c.off_merge = c.off_work + align_up((size_t)u * sizeof(fi_work_unit));
   c.off_po = c.off_merge + align_up((size_t)m * sizeof(fi_merge_unit));
   c.off_plse = c.off_po + align_up((size_t)pr * row_o_bytes(p));
   c.total = c.off_plse + align_up((size_t)pr * row_lse_bytes(p));
