@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "fi/runtime.h"
 
@@ -19,6 +20,7 @@ typedef struct fi_bench_ctx {
   double gemm_tflops;       /* cuBLAS fp16 GEMM 8192^3 (fp32 accumulation) */
   char gpu[256];
   const char *filter;       /* only cases whose name contains this (NULL: all) */
+  double last_host_ms;      /* host time per call of the last fi_bench_time_ms */
 } fi_bench_ctx;
 
 /* Median milliseconds of `fn(arg)` over ctx->reps runs after ctx->warmup runs, each run

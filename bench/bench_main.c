@@ -5,9 +5,11 @@
  *
  * Usage: fi_bench [suite ...] [--filter SUBSTRING] [--reps N]
  * Times: CUDA events around each repeat, warm-up first, median of >= 50 repeats. */
+#define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 
@@ -25,12 +27,16 @@ double fi_bench_time_ms(fi_bench_ctx *ctx, void (*fn)(void *), void *arg) {
   int n = ctx->reps;
   cudaEvent_t *ev = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * 2 * (size_t)n);
   for (int i = 0; i < 2 * n; ++i) FI_BENCH_CK(cudaEventCreate(&ev[i]));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int i = 0; i < n; ++i) {
     FI_BENCH_CK(cudaEventRecord(ev[2 * i], ctx->stream));
     fn(arg);
     FI_BENCH_CK(cudaEventRecord(ev[2 * i + 1], ctx->stream));
   }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   FI_BENCH_CK(cudaStreamSynchronize(ctx->stream));
+  ctx->last_host_ms = ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6) / n;
   FI_BENCH_CK(cudaGetLastError());
   double *t = (double *)malloc(sizeof(double) * (size_t)n);
   for (int i = 0; i < n; ++i) {
@@ -52,6 +58,9 @@ int fi_bench_selected(const fi_bench_ctx *ctx, const char *name) {
 
 void fi_bench_row(fi_bench_ctx *ctx, const char *suite, const char *name, const char *variant,
                   double ms, double bytes, double flops) {
+  if (ctx->last_host_ms > 0.7 * ms)
+    fprintf(stderr, "note: %s: host time per call %.1f us vs device %.1f us: the launch "
+            "path may bound this row\n", name, ctx->last_host_ms * 1e3, ms * 1e3);
   double gbps = bytes > 0 ? bytes / (ms * 1e-3) / 1e9 : 0;
   double tflops = flops > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
   printf("| %-8s | %-34s | %-30s | %9.1f | %7.0f | %5.1f%% |", suite, name, variant, ms * 1e3,
@@ -80,6 +89,7 @@ void *fi_bench_random_device(size_t bytes) {
     FI_BENCH_CK(cudaMemcpy((char *)d + off, d, m, cudaMemcpyDeviceToDevice));
   }
   free(h);
+  FI_BENCH_CK(cudaDeviceSynchronize()); /* D2D copies are asynchronous: finish before timing */
   return d;
 }
 

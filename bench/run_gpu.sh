@@ -1,8 +1,9 @@
 #!/bin/bash
 # Device-machine script for the memory-bound family (issue 4): runs the carried binaries
 # (.gpu-carry: libfi_runtime.so, GPU tests, fi_bench built on the dev machine), the GPU
-# tests, compute-sanitizer memcheck/racecheck on small configurations, and the benchmark.
-# Logs go to $OUT. Usage: bash bench/run_gpu.sh [tests|sanitize|bench]...
+# tests, compute-sanitizer memcheck/racecheck on small configurations, the benchmark, and
+# optional extras. Logs: $OUT/tests.log, san.log, bench.log, extra.log.
+# Usage: bash bench/run_gpu.sh [tests|sanitize|bench|ncu|variants]...
 set -o pipefail
 cd "$(dirname "$0")/../.gpu-carry" || exit 1
 export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
@@ -15,20 +16,36 @@ for w in $what; do
     tests)
       for t in test_merge_gpu test_append_gpu test_decode_gpu; do
         start=$(date +%s)
-        ./$t > "$OUT/$t.log" 2>&1
-        echo "$t: rc $? ($(( $(date +%s) - start )) s)"
-        grep -E "configs|graph|plan hd|passed|FAILED|FAIL" "$OUT/$t.log" | head -30
-      done ;;
+        ./$t > "$OUT/cur.log" 2>&1
+        rc=$?
+        cat "$OUT/cur.log" >> "$OUT/tests.log"
+        echo "$t: rc $rc ($(( $(date +%s) - start )) s)"
+        grep -E "configs|graph|plan hd|passed|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -40
+      done
+      rm -f "$OUT/cur.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
         for t in test_merge_gpu test_append_gpu test_decode_gpu; do
           start=$(date +%s)
           FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} compute-sanitizer --tool $tool \
-            --error-exitcode 9 ./$t > "$OUT/san_${tool}_$t.log" 2>&1
-          echo "$tool $t: rc $? ($(( $(date +%s) - start )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$t.log" | tail -1)"
+            --error-exitcode 9 ./$t > "$OUT/cur.log" 2>&1
+          rc=$?
+          cat "$OUT/cur.log" >> "$OUT/san.log"
+          echo "$tool $t: rc $rc ($(( $(date +%s) - start )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
         done
-      done ;;
+      done
+      rm -f "$OUT/cur.log" ;;
     bench)
-      ./fi_bench decode 2>&1 | tee "$OUT/bench.log" ;;
+      ./fi_bench decode 2>&1 | tee -a "$OUT/bench.log" ;;
+    variants)
+      for v in ${VARIANTS:-tc:32 tc:64 tc:128 cc:32 cc:64 cc:128}; do
+        echo "== FI_BENCH_DECODE_TILES=$v"
+        FI_BENCH_DECODE_TILES=$v ./fi_bench decode --filter "decode (" --reps 50 2>&1 | grep "^| decode" | grep -v forced | tee -a "$OUT/extra.log"
+      done ;;
+    ncu)
+      ncu --clock-control none -k regex:"decode|merge" --launch-count 4 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        ./fi_bench decode --filter "(1, 32768, 32, 8)" --reps 50 > "$OUT/ncu.log" 2>&1
+      grep -E "decode_|merge_|Duration|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Dynamic Shared|Stall" "$OUT/ncu.log" | head -60 ;;
   esac
 done

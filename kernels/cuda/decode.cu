@@ -59,6 +59,22 @@ extern "C" fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attentio
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "decode: kv_tile %d has no CUDA variant (16, 32, 64, 128 do)",
                           (int)tiles->kv_tile);
+    // The smallest pipeline (2 stages) of this variant must fit the device.
+    const int tc = tiles->cores == FI_CORES_TENSOR;
+    const int kvb = (int)fi_dtype_size(p->kv_dtype);
+    const int group = p->num_qo_heads / p->num_kv_heads;
+    const bool transform = kvb == 1 || p->pos_encoding == FI_POS_ROPE_LLAMA;
+    size_t need = tc ? fi::decode_tc_smem(p->head_dim, kvb, tiles->kv_tile, 2,
+                                          fi::decode_tc_warps(tiles->kv_tile), transform)
+                     : fi::decode_cc_smem(p->head_dim, kvb, tiles->kv_tile, 2,
+                                          heads_per_cta(group, p->head_dim, tc));
+    if (need > (size_t)ctx->target.smem_per_block)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "decode: the %s variant with kv_tile %d and head_dim %d needs %zu "
+                          "bytes of shared memory; the device allows %d per block: force a "
+                          "smaller kv_tile", tc ? "tensor-core" : "CUDA-core",
+                          (int)tiles->kv_tile, (int)p->head_dim, need,
+                          (int)ctx->target.smem_per_block);
   }
   return FI_SUCCESS;
 }
@@ -133,9 +149,10 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   int grid_x = l.num_work_units > 0 ? l.num_work_units : 1;
   if (grid_x > 65535 * 4) grid_x = 65535 * 4;
   const size_t limit = (size_t)ctx->target.smem_per_block;
-  // Shared-memory budget per CTA: room for 2 tensor-core CTAs of 4 warps (or 4 of fewer
-  // warps), 3 CUDA-core CTAs per SM.
-  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 56 * 1024) : 72 * 1024;
+  // Shared-memory budget per CTA (the deepest pipeline that fits): 2 CTAs per SM for the
+  // 4-warp kernels, 3 for the tensor-core kernel with fewer warps. Memory-bound: what
+  // counts is bytes in flight per SM = CTAs x (stages - 1) x tile bytes.
+  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 75 * 1024) : 100 * 1024;
   if (budget > limit) budget = limit;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16

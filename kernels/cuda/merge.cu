@@ -145,49 +145,84 @@ merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo,
 }
 
 // Split-KV merge of plan merge units: partial rows first + c * rows + r (c in chunk
-// order) -> output row out_row + r. One thread: 8 dims of one head; grid.x strides over
-// the units (count read from the device when given, for graph replays).
+// order) -> output row out_row + r. A block of 128 threads owns one (unit, head): thread
+// (lane, dg) takes dims [8 dg, 8 dg + 8) of chunks lane, lane + L, ... (L = 128 / (D/8)
+// chunk lanes), keeping an online state; the L states then combine in shared memory in
+// lane order (the same plan always sums in the same order: deterministic). grid.x strides
+// over the units (count read from the device when given, for graph replays), grid.y =
+// heads.
 template <typename T>
 __global__ void __launch_bounds__(128)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                       int num_units, const float *po, const float *plse, int heads,
                       int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
                       int64_t lse_sb, int64_t lse_sh) {
-  const int groups = head_dim / 8;
-  const int item = blockIdx.y * blockDim.x + threadIdx.x;
-  if (item >= heads * groups) return;
-  const int h = item / groups, d0 = (item % groups) * 8;
+  __shared__ float red_o[128 * 8];
+  __shared__ float2 red_md[128];
+  const int groups = head_dim / 8;             // 8, 16 or 32 (checked by the caller)
+  const int lanes = blockDim.x / groups;       // chunk lanes
+  const int dg = threadIdx.x % groups, lane = threadIdx.x / groups;
+  const int h = blockIdx.y, d0 = dg * 8;
   const int n_units = device_num_units ? *device_num_units : num_units;
   for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
     const fi_merge_unit mu = units[w];
     for (int r = 0; r < mu.rows; ++r) {
-      float M = -INFINITY;
-      for (int c = 0; c < mu.num_chunks; ++c) {
-        int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
-        M = fmaxf(M, plse[prow * heads + h]);
-      }
-      float sum = 0.f, acc[8];
+      float m = -INFINITY, d = 0.f, acc[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      if (M != -INFINITY) {
-        for (int c = 0; c < mu.num_chunks; ++c) {
-          int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
-          float l = plse[prow * heads + h];
-          float wgt = l == -INFINITY ? 0.f : __expf(l - M);
-          float x[8];
-          vec8<float>::load(po + (prow * heads + h) * head_dim + d0, x);
-          sum += wgt;
+      for (int c0 = lane; c0 < mu.num_chunks; c0 += 4 * lanes) {
+        // up to four chunks per step, their loads issued before use
+        float l[4], x[4][8];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, x[e], acc[e]);
+        for (int j = 0; j < 4; ++j) {
+          int c = c0 + j * lanes;
+          int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
+          l[j] = c < mu.num_chunks ? plse[prow * heads + h] : -INFINITY;
+          if (c < mu.num_chunks) vec8<float>::load(po + (prow * heads + h) * head_dim + d0, x[j]);
+          else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) x[j][e] = 0.f;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (l[j] == -INFINITY) continue;
+          float mn = fmaxf(m, l[j]);
+          float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l[j] - mn);
+          d = d * a + b;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] = acc[e] * a + b * x[j][e];
+          m = mn;
         }
       }
-      float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] *= inv;
-      int64_t row = (int64_t)mu.out_row + r;
-      vec8<T>::store(o + row * o_sb + h * o_sh + d0, acc);
-      if (lse && d0 == 0)
-        lse[row * lse_sb + h * lse_sh] = sum > 0.f ? M + __logf(sum) : -INFINITY;
+      for (int e = 0; e < 8; ++e) red_o[threadIdx.x * 8 + e] = acc[e];
+      red_md[threadIdx.x] = make_float2(m, d);
+      __syncthreads();
+      if (lane == 0) {
+        float M = -INFINITY;
+        for (int k = 0; k < lanes; ++k) M = fmaxf(M, red_md[k * groups + dg].x);
+        float sum = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+        if (M != -INFINITY) {
+          for (int k = 0; k < lanes; ++k) {
+            float2 md = red_md[k * groups + dg];
+            float wgt = md.x == -INFINITY ? 0.f : __expf(md.x - M);
+            sum += md.y * wgt;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, red_o[(k * groups + dg) * 8 + e], acc[e]);
+          }
+        }
+        float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] *= inv;
+        int64_t row = (int64_t)mu.out_row + r;
+        vec8<T>::store(o + row * o_sb + h * o_sh + d0, acc);
+        if (lse && d0 == 0)
+          lse[row * lse_sb + h * lse_sh] = sum > 0.f ? M + __logf(sum) : -INFINITY;
+      }
+      __syncthreads();
     }
   }
 }
@@ -315,15 +350,14 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   fi_plan_layout l = fi_plan_get_layout(plan);
   if (l.num_merge_units == 0 && !device_num_merge_units) return FI_SUCCESS;
   int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
-  if (D % 8 != 0 || !vec8_ok(o, 2))
+  if ((D != 64 && D != 128 && D != 256) || !vec8_ok(o, 2))
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "split-KV merge: o needs a 16-byte aligned base and strides that are "
                         "multiples of 16 bytes");
   cudaStream_t st = fi_cuda_stream(ctx);
-  int items = heads * (D / 8);
   int grid_x = l.num_merge_units > 0 ? l.num_merge_units : 1;
   if (grid_x > 65535) grid_x = 65535;
-  dim3 grid(grid_x, (items + 127) / 128);
+  dim3 grid(grid_x, heads);
   float *lp = lse ? (float *)lse->data : NULL;
   int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
   switch (o->dtype) {
