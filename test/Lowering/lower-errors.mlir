@@ -1,0 +1,54 @@
+// What fi-lower-to-runtime rejects, with messages that name the op and what is supported.
+// RUN: fi-opt %s --split-input-file --verify-diagnostics --fi-lower-to-runtime=backend=cuda
+
+func.func @head_dim_96(%q: memref<?x4x96xf16>, %k: memref<?x16x4x96xf16>, %p: memref<?xi32>,
+    %i: memref<?xi32>, %l: memref<?xi32>, %o: memref<?x4x96xf16>) {
+  // expected-error @below {{'fi.decode_plan' op cannot run on the CUDA backend: head_dim 96 has no CUDA kernel; supported head_dim: 64, 128, 256 (or use the host backend, backend=host)}}
+  fi.paged_decode q(%q : memref<?x4x96xf16>) kv(%k, %k : memref<?x16x4x96xf16>, memref<?x16x4x96xf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x96xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+  return
+}
+
+// -----
+
+func.func @f32_query(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %qo: memref<?xi32>,
+    %kvp: memref<?xi32>, %o: memref<?x4x64xf32>) {
+  // expected-error @below {{'fi.ragged_prefill_plan' op cannot run on the CUDA backend: q has element type 'f32' but the CUDA kernels of fi.ragged_prefill_plan take f16 or bf16 queries; convert q or use the host backend (backend=host)}}
+  fi.ragged_prefill q(%q : memref<?x4x64xf32>) kv(%k, %k : memref<?x4x64xf32>, memref<?x4x64xf32>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf32>)
+  return
+}
+
+// -----
+
+func.func @no_such_prefill_variant(%q: memref<?x4x64xf16>, %k: memref<?x4x64xf16>,
+    %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x64xf16>) {
+  // expected-error @below {{cannot run on the CUDA backend: no CUDA prefill variant for #fi.tiles<q = 128, kv = 128, split_kv = false, cores = tensor>; the prefill kernels use tensor cores with (q, kv) tiles (16,32) (16,64) (16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) (128,32) (128,64)}}
+  fi.ragged_prefill q(%q : memref<?x4x64xf16>) kv(%k, %k : memref<?x4x64xf16>, memref<?x4x64xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
+      {tiles = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = tensor>}
+  return
+}
+
+// -----
+
+func.func @tensor_form(%va: tensor<?x4x16xf32>, %sa: tensor<?x4xf32>) -> tensor<?x4x16xf32> {
+  // expected-error @below {{'fi.merge_state' op is in tensor form; fi-lower-to-runtime needs memrefs: run one-shot-bufferize first (or use fi-to-llvm)}}
+  %r = fi.merge_state a(%va, %sa : tensor<?x4x16xf32>, tensor<?x4xf32>)
+      b(%va, %sa : tensor<?x4x16xf32>, tensor<?x4xf32>) outs(%va : tensor<?x4x16xf32>)
+      -> tensor<?x4x16xf32>
+  return %r : tensor<?x4x16xf32>
+}
+
+// -----
+
+func.func @plan_argument(%plan: !fi.plan<decode>, %q: memref<?x4x64xf16>,
+    %k: memref<?x16x4x64xf16>, %p: memref<?xi32>, %i: memref<?xi32>, %l: memref<?xi32>,
+    %o: memref<?x4x64xf16>) {
+  // expected-error @below {{takes a plan that does not come from an fi plan op of this module (a function argument or a value passed through control flow); make the plan in the function that runs the op}}
+  fi.paged_decode q(%q : memref<?x4x64xf16>) kv(%k, %k : memref<?x16x4x64xf16>, memref<?x16x4x64xf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) plan(%plan : !fi.plan<decode>)
+      outs(%o : memref<?x4x64xf16>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+  return
+}

@@ -1,0 +1,132 @@
+// fi-select-tiles: the runtime's heuristics (kernels/src/heuristics.c, decision table at
+// the top) decide at compile time where shapes are static or hinted; the expected tiles
+// below are worked out by hand from that table.
+// RUN: fi-opt %s --split-input-file --fi-select-tiles | FileCheck %s
+
+// Decode, GQA group 4 (32/8): tensor cores, q tile max(16, 4) = 16. KV tile: 1 warp,
+// regs 32 + 16*(128+kv)/32, smem 16*128*2 + 4*kv*128*2 -> occupancy 6/3/1 blocks for
+// kv 32/64/128 on an H100 -> 32. Batch unknown -> split allowed.
+// CHECK-LABEL: func.func @decode_gqa
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
+func.func @decode_gqa(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %p: tensor<?xi32>, %i: tensor<?xi32>, %l: tensor<?xi32>,
+    %o: tensor<?x32x128xf16>) -> tensor<?x32x128xf16> {
+  %r = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>
+  return %r : tensor<?x32x128xf16>
+}
+
+// -----
+
+// Decode, MHA (group 1): CUDA cores, q tile 1; KV tile: 4 warps, 48 regs, occupancy
+// 40/40/28/12 warps for kv 16/32/64/128 -> ties to the larger -> 32. Static batch 256 and
+// the hint fi.avg_kv_len = 4096: 256 * 8 CTAs fill 132 SMs -> no split.
+// CHECK-LABEL: func.func @decode_mha_static
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = false, cores = cuda>
+func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>,
+    %v: tensor<?x16x8x64xf16>, %p: tensor<257xi32>, %i: tensor<?xi32>, %l: tensor<256xi32>,
+    %o: tensor<256x8x64xf16>) -> tensor<256x8x64xf16> {
+  %r = fi.paged_decode q(%q : tensor<256x8x64xf16>)
+      kv(%k, %v : tensor<?x16x8x64xf16>, tensor<?x16x8x64xf16>)
+      pages(%p, %i, %l : tensor<257xi32>, tensor<?xi32>, tensor<256xi32>)
+      outs(%o : tensor<256x8x64xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 4096 : i64}
+      -> tensor<256x8x64xf16>
+  return %r : tensor<256x8x64xf16>
+}
+
+// -----
+
+// Prefill with static shapes: 512 rows over 4 requests = 128 per request, group 4 ->
+// packed 512 -> q tile 128. KV: regs 160 + kv (kv 128 infeasible), 2 blocks of 4 warps
+// for kv 32 and 64 -> tie -> 64.
+// CHECK-LABEL: func.func @prefill_static
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 64, split_kv = true, cores = tensor>
+func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// The same op on an A100 (#fi.target on the module): 164 KiB of shared memory fits two
+// kv-32 blocks but one kv-64 block -> 32.
+// CHECK-LABEL: func.func @prefill_a100
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 32, split_kv = true, cores = tensor>
+module attributes {fi.target = #fi.target<sm = 80, sm_count = 108, smem = 166912>} {
+func.func @prefill_a100(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+}
+
+// -----
+
+// head_dim 256, 1024 rows in one request, MHA: q tile 128 -> 64 (the 128 x 256 fp32
+// accumulator does not fit); KV 32 (2 blocks) beats 64 (1 block); 128 does not fit.
+// CHECK-LABEL: func.func @ragged_hd256
+// CHECK: fi.ragged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 32, split_kv = true, cores = tensor>
+func.func @ragged_hd256(%q: tensor<1024x8x256xbf16>, %k: tensor<?x8x256xbf16>,
+    %v: tensor<?x8x256xbf16>, %qo: tensor<2xi32>, %kvp: tensor<2xi32>,
+    %o: tensor<1024x8x256xbf16>) -> tensor<1024x8x256xbf16> {
+  %r = fi.ragged_prefill q(%q : tensor<1024x8x256xbf16>)
+      kv(%k, %v : tensor<?x8x256xbf16>, tensor<?x8x256xbf16>)
+      indptr(%qo, %kvp : tensor<2xi32>, tensor<2xi32>)
+      outs(%o : tensor<1024x8x256xbf16>) -> tensor<1024x8x256xbf16>
+  return %r : tensor<1024x8x256xbf16>
+}
+
+// -----
+
+// Dynamic query length: the hint fi.avg_qo_len = 3 (packed 12 rows) decides q tile 16;
+// without a hint the choice is visibly left to the plan step.
+// CHECK-LABEL: func.func @prefill_dynamic
+// CHECK: fi.ragged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
+// CHECK: fi.ragged_prefill
+// CHECK-SAME: fi.tiles_at_plan_time
+// CHECK-NOT: tiles = #fi.tiles
+// CHECK: fi.ragged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = false, cores = tensor>
+func.func @prefill_dynamic(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>,
+    %o: tensor<?x32x128xf16>) -> (tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>) {
+  %a = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>) {fi.avg_qo_len = 3 : i64} -> tensor<?x32x128xf16>
+  %b = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>) -> tensor<?x32x128xf16>
+  // Tiles set by hand are kept.
+  %c = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>)
+      {tiles = #fi.tiles<q = 64, kv = 128, split_kv = false, cores = tensor>}
+      -> tensor<?x32x128xf16>
+  return %a, %b, %c : tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>
+}
