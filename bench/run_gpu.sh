@@ -42,6 +42,13 @@ for w in $what; do
         echo "== FI_BENCH_DECODE_TILES=$v"
         FI_BENCH_DECODE_TILES=$v ./fi_bench decode --filter "decode (" --reps 50 2>&1 | grep "^| decode" | grep -v forced | tee -a "$OUT/extra.log"
       done ;;
+    ncu2)
+      for v in tc:32 tc:64; do
+        FI_BENCH_DECODE_TILES=$v ncu --clock-control none -k regex:decode_tc --launch-skip 3 --launch-count 1 \
+          --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+          ./fi_bench decode --filter "(64, 4096, 32, 8)" --reps 50 >> "$OUT/ncu.log" 2>&1
+      done
+      grep -E "decode_tc|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occ|Issued Warp|No Eligible|Warp Cycles Per Issued|stall|Stall|Mem Busy|L2 Hit|Registers|Block Limit" "$OUT/ncu.log" | head -80 ;;
     ncu)
       ncu --clock-control none -k regex:"decode|merge" --launch-count 4 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \

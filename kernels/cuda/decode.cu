@@ -64,8 +64,9 @@ extern "C" fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attentio
     const int kvb = (int)fi_dtype_size(p->kv_dtype);
     const int group = p->num_qo_heads / p->num_kv_heads;
     const bool transform = kvb == 1 || p->pos_encoding == FI_POS_ROPE_LLAMA;
+    const bool split = p->pos_encoding == FI_POS_ROPE_LLAMA && p->q_dtype == FI_DTYPE_BF16;
     size_t need = tc ? fi::decode_tc_smem(p->head_dim, kvb, tiles->kv_tile, 2,
-                                          fi::decode_tc_warps(tiles->kv_tile), transform)
+                                          fi::decode_tc_warps(tiles->kv_tile), transform, split)
                      : fi::decode_cc_smem(p->head_dim, kvb, tiles->kv_tile, 2,
                                           heads_per_cta(group, p->head_dim, tc));
     if (need > (size_t)ctx->target.smem_per_block)

@@ -60,6 +60,18 @@ struct DecodeParams {
 
 // --------------------------------------------------------------- shared helpers -------
 
+template <typename T> struct is_bf16 { static constexpr bool value = false; };
+template <> struct is_bf16<bf16> { static constexpr bool value = true; };
+
+// The rounding residue x - T(x) of 8 floats, stored as T (the "lo" half of a hi + lo split).
+template <typename T>
+__device__ __forceinline__ void store_lo8(void *p, const float *x) {
+  float r[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) r[e] = x[e] - to_float<T>(from_float<T>(x[e]));
+  vec8<T>::store(p, r);
+}
+
 __device__ __forceinline__ int request_kv_len(const DecodeParams &p, int b) {
   int pages = p.kv_indptr[b + 1] - p.kv_indptr[b];
   return pages == 0 ? 0 : (pages - 1) * p.page_size + p.kv_last_page_len[b];
@@ -88,10 +100,10 @@ __device__ __forceinline__ void rope8(const DecodeParams &p, float *v, const flo
   }
 }
 
-// q[b, head, d0 .. d0+8) as float, RoPE'd at q_pos and scaled by p.scale.
+// q[b, head, d0 .. d0+8) as float, RoPE'd at q_pos and multiplied by qscale.
 template <typename T, int D>
 __device__ __forceinline__ void load_q8(const DecodeParams &p, int b, int head, int d0,
-                                        int q_pos, float *out) {
+                                        int q_pos, float qscale, float *out) {
   const T *q = (const T *)p.q + b * p.q_sb + head * p.q_sh;
   vec8<T>::load(q + d0, out);
   if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
@@ -100,7 +112,7 @@ __device__ __forceinline__ void load_q8(const DecodeParams &p, int b, int head, 
     rope8<D>(p, out, partner, d0, q_pos);
   }
 #pragma unroll
-  for (int e = 0; e < 8; ++e) out[e] *= p.scale;
+  for (int e = 0; e < 8; ++e) out[e] *= qscale;
 }
 
 // Element offset of token `pos` of request b in K (and V) for head h; -1 when pos >= hi.
@@ -269,7 +281,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
     pp.num_tiles = (hi - lo + T_ - 1) / T_;
 
     float q8[8], o8[8];
-    load_q8<T, D>(p, u.request, head, 8 * x, q_pos, q8);
+    load_q8<T, D>(p, u.request, head, 8 * x, q_pos, p.scale, q8);
 #pragma unroll
     for (int e = 0; e < 8; ++e) o8[e] = 0.f;
     float m = -INFINITY, d = 0.f;
@@ -380,6 +392,9 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   const int T_ = p.kv_tile;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
   const bool transform = sizeof(KVT) == 1 || rope;
+  // bf16 keeps 8 mantissa bits: RoPE'd q and k rounded to bf16 would move logits by ~1e-3.
+  // Then each is split into hi + lo bf16 parts and q.k = qh.kh + qh.kl + ql.kh (3 mmas).
+  const bool split = rope && is_bf16<T>::value;
   const bool alibi = p.pos_encoding == FI_POS_ALIBI;
   const float slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
   const float slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
@@ -398,6 +413,8 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   uint8_t *qs = after + (p.stages + 1) * T_ * (int)sizeof(TokenOffsets);
   uint8_t *kc = qs + 16 * RC;
   uint8_t *vc = kc + T_ * RC;
+  uint8_t *qs_lo = vc + T_ * RC;     // split only
+  uint8_t *kc_lo = qs_lo + 16 * RC;  // split only
   pp.kv_head = kv_head;
 
   const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
@@ -413,17 +430,19 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
     pp.hi = hi;
     pp.num_tiles = (hi - lo + T_ - 1) / T_;
 
-    // Q tile: rows < hg hold q (RoPE'd, scaled), the rest zeros.
+    // Q tile: rows < hg hold q (RoPE'd; not scaled, so that q stays exact in 16 bits: the
+    // scale multiplies the fp32 logits), the rest zeros.
     for (int item = tid; item < 16 * (D / 8); item += blockDim.x) {
       int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
       float q8[8];
       if (r < hg) {
-        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, q8);
+        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, 1.f, q8);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) q8[e] = 0.f;
       }
       vec8<T>::store(qs + r * RC + d0 * 2, q8);
+      if (split) store_lo8<T>(qs_lo + r * RC + d0 * 2, q8);
     }
     TokenOffsets pref = pipe_start<KVT, D>(p, pp);  // its barrier also publishes the Q tile
 
@@ -457,6 +476,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
             rope8<D>(p, a, partner, d0, tile_pos + tok);
           }
           vec8<T>::store(kc + tok * RC + d0 * 2, a);
+          if (split) store_lo8<T>(kc_lo + tok * RC + d0 * 2, a);
           vec8<KVT>::load(vr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
           vec8<T>::store(vc + tok * RC + d0 * 2, a);
         }
@@ -490,6 +510,16 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
           }
           mma_16816<T>(s[0], qa, b[0], b[1]);
           mma_16816<T>(s[1], qa, b[2], b[3]);
+          if (split) {
+            uint32_t bl[4], ql[4];
+            ldmatrix_x4(bl, kc_lo + (tok0 + (lane / 16) * 8 + lane % 8) * RC +
+                                (kk * 16 + ((lane / 8) % 2) * 8) * 2);
+            ldmatrix_x4(ql, qs_lo + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+            mma_16816<T>(s[0], qa, bl[0], bl[1]);
+            mma_16816<T>(s[1], qa, bl[2], bl[3]);
+            mma_16816<T>(s[0], ql, b[0], b[1]);
+            mma_16816<T>(s[1], ql, b[2], b[3]);
+          }
         }
         // Logits transform and mask; c0,c1 -> row g, c2,c3 -> row g + 8.
         float mx0 = m0, mx1 = m1;
@@ -499,7 +529,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
           for (int j = 0; j < 4; ++j) {
             int pos = tile_pos + tok0 + n * 8 + 2 * t4 + (j & 1);
             float sl = j < 2 ? slope0 : slope1;
-            float v = pos < hi ? logits_transform(p, s[n][j], pos, q_pos, sl) * kLog2e
+            float v = pos < hi ? logits_transform(p, s[n][j] * p.scale, pos, q_pos, sl) * kLog2e
                                : -INFINITY;
             s[n][j] = v;
             if (j < 2) mx0 = fmaxf(mx0, v);
@@ -588,26 +618,31 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   }
 }
 
-// Shared-memory bytes of each kernel for `p` (NW warps for the tensor-core kernel).
-template <typename KVT, int D>
-static inline size_t decode_cc_smem(int kv_tile, int stages, int hg) {
-  size_t raw = 2 * (size_t)stages * kv_tile * D * sizeof(KVT);
+// Shared-memory bytes of each kernel (kv_bytes: bytes of one KV element; nw: warps of the
+// tensor-core kernel; transform: fp8 or RoPE staging buffers).
+static inline size_t decode_cc_smem(int D, int kv_bytes, int kv_tile, int stages, int hg) {
+  size_t raw = 2 * (size_t)stages * kv_tile * D * kv_bytes;
   size_t slots = (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
   int bdz = 128 / ((D / 8) * hg);
   size_t red = (size_t)bdz * hg * D * 4 + (size_t)bdz * hg * 8;
   return (raw + slots > red ? raw + slots : red);
 }
-template <typename KVT, int D>
-static inline size_t decode_tc_smem(int kv_tile, int stages, int nw, bool transform) {
-  const int RC = 2 * D + 16;
-  size_t row = transform ? D * sizeof(KVT) : RC;
+static inline size_t decode_tc_smem(int D, int kv_bytes, int kv_tile, int stages, int nw,
+                                    bool transform, bool split) {
+  const size_t RC = 2 * (size_t)D + 16;
+  size_t row = transform ? (size_t)D * kv_bytes : RC;
   size_t raw = 2 * (size_t)stages * kv_tile * row;
   size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
   size_t s = raw > epi ? raw : epi;
   s += (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
   s += 16 * RC;
   if (transform) s += 2 * (size_t)kv_tile * RC;
+  if (split) s += 16 * RC + (size_t)kv_tile * RC;
   return s;
+}
+static inline int decode_tc_warps(int kv_tile) {
+  int nw = kv_tile / 16;
+  return nw > 4 ? 4 : (nw < 1 ? 1 : nw);
 }
 
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
@@ -617,22 +652,21 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
                                  size_t smem_limit, cudaStream_t stream) {
   int grid_y = p.num_kv_heads * (p.group / p.heads_per_cta);
   if (tc) {
-    int nw = p.kv_tile / 16;
-    if (nw > 4) nw = 4;
-    if (nw < 1) nw = 1;
+    int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
+    bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
     int stages = 4;
-    while (stages > 2 && decode_tc_smem<KVT, D>(p.kv_tile, stages, nw, transform) > smem_budget)
+    while (stages > 2 && decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split) > smem_budget)
       --stages;
-    size_t smem = decode_tc_smem<KVT, D>(p.kv_tile, stages, nw, transform);
+    size_t smem = decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
     decode_tc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 32 * nw, smem, stream>>>(p);
   } else {
     int stages = 4;
-    while (stages > 2 && decode_cc_smem<KVT, D>(p.kv_tile, stages, p.heads_per_cta) > smem_budget)
+    while (stages > 2 && decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta) > smem_budget)
       --stages;
-    size_t smem = decode_cc_smem<KVT, D>(p.kv_tile, stages, p.heads_per_cta);
+    size_t smem = decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
     decode_cc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 128, smem, stream>>>(p);

@@ -207,7 +207,16 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
   fi_page_table pt_h = {d.pages.indptr, d.pages.indices, d.pages.last_page_len};
   fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
   size_t ws = 0;
-  FI_CK(dctx, fi_decode_workspace_size(dctx, p, c->batch, &ws));
+  /* a fixed split size needs room for sum(ceil(kv_len / split)) units (the planner's
+     message says so) */
+  int max_batch = c->batch;
+  if (p->fixed_split_size > 0) {
+    int64_t units = 0;
+    int g = p->page_size, chunk = (p->fixed_split_size + g - 1) / g * g;
+    for (int i = 0; i < c->batch; ++i) units += c->kv_len[i] > chunk ? (c->kv_len[i] + chunk - 1) / chunk : 1;
+    if (units > max_batch) max_batch = (int)units;
+  }
+  FI_CK(dctx, fi_decode_workspace_size(dctx, p, max_batch, &ws));
   void *w = NULL;
   GPU_CK(cudaMalloc(&w, ws));
   GPU_CK(cudaMemset(w, 0xff, ws)); /* stale garbage in the partial rows */
