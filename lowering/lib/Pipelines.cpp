@@ -11,7 +11,27 @@
 
 using namespace mlir;
 
+namespace mlir {
+namespace fi {
+#define GEN_PASS_DEF_FIEMITCINTERFACE
+#include "fi/Lowering/Passes.h.inc"
+} // namespace fi
+} // namespace mlir
+
+namespace {
+struct FiEmitCInterfacePass
+    : public mlir::fi::impl::FiEmitCInterfaceBase<FiEmitCInterfacePass> {
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal())
+        fn->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
+  }
+};
+} // namespace
+
 void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &options) {
+  if (options.cInterface)
+    pm.addPass(createFiEmitCInterface());
   // Tensor level: choose tiles, make plans explicit, share identical plans.
   pm.addPass(createFiSelectTiles());
   pm.addPass(createFiMaterializePlans());

@@ -173,8 +173,10 @@ static inline fi_tiles logged_tiles(int i, fi_op_family want) {
 }
 
 static inline const char *tiles_str(fi_tiles t, int decode) {
-  static char buf[64];
-  return fi_tiles_name(t, decode, buf, sizeof(buf));
+  static char buf[4][64]; /* rotating: several may appear in one printf */
+  static int next = 0;
+  next = (next + 1) % 4;
+  return fi_tiles_name(t, decode, buf[next], sizeof(buf[next]));
 }
 
 #define CHECK_OK(ctx, expr)                                                                \

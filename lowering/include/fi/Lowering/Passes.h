@@ -43,6 +43,10 @@ struct FiToLLVMOptions : public PassPipelineOptions<FiToLLVMOptions> {
       llvm::cl::desc("Run one-shot-bufferize (with function boundaries, identity "
                      "layouts) and buffer deallocation first"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> cInterface{
+      *this, "c-interface",
+      llvm::cl::desc("Give every public function a C interface (_mlir_ciface_<name>)"),
+      llvm::cl::init(true)};
 };
 
 /// tensors -> fi-select-tiles -> fi-materialize-plans -> cse -> one-shot-bufferize ->

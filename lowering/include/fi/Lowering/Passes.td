@@ -71,4 +71,14 @@ def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def FiEmitCInterface : Pass<"fi-emit-c-interface", "ModuleOp"> {
+  let summary = "Give every public function with a body a C interface";
+  let description = [{
+    Sets `llvm.emit_c_interface` on every public `func.func` with a body, so that the
+    LLVM lowering emits `_mlir_ciface_<name>` wrappers taking pointers to memref
+    descriptors: the entry points a C program calls. Part of fi-to-llvm (option
+    `c-interface`, on by default).
+  }];
+}
+
 #endif // FI_LOWERING_PASSES_TD

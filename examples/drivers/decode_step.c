@@ -1,0 +1,140 @@
+/* Runs examples/decode_step.mlir compiled by fi-to-llvm: a 4-layer LLaMA-style decode
+ * step (32 q heads, 8 KV heads, head_dim 128, page 16, fp16, RoPE) over a random paged
+ * cache, checked against the runtime called directly (append, then decode, per layer),
+ * then timed over --steps repeats.  Options: --batch=8 --max-kv=1024 --steps=5 --seed=1 */
+#include "example.h"
+
+enum { LAYERS = 4, QH = 32, KVH = 8, HD = 128, PS = 16 };
+
+typedef struct { memref3 o; memref5 cache; } layer_out;
+typedef struct { layer_out l[LAYERS]; } step_out;
+void _mlir_ciface_decode_step(step_out *, memref3 *, memref3 *, memref3 *, memref5 *,
+                              memref3 *, memref3 *, memref3 *, memref5 *, memref3 *,
+                              memref3 *, memref3 *, memref5 *, memref3 *, memref3 *,
+                              memref3 *, memref5 *, memref1 *, memref1 *, memref1 *,
+                              memref1 *, int64_t);
+
+int main(int argc, char **argv) {
+  int32_t batch = (int32_t)arg_long(argc, argv, "batch", 8);
+  int64_t max_kv = arg_long(argc, argv, "max-kv", 1024);
+  int steps = (int)arg_long(argc, argv, "steps", 5);
+  rng r = {(uint64_t)arg_long(argc, argv, "seed", 1) * 0x9e3779b97f4a7c15ull + 1};
+  e2e_setup();
+  fi_context *ctx = fi_default_context();
+
+  pages_t pg;
+  make_pages(&r, &pg, batch, PS, 1, max_kv, 0); /* every request has its new token */
+  int64_t nb1 = batch + 1, nb = batch, used = pg.indptr[batch];
+  int32_t *append_indptr = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)nb1);
+  for (int32_t i = 0; i <= batch; ++i) append_indptr[i] = i;
+  int64_t qs[3] = {batch, QH, HD}, ns[3] = {batch, KVH, HD};
+  int64_t cs[5] = {pg.num_pages, 2, PS, KVH, HD};
+  int64_t nq = numel(3, qs), nn = numel(3, ns), nc = numel(5, cs);
+  size_t cache_bytes = (size_t)nc * 2;
+  printf("decode_step: batch %d, %lld KV tokens (max %lld per request), %d pages, %d layers\n",
+         (int)batch, (long long)pg.total_kv, (long long)max_kv, (int)pg.num_pages, LAYERS);
+
+  void *q[LAYERS], *k[LAYERS], *v[LAYERS], *cache[LAYERS], *want_cache[LAYERS];
+  memref3 mq[LAYERS], mk[LAYERS], mv[LAYERS];
+  memref5 mc[LAYERS];
+  for (int l = 0; l < LAYERS; ++l) {
+    q[l] = random_tensor(&r, FI_DTYPE_F16, nq, -2, 2);
+    k[l] = random_tensor(&r, FI_DTYPE_F16, nn, -2, 2);
+    v[l] = random_tensor(&r, FI_DTYPE_F16, nn, -2, 2);
+    cache[l] = random_tensor(&r, FI_DTYPE_F16, nc, -2, 2);
+    want_cache[l] = copy_of(cache[l], cache_bytes);
+    mr_init(&mq[l], 3, q[l], qs);
+    mr_init(&mk[l], 3, k[l], ns);
+    mr_init(&mv[l], 3, v[l], ns);
+    mr_init(&mc[l], 5, cache[l], cs);
+  }
+  memref1 mp, mi, ml, ma;
+  mr_init(&mp, 1, pg.indptr, &nb1);
+  mr_init(&mi, 1, pg.indices, &used);
+  mr_init(&ml, 1, pg.last, &nb);
+  mr_init(&ma, 1, append_indptr, &nb1);
+
+  /* Step 1: compiled, then checked. */
+  fi_rt_plan_log_reset();
+  step_out res;
+  double t0 = now_ms();
+  _mlir_ciface_decode_step(&res, &mq[0], &mk[0], &mv[0], &mc[0], &mq[1], &mk[1], &mv[1], &mc[1],
+                           &mq[2], &mk[2], &mv[2], &mc[2], &mq[3], &mk[3], &mv[3], &mc[3], &mp,
+                           &mi, &ml, &ma, pg.num_pages);
+  fi_rt_synchronize();
+  double first_ms = now_ms() - t0;
+  fi_op_family fam[8];
+  fi_tiles tiles[8];
+  int plans = fi_rt_plan_log(fam, tiles, 8);
+  long allocs_after_first = fi_rt_workspace_allocations();
+  fi_tiles decode_tiles = logged_tiles(1, FI_OP_DECODE);
+  printf("  compiled step 1: %.2f ms (plans made: %d -- append, %s; workspace allocations: %ld)\n",
+         first_ms, plans, tiles_str(decode_tiles, 1), allocs_after_first);
+
+  fi_attention_params p = fi_attention_params_default(QH, KVH, HD);
+  p.page_size = PS;
+  p.pos_encoding = FI_POS_ROPE_LLAMA;
+  p.rope_theta = 500000.0f;
+  size_t ws_bytes;
+  CHECK_OK(ctx, fi_decode_workspace_size(ctx, &p, batch, &ws_bytes));
+  void *ws = e2e_alloc(ws_bytes);
+  fi_page_table table = {pg.indptr, pg.indices, pg.last};
+  fi_plan aplan, dplan;
+  double t1 = now_ms();
+  CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, append_indptr, &table, pg.num_pages, &aplan));
+  CHECK_OK(ctx, fi_decode_plan(ctx, &p, batch, &table, pg.num_pages, &decode_tiles, ws, ws_bytes, &dplan));
+  void *want_o[LAYERS];
+  for (int l = 0; l < LAYERS; ++l) {
+    fi_tensor tc = fi_tensor_contiguous(want_cache[l], FI_DTYPE_F16, 5, cs);
+    fi_paged_kv_cache kvc;
+    CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
+    fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_F16, 3, ns);
+    fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_F16, 3, ns);
+    CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, append_indptr, &kvc, &table));
+    want_o[l] = poisoned_tensor(FI_DTYPE_F16, nq);
+    fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_F16, 3, qs);
+    fi_tensor to = fi_tensor_contiguous(want_o[l], FI_DTYPE_F16, 3, qs);
+    CHECK_OK(ctx, fi_decode_run(ctx, &dplan, &tq, &kvc, &table, &to, NULL));
+  }
+  fi_rt_synchronize();
+  double direct_ms = now_ms() - t1;
+  int64_t bad = 0;
+  for (int l = 0; l < LAYERS; ++l) {
+    char name[32];
+    snprintf(name, sizeof(name), "layer %d o", l);
+    bad += compare(name, data_ptr(&res.l[l].o, FI_DTYPE_F16), want_o[l], FI_DTYPE_F16, nq);
+    snprintf(name, sizeof(name), "layer %d cache", l);
+    bad += compare(name, data_ptr(&res.l[l].cache, FI_DTYPE_F16), want_cache[l], FI_DTYPE_F16, nc);
+  }
+  printf("  runtime called directly: %.2f ms; compiled vs direct: %s\n", direct_ms,
+         bad ? "MISMATCH" : "bit-exact");
+  for (int l = 0; l < LAYERS; ++l) {
+    fi_rt_free(res.l[l].o.allocated);
+    fi_rt_free(res.l[l].cache.allocated);
+  }
+
+  /* Steady state: the same step again (appending the same token is idempotent). */
+  double t[256];
+  if (steps > 256) steps = 256;
+  for (int s = 0; s < steps; ++s) {
+    double a = now_ms();
+    _mlir_ciface_decode_step(&res, &mq[0], &mk[0], &mv[0], &mc[0], &mq[1], &mk[1], &mv[1], &mc[1],
+                             &mq[2], &mk[2], &mv[2], &mc[2], &mq[3], &mk[3], &mv[3], &mc[3], &mp,
+                             &mi, &ml, &ma, pg.num_pages);
+    fi_rt_synchronize();
+    t[s] = now_ms() - a;
+    for (int l = 0; l < LAYERS; ++l) {
+      fi_rt_free(res.l[l].o.allocated);
+      fi_rt_free(res.l[l].cache.allocated);
+    }
+  }
+  long extra = fi_rt_workspace_allocations() - allocs_after_first;
+  printf("  compiled steps 2..%d: median %.2f ms per step; workspace allocations after step 1: %ld\n",
+         steps + 1, median(t, steps), extra);
+  if (extra) {
+    printf("MISMATCH: steady-state steps allocated workspaces\n");
+    ++bad;
+  }
+  printf("decode_step: %s\n", bad ? "FAIL" : "PASS");
+  return bad ? 1 : 0;
+}
