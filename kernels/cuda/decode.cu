@@ -151,9 +151,9 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   if (grid_x > 65535 * 4) grid_x = 65535 * 4;
   const size_t limit = (size_t)ctx->target.smem_per_block;
   // Shared-memory budget per CTA (the deepest pipeline that fits): 2 CTAs per SM for the
-  // 4-warp kernels, 3 for the tensor-core kernel with fewer warps. Memory-bound: what
+  // 4-warp tensor-core kernel, 3 for the others. Memory-bound: what
   // counts is bytes in flight per SM = CTAs x (stages - 1) x tile bytes.
-  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 75 * 1024) : 100 * 1024;
+  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 75 * 1024) : 75 * 1024;
   if (budget > limit) budget = limit;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16

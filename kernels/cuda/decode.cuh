@@ -135,17 +135,33 @@ __device__ __forceinline__ TokenOffsets token_offsets(const DecodeParams &p, int
 }
 
 __device__ __forceinline__ void cp_async_wait_dyn(int pending) {
-  if (pending <= 0) cp_async_wait<0>();
-  else if (pending == 1) cp_async_wait<1>();
-  else cp_async_wait<2>();
+  switch (pending) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    default: cp_async_wait<6>(); break;
+  }
+}
+
+// Tiles prefetched into L2 beyond the cp.async frontier: about 64 KiB of K+V per CTA,
+// loads in flight that cost no shared memory (a loaded HBM round trip takes microseconds,
+// and shared memory alone cannot hold enough bytes in flight).
+static inline __host__ __device__ int decode_l2_tiles(int D, int kv_bytes, int kv_tile) {
+  int tile = 2 * kv_tile * D * kv_bytes;
+  int n = 65536 / tile;
+  return n < 1 ? 1 : (n > 8 ? 8 : n);
 }
 
 // The tile pipeline shared by both kernels. Shared memory: `stages` raw K buffers and
-// `stages` raw V buffers of T rows of `row_bytes`, then (stages + 1) offset slots of T.
+// `stages` raw V buffers of T rows of `row_bytes`, then nslot = stages + l2 + 1 offset
+// slots of T (tile j's token offsets live in slot j % nslot).
 struct Pipe {
   uint8_t *k_raw, *v_raw;
   TokenOffsets *slots;
-  int row_bytes, tile_bytes, T, stages;
+  int row_bytes, tile_bytes, T, stages, l2, nslot;
   int page_begin, lo, hi, kv_head, num_tiles;
 };
 
@@ -153,7 +169,7 @@ template <typename KVT, int D>
 __device__ __forceinline__ void pipe_issue(const DecodeParams &p, const Pipe &pp, int tile) {
   constexpr int CPT = D * (int)sizeof(KVT) / 16;  // 16-byte chunks per token row
   if (tile < pp.num_tiles) {
-    const TokenOffsets *offs = pp.slots + (tile % (pp.stages + 1)) * pp.T;
+    const TokenOffsets *offs = pp.slots + (tile % pp.nslot) * pp.T;
     uint8_t *kd = pp.k_raw + (tile % pp.stages) * pp.tile_bytes;
     uint8_t *vd = pp.v_raw + (tile % pp.stages) * pp.tile_bytes;
     for (int c = threadIdx.x; c < pp.T * CPT; c += blockDim.x) {
@@ -169,6 +185,23 @@ __device__ __forceinline__ void pipe_issue(const DecodeParams &p, const Pipe &pp
   cp_async_commit();
 }
 
+// L2 prefetch of a tile's K and V rows (128-byte lines).
+template <typename KVT, int D>
+__device__ __forceinline__ void pipe_prefetch_l2(const DecodeParams &p, const Pipe &pp, int tile) {
+  constexpr int LPT = (D * (int)sizeof(KVT) + 127) / 128;  // lines per token row
+  if (tile >= pp.num_tiles) return;
+  const TokenOffsets *offs = pp.slots + (tile % pp.nslot) * pp.T;
+  for (int c = threadIdx.x; c < pp.T * LPT; c += blockDim.x) {
+    int tok = c / LPT, line = c % LPT;
+    TokenOffsets o = offs[tok];
+    if (o.k < 0) continue;
+    const uint8_t *ks = p.k + o.k * (long long)sizeof(KVT) + line * 128;
+    const uint8_t *vs = p.v + o.v * (long long)sizeof(KVT) + line * 128;
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(ks));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(vs));
+  }
+}
+
 __device__ __forceinline__ TokenOffsets pipe_lookup(const DecodeParams &p, const Pipe &pp,
                                                     int tile) {
   int pos = pp.lo + tile * pp.T + (int)threadIdx.x;
@@ -181,28 +214,34 @@ __device__ __forceinline__ TokenOffsets pipe_lookup(const DecodeParams &p, const
   return token_offsets(p, pp.page_begin, pos, pp.hi, pp.kv_head);
 }
 
-// Prologue: offsets of tiles 0..S-1 into their slots, tiles 0..S-2 issued. Returns the
-// looked-up offsets of tile S (stored into its slot at the top of iteration 0).
+// Prologue: offsets of tiles 0 .. S+L-1 into their slots, tiles 0..S-2 issued, tiles
+// S-1 .. S+L-2 prefetched into L2. Returns the looked-up offsets of tile S+L (stored into
+// its slot at the top of iteration 0).
 template <typename KVT, int D>
 __device__ __forceinline__ TokenOffsets pipe_start(const DecodeParams &p, const Pipe &pp) {
-  for (int j = 0; j < pp.stages; ++j)
+  for (int j = 0; j < pp.stages + pp.l2; ++j)
     if ((int)threadIdx.x < pp.T) pp.slots[j * pp.T + threadIdx.x] = pipe_lookup(p, pp, j);
   __syncthreads();
   for (int j = 0; j < pp.stages - 1; ++j) pipe_issue<KVT, D>(p, pp, j);
-  return pipe_lookup(p, pp, pp.stages);
+  for (int j = pp.stages - 1; j < pp.stages - 1 + pp.l2; ++j) pipe_prefetch_l2<KVT, D>(p, pp, j);
+  return pipe_lookup(p, pp, pp.stages + pp.l2);
 }
 
-// Top of iteration `it`: park the prefetched offsets, wait for tile `it`, issue tile
-// it+S-1, look up tile it+S+1. After it returns, tile `it` is in buffer it % S.
+// Top of iteration `it`: park the looked-up offsets (tile it+S+L), wait for tile `it`,
+// issue tile it+S-1, prefetch tile it+S-1+L into L2, look up tile it+S+L+1. After it
+// returns, tile `it` is in buffer it % S. Slot races: a thread parks slot (it+S+L) % nslot
+// while a slower one may still read the slots of tiles it+S-2 and it+S+L-2 (distinct as
+// nslot = S+L+1 > L+2).
 template <typename KVT, int D>
 __device__ __forceinline__ void pipe_step(const DecodeParams &p, const Pipe &pp, int it,
                                           TokenOffsets &prefetched) {
   if ((int)threadIdx.x < pp.T)
-    pp.slots[((it + pp.stages) % (pp.stages + 1)) * pp.T + threadIdx.x] = prefetched;
+    pp.slots[((it + pp.stages + pp.l2) % pp.nslot) * pp.T + threadIdx.x] = prefetched;
   cp_async_wait_dyn(pp.stages - 2);
   __syncthreads();
   pipe_issue<KVT, D>(p, pp, it + pp.stages - 1);
-  prefetched = pipe_lookup(p, pp, it + pp.stages + 1);
+  pipe_prefetch_l2<KVT, D>(p, pp, it + pp.stages - 1 + pp.l2);
+  prefetched = pipe_lookup(p, pp, it + pp.stages + pp.l2 + 1);
 }
 
 // The first position a query at q_pos sees, and the unit's clipped range.
@@ -262,6 +301,8 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   pp.tile_bytes = T_ * pp.row_bytes;
   pp.T = T_;
   pp.stages = p.stages;
+  pp.l2 = decode_l2_tiles(D, (int)sizeof(KVT), T_);
+  pp.nslot = pp.stages + pp.l2 + 1;
   pp.k_raw = smem;
   pp.v_raw = smem + p.stages * pp.tile_bytes;
   pp.slots = (TokenOffsets *)(smem + 2 * p.stages * pp.tile_bytes);
@@ -404,13 +445,15 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   pp.tile_bytes = T_ * pp.row_bytes;
   pp.T = T_;
   pp.stages = p.stages;
+  pp.l2 = decode_l2_tiles(D, (int)sizeof(KVT), T_);
+  pp.nslot = pp.stages + pp.l2 + 1;
   pp.k_raw = smem;
   pp.v_raw = smem + p.stages * pp.tile_bytes;
   int raw_bytes = 2 * p.stages * pp.tile_bytes;
   int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
   pp.slots = (TokenOffsets *)after;
-  uint8_t *qs = after + (p.stages + 1) * T_ * (int)sizeof(TokenOffsets);
+  uint8_t *qs = after + pp.nslot * T_ * (int)sizeof(TokenOffsets);
   uint8_t *kc = qs + 16 * RC;
   uint8_t *vc = kc + T_ * RC;
   uint8_t *qs_lo = vc + T_ * RC;     // split only
@@ -622,7 +665,8 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 // tensor-core kernel; transform: fp8 or RoPE staging buffers).
 static inline size_t decode_cc_smem(int D, int kv_bytes, int kv_tile, int stages, int hg) {
   size_t raw = 2 * (size_t)stages * kv_tile * D * kv_bytes;
-  size_t slots = (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
+  size_t slots = (size_t)(stages + 1 + decode_l2_tiles(D, kv_bytes, kv_tile)) * kv_tile *
+                 sizeof(TokenOffsets);
   int bdz = 128 / ((D / 8) * hg);
   size_t red = (size_t)bdz * hg * D * 4 + (size_t)bdz * hg * 8;
   return (raw + slots > red ? raw + slots : red);
@@ -634,7 +678,8 @@ static inline size_t decode_tc_smem(int D, int kv_bytes, int kv_tile, int stages
   size_t raw = 2 * (size_t)stages * kv_tile * row;
   size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
   size_t s = raw > epi ? raw : epi;
-  s += (size_t)(stages + 1) * kv_tile * sizeof(TokenOffsets);
+  s += (size_t)(stages + 1 + decode_l2_tiles(D, kv_bytes, kv_tile)) * kv_tile *
+       sizeof(TokenOffsets);
   s += 16 * RC;
   if (transform) s += 2 * (size_t)kv_tile * RC;
   if (split) s += 16 * RC + (size_t)kv_tile * RC;
@@ -655,7 +700,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
-    int stages = 4;
+    int stages = 8;
     while (stages > 2 && decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split) > smem_budget)
       --stages;
     size_t smem = decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split);
@@ -663,7 +708,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     p.stages = stages;
     decode_tc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 32 * nw, smem, stream>>>(p);
   } else {
-    int stages = 4;
+    int stages = 8;
     while (stages > 2 && decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta) > smem_budget)
       --stages;
     size_t smem = decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);

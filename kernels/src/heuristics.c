@@ -22,7 +22,10 @@
  *      cores. Decode q_tile: 1 on CUDA cores, max(16, smallest tile >= group) on tensor
  *      cores.
  *
- * 3. KV tile (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
+ * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
+ *    kernels, which are memory-bound (bytes in flight, not occupancy, decide): tensor
+ *    cores 64 (head_dim <= 128) or 32, CUDA cores 32. Otherwise
+ *    (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
  *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
  *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
  *               = 4                                  (CUDA-core decode)
@@ -148,7 +151,14 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   } else {
     tiles.q_tile = 1;
   }
-  tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, tiles.cores == FI_CORES_CUDA);
+  /* Decode is memory-bound: the KV tile is the one the CUDA kernels (kernels/cuda/
+   * decode.cuh) stream fastest, measured on an H200 (bench/NOTES.md): tensor cores 64
+   * tokens (4 warps x 16; 32 for head_dim 256, whose larger rows would otherwise leave no
+   * room for a second stage), CUDA cores 32 tokens. */
+  if (tiles.cores == FI_CORES_TENSOR)
+    tiles.kv_tile = p->head_dim > 128 ? 32 : 64;
+  else
+    tiles.kv_tile = 32;
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
   return tiles;
 }
