@@ -52,6 +52,9 @@ static int failed(const char *op, fi_context *ctx, fi_status status) {
   return 1;
 }
 
+struct plan_record;
+static int plan_failed(const char *op, fi_context *ctx, struct plan_record *r, fi_status status);
+
 /* ---------------------------------------------------------------- memory ---------- */
 
 static void *backend_alloc(fi_context *ctx, size_t bytes, int managed) {
@@ -238,6 +241,8 @@ typedef struct plan_record {
   int64_t cap_rows;
   fi_kv_layout layout;
   int32_t valid;
+  fi_status failure;       /* why the last plan failed (reported again by its runs) */
+  char failure_message[256];
 } plan_record;
 
 static plan_record *record_of(const char *op, const fi_memref *slot, int create) {
@@ -255,6 +260,14 @@ static plan_record *record_of(const char *op, const fi_memref *slot, int create)
     report(op, FI_ERROR_PLAN_MISMATCH,
            "the op ran before its plan was made (the plan op did not execute first)");
   return r;
+}
+
+static int plan_failed(const char *op, fi_context *ctx, plan_record *r, fi_status status) {
+  if (status == FI_SUCCESS) return 0;
+  r->failure = status;
+  snprintf(r->failure_message, sizeof(r->failure_message), "%s", fi_last_error(ctx));
+  report(op, status, fi_last_error(ctx));
+  return 1;
 }
 
 static int32_t round_up_pow2(int64_t v, int32_t floor) {
@@ -345,7 +358,7 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
   if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
-  if (failed(op, ctx, fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles,
+  if (plan_failed(op, ctx, r, fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles,
                                      r->workspace, r->workspace_bytes, &r->plan)))
     return;
   r->layout = (fi_kv_layout)layout;
@@ -392,7 +405,7 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
   r->valid = 0;
   int64_t rows = qo[batch];
   if (!prepare_workspace(op, ctx, r, &p, 0, batch, rows)) return;
-  if (failed(op, ctx, fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages,
+  if (plan_failed(op, ctx, r, fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages,
                                             maskp, tiles, r->workspace, r->workspace_bytes,
                                             &r->plan)))
     return;
@@ -436,7 +449,7 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
   if (!prepare_workspace(op, ctx, r, &p, 0, batch, qo[batch])) return;
-  if (failed(op, ctx, fi_ragged_prefill_plan(ctx, &p, batch, qo, kv, maskp, tiles,
+  if (plan_failed(op, ctx, r, fi_ragged_prefill_plan(ctx, &p, batch, qo, kv, maskp, tiles,
                                              r->workspace, r->workspace_bytes, &r->plan)))
     return;
   r->valid = 1;
@@ -463,7 +476,7 @@ void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
     return;
   }
   r->valid = 0;
-  if (failed(op, ctx, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
+  if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
                                               (int32_t)num_pages, &r->plan)))
     return;
   r->valid = 1;
@@ -497,7 +510,9 @@ static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
   plan_record *r = record_of(op, slot, 0);
   if (!r) return 0;
   if (!r->valid) {
-    report(op, FI_ERROR_PLAN_MISMATCH, "its plan failed or was never made");
+    char msg[320];
+    snprintf(msg, sizeof(msg), "its plan failed: %s", r->failure_message);
+    report(op, r->failure != FI_SUCCESS ? r->failure : FI_ERROR_PLAN_MISMATCH, msg);
     return 0;
   }
   if (r->plan.family != family) {
