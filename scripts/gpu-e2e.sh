@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Device-machine script (no MLIR there): builds the runtime with the CUDA backend, links
+# the objects that fi-opt --fi-to-llvm | mlir-translate | llc made on the dev machine
+# (scripts/gpu-e2e.sh --prepare <build> writes them to <build>/gpu-carry) with their C
+# drivers, and runs every program on the CUDA backend (FI_BACKEND=cuda) and, for
+# comparison, on the host backend. Logs go to $OUT.
+#   on the dev machine:  scripts/gpu-e2e.sh --prepare build-lower
+#   on the GPU machine:  scripts/gpu-e2e.sh build-lower/gpu-carry
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = --prepare ]; then
+  build=${2:-build}
+  carry="$build/gpu-carry"
+  llvm=/usr/lib/llvm-22/bin
+  rm -rf "$carry" && mkdir -p "$carry"
+  compile() { "$build/bin/fi-opt" "$1" --fi-to-llvm | "$llvm/mlir-translate" --mlir-to-llvmir |
+              "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/$2.o"; }
+  for t in decode prefill merge_append; do compile "test/E2E/$t.mlir" "$t"; done
+  for e in decode_step prefill_step cascade; do compile "examples/$e.mlir" "$e"; done
+  "$build/bin/fi-embed-decode-step" "$carry/embed.ll" 2 2> /dev/null &&
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed.ll" -o "$carry/embed_decode.o"
+  rm -f "$carry/embed.ll"
+  ls -la "$carry"
+  exit 0
+fi
+
+carry=${1:-build-lower/gpu-carry}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi -L
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+t0=$(date +%s)
+cmake -G Ninja -S . -B /tmp/fi-gpu -DFI_ENABLE_MLIR=OFF -DFI_CUDA_ARCHITECTURES=90a \
+  -DCMAKE_CUDA_COMPILER="$nvcc" > "$OUT/build.log" 2>&1 &&
+  ninja -C /tmp/fi-gpu fi_runtime >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "== runtime with the CUDA backend built in $(( $(date +%s) - t0 )) s"
+lib=/tmp/fi-gpu/kernels
+flags=(-std=c11 -O2 -w -Ikernels/include -Ikernels/src -Itest/runtime -Itest/E2E/drivers)
+link() { cc "${flags[@]}" "$1" "$carry/$2.o" -L$lib -lfi_runtime -Wl,-rpath,$lib -lm -o "/tmp/$2"; }
+link test/E2E/drivers/decode.c decode
+link test/E2E/drivers/prefill.c prefill
+link test/E2E/drivers/merge_append.c merge_append
+link test/E2E/drivers/embed_decode.c embed_decode
+link examples/drivers/decode_step.c decode_step
+link examples/drivers/prefill_step.c prefill_step
+link examples/drivers/cascade.c cascade
+status=0
+run() { # name backend args...
+  local name=$1 backend=$2; shift 2
+  local t=$(date +%s%N)
+  FI_BACKEND=$backend timeout 300 "/tmp/$name" "$@" > "$OUT/$name.$backend.log" 2>&1
+  local rc=$?
+  echo "== $name on $backend: rc $rc, $(( ($(date +%s%N) - t) / 1000000 )) ms"
+  grep -vE "^  +(o|lse|v|s|k cache|v cache|kv cache|layer [0-9]+ [a-z]+|o \(layer 2\)): " "$OUT/$name.$backend.log" | head -60
+  [ $rc = 0 ] || status=1
+}
+for name in decode prefill merge_append embed_decode; do run $name cuda; done
+run decode_step cuda --batch=32 --max-kv=4096 --steps=10
+run decode_step host --batch=32 --max-kv=4096 --steps=1
+run prefill_step cuda --batch=8 --max-kv=1024 --max-q=256 --steps=10
+run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1
+run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10
+run cascade host --prefix-pages=256 --max-suffix=256 --steps=1
+exit $status
