@@ -150,10 +150,12 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   int grid_x = l.num_work_units > 0 ? l.num_work_units : 1;
   if (grid_x > 65535 * 4) grid_x = 65535 * 4;
   const size_t limit = (size_t)ctx->target.smem_per_block;
-  // Shared-memory budget per CTA (the deepest pipeline that fits): 2 CTAs per SM for the
-  // 4-warp tensor-core kernel, 3 for the others. Memory-bound: what
+  // Shared-memory budget per CTA (the deepest pipeline that fits), measured on an H200
+  // (bench/NOTES.md): 2 CTAs per SM for the 4-warp tensor-core kernel (3 stages of 64
+  // tokens), 4-5 for the 2-warp one (2 stages of 32: more CTAs beat deeper pipelines),
+  // 3 for the CUDA-core kernel. Memory-bound: what
   // counts is bytes in flight per SM = CTAs x (stages - 1) x tile bytes.
-  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 75 * 1024) : 75 * 1024;
+  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 56 * 1024) : 75 * 1024;
   if (budget > limit) budget = limit;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16

@@ -146,13 +146,12 @@ __device__ __forceinline__ void cp_async_wait_dyn(int pending) {
   }
 }
 
-// Tiles prefetched into L2 beyond the cp.async frontier: about 64 KiB of K+V per CTA,
-// loads in flight that cost no shared memory (a loaded HBM round trip takes microseconds,
-// and shared memory alone cannot hold enough bytes in flight).
+// Tiles prefetched into L2 beyond the cp.async frontier (prefetch.global.L2). Measured
+// on an H200 (bench/NOTES.md, v4): 64 KiB per CTA made every decode row 5-20% slower, so
+// it is off (0); the mechanism stays for other GPUs / tile shapes.
 static inline __host__ __device__ int decode_l2_tiles(int D, int kv_bytes, int kv_tile) {
-  int tile = 2 * kv_tile * D * kv_bytes;
-  int n = 65536 / tile;
-  return n < 1 ? 1 : (n > 8 ? 8 : n);
+  (void)D, (void)kv_bytes, (void)kv_tile;
+  return 0;
 }
 
 // The tile pipeline shared by both kernels. Shared memory: `stages` raw K buffers and
@@ -240,7 +239,7 @@ __device__ __forceinline__ void pipe_step(const DecodeParams &p, const Pipe &pp,
   cp_async_wait_dyn(pp.stages - 2);
   __syncthreads();
   pipe_issue<KVT, D>(p, pp, it + pp.stages - 1);
-  pipe_prefetch_l2<KVT, D>(p, pp, it + pp.stages - 1 + pp.l2);
+  if (pp.l2 > 0) pipe_prefetch_l2<KVT, D>(p, pp, it + pp.stages - 1 + pp.l2);
   prefetched = pipe_lookup(p, pp, it + pp.stages + pp.l2 + 1);
 }
 
@@ -597,12 +596,14 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
           d0s += s[n][0] + s[n][1];
           d1s += s[n][2] + s[n][3];
         }
+        if (__any_sync(0xffffffffu, sc0 != 1.f || sc1 != 1.f)) {  // a row max moved
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          o[n][0] *= sc0;
-          o[n][1] *= sc0;
-          o[n][2] *= sc1;
-          o[n][3] *= sc1;
+          for (int n = 0; n < D / 8; ++n) {
+            o[n][0] *= sc0;
+            o[n][1] *= sc0;
+            o[n][2] *= sc1;
+            o[n][3] *= sc1;
+          }
         }
         uint32_t pa[4];
         pa[0] = pack2<T>(s[0][0], s[0][1]);

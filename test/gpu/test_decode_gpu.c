@@ -106,12 +106,26 @@ static void data_free(decode_data *d) {
   cudaFree(d->indptr_d); cudaFree(d->indices_d); cudaFree(d->last_d);
 }
 
+/* max_batch for the workspace: a fixed split size needs room for sum(ceil(kv_len /
+ * split)) units (the planner's message says so). */
+static int case_max_batch(const decode_case *c) {
+  const fi_attention_params *p = &c->p;
+  int max_batch = c->batch;
+  if (p->fixed_split_size > 0) {
+    int64_t units = 0;
+    int g = p->page_size, chunk = (p->fixed_split_size + g - 1) / g * g;
+    for (int i = 0; i < c->batch; ++i) units += c->kv_len[i] > chunk ? (c->kv_len[i] + chunk - 1) / chunk : 1;
+    if (units > max_batch) max_batch = (int)units;
+  }
+  return max_batch;
+}
+
 /* Runs the host oracle of `c` into d->o_ref / d->lse_ref. */
 static void run_host(fi_context *hctx, const decode_case *c, decode_data *d) {
   const fi_attention_params *p = &c->p;
   fi_page_table pt = {d->pages.indptr, d->pages.indices, d->pages.last_page_len};
   size_t ws = 0;
-  FI_CK(hctx, fi_decode_workspace_size(hctx, p, c->batch, &ws));
+  FI_CK(hctx, fi_decode_workspace_size(hctx, p, case_max_batch(c), &ws));
   void *w = malloc(ws + 16);
   fi_plan plan;
   FI_CK(hctx, fi_decode_plan(hctx, p, c->batch, &pt, d->pages.num_pages, NULL, w, ws, &plan));
@@ -207,16 +221,7 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
   fi_page_table pt_h = {d.pages.indptr, d.pages.indices, d.pages.last_page_len};
   fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
   size_t ws = 0;
-  /* a fixed split size needs room for sum(ceil(kv_len / split)) units (the planner's
-     message says so) */
-  int max_batch = c->batch;
-  if (p->fixed_split_size > 0) {
-    int64_t units = 0;
-    int g = p->page_size, chunk = (p->fixed_split_size + g - 1) / g * g;
-    for (int i = 0; i < c->batch; ++i) units += c->kv_len[i] > chunk ? (c->kv_len[i] + chunk - 1) / chunk : 1;
-    if (units > max_batch) max_batch = (int)units;
-  }
-  FI_CK(dctx, fi_decode_workspace_size(dctx, p, max_batch, &ws));
+  FI_CK(dctx, fi_decode_workspace_size(dctx, p, case_max_batch(c), &ws));
   void *w = NULL;
   GPU_CK(cudaMalloc(&w, ws));
   GPU_CK(cudaMemset(w, 0xff, ws)); /* stale garbage in the partial rows */
