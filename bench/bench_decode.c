@@ -7,6 +7,7 @@
  * plan the heuristics choose (its variant printed); rows marked "forced" run the other
  * core kind for comparison. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
 #include "bench.h"
@@ -81,7 +82,7 @@ static void decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads, in
   if (!force && env) {
     char kind[8] = {0};
     int kvt = 64;
-    if (sscanf(env, "%2s:%d", kind, &kvt) == 2) {
+    if (sscanf(env, "%2s:%d", kind, &kvt) == 2 && (!strcmp(kind, "tc") || !strcmp(kind, "cc"))) {
       forced.cores = !strcmp(kind, "tc") ? FI_CORES_TENSOR : FI_CORES_CUDA;
       forced.q_tile = forced.cores == FI_CORES_TENSOR ? 16 : 1;
       forced.kv_tile = kvt;
@@ -211,9 +212,53 @@ static void append_case(fi_bench_ctx *b, int batch, int kv_len, int append, int 
   free(indptr); free(indices); free(last); free(aindptr);
 }
 
+static const int decode_cases[][4] = {{1, 32768, 32, 8},  {16, 4096, 32, 8},  {64, 4096, 32, 8},
+                                      {256, 2048, 32, 8}, {64, 4096, 32, 32}, {64, 4096, 64, 8}};
+
+/* FI_BENCH_SWEEP="TILES/CPSM/SMEMKB/HEADFAST/WARPPIPE@ROWS ...": for each configuration,
+ * set the decode knobs (FI_BENCH_DECODE_TILES = TILES, "auto" for the heuristics;
+ * FI_DECODE_CTAS_PER_SM; FI_DECODE_SMEM_KB, 0 = default budget; FI_DECODE_HEAD_FAST;
+ * FI_DECODE_WARP_PIPE) and
+ * time the decode rows whose indices (0-5) are listed in ROWS, all in one process. */
+static void decode_sweep(fi_bench_ctx *b, const char *spec) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+    char tiles[16] = {0}, rows[16] = {0};
+    int cpsm = 0, smem = 0, hf = 1, wp = 0;
+    if (sscanf(tok, "%15[^/]/%d/%d/%d/%d@%15s", tiles, &cpsm, &smem, &hf, &wp, rows) != 6) {
+      fprintf(stderr, "bad sweep token %s\n", tok);
+      continue;
+    }
+    char v[32];
+    setenv("FI_BENCH_DECODE_TILES", tiles, 1);
+    snprintf(v, sizeof v, "%d", cpsm);
+    setenv("FI_DECODE_CTAS_PER_SM", v, 1);
+    snprintf(v, sizeof v, "%d", smem);
+    setenv("FI_DECODE_SMEM_KB", v, 1);
+    snprintf(v, sizeof v, "%d", hf);
+    setenv("FI_DECODE_HEAD_FAST", v, 1);
+    snprintf(v, sizeof v, "%d", wp);
+    setenv("FI_DECODE_WARP_PIPE", v, 1);
+    char tag[64];
+    snprintf(tag, sizeof tag, " [%s]", tok);
+    for (const char *r = rows; *r; ++r) {
+      int i = *r - '0';
+      if (i < 0 || i > 5) continue;
+      decode_case(b, decode_cases[i][0], decode_cases[i][1], decode_cases[i][2],
+                  decode_cases[i][3], NULL, tag);
+    }
+    fflush(stdout);
+  }
+}
+
 void fi_bench_decode(fi_bench_ctx *b) {
-  static const int cases[][4] = {{1, 32768, 32, 8},  {16, 4096, 32, 8},  {64, 4096, 32, 8},
-                                 {256, 2048, 32, 8}, {64, 4096, 32, 32}, {64, 4096, 64, 8}};
+  const char *sweep = getenv("FI_BENCH_SWEEP");
+  if (sweep) {
+    decode_sweep(b, sweep);
+    return;
+  }
+  const int(*cases)[4] = decode_cases;
   for (int i = 0; i < 6; ++i)
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL, "");
   /* the other core kind, forced, for comparison */

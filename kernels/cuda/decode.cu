@@ -7,6 +7,7 @@
 #include "decode.cuh"
 #include "cuda_backend.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 cudaError_t fi_decode_launch_f16(const fi::DecodeParams &p, fi_dtype kv_dtype, int head_dim,
@@ -15,6 +16,10 @@ cudaError_t fi_decode_launch_f16(const fi::DecodeParams &p, fi_dtype kv_dtype, i
 cudaError_t fi_decode_launch_bf16(const fi::DecodeParams &p, fi_dtype kv_dtype, int head_dim,
                                   bool tc, int grid_x, size_t budget, size_t limit,
                                   cudaStream_t s);
+
+// Launch order default (bench/NOTES.md, v6).
+static const int kDecodeHeadFastDefault = 1;
+static const int kDecodeWarpPipeDefault = 0;
 
 // Heads of one KV head's group that one CTA computes.
 static int heads_per_cta(int group, int head_dim, int tensor_cores) {
@@ -156,6 +161,18 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   // 3 for the CUDA-core kernel. Memory-bound: what
   // counts is bytes in flight per SM = CTAs x (stages - 1) x tile bytes.
   size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 56 * 1024) : 75 * 1024;
+  // FI_DECODE_SMEM_KB overrides the budget (benchmark sweeps of pipeline depth vs CTAs/SM).
+  // Read per run (not cached) so that one benchmark process can sweep it.
+  const char *env_budget = getenv("FI_DECODE_SMEM_KB");
+  if (env_budget && atoi(env_budget) > 0) budget = (size_t)atoi(env_budget) * 1024;
+  if (budget > limit) budget = limit;
+  // CTA order: (kv head, head chunk) fastest by default; FI_DECODE_HEAD_FAST=0 restores
+  // the 2-D grid with the units fastest.
+  const char *env_hf = getenv("FI_DECODE_HEAD_FAST");
+  const int env_head_fast = env_hf ? (atoi(env_hf) != 0) : kDecodeHeadFastDefault;
+  p.head_fast = env_head_fast;
+  const char *env_wp = getenv("FI_DECODE_WARP_PIPE");
+  p.warp_pipe = env_wp ? (atoi(env_wp) != 0) : kDecodeWarpPipeDefault;
   if (budget > limit) budget = limit;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16

@@ -56,7 +56,31 @@ struct DecodeParams {
   int32_t window_left;
   int32_t pos_encoding;  // FI_POS_*
   float rope_rcp_scale, rope_log2_theta;
+  int32_t head_fast;  // 1: the launch is 1-D, (kv head, head chunk) fastest (see block_coords)
+  int32_t grid_heads; // kv heads x head chunks (the grid.y extent of the 2-D launch)
+  int32_t warp_pipe;  // 1: tensor cores with per-warp pipelines (decode_tcw_kernel) where
+                      // it applies (16-bit KV, no RoPE, head_dim <= 128)
 };
+
+// This CTA's (unit slot, head chunk index) and the unit stride. head_fast: the CTAs of one
+// unit's kv heads are adjacent in launch order, so they run together and read neighbouring
+// 256-byte head rows of the same pages (DRAM row locality in NHD caches).
+struct BlockCoords {
+  int unit0, unit_stride, hy;
+};
+__device__ __forceinline__ BlockCoords block_coords(const DecodeParams &p) {
+  BlockCoords c;
+  if (p.head_fast) {
+    c.hy = (int)blockIdx.x % p.grid_heads;
+    c.unit0 = (int)blockIdx.x / p.grid_heads;
+    c.unit_stride = (int)gridDim.x / p.grid_heads;
+  } else {
+    c.hy = (int)blockIdx.y;
+    c.unit0 = (int)blockIdx.x;
+    c.unit_stride = (int)gridDim.x;
+  }
+  return c;
+}
 
 // --------------------------------------------------------------- shared helpers -------
 
@@ -288,8 +312,9 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   const int tid = threadIdx.x;
   const int x = tid % BDX, y = (tid / BDX) % hg, z = tid / (BDX * hg);
   const int chunks = p.group / hg;
-  const int kv_head = blockIdx.y / chunks;
-  const int head = kv_head * p.group + (blockIdx.y % chunks) * hg + y;
+  const BlockCoords bc = block_coords(p);
+  const int kv_head = bc.hy / chunks;
+  const int head = kv_head * p.group + (bc.hy % chunks) * hg + y;
   const int T_ = p.kv_tile;
   const int tpz = (T_ + bdz - 1) / bdz;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
@@ -308,7 +333,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   pp.kv_head = kv_head;
 
   const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
-  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
+  for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
     const int kv_len = request_kv_len(p, u.request);
@@ -427,8 +452,9 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   const int g = lane / 4, t4 = lane % 4;
   const int hg = p.heads_per_cta;
   const int chunks = p.group / hg;
-  const int kv_head = blockIdx.y / chunks;
-  const int head0 = kv_head * p.group + (blockIdx.y % chunks) * hg;
+  const BlockCoords bc = block_coords(p);
+  const int kv_head = bc.hy / chunks;
+  const int head0 = kv_head * p.group + (bc.hy % chunks) * hg;
   const int T_ = p.kv_tile;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
   const bool transform = sizeof(KVT) == 1 || rope;
@@ -460,7 +486,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   pp.kv_head = kv_head;
 
   const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
-  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
+  for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
     const int kv_len = request_kv_len(p, u.request);
@@ -662,6 +688,231 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   }
 }
 
+// ------------------------------------------------- tensor cores, warp pipelines -------
+
+// Variant of the tensor-core kernel for 16-bit KV without RoPE (no transform pass): every
+// warp runs its own cp.async pipeline over its own 16-token sub-tiles (w, w + NW, ... of
+// the unit's range), `stages` deep, synchronised with __syncwarp only. No block barrier
+// per tile: a warp that waits for memory never holds the others back, and each warp keeps
+// stages - 1 sub-tiles (8.5 KiB each at D = 128) in flight. The warps merge their
+// online-softmax states through shared memory at the end, as in decode_tc_kernel.
+// Shared memory: [NW][stages][K | V][16][RC] stage ring, then [NW][stages + 1][16] token
+// offset slots, then the Q tile [16][RC].
+__device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int page_begin,
+                                                    int lo, int hi, int kv_head, int sub,
+                                                    int num_sub, int lane) {
+  if (sub >= num_sub || lane >= 16) {
+    TokenOffsets t;
+    t.k = -1;
+    t.v = -1;
+    return t;
+  }
+  return token_offsets(p, page_begin, lo + sub * 16 + lane, hi, kv_head);
+}
+
+template <typename T, typename KVT, int D>
+__global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  constexpr int RC = 2 * D + 16;
+  constexpr int CPT = D * 2 / 16;  // 16-byte chunks per token row
+  const int NW = blockDim.x / 32;
+  const int S = p.stages, nslot = S + 1;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int hg = p.heads_per_cta;
+  const int chunks = p.group / hg;
+  const BlockCoords bc = block_coords(p);
+  const int kv_head = bc.hy / chunks;
+  const int head0 = kv_head * p.group + (bc.hy % chunks) * hg;
+  const bool alibi = p.pos_encoding == FI_POS_ALIBI;
+  const float slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
+  const float slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+
+  const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
+  const int raw_bytes = NW * S * stage_bytes;
+  const int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
+  uint8_t *ring = smem + warp * S * stage_bytes;
+  uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
+  TokenOffsets *slots = (TokenOffsets *)after + warp * nslot * 16;
+  uint8_t *qs = after + NW * nslot * 16 * (int)sizeof(TokenOffsets);
+
+  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
+    const fi_work_unit u = p.work[w];
+    if (u.request < 0) continue;
+    const int kv_len = request_kv_len(p, u.request);
+    const int q_pos = kv_len - 1;
+    int lo, hi;
+    unit_range(p, u, kv_len, &lo, &hi);
+    const int page_begin = p.kv_indptr[u.request];
+    const int num_sub = (hi - lo + 15) / 16;
+    const int my_tiles = num_sub > warp ? (num_sub - warp + NW - 1) / NW : 0;
+
+    for (int item = tid; item < 16 * (D / 8); item += blockDim.x) {
+      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+      float q8[8];
+      if (r < hg) {
+        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, 1.f, q8);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q8[e] = 0.f;
+      }
+      vec8<T>::store(qs + r * RC + d0 * 2, q8);
+    }
+    // Local tile j of this warp = global sub-tile warp + j * NW.
+    for (int j = 0; j < S; ++j)
+      if (lane < 16)
+        slots[j * 16 + lane] =
+            warp_lookup(p, page_begin, lo, hi, kv_head, warp + j * NW, num_sub, lane);
+    __syncthreads();  // Q tile and slots
+
+    auto issue = [&](int j) {
+      if (j < my_tiles) {
+        const TokenOffsets *offs = slots + (j % nslot) * 16;
+        uint8_t *kd = ring + (j % S) * stage_bytes;
+        uint8_t *vd = kd + 16 * RC;
+#pragma unroll
+        for (int i = 0; i < 16 * CPT / 32; ++i) {
+          int c = lane + 32 * i;
+          int tok = c / CPT, part = c % CPT;
+          TokenOffsets o = offs[tok];
+          bool ok = o.k >= 0;
+          const uint8_t *ks = p.k + (ok ? o.k : 0) * (long long)sizeof(KVT) + part * 16;
+          const uint8_t *vs = p.v + (ok ? o.v : 0) * (long long)sizeof(KVT) + part * 16;
+          cp_async16(kd + tok * RC + part * 16, ks, ok);
+          cp_async16(vd + tok * RC + part * 16, vs, ok);
+        }
+      }
+      cp_async_commit();
+    };
+    for (int j = 0; j < S - 1; ++j) issue(j);
+    TokenOffsets pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
+
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, d0s = 0.f, d1s = 0.f;
+
+    for (int it = 0; it < my_tiles; ++it) {
+      if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
+      cp_async_wait_dyn(S - 2);
+      __syncwarp();
+      issue(it + S - 1);
+      pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + (it + S + 1) * NW, num_sub, lane);
+      const uint8_t *kb = ring + (it % S) * stage_bytes;
+      const uint8_t *vb = kb + 16 * RC;
+      const int tile_pos = lo + (warp + it * NW) * 16;
+
+      float s[2][4];
+#pragma unroll
+      for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t b[4];
+        ldmatrix_x4(b, kb + ((lane / 16) * 8 + lane % 8) * RC + (kk * 16 + ((lane / 8) % 2) * 8) * 2);
+        mma_16816<T>(s[0], qf[kk], b[0], b[1]);
+        mma_16816<T>(s[1], qf[kk], b[2], b[3]);
+      }
+      float mx0 = m0, mx1 = m1;
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          int pos = tile_pos + n * 8 + 2 * t4 + (jj & 1);
+          float sl = jj < 2 ? slope0 : slope1;
+          float v = pos < hi ? logits_transform(p, s[n][jj] * p.scale, pos, q_pos, sl) * kLog2e
+                             : -INFINITY;
+          s[n][jj] = v;
+          if (jj < 2) mx0 = fmaxf(mx0, v);
+          else mx1 = fmaxf(mx1, v);
+        }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      float base0 = mx0 == -INFINITY ? 0.f : mx0, base1 = mx1 == -INFINITY ? 0.f : mx1;
+      float sc0 = exp2f(m0 - base0), sc1 = exp2f(m1 - base1);
+      m0 = mx0;
+      m1 = mx1;
+      d0s *= sc0;
+      d1s *= sc1;
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        s[n][0] = exp2f(s[n][0] - base0);
+        s[n][1] = exp2f(s[n][1] - base0);
+        s[n][2] = exp2f(s[n][2] - base1);
+        s[n][3] = exp2f(s[n][3] - base1);
+        d0s += s[n][0] + s[n][1];
+        d1s += s[n][2] + s[n][3];
+      }
+      if (__any_sync(0xffffffffu, sc0 != 1.f || sc1 != 1.f)) {
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          o[n][0] *= sc0;
+          o[n][1] *= sc0;
+          o[n][2] *= sc1;
+          o[n][3] *= sc1;
+        }
+      }
+      uint32_t pa[4];
+      pa[0] = pack2<T>(s[0][0], s[0][1]);
+      pa[1] = pack2<T>(s[0][2], s[0][3]);
+      pa[2] = pack2<T>(s[1][0], s[1][1]);
+      pa[3] = pack2<T>(s[1][2], s[1][3]);
+#pragma unroll
+      for (int jd = 0; jd < D / 16; ++jd) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, vb + (lane % 8 + ((lane / 8) % 2) * 8) * RC + (16 * jd + (lane / 16) * 8) * 2);
+        mma_16816<T>(o[2 * jd], pa, b[0], b[1]);
+        mma_16816<T>(o[2 * jd + 1], pa, b[2], b[3]);
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    d0s += __shfl_xor_sync(0xffffffffu, d0s, 1);
+    d0s += __shfl_xor_sync(0xffffffffu, d0s, 2);
+    d1s += __shfl_xor_sync(0xffffffffu, d1s, 1);
+    d1s += __shfl_xor_sync(0xffffffffu, d1s, 2);
+    float *eo = (float *)smem;
+    float2 *emd = (float2 *)(eo + NW * 16 * D);
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      *(float2 *)(eo + (warp * 16 + g) * D + n * 8 + 2 * t4) = make_float2(o[n][0], o[n][1]);
+      *(float2 *)(eo + (warp * 16 + g + 8) * D + n * 8 + 2 * t4) = make_float2(o[n][2], o[n][3]);
+    }
+    if (t4 == 0) {
+      emd[warp * 16 + g] = make_float2(m0, d0s);
+      emd[warp * 16 + g + 8] = make_float2(m1, d1s);
+    }
+    __syncthreads();
+    for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
+      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+      float M = -INFINITY;
+      for (int ww = 0; ww < NW; ++ww) M = fmaxf(M, emd[ww * 16 + r].x);
+      float D_ = 0.f, acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+      for (int ww = 0; ww < NW; ++ww) {
+        float2 md = emd[ww * 16 + r];
+        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
+        D_ += md.y * wgt;
+        float part[8];
+        vec8<float>::load(eo + (ww * 16 + r) * D + d0, part);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
+      }
+      write_state8<T, D>(p, u, head0 + r, d0, acc, M, D_);
+    }
+    __syncthreads();
+  }
+}
+
 // Shared-memory bytes of each kernel (kv_bytes: bytes of one KV element; nw: warps of the
 // tensor-core kernel; transform: fp8 or RoPE staging buffers).
 static inline size_t decode_cc_smem(int D, int kv_bytes, int kv_tile, int stages, int hg) {
@@ -686,6 +937,13 @@ static inline size_t decode_tc_smem(int D, int kv_bytes, int kv_tile, int stages
   if (split) s += 16 * RC + (size_t)kv_tile * RC;
   return s;
 }
+static inline size_t decode_tcw_smem(int D, int stages, int nw) {
+  const size_t RC = 2 * (size_t)D + 16;
+  size_t raw = (size_t)nw * stages * 2 * 16 * RC;
+  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  return (raw > epi ? raw : epi) + (size_t)nw * (stages + 1) * 16 * sizeof(TokenOffsets) +
+         16 * RC;
+}
 static inline int decode_tc_warps(int kv_tile) {
   int nw = kv_tile / 16;
   return nw > 4 ? 4 : (nw < 1 ? 1 : nw);
@@ -697,9 +955,25 @@ template <typename T, typename KVT, int D>
 static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t smem_budget,
                                  size_t smem_limit, cudaStream_t stream) {
   int grid_y = p.num_kv_heads * (p.group / p.heads_per_cta);
+  p.grid_heads = grid_y;
+  dim3 grid(grid_x, grid_y);
+  if (p.head_fast) {
+    long long n = (long long)grid_x * grid_y;
+    if (n > 0x7fffffffLL) n = 0x7fffffffLL / grid_y * grid_y;  // whole unit slots
+    grid = dim3((unsigned)n, 1);
+  }
   if (tc) {
     int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
+    if (p.warp_pipe && !transform && D <= 128) {
+      int stages = 8;
+      while (stages > 2 && decode_tcw_smem(D, stages, nw) > smem_budget) --stages;
+      size_t smem = decode_tcw_smem(D, stages, nw);
+      if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+      p.stages = stages;
+      decode_tcw_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
+      return cudaGetLastError();
+    }
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
     int stages = 8;
     while (stages > 2 && decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split) > smem_budget)
@@ -707,7 +981,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    decode_tc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 32 * nw, smem, stream>>>(p);
+    decode_tc_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
   } else {
     int stages = 8;
     while (stages > 2 && decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta) > smem_budget)
@@ -715,7 +989,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    decode_cc_kernel<T, KVT, D><<<dim3(grid_x, grid_y), 128, smem, stream>>>(p);
+    decode_cc_kernel<T, KVT, D><<<grid, 128, smem, stream>>>(p);
   }
   return cudaGetLastError();
 }
@@ -731,6 +1005,7 @@ static cudaError_t decode_prepare_kv(int limit) {
   FI_PREP((decode_cc_kernel<T, KVT, 64>)) FI_PREP((decode_cc_kernel<T, KVT, 128>))
   FI_PREP((decode_cc_kernel<T, KVT, 256>)) FI_PREP((decode_tc_kernel<T, KVT, 64>))
   FI_PREP((decode_tc_kernel<T, KVT, 128>)) FI_PREP((decode_tc_kernel<T, KVT, 256>))
+  FI_PREP((decode_tcw_kernel<T, KVT, 64>)) FI_PREP((decode_tcw_kernel<T, KVT, 128>))
 #undef FI_PREP
   return e;
 }

@@ -63,6 +63,9 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
 /* Work units a plan targets when it splits KV: enough CTAs (units x kv_heads) for two
  * waves of the target's SMs. */
 int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p);
+/* The same for one op family (decode aims for more CTAs per SM; see planner.c). */
+int32_t fi_plan_target_units_for(fi_op_family family, const fi_target *t,
+                                 const fi_attention_params *p);
 
 /* Exact workspace bytes for any problem of `family` with <= max_batch requests and
  * <= max_qo_rows query rows (decode: ignored). */

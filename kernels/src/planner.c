@@ -43,6 +43,28 @@ enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 
 static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
 
+/* CTAs per SM a split decode plan aims for (units x kv_heads / SMs). Decode CTAs are
+ * latency-bound chains of tiles (bench/NOTES.md): more, shorter units keep more of them
+ * resident. FI_DECODE_CTAS_PER_SM overrides it (benchmark sweeps). */
+enum { FI_DECODE_CTAS_PER_SM = 2 };
+static int64_t decode_ctas_per_sm(void) {
+  const char *env = getenv("FI_DECODE_CTAS_PER_SM");
+  if (env) {
+    int v = atoi(env);
+    if (v >= 1 && v <= 64) return v;
+  }
+  return FI_DECODE_CTAS_PER_SM;
+}
+
+int32_t fi_plan_target_units_for(fi_op_family family, const fi_target *t,
+                                 const fi_attention_params *p) {
+  int64_t per_sm = family == FI_OP_DECODE ? decode_ctas_per_sm() : 2;
+  int64_t ctas = per_sm * (t->sm_count > 0 ? t->sm_count : 1);
+  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t u = (ctas + kvh - 1) / kvh;
+  return (int32_t)(u < 1 ? 1 : u);
+}
+
 int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p) {
   int64_t ctas = 2LL * (t->sm_count > 0 ? t->sm_count : 1);
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
@@ -99,7 +121,7 @@ static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
 
 size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p,
                                const fi_target *t, int32_t max_batch, int64_t max_qo_rows) {
-  int64_t target = fi_plan_target_units(t, p);
+  int64_t target = fi_plan_target_units_for(family, t, p);
   if (family == FI_OP_DECODE) {
     int64_t n = max_batch > target ? max_batch : target;
     return layout(p, n, n, n).total;
@@ -177,7 +199,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         "allocated with %s's size", workspace_bytes, size_fn(pb->family));
   caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
   counts unsplit = count_for_chunk(pb, rpu, 0);
-  int64_t target = fi_plan_target_units(t, params);
+  int64_t target = fi_plan_target_units_for(pb->family, t, params);
 
   if (!fits(unsplit, &k)) {
     int32_t need_batch = pb->batch;
