@@ -106,6 +106,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.num_qo_heads = a->num_qo_heads;
   p.num_kv_heads = a->num_kv_heads;
   p.group = a->num_qo_heads / a->num_kv_heads;
+  p.group_div = fi_make_fastdiv((uint32_t)p.group);
+  p.page_div = fi_make_fastdiv((uint32_t)(p.page_size > 0 ? p.page_size : 1));
   p.causal = a->mask_mode == FI_MASK_CAUSAL;
   p.custom_mask = a->mask_mode == FI_MASK_CUSTOM;
   p.pos_encoding = a->pos_encoding;

@@ -17,8 +17,8 @@
 // K/V are (query chunks of the request) x (kv tokens) x group-shared, i.e. once per
 // 16*MMA_Q*NUM_WARPS/group query tokens. Causal: tiles wholly above the bottom-right
 // diagonal are never loaded; sliding window: tiles wholly left of the window neither.
-// K and V are double buffered against each other: the load of K(i+1) overlaps P V(i) and
-// the load of V(i+1) overlaps Q K(i+1)^T (two cp.async groups in flight). fp8 KV is
+// K and V are double buffered against each other (two barriers per tile): the load of V(i)
+// overlaps Q K(i)^T and the softmax, the load of K(i+1) overlaps P V(i). fp8 KV is
 // gathered raw (half the bytes) and widened to the query dtype in smem.
 // O: written once, staged through the Q tile's smem for 16-byte coalesced stores; split-KV
 // work units instead write fp32 partial rows + LSE to the workspace for the merge kernel.
@@ -177,19 +177,6 @@ struct SmemLayout {
   static constexpr int TOTAL = Q_BYTES + 2 * KV_BYTES + 2 * RAW_BYTES;
 };
 
-// Where row j (absolute KV position of request `req`) of K or V lives.
-__device__ __forceinline__ const char *kv_row_ptr(const PrefillParams &p, const char *base,
-                                                  int64_t s_page, int64_t s_tok,
-                                                  int64_t head_off, int kv_page_begin,
-                                                  int64_t kv_tok_begin, int j) {
-  if (p.paged) {
-    int page = p.kv_indices[kv_page_begin + j / p.page_size];
-    int off = j % p.page_size;
-    return base + (int64_t)page * s_page + (int64_t)off * s_tok + head_off;
-  }
-  return base + (kv_tok_begin + j) * s_tok + head_off;
-}
-
 template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS>
 __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
     prefill_kernel(const PrefillParams p) {
@@ -265,7 +252,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       int row = idx / CH, c = idx % CH;
       int pr = chunk + row;
       bool valid = pr < packed_end;
-      int tok = valid ? pr / group : 0, h = valid ? kv_head * group + pr % group : 0;
+      const int tq = (int)p.group_div.div((uint32_t)(valid ? pr : 0));
+      int tok = tq, h = kv_head * group + (valid ? pr : 0) - tq * group;
       const DT *src = reinterpret_cast<const DT *>(p.q) +
                       (int64_t)(q_tok_begin + tok) * p.q_stride_n + (int64_t)h * p.q_stride_h +
                       c * 8;
@@ -293,7 +281,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
         int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
         int pr = chunk + row;
         row_valid[mq][hh] = pr < packed_end;
-        row_tok[mq][hh] = (row_valid[mq][hh] ? pr : packed_end - 1) / group;
+        row_tok[mq][hh] = (int)p.group_div.div((uint32_t)(row_valid[mq][hh] ? pr : packed_end - 1));
         row_slope[mq][hh] = 0.f;
         if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
           int h = kv_head * group + pr % group;
@@ -303,26 +291,47 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
         }
       }
 
+    // Thread t copies 16-byte chunk (t % CH_RAW) of rows t / CH_RAW + it * ROW_STEP.
     auto load_kv_tile = [&](int tile, bool is_v) {
+      constexpr int ROW_STEP = THREADS / CH_RAW;
       const int kv0 = kv_lo + tile * CTA_KV;
+      const int row0 = tid / CH_RAW, c = tid % CH_RAW;
       const char *base = is_v ? v_base : k_base;
-      const int64_t s_page = is_v ? v_s_page : k_s_page, s_tok = is_v ? v_s_tok : k_s_tok;
-      const int64_t hoff = is_v ? v_head_off : k_head_off;
+      const int64_t s_tok = is_v ? v_s_tok : k_s_tok;
+      const int64_t hoff = (is_v ? v_head_off : k_head_off) + c * 16;
+      unsigned char *dst_tile = KVK == FI_KV_SAME
+                                    ? reinterpret_cast<unsigned char *>(is_v ? v_smem : k_smem)
+                                    : (is_v ? v_raw : k_raw);
+      auto dst_of = [&](int row) -> void * {
+        if (KVK == FI_KV_SAME) return dst_tile + 2 * swz<HD>(row, c);
+        return dst_tile + row * HD + c * 16;
+      };
+      if (!p.paged) {
+        // Ragged: rows are contiguous tokens; one pointer per tile, a fixed stride per row.
+        const char *src0 = base + (kv_tok_begin + kv0 + row0) * s_tok + hoff;
 #pragma unroll
-      for (int it = 0; it < CTA_KV * CH_RAW / THREADS; ++it) {
-        int idx = tid + it * THREADS;
-        int row = idx / CH_RAW, c = idx % CH_RAW;
-        int j = kv0 + row;
-        bool valid = j < kv_hi;
-        const char *src = valid ? kv_row_ptr(p, base, s_page, s_tok, hoff, kv_page_begin,
-                                             kv_tok_begin, j) + c * 16
-                                : base;
-        void *dst;
-        if (KVK == FI_KV_SAME)
-          dst = (is_v ? v_smem : k_smem) + swz<HD>(row, c);
-        else
-          dst = (is_v ? v_raw : k_raw) + row * HD + c * 16;
-        cp_async_16(dst, src, valid);
+        for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
+          const int row = row0 + it * ROW_STEP;
+          const bool valid = kv0 + row < kv_hi;
+          cp_async_16(dst_of(row), valid ? src0 + (int64_t)(it * ROW_STEP) * s_tok : base, valid);
+        }
+      } else {
+        const int64_t s_page = is_v ? v_s_page : k_s_page;
+        int page[CTA_KV / ROW_STEP], off[CTA_KV / ROW_STEP];
+#pragma unroll
+        for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {  // page lookups first (all in flight)
+          const int j = min(kv0 + row0 + it * ROW_STEP, kv_hi - 1);
+          const int pg = (int)p.page_div.div((uint32_t)j);
+          off[it] = j - pg * p.page_size;
+          page[it] = p.kv_indices[kv_page_begin + pg];
+        }
+#pragma unroll
+        for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
+          const int row = row0 + it * ROW_STEP;
+          const bool valid = kv0 + row < kv_hi;
+          const char *src = base + (int64_t)page[it] * s_page + (int64_t)off[it] * s_tok + hoff;
+          cp_async_16(dst_of(row), valid ? src : base, valid);
+        }
       }
     };
     // fp8: widen the raw tile into the 2-byte swizzled tile.
@@ -387,16 +396,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       l_run[mq][0] = l_run[mq][1] = 0.f;
     }
 
-    if (num_tiles > 0) {
-      load_kv_tile(0, false);
-    }
-    cp_async_commit();
-    if (num_tiles > 0) {
-      load_kv_tile(0, true);
-    }
+    // Pipeline (two barriers per KV tile): V(tile) loads while S = Q K(tile)^T and the
+    // softmax run; K(tile+1) loads while O += P V(tile) runs.
+    if (num_tiles > 0) load_kv_tile(0, false);
     cp_async_commit();
     if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
-      cp_async_wait<2>();
+      cp_async_wait<1>();
       __syncthreads();
       rope_tile(q_smem, CTA_Q, true, 0);
       __syncthreads();
@@ -404,8 +409,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
 
     for (int tile = 0; tile < num_tiles; ++tile) {
       const int kv0 = kv_lo + tile * CTA_KV;
-      cp_async_wait<1>();  // Q and K(tile) have landed
-      __syncthreads();
+      cp_async_wait<0>();  // Q and K(tile) have landed
+      __syncthreads();     // ... for every thread; every warp is done with V(tile-1)
+      load_kv_tile(tile, true);
+      cp_async_commit();
       if (KVK != FI_KV_SAME) {
         widen_tile(false);
         __syncthreads();
@@ -444,21 +451,20 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
         }
       }
 
-      // ---- logits transform, masks (to log2 domain)
+      // ---- logits transform and masks (EXTRAS: to the log2 domain here)
       const bool tile_partial = kv0 + CTA_KV > kv_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+      if (EXTRAS) {
 #pragma unroll
-      for (int mq = 0; mq < MMA_Q; ++mq)
+        for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
-        for (int nb = 0; nb < NB_KV; ++nb)
+          for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int hh = e >> 1;
-            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-            const int qpos = q_pos_shift + row_tok[mq][hh];
-            float x = s[mq][nb][e];
-            if (EXTRAS) {
-              x *= p.sm_scale;
+            for (int e = 0; e < 4; ++e) {
+              const int hh = e >> 1;
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[mq][hh];
+              float x = s[mq][nb][e] * p.sm_scale;
               if (p.pos_encoding == FI_POS_ALIBI) x += row_slope[mq][hh] * (float)(j - qpos);
               if (p.logits_soft_cap > 0.f) x = p.logits_soft_cap * tanhf(x * p.soft_cap_rcp);
               x *= 1.4426950408889634f;
@@ -469,36 +475,44 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
                 int64_t bit = (int64_t)p.mask_indptr[req] + (int64_t)row_tok[mq][hh] * kv_len + j;
                 keep = (p.mask_bits[bit >> 3] >> (bit & 7)) & 1;
               }
-              x = keep ? x : -INFINITY;
-            } else {
-              x *= p.sm_scale_log2;
-              if (tile_partial || tile_diag) {
-                bool keep = j < kv_hi && (!p.causal || j <= qpos);
-                x = keep ? x : -INFINITY;
-              }
+              s[mq][nb][e] = keep ? x : -INFINITY;
             }
-            s[mq][nb][e] = x;
-          }
+      } else if (tile_partial || tile_diag) {
+        // Raw logits (the scale is folded into the softmax's FFMA); only the tiles that
+        // cross the end of the range or the causal diagonal are masked.
+#pragma unroll
+        for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int lim = p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[mq][e >> 1]) : kv_hi - 1;
+              s[mq][nb][e] = j <= lim ? s[mq][nb][e] : -INFINITY;
+            }
+      }
 
-      // ---- online softmax
+      // ---- online softmax (log2 domain: x * c_log2 is the scaled logit / ln 2)
+      const float c_log2 = EXTRAS ? 1.f : p.sm_scale_log2;
 #pragma unroll
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          float mx = m_run[mq][hh];
+          float mx = -INFINITY;
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
             mx = fmaxf(mx, fmaxf(s[mq][nb][2 * hh], s[mq][nb][2 * hh + 1]));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          mx = fmaxf(m_run[mq][hh], mx * c_log2);  // log2 domain
           const float m_use = (mx == -INFINITY) ? 0.f : mx;
           const float scale = exp2f(m_run[mq][hh] - m_use);
           m_run[mq][hh] = mx;
           float sum = 0.f;
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb) {
-            float p0 = exp2f(s[mq][nb][2 * hh] - m_use);
-            float p1 = exp2f(s[mq][nb][2 * hh + 1] - m_use);
+            float p0 = exp2f(fmaf(s[mq][nb][2 * hh], c_log2, -m_use));
+            float p1 = exp2f(fmaf(s[mq][nb][2 * hh + 1], c_log2, -m_use));
             s[mq][nb][2 * hh] = p0;
             s[mq][nb][2 * hh + 1] = p1;
             sum += p0 + p1;
@@ -511,11 +525,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           }
         }
 
-      __syncthreads();  // every warp is done with K(tile)
-      if (tile + 1 < num_tiles) load_kv_tile(tile + 1, false);
-      cp_async_commit();
-      cp_async_wait<1>();  // V(tile) has landed
-      __syncthreads();
+      cp_async_wait<0>();  // V(tile) has landed
+      __syncthreads();     // ... for every thread; every warp is done with K(tile)
+      if (tile + 1 < num_tiles) {
+        load_kv_tile(tile + 1, false);
+        cp_async_commit();
+      }
       if (KVK != FI_KV_SAME) {
         widen_tile(true);
         __syncthreads();
@@ -544,9 +559,6 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           }
         }
       }
-      __syncthreads();  // every warp is done with V(tile)
-      if (tile + 1 < num_tiles) load_kv_tile(tile + 1, true);
-      cp_async_commit();
     }
     cp_async_wait<0>();
     __syncthreads();

@@ -7,6 +7,22 @@
 
 #include "backend.h"
 
+// Division by a run-time constant d >= 1 for n < 2^31: q = (umulhi(n, m) + n) >> s.
+struct FastDiv {
+  uint32_t m, s;
+#ifdef __CUDACC__
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+#endif
+};
+static inline FastDiv fi_make_fastdiv(uint32_t d) {
+  FastDiv f;
+  uint32_t s = 0;
+  while ((1ull << s) < d) ++s;
+  f.s = s;
+  f.m = (uint32_t)(((1ull << 32) * ((1ull << s) - d)) / d + 1);
+  return f;
+}
+
 // How the KV cache is stored relative to the query dtype.
 enum { FI_KV_SAME = 0, FI_KV_E4M3 = 1, FI_KV_E5M2 = 2 };
 
@@ -27,6 +43,8 @@ struct PrefillParams {
   const int32_t *kv_indices;
   const int32_t *kv_last_page_len;
   int32_t paged, page_size;
+  FastDiv page_div;   // / page_size
+  FastDiv group_div;  // / group
   const uint8_t *mask_bits;
   const int32_t *mask_indptr;
   const fi_work_unit *work;

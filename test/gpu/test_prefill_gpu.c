@@ -227,7 +227,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   fi_status s;
   if ((s = fi_prefill_workspace_size(host, &prm, B, nnz_qo, &ws_h)) ||
       (s = fi_prefill_workspace_size(cuda, &prm, B, nnz_qo, &ws_d))) {
-    fprintf(stderr, "config %d: workspace size: %s\n", idx, fi_last_error(s ? cuda : host));
+    fprintf(stderr, "config %d: workspace size: host: %s cuda: %s\n", idx, fi_last_error(host),
+            fi_last_error(cuda));
     return 1;
   }
   void *wh = malloc(ws_h + 16), *wd = dmalloc(ws_d);
@@ -390,7 +391,7 @@ static void draw_config(config *c, int i) {
   c->page_size = pss[rnd() % 11];
   c->k_scale = c->kv_dtype == c->q_dtype ? 1.f : 0.25f + 0.5f * (float)(rnd() % 4);
   c->v_scale = c->kv_dtype == c->q_dtype ? 1.f : 0.5f + 0.25f * (float)(rnd() % 4);
-  c->sm_scale = (rnd() & 1) ? 1.f / sqrtf((float)c->hd) : 0.02f + 0.1f * rfloat() * rfloat();
+  c->sm_scale = (rnd() & 1) ? 1.f / sqrtf((float)c->hd) : 0.02f + 0.1f * fabsf(rfloat() * rfloat());
   c->window_left = -1;
   c->fixed_split = 0;
   int solo = i % 6 == 0 ? (int)(rnd() % 7) : -1; /* one feature alone */
@@ -404,7 +405,7 @@ static void draw_config(config *c, int i) {
     c->mask = m == 0 ? FI_MASK_NONE : m == 1 ? FI_MASK_CAUSAL : FI_MASK_CUSTOM;
     uint32_t pe = rnd() % 4;
     c->pos = pe == 1 ? FI_POS_ROPE_LLAMA : pe == 2 ? FI_POS_ALIBI : FI_POS_NONE;
-    c->soft_cap = rnd() % 3 == 0 ? 10.f + 20.f * rfloat() * rfloat() : 0.f;
+    c->soft_cap = rnd() % 3 == 0 ? 10.f + 20.f * fabsf(rfloat() * rfloat()) : 0.f;
     c->with_lse = rnd() & 1;
     uint32_t sp = rnd() % 4;
     c->fixed_split = sp == 0 ? -1 : sp == 1 ? 64 + (int)(rnd() % 1000) : 0;
