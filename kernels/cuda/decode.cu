@@ -19,7 +19,7 @@ cudaError_t fi_decode_launch_bf16(const fi::DecodeParams &p, fi_dtype kv_dtype, 
 
 // Launch order default (bench/NOTES.md, v6).
 static const int kDecodeHeadFastDefault = 1;
-static const int kDecodeWarpPipeDefault = 0;
+static const int kDecodeWarpPipeDefault = 1;
 
 // Heads of one KV head's group that one CTA computes.
 static int heads_per_cta(int group, int head_dim, int tensor_cores) {
@@ -156,11 +156,11 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   if (grid_x > 65535 * 4) grid_x = 65535 * 4;
   const size_t limit = (size_t)ctx->target.smem_per_block;
   // Shared-memory budget per CTA (the deepest pipeline that fits), measured on an H200
-  // (bench/NOTES.md): 2 CTAs per SM for the 4-warp tensor-core kernel (3 stages of 64
-  // tokens), 4-5 for the 2-warp one (2 stages of 32: more CTAs beat deeper pipelines),
-  // 3 for the CUDA-core kernel. Memory-bound: what
-  // counts is bytes in flight per SM = CTAs x (stages - 1) x tile bytes.
-  size_t budget = tc ? (p.kv_tile >= 64 ? 113 * 1024 : 56 * 1024) : 75 * 1024;
+  // (bench/NOTES.md, v6): two stages everywhere. Resident CTAs per SM decide the rate, not
+  // pipeline depth: the CUDA-core kernel went from 75% of copy (4 stages, 3 CTAs/SM) to
+  // 98% (2 stages, 6 CTAs/SM); the 2-warp tensor-core kernels fell from 80% to 45% with 3
+  // stages (4 CTAs/SM instead of 5-6).
+  size_t budget = tc ? (p.kv_tile >= 64 ? 76 * 1024 : 40 * 1024) : 40 * 1024;
   // FI_DECODE_SMEM_KB overrides the budget (benchmark sweeps of pipeline depth vs CTAs/SM).
   // Read per run (not cached) so that one benchmark process can sweep it.
   const char *env_budget = getenv("FI_DECODE_SMEM_KB");

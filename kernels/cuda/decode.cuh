@@ -23,6 +23,14 @@
 //    (zero rows past hg); each warp takes 16-token sub-tiles: S = Q K^T from ldmatrix'd
 //    K, online softmax on the accumulator fragments, P (16-bit) times V through
 //    ldmatrix.trans; the warps merge in shared memory at the end.
+//  - Tensor cores with per-warp pipelines (decode_tcw_kernel, the default for 16-bit KV
+//    without RoPE, head_dim <= 128): each warp streams its own 16-token sub-tiles through
+//    its own cp.async ring with __syncwarp only, no block barrier per tile.
+//
+// Launch order: by default the (kv head, head chunk) index varies fastest (1-D grid), so
+// the CTAs of one unit run together on neighbouring head rows of the same pages.
+// Measured on an H200 (bench/NOTES.md, v6): two pipeline stages and as many resident CTAs
+// per SM as fit beat deeper pipelines on every row.
 //
 // Memory traffic per unit: q (hg x D, 16-bit) once, K and V of the chunk once (the
 // bytes of one KV head), o (hg x D) once or an fp32 partial row; page ids once per tile.
@@ -306,6 +314,11 @@ __device__ __forceinline__ void write_state8(const DecodeParams &p, const fi_wor
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
+  // this grid has started; it waits for this grid's completion itself.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   constexpr int BDX = D / 8;
   const int hg = p.heads_per_cta;
   const int bdz = 128 / (BDX * hg);
@@ -445,6 +458,11 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
+  // this grid has started; it waits for this grid's completion itself.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   constexpr bool Q_IN_REGS = D <= 128;
   constexpr int RC = 2 * D + 16;  // padded 16-bit row: ldmatrix rows hit distinct banks
   const int NW = blockDim.x / 32;
@@ -696,8 +714,8 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 // per tile: a warp that waits for memory never holds the others back, and each warp keeps
 // stages - 1 sub-tiles (8.5 KiB each at D = 128) in flight. The warps merge their
 // online-softmax states through shared memory at the end, as in decode_tc_kernel.
-// Shared memory: [NW][stages][K | V][16][RC] stage ring, then [NW][stages + 1][16] token
-// offset slots, then the Q tile [16][RC].
+// Shared memory: [NW][stages][K | V][16][RC] stage ring (the Q tile [16][RC] is staged at
+// its start before each unit's pipeline), then [NW][stages + 1][16] token offset slots.
 __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int page_begin,
                                                     int lo, int hi, int kv_head, int sub,
                                                     int num_sub, int lane) {
@@ -713,6 +731,11 @@ __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int p
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
+  // this grid has started; it waits for this grid's completion itself.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   constexpr int RC = 2 * D + 16;
   constexpr int CPT = D * 2 / 16;  // 16-byte chunks per token row
   const int NW = blockDim.x / 32;
@@ -734,7 +757,9 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
   uint8_t *ring = smem + warp * S * stage_bytes;
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
   TokenOffsets *slots = (TokenOffsets *)after + warp * nslot * 16;
-  uint8_t *qs = after + NW * nslot * 16 * (int)sizeof(TokenOffsets);
+  // The Q tile is staged in the (still idle) ring before each unit's pipeline starts: its
+  // own 4.3 KiB would cost the sixth CTA per SM (bench/NOTES.md, v6).
+  uint8_t *qs = smem;
 
   const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
   for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
@@ -765,6 +790,11 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
         slots[j * 16 + lane] =
             warp_lookup(p, page_begin, lo, hi, kv_head, warp + j * NW, num_sub, lane);
     __syncthreads();  // Q tile and slots
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+    __syncthreads();  // every warp holds Q before the ring is overwritten
 
     auto issue = [&](int j) {
       if (j < my_tiles) {
@@ -787,11 +817,6 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
     };
     for (int j = 0; j < S - 1; ++j) issue(j);
     TokenOffsets pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
-
-    uint32_t qf[D / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
 
     float o[D / 8][4];
 #pragma unroll
@@ -941,8 +966,10 @@ static inline size_t decode_tcw_smem(int D, int stages, int nw) {
   const size_t RC = 2 * (size_t)D + 16;
   size_t raw = (size_t)nw * stages * 2 * 16 * RC;
   size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
-  return (raw > epi ? raw : epi) + (size_t)nw * (stages + 1) * 16 * sizeof(TokenOffsets) +
-         16 * RC;
+  size_t q = 16 * RC;  // staged in the ring
+  size_t ring = raw > epi ? raw : epi;
+  if (ring < q) ring = q;
+  return ring + (size_t)nw * (stages + 1) * 16 * sizeof(TokenOffsets);
 }
 static inline int decode_tc_warps(int kv_tile) {
   int nw = kv_tile / 16;

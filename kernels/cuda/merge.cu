@@ -16,6 +16,8 @@
 #include "common.cuh"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 namespace fi {
 
@@ -110,15 +112,18 @@ merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo,
     float sum = 0.f, acc[8];
 #pragma unroll
     for (int e = 0; e < VW; ++e) acc[e] = 0.f;
-    if (M != -INFINITY) {
+    {
+      // No branch on M before the loads: the v loads of the first 8 states can then issue
+      // together with the lse loads (8 x 16 bytes in flight per thread). A row whose states
+      // are all empty (M = -inf) is zeroed below, as before.
       const T *vr = v + r * vs.s0 + h * vs.s2 + d0;
       int c = 0;
-      for (; c + 4 <= n; c += 4) {  // four loads in flight before their first use
-        float x[4][8], w[4];
+      for (; c + 8 <= n; c += 8) {  // eight loads in flight before their first use
+        float x[8][8], w[8];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) vload<T, VW>::load(vr + (c + j) * vs.s1, x[j]);
+        for (int j = 0; j < 8; ++j) vload<T, VW>::load(vr + (c + j) * vs.s1, x[j]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < 8; ++j) {
           float l = sr[(c + j) * ss.s1];
           w[j] = l == -INFINITY ? 0.f : __expf(l - M);
           sum += w[j];
@@ -135,6 +140,11 @@ merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo,
 #pragma unroll
         for (int e = 0; e < VW; ++e) acc[e] = fmaf(w, x[e], acc[e]);
       }
+    }
+    if (M == -INFINITY) {
+      sum = 0.f;
+#pragma unroll
+      for (int e = 0; e < VW; ++e) acc[e] = 0.f;
     }
     float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
@@ -163,6 +173,11 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
   const int lanes = blockDim.x / groups;       // chunk lanes
   const int dg = threadIdx.x % groups, lane = threadIdx.x / groups;
   const int h = blockIdx.y, d0 = dg * 8;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched with programmatic stream serialization (PDL): this grid may start before the
+  // partial-writing kernel has finished; wait here until its writes are visible.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int n_units = device_num_units ? *device_num_units : num_units;
   for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
     const fi_merge_unit mu = units[w];
@@ -360,25 +375,51 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   dim3 grid(grid_x, heads);
   float *lp = lse ? (float *)lse->data : NULL;
   int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
+  // Programmatic dependent launch: the merge grid's launch overlaps the tail of the kernel
+  // before it (the decode kernels trigger at their start); griddepcontrol.wait in the
+  // kernel orders it after that kernel's writes. Also valid inside a CUDA graph capture.
+  cudaLaunchConfig_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = st;
+  cfg.attrs = attr;
+  // FI_MERGE_PDL=0 launches it as an ordinary stream-ordered kernel (diagnostics).
+  const char *env_pdl = getenv("FI_MERGE_PDL");
+  cfg.numAttrs = env_pdl && atoi(env_pdl) == 0 ? 0 : 1;
+  cudaError_t err = cudaSuccess;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      merge_partials_kernel<f16><<<grid, 128, 0, st>>>(
-          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
-          D, (f16 *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<f16>, (const fi_merge_unit *)l.merge,
+                               device_num_merge_units, (int)l.num_merge_units,
+                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
+                               (f16 *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
+                               lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      merge_partials_kernel<bf16><<<grid, 128, 0, st>>>(
-          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
-          D, (bf16 *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<bf16>, (const fi_merge_unit *)l.merge,
+                               device_num_merge_units, (int)l.num_merge_units,
+                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
+                               (bf16 *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
+                               lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      merge_partials_kernel<float><<<grid, 128, 0, st>>>(
-          l.merge, device_num_merge_units, l.num_merge_units, l.partial_o, l.partial_lse, heads,
-          D, (float *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh);
+      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<float>, (const fi_merge_unit *)l.merge,
+                               device_num_merge_units, (int)l.num_merge_units,
+                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
+                               (float *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
+                               lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
                           fi_dtype_name(o->dtype));
   }
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "split-KV merge: kernel launch failed: %s (%s)",
+                        cudaGetErrorName(err), cudaGetErrorString(err));
   return fi_cuda_check_launch(ctx, "split-KV merge");
 }

@@ -23,8 +23,7 @@
  *      cores.
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
- *    kernels (bench/NOTES.md): tensor cores 64 when split-KV is on and head_dim <= 128,
- *    else 32; CUDA cores 32. Otherwise
+ *    kernels (bench/NOTES.md, v6): 32 for both core kinds. Otherwise
  *    (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
  *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
  *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
@@ -152,15 +151,11 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
     tiles.q_tile = 1;
   }
   /* Decode is memory-bound: the KV tile is the one the CUDA kernels (kernels/cuda/
-   * decode.cuh) stream fastest, measured on an H200 (bench/NOTES.md). Tensor cores: 32
-   * tokens (2 warps, many CTAs per SM) when the batch fills the GPU, 64 (4 warps, deeper
-   * pipeline per CTA) when split-KV has to make the CTAs; head_dim 256 always 32 (its rows
-   * leave no room for 64-token stages). CUDA cores: 32. */
+   * decode.cuh) stream fastest, measured on an H200 (bench/NOTES.md, v6): 32 tokens on
+   * both core kinds, split or not (2 stages, 6 CTAs per SM: resident CTAs beat pipeline
+   * depth; the planner makes enough split units for them). */
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
-  if (tiles.cores == FI_CORES_TENSOR)
-    tiles.kv_tile = (p->head_dim <= 128 && tiles.split_kv) ? 64 : 32;
-  else
-    tiles.kv_tile = 32;
+  tiles.kv_tile = 32;
   return tiles;
 }
 

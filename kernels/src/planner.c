@@ -44,9 +44,11 @@ enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
 
 /* CTAs per SM a split decode plan aims for (units x kv_heads / SMs). Decode CTAs are
- * latency-bound chains of tiles (bench/NOTES.md): more, shorter units keep more of them
- * resident. FI_DECODE_CTAS_PER_SM overrides it (benchmark sweeps). */
-enum { FI_DECODE_CTAS_PER_SM = 2 };
+ * latency-bound chains of tiles (bench/NOTES.md, v6): 5 per SM (about one wave of the
+ * 2-warp tensor-core kernel, 6 resident per SM) measured best on an H200 among 2, 3, 4,
+ * 5, 6, 8, 16.
+ * FI_DECODE_CTAS_PER_SM overrides it (benchmark sweeps). */
+enum { FI_DECODE_CTAS_PER_SM = 5 };
 static int64_t decode_ctas_per_sm(void) {
   const char *env = getenv("FI_DECODE_CTAS_PER_SM");
   if (env) {
