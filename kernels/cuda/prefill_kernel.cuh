@@ -272,7 +272,6 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
     // Per-row facts of the rows this thread holds in the accumulators (rows g and g+8 of
     // each of its MMA_Q m-tiles).
     int row_tok[MMA_Q][2];
-    int row_valid[MMA_Q][2];
     float row_slope[MMA_Q][2];
 #pragma unroll
     for (int mq = 0; mq < MMA_Q; ++mq)
@@ -280,8 +279,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       for (int hh = 0; hh < 2; ++hh) {
         int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
         int pr = chunk + row;
-        row_valid[mq][hh] = pr < packed_end;
-        row_tok[mq][hh] = (int)p.group_div.div((uint32_t)(row_valid[mq][hh] ? pr : packed_end - 1));
+        row_tok[mq][hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
         row_slope[mq][hh] = 0.f;
         if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
           int h = kv_head * group + pr % group;
@@ -494,6 +492,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
 
       // ---- online softmax (log2 domain: x * c_log2 is the scaled logit / ln 2)
       const float c_log2 = EXTRAS ? 1.f : p.sm_scale_log2;
+      float row_scale[MMA_Q][2];
+      bool any_rescale = false;
 #pragma unroll
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
@@ -507,6 +507,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           mx = fmaxf(m_run[mq][hh], mx * c_log2);  // log2 domain
           const float m_use = (mx == -INFINITY) ? 0.f : mx;
           const float scale = exp2f(m_run[mq][hh] - m_use);
+          any_rescale |= scale != 1.f;
+          row_scale[mq][hh] = scale;
           m_run[mq][hh] = mx;
           float sum = 0.f;
 #pragma unroll
@@ -518,12 +520,31 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             sum += p0 + p1;
           }
           l_run[mq][hh] = l_run[mq][hh] * scale + sum;
+        }
+      // P as the A operand of the PV mma (half the registers of the fp32 S, before the
+      // K(tile+1) gather below needs its address registers).
+      uint32_t pa[MMA_Q][CTA_KV / 16][4];
+#pragma unroll
+      for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb) {
+          pa[mq][kb][0] = MmaOp<DT>::pack(s[mq][2 * kb][0], s[mq][2 * kb][1]);
+          pa[mq][kb][1] = MmaOp<DT>::pack(s[mq][2 * kb][2], s[mq][2 * kb][3]);
+          pa[mq][kb][2] = MmaOp<DT>::pack(s[mq][2 * kb + 1][0], s[mq][2 * kb + 1][1]);
+          pa[mq][kb][3] = MmaOp<DT>::pack(s[mq][2 * kb + 1][2], s[mq][2 * kb + 1][3]);
+        }
+      // Rescale O only when some row's maximum moved (rare after the first tiles).
+      if (__any_sync(0xffffffffu, any_rescale)) {
+#pragma unroll
+        for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
           for (int nb = 0; nb < NB_D; ++nb) {
-            o[mq][nb][2 * hh] *= scale;
-            o[mq][nb][2 * hh + 1] *= scale;
+            o[mq][nb][0] *= row_scale[mq][0];
+            o[mq][nb][1] *= row_scale[mq][0];
+            o[mq][nb][2] *= row_scale[mq][1];
+            o[mq][nb][3] *= row_scale[mq][1];
           }
-        }
+      }
 
       cp_async_wait<0>();  // V(tile) has landed
       __syncthreads();     // ... for every thread; every warp is done with K(tile)
@@ -539,14 +560,6 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       // ---- O += P V
 #pragma unroll
       for (int kb = 0; kb < CTA_KV / 16; ++kb) {
-        uint32_t a[MMA_Q][4];
-#pragma unroll
-        for (int mq = 0; mq < MMA_Q; ++mq) {
-          a[mq][0] = MmaOp<DT>::pack(s[mq][2 * kb][0], s[mq][2 * kb][1]);
-          a[mq][1] = MmaOp<DT>::pack(s[mq][2 * kb][2], s[mq][2 * kb][3]);
-          a[mq][2] = MmaOp<DT>::pack(s[mq][2 * kb + 1][0], s[mq][2 * kb + 1][1]);
-          a[mq][3] = MmaOp<DT>::pack(s[mq][2 * kb + 1][2], s[mq][2 * kb + 1][3]);
-        }
 #pragma unroll
         for (int db2 = 0; db2 < NB_D / 2; ++db2) {
           uint32_t b[4];
@@ -554,8 +567,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           ldmatrix_x4_trans_addr(b, ((v_lane_addr ^ x_c) + add_c) + kb * 16 * HD * 2);
 #pragma unroll
           for (int mq = 0; mq < MMA_Q; ++mq) {
-            MmaOp<DT>::run(o[mq][2 * db2], a[mq], b[0], b[1]);
-            MmaOp<DT>::run(o[mq][2 * db2 + 1], a[mq], b[2], b[3]);
+            MmaOp<DT>::run(o[mq][2 * db2], pa[mq][kb], b[0], b[1]);
+            MmaOp<DT>::run(o[mq][2 * db2 + 1], pa[mq][kb], b[2], b[3]);
           }
         }
       }
@@ -588,7 +601,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             uint32_t v2 = MmaOp<DT>::pack(o[mq][nb][2 * hh] * inv, o[mq][nb][2 * hh + 1] * inv);
             *reinterpret_cast<uint32_t *>(q_smem + swz<HD>(row, nb) + 2 * t4) = v2;
           }
-          if (p.lse != nullptr && t4 == 0 && row_valid[mq][hh]) {
+          if (p.lse != nullptr && t4 == 0 && chunk + row < packed_end) {
             int pr = chunk + row;
             int h = kv_head * group + pr % group;
             float lse = l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
@@ -616,8 +629,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          if (!row_valid[mq][hh]) continue;
           const int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
+          if (chunk + row >= packed_end) continue;
           const int pr = chunk + row;
           const int h = kv_head * group + pr % group;
           const int64_t prow = (int64_t)wu.partial_row + (pr / group - wu.qo_start);
