@@ -49,5 +49,5 @@ install(FILES ${PROJECT_BINARY_DIR}/FiMLIRConfig.cmake
 # against it, run it (ctest test "install_consumer").
 add_test(NAME install_consumer
   COMMAND ${PROJECT_SOURCE_DIR}/test/install/run-consumer.sh ${PROJECT_BINARY_DIR}
-          ${PROJECT_BINARY_DIR}/install-consumer "${MLIR_DIR}")
+          ${PROJECT_BINARY_DIR}/install-consumer "${MLIR_DIR}" ${FI_ENABLE_MLIR})
 set_tests_properties(install_consumer PROPERTIES TIMEOUT 600)
