@@ -364,6 +364,11 @@ LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadD
   Dim qoHeads{q, "q", 1}, headDim{q, "q", 2};
   if (failed(c.isStatic(qoHeads, "qo_heads")) || failed(c.isStatic(headDim, "head_dim")))
     return failure();
+  if (qoHeads.size() < 1 || kvHeads.size() < 1 || headDim.size() < 1)
+    return c.error() << "qo_heads of 'q' (" << qoHeads.size() << "), kv_heads of '"
+                     << kvHeads.operand << "' (" << kvHeads.size() << ") and head_dim of 'q' ("
+                     << headDim.size() << ") must all be >= 1; an empty head dimension "
+                     << "has nothing to attend with";
   if (qoHeads.size() % kvHeads.size() != 0)
     return c.error() << "qo_heads of 'q' (" << qoHeads.size()
                      << ") is not a multiple of kv_heads of '" << kvHeads.operand << "' ("
