@@ -80,6 +80,20 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
 
 void setTiles(Operation *op, TilesAttr tiles) { op->setAttr("tiles", tiles); }
 
+/// A length hint, when given, is a positive integer: anything else is an error, not a
+/// silent fallback to plan time.
+LogicalResult checkHints(Operation *op) {
+  for (StringRef name : {kAvgQoLenHint, kAvgKvLenHint}) {
+    Attribute attr = op->getAttr(name);
+    auto value = dyn_cast_or_null<IntegerAttr>(attr);
+    if (attr && (!value || value.getInt() < 1))
+      return op->emitOpError() << "hint '" << name << "' = " << attr
+                               << " must be a positive integer (the average length per "
+                                  "request); fix it or drop it to choose tiles at plan time";
+  }
+  return success();
+}
+
 struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTilesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -91,6 +105,8 @@ struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTile
       std::optional<AttentionInfo> info = getAttentionInfo(op);
       if (!info || info->tiles)
         return;
+      if (failed(checkHints(op)))
+        return signalPassFailure();
       if (info->plan)
         if (Operation *planOp = info->plan.getDefiningOp())
           if (auto tiles = planOp->getAttrOfType<TilesAttr>("tiles")) {
