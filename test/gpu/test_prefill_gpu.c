@@ -382,8 +382,11 @@ static void draw_config(config *c, int i) {
   c->kv_dtype = kvr == 0 ? FI_DTYPE_E4M3 : kvr == 1 ? FI_DTYPE_E5M2 : c->q_dtype;
   static const int hds[] = {64, 128, 128, 128, 256};
   c->hd = hds[rnd() % 5];
-  static const int heads[][2] = {{1, 1}, {4, 4}, {4, 1}, {8, 2}, {8, 1}, {6, 2}, {32, 8}, {16, 2}, {12, 4}};
-  int hsel = (int)(rnd() % 9);
+  /* {32, 1} and {16, 1}: a GQA group larger than a 16/32-row tile, so one work unit's
+   * packed rows span several query chunks of the CTA. */
+  static const int heads[][2] = {{1, 1}, {4, 4}, {4, 1}, {8, 2}, {8, 1}, {6, 2},
+                                 {32, 8}, {16, 2}, {12, 4}, {32, 1}, {16, 1}};
+  int hsel = (int)(rnd() % 11);
   c->qo_heads = heads[hsel][0];
   c->kv_heads = heads[hsel][1];
   c->layout = (rnd() & 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
