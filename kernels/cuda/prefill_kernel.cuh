@@ -1,6 +1,7 @@
 // prefill_kernel.cuh -- FlashAttention-2-style tensor-core prefill (ragged and paged).
 //
-// Work split. Grid = (plan work units, kv heads). A CTA takes one work unit (a request, a
+// Work split. Grid = (plan work units, kv heads); blocks stride over the unit count the
+// planner keeps in the workspace (graph replays after re-planning). A CTA takes one work unit (a request, a
 // range of its query tokens, a range of its KV positions) for one KV head and packs the
 // GQA group of query heads into its query tile: packed row p = token * group + head_in_group,
 // so a short query still fills the tile and K/V are read once per group. The CTA walks its
