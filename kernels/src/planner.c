@@ -166,8 +166,11 @@ static int compare_units(const void *pa, const void *pb) {
   int64_t ca = (int64_t)a->qo_len * ((int64_t)(a->kv_end - a->kv_start) + 1);
   int64_t cb = (int64_t)b->qo_len * ((int64_t)(b->kv_end - b->kv_start) + 1);
   if (ca != cb) return ca > cb ? -1 : 1;
+  /* Equal nominal cost: later query rows first. Under a causal (or windowed) mask they
+   * see the most keys, so this keeps longest-first order where the nominal cost cannot
+   * tell, and the short tiles fill the last wave. */
+  if (a->qo_start != b->qo_start) return a->qo_start > b->qo_start ? -1 : 1;
   if (a->request != b->request) return a->request < b->request ? -1 : 1;
-  if (a->qo_start != b->qo_start) return a->qo_start < b->qo_start ? -1 : 1;
   if (a->kv_start != b->kv_start) return a->kv_start < b->kv_start ? -1 : 1;
   return 0;
 }
