@@ -6,6 +6,7 @@
 #include "common.cuh"
 #include "decode.cuh"
 #include "cuda_backend.h"
+#include "fi/cuda_variants.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,28 +43,10 @@ static int aligned16(const void *p, const int64_t *strides, int n, size_t es) {
 
 extern "C" fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
                                               const fi_tiles *tiles) {
-  if (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "decode: the CUDA kernels take f16 or bf16 q/o, not %s; convert q or "
-                        "use the host backend", fi_dtype_name(p->q_dtype));
-  if (p->kv_dtype != p->q_dtype && p->kv_dtype != FI_DTYPE_E4M3 && p->kv_dtype != FI_DTYPE_E5M2)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "decode: the CUDA kernels take a KV cache of q's dtype (%s) or fp8 "
-                        "(e4m3, e5m2), not %s", fi_dtype_name(p->q_dtype),
-                        fi_dtype_name(p->kv_dtype));
-  if (p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "decode: head_dim %d has no CUDA kernel (64, 128 and 256 do); use the "
-                        "host backend", (int)p->head_dim);
-  if (p->mask_mode == FI_MASK_CUSTOM)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "decode: custom masks have no CUDA decode kernel; use the host backend");
+  char why[256];
+  if (!fi_cuda_variant_supported(FI_OP_DECODE, p, tiles, why, sizeof why))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
   if (tiles) {
-    if (tiles->kv_tile != 16 && tiles->kv_tile != 32 && tiles->kv_tile != 64 &&
-        tiles->kv_tile != 128)
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "decode: kv_tile %d has no CUDA variant (16, 32, 64, 128 do)",
-                          (int)tiles->kv_tile);
     // The smallest pipeline (2 stages) of this variant must fit the device.
     const int tc = tiles->cores == FI_CORES_TENSOR;
     const int kvb = (int)fi_dtype_size(p->kv_dtype);

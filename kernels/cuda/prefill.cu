@@ -13,24 +13,12 @@
 #include <math.h>
 
 #include "common.cuh"
+#include "fi/cuda_variants.h"
 #include "context.h"
 #include "cuda_backend.h"
 #include "prefill_variants.cuh"
 
 namespace {
-
-bool tile_compiled(int q, int kv) {
-#define FI_TILE_MATCH(Q, KV) \
-  if (q == Q && kv == KV) return true;
-  FI_PREFILL_TILE_LIST(FI_TILE_MATCH)
-#undef FI_TILE_MATCH
-  return false;
-}
-
-const char *tile_list_string() {
-  return "(16,32) (16,64) (16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) "
-         "(128,32) (128,64)";
-}
 
 int kv_kind_of(const fi_attention_params *p) {
   if (p->kv_dtype == FI_DTYPE_E4M3) return FI_KV_E4M3;
@@ -77,11 +65,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
+  char why[320];
+  if (!fi_cuda_variant_supported(plan->family, a, &plan->tiles, why, sizeof why))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
   fi_prefill_launch_fn launch = launcher_for(a);
-  if (!launch || !tile_compiled(plan->tiles.q_tile, plan->tiles.kv_tile))
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: no CUDA kernel for head_dim %d with tiles (%d, %d)", what,
-                        (int)a->head_dim, (int)plan->tiles.q_tile, (int)plan->tiles.kv_tile);
 
   const fi_plan_layout lay = fi_plan_get_layout(plan);
   const int32_t *counts = fi_cuda_plan_device_counts(plan);
@@ -137,35 +124,9 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
 extern "C" fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                                      const fi_attention_params *params,
                                                      const fi_tiles *tiles) {
-  const char *what = family == FI_OP_PAGED_PREFILL ? "paged prefill" : "ragged prefill";
-  if (params->head_dim != 64 && params->head_dim != 128 && params->head_dim != 256)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: the CUDA backend has kernels for head_dim 64, 128 and 256, not "
-                        "%d; use one of those or the host backend",
-                        what, (int)params->head_dim);
-  if (params->q_dtype != FI_DTYPE_F16 && params->q_dtype != FI_DTYPE_BF16)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: the CUDA backend runs f16 or bf16 queries, not %s; convert q "
-                        "or use the host backend",
-                        what, fi_dtype_name(params->q_dtype));
-  if (params->kv_dtype != params->q_dtype && params->kv_dtype != FI_DTYPE_E4M3 &&
-      params->kv_dtype != FI_DTYPE_E5M2)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: the CUDA backend needs the KV dtype to equal the query dtype "
-                        "(%s) or be fp8 (e4m3/e5m2), not %s",
-                        what, fi_dtype_name(params->q_dtype), fi_dtype_name(params->kv_dtype));
-  if (tiles) {
-    if (tiles->cores != FI_CORES_TENSOR)
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "%s: the CUDA prefill kernels are tensor-core kernels; use "
-                          "cores = FI_CORES_TENSOR",
-                          what);
-    if (!tile_compiled(tiles->q_tile, tiles->kv_tile))
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "%s: no CUDA variant with q_tile %d, kv_tile %d; compiled (q, kv) "
-                          "tiles: %s",
-                          what, (int)tiles->q_tile, (int)tiles->kv_tile, tile_list_string());
-  }
+  char why[320];
+  if (!fi_cuda_variant_supported(family, params, tiles, why, sizeof why))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
   return FI_SUCCESS;
 }
 

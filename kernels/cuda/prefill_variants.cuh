@@ -6,22 +6,13 @@
 
 #include <cuda_runtime.h>
 
+#include "fi/cuda_variants.h"
+
 #include "prefill_params.h"
 
-// (query tile, KV tile) pairs compiled for every head_dim and dtype. The heuristics pick one
-// of these; a forced tile outside the list is refused at plan time.
-#define FI_PREFILL_TILE_LIST(X) \
-  X(16, 32)                     \
-  X(16, 64)                     \
-  X(16, 128)                    \
-  X(32, 32)                     \
-  X(32, 64)                     \
-  X(32, 128)                    \
-  X(64, 32)                     \
-  X(64, 64)                     \
-  X(64, 128)                    \
-  X(128, 32)                    \
-  X(128, 64)
+// (query tile, KV tile) pairs compiled for every head_dim and dtype: the shared list of
+// fi/cuda_variants.h, so a forced tile outside it is refused at plan (and compile) time.
+#define FI_PREFILL_TILE_LIST(X) FI_CUDA_PREFILL_TILE_LIST(X)
 
 // Launches the variant; cudaErrorInvalidConfiguration when (q_tile, kv_tile) is not compiled.
 // kv_kind: FI_KV_SAME / FI_KV_E4M3 / FI_KV_E5M2. extras: soft cap, ALiBi, custom mask or

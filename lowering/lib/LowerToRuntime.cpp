@@ -9,6 +9,7 @@
 #include "fi/Lowering/Passes.h"
 
 #include "FiOpInfo.h"
+#include "fi/cuda_variants.h"
 #include "fi/heuristics.h"
 #include "fi/runtime.h"
 
@@ -140,45 +141,30 @@ private:
   }
 
   // ------------------------------------------------------------ backend check --
+  // The CUDA kernels' coverage is the runtime's own list (fi/cuda_variants.h), so this
+  // compile-time check and the backend's plan-time check cannot disagree.
   LogicalResult checkBackend(Operation *op, int64_t headDim, Type qType, Type kvType,
                              MaskMode mask, TilesAttr tiles, bool decode) {
     if (backend != "cuda")
       return success();
-    StringRef name = op->getName().getStringRef();
-    if (!qType.isF16() && !qType.isBF16())
-      return op->emitOpError() << "cannot run on the CUDA backend: q has element type "
-                               << qType << " but the CUDA kernels of " << name
-                               << " take f16 or bf16 queries; convert q or use the host "
-                                  "backend (backend=host)";
-    if (kvType != qType && !isa<Float8E4M3FNType, Float8E5M2Type>(kvType))
-      return op->emitOpError() << "cannot run on the CUDA backend: the KV cache has element "
-                               << "type " << kvType << " but the CUDA kernels need q's type ("
-                               << qType << ") or fp8 (f8E4M3FN, f8E5M2)";
-    if (headDim != 64 && headDim != 128 && headDim != 256)
-      return op->emitOpError() << "cannot run on the CUDA backend: head_dim " << headDim
-                               << " has no CUDA kernel; supported head_dim: 64, 128, 256 "
-                                  "(or use the host backend, backend=host)";
-    if (decode && mask == MaskMode::custom)
-      return op->emitOpError() << "cannot run on the CUDA backend: custom masks have no "
-                                  "CUDA decode kernel";
-    if (!tiles)
-      return success();
-    if (decode) {
-      int64_t kv = tiles.getKvTile();
-      if (kv != 16 && kv != 32 && kv != 64 && kv != 128)
-        return op->emitOpError() << "cannot run on the CUDA backend: decode kv tile " << kv
-                                 << " has no CUDA variant; supported: 16, 32, 64, 128";
-      return success();
+    fi_op_family family = decode ? FI_OP_DECODE
+                          : isa<RaggedPrefillPlanOp, RaggedPrefillOp>(op) ? FI_OP_RAGGED_PREFILL
+                                                                         : FI_OP_PAGED_PREFILL;
+    fi_attention_params params = {};
+    params.head_dim = static_cast<int32_t>(headDim);
+    params.q_dtype = static_cast<fi_dtype>(fiDtypeCode(qType));
+    params.kv_dtype = static_cast<fi_dtype>(fiDtypeCode(kvType));
+    params.mask_mode = static_cast<fi_mask_mode>(mask);
+    fi_tiles chosen = {};
+    if (tiles) {
+      chosen.q_tile = static_cast<int32_t>(tiles.getQTile());
+      chosen.kv_tile = static_cast<int32_t>(tiles.getKvTile());
+      chosen.split_kv = tiles.getSplitKv() ? 1 : 0;
+      chosen.cores = tiles.getCores() == Cores::tensor ? FI_CORES_TENSOR : FI_CORES_CUDA;
     }
-    int64_t q = tiles.getQTile(), kv = tiles.getKvTile();
-    bool compiled = (q == 16 || q == 32 || q == 64 || q == 128) &&
-                    (kv == 32 || kv == 64 || kv == 128) && !(q == 128 && kv == 128);
-    if (tiles.getCores() != Cores::tensor || !compiled)
-      return op->emitOpError()
-             << "cannot run on the CUDA backend: no CUDA prefill variant for " << tiles
-             << "; the prefill kernels use tensor cores with (q, kv) tiles (16,32) (16,64) "
-                "(16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) (128,32) "
-                "(128,64)";
+    char why[320];
+    if (!fi_cuda_variant_supported(family, &params, tiles ? &chosen : nullptr, why, sizeof why))
+      return op->emitOpError() << "cannot run on the CUDA backend: " << why;
     return success();
   }
 

@@ -3,7 +3,7 @@
 
 func.func @head_dim_96(%q: memref<?x4x96xf16>, %k: memref<?x16x4x96xf16>, %p: memref<?xi32>,
     %i: memref<?xi32>, %l: memref<?xi32>, %o: memref<?x4x96xf16>) {
-  // expected-error @below {{'fi.decode_plan' op cannot run on the CUDA backend: head_dim 96 has no CUDA kernel; supported head_dim: 64, 128, 256 (or use the host backend, backend=host)}}
+  // expected-error @below {{'fi.decode_plan' op cannot run on the CUDA backend: decode: head_dim 96 has no CUDA kernel (64, 128 and 256 do); use one of those or the host backend}}
   fi.paged_decode q(%q : memref<?x4x96xf16>) kv(%k, %k : memref<?x16x4x96xf16>, memref<?x16x4x96xf16>)
       pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x96xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
@@ -14,7 +14,7 @@ func.func @head_dim_96(%q: memref<?x4x96xf16>, %k: memref<?x16x4x96xf16>, %p: me
 
 func.func @f32_query(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %qo: memref<?xi32>,
     %kvp: memref<?xi32>, %o: memref<?x4x64xf32>) {
-  // expected-error @below {{'fi.ragged_prefill_plan' op cannot run on the CUDA backend: q has element type 'f32' but the CUDA kernels of fi.ragged_prefill_plan take f16 or bf16 queries; convert q or use the host backend (backend=host)}}
+  // expected-error @below {{'fi.ragged_prefill_plan' op cannot run on the CUDA backend: ragged prefill: the CUDA kernels take f16 or bf16 queries, not f32; convert q or use the host backend}}
   fi.ragged_prefill q(%q : memref<?x4x64xf32>) kv(%k, %k : memref<?x4x64xf32>, memref<?x4x64xf32>)
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf32>)
   return
@@ -24,7 +24,7 @@ func.func @f32_query(%q: memref<?x4x64xf32>, %k: memref<?x4x64xf32>, %qo: memref
 
 func.func @no_such_prefill_variant(%q: memref<?x4x64xf16>, %k: memref<?x4x64xf16>,
     %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x64xf16>) {
-  // expected-error @below {{cannot run on the CUDA backend: no CUDA prefill variant for #fi.tiles<q = 128, kv = 128, split_kv = false, cores = tensor>; the prefill kernels use tensor cores with (q, kv) tiles (16,32) (16,64) (16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) (128,32) (128,64)}}
+  // expected-error @below {{cannot run on the CUDA backend: ragged prefill: no CUDA variant with q_tile 128, kv_tile 128; compiled (q, kv) tiles: (16,32) (16,64) (16,128) (32,32) (32,64) (32,128) (64,32) (64,64) (64,128) (128,32) (128,64)}}
   fi.ragged_prefill q(%q : memref<?x4x64xf16>) kv(%k, %k : memref<?x4x64xf16>, memref<?x4x64xf16>)
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
       {tiles = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = tensor>}

@@ -1,0 +1,36 @@
+/* fi/cuda_variants.h -- what the CUDA microkernels are compiled for: the one list that the
+ * CUDA backend's plan check, the kernels' template instantiations and the compiler's
+ * fi-lower-to-runtime{backend=cuda} all read, so the compile-time check cannot drift from
+ * the kernels. Pure C (part of the fi_heuristics library); device limits such as shared
+ * memory are checked by the backend at plan time, not here. */
+#ifndef FI_CUDA_VARIANTS_H
+#define FI_CUDA_VARIANTS_H
+
+#include <stddef.h>
+
+#include "fi/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Head dims with a CUDA kernel (decode and prefill). */
+#define FI_CUDA_HEAD_DIM_LIST(X) X(64) X(128) X(256)
+/* KV tiles of the decode kernels (both core kinds). */
+#define FI_CUDA_DECODE_KV_TILE_LIST(X) X(16) X(32) X(64) X(128)
+/* (q_tile, kv_tile) pairs of the tensor-core prefill kernels. (128, 128) is left out: its
+ * fp32 accumulators do not fit the register file of 4 warps. */
+#define FI_CUDA_PREFILL_TILE_LIST(X) \
+  X(16, 32) X(16, 64) X(16, 128) X(32, 32) X(32, 64) X(32, 128) X(64, 32) X(64, 64) \
+  X(64, 128) X(128, 32) X(128, 64)
+
+/* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
+ * `tiles` is not NULL, that variant. Otherwise 0, with a sentence in `why` (naming the
+ * value and what is supported) when why_len > 0. */
+int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *params,
+                              const fi_tiles *tiles, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FI_CUDA_VARIANTS_H */
