@@ -6,6 +6,7 @@
 # comparison, on the host backend. Logs go to $OUT.
 #   on the dev machine:  scripts/gpu-e2e.sh --prepare build-lower
 #   on the GPU machine:  scripts/gpu-e2e.sh build-lower/gpu-carry
+# With FI_RUNTIME_LIB_DIR=<dir holding libfi_runtime.so>, the GPU machine builds nothing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,13 +30,18 @@ carry=${1:-build-lower/gpu-carry}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi -L
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-t0=$(date +%s)
-cmake -G Ninja -S . -B /tmp/fi-gpu -DFI_ENABLE_MLIR=OFF -DFI_CUDA_ARCHITECTURES=90a \
-  -DCMAKE_CUDA_COMPILER="$nvcc" > "$OUT/build.log" 2>&1 &&
-  ninja -C /tmp/fi-gpu fi_runtime >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "== runtime with the CUDA backend built in $(( $(date +%s) - t0 )) s"
-lib=/tmp/fi-gpu/kernels
+if [ -n "${FI_RUNTIME_LIB_DIR:-}" ]; then
+  # A libfi_runtime.so with the CUDA backend built on the dev machine and carried along.
+  lib=$(cd "$FI_RUNTIME_LIB_DIR" && pwd)
+else
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  t0=$(date +%s)
+  cmake -G Ninja -S . -B /tmp/fi-gpu -DFI_ENABLE_MLIR=OFF -DFI_CUDA_ARCHITECTURES=90a \
+    -DCMAKE_CUDA_COMPILER="$nvcc" > "$OUT/build.log" 2>&1 &&
+    ninja -C /tmp/fi-gpu fi_runtime >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  echo "== runtime with the CUDA backend built in $(( $(date +%s) - t0 )) s"
+  lib=/tmp/fi-gpu/kernels
+fi
 flags=(-std=c11 -O2 -w -Ikernels/include -Ikernels/src -Itest/runtime -Itest/E2E/drivers)
 link() { cc "${flags[@]}" "$1" "$carry/$2.o" -L$lib -lfi_runtime -Wl,-rpath,$lib -lm -o "/tmp/$2"; }
 link test/E2E/drivers/decode.c decode
