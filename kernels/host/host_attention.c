@@ -336,9 +336,8 @@ static fi_status run_attention(fi_context *ctx, attn_job *j) {
   return FI_SUCCESS;
 }
 
-fi_status fi_host_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
-                             const fi_paged_kv_cache *kv, const fi_page_table *pages,
-                             fi_tensor *o, fi_tensor *lse) {
+/* The fields every op family sets; the caller adds its K/V and index arrays. */
+static attn_job job_of(const fi_plan *plan, const fi_tensor *q, fi_tensor *o, fi_tensor *lse) {
   attn_job j;
   memset(&j, 0, sizeof(j));
   j.plan = plan;
@@ -346,6 +345,13 @@ fi_status fi_host_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tens
   j.q = q;
   j.o = o;
   j.lse = lse;
+  return j;
+}
+
+fi_status fi_host_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                             const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                             fi_tensor *o, fi_tensor *lse) {
+  attn_job j = job_of(plan, q, o, lse);
   j.k = &kv->k;
   j.v = &kv->v;
   j.layout_kv = kv->layout;
@@ -357,13 +363,7 @@ fi_status fi_host_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const 
                                     const int32_t *qo_indptr, const fi_paged_kv_cache *kv,
                                     const fi_page_table *pages, const fi_custom_mask *mask,
                                     fi_tensor *o, fi_tensor *lse) {
-  attn_job j;
-  memset(&j, 0, sizeof(j));
-  j.plan = plan;
-  j.p = &plan->params;
-  j.q = q;
-  j.o = o;
-  j.lse = lse;
+  attn_job j = job_of(plan, q, o, lse);
   j.qo_indptr = qo_indptr;
   j.k = &kv->k;
   j.v = &kv->v;
@@ -377,13 +377,7 @@ fi_status fi_host_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const
                                      const fi_tensor *k, const fi_tensor *v,
                                      const int32_t *qo_indptr, const int32_t *kv_indptr,
                                      const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse) {
-  attn_job j;
-  memset(&j, 0, sizeof(j));
-  j.plan = plan;
-  j.p = &plan->params;
-  j.q = q;
-  j.o = o;
-  j.lse = lse;
+  attn_job j = job_of(plan, q, o, lse);
   j.qo_indptr = qo_indptr;
   j.k = k;
   j.v = v;

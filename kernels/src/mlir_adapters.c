@@ -366,6 +366,21 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   log_plan(&r->plan);
 }
 
+/* The mask a plan step validates: its indptr (segment sizes); the bits are checked at
+ * run. *out is NULL unless the mask mode is custom. Returns 0 after reporting an error. */
+static int plan_mask(const char *op, int32_t mask_mode, fi_memref *mask_indptr,
+                     fi_custom_mask *mask, const fi_custom_mask **out) {
+  static const uint8_t no_bits = 0;
+  mask->bits = &no_bits;
+  mask->indptr = NULL;
+  *out = NULL;
+  if (mask_mode != FI_MASK_CUSTOM) return 1;
+  mask->indptr = array_of(op, "mask_indptr", mask_indptr, 4);
+  if (!mask->indptr) return 0;
+  *out = mask;
+  return 1;
+}
+
 void _mlir_ciface_fi_rt_paged_prefill_plan(
     fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
     fi_memref *last, fi_memref *mask_indptr, int64_t num_pages, int32_t layout,
@@ -390,16 +405,9 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
   }
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
-  fi_custom_mask mask = {NULL, NULL};
-  const fi_custom_mask *maskp = NULL;
-  if (mask_mode == FI_MASK_CUSTOM) {
-    /* The planner validates segment sizes from the indptr; bits are checked at run. */
-    mask.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
-    if (!mask.indptr) return;
-    static const uint8_t no_bits = 0;
-    mask.bits = &no_bits;
-    maskp = &mask;
-  }
+  fi_custom_mask mask;
+  const fi_custom_mask *maskp;
+  if (!plan_mask(op, mask_mode, mask_indptr, &mask, &maskp)) return;
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
@@ -436,15 +444,9 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
   }
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
-  fi_custom_mask mask = {NULL, NULL};
-  const fi_custom_mask *maskp = NULL;
-  if (mask_mode == FI_MASK_CUSTOM) {
-    mask.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
-    if (!mask.indptr) return;
-    static const uint8_t no_bits = 0;
-    mask.bits = &no_bits;
-    maskp = &mask;
-  }
+  fi_custom_mask mask;
+  const fi_custom_mask *maskp;
+  if (!plan_mask(op, mask_mode, mask_indptr, &mask, &maskp)) return;
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
