@@ -151,14 +151,16 @@ __device__ __forceinline__ void load_q8(const DecodeParams &p, int b, int head, 
 struct TokenOffsets {
   long long k, v;
 };
+__device__ __forceinline__ TokenOffsets no_token() {
+  TokenOffsets t;
+  t.k = -1;
+  t.v = -1;
+  return t;
+}
 __device__ __forceinline__ TokenOffsets token_offsets(const DecodeParams &p, int page_begin,
                                                       int pos, int hi, int kv_head) {
+  if (pos >= hi) return no_token();
   TokenOffsets t;
-  if (pos >= hi) {
-    t.k = -1;
-    t.v = -1;
-    return t;
-  }
   int page = p.kv_indices[page_begin + pos / p.page_size];
   int in_page = pos % p.page_size;
   t.k = (long long)page * p.k_sp + (long long)in_page * p.k_sn + (long long)kv_head * p.k_sh;
@@ -186,7 +188,7 @@ static inline __host__ __device__ int decode_l2_tiles(int D, int kv_bytes, int k
   return 0;
 }
 
-// The tile pipeline shared by both kernels. Shared memory: `stages` raw K buffers and
+// The block-wide tile pipeline of the CUDA-core and tensor-core kernels. Shared memory: `stages` raw K buffers and
 // `stages` raw V buffers of T rows of `row_bytes`, then nslot = stages + l2 + 1 offset
 // slots of T (tile j's token offsets live in slot j % nslot).
 struct Pipe {
@@ -195,6 +197,19 @@ struct Pipe {
   int row_bytes, tile_bytes, T, stages, l2, nslot;
   int page_begin, lo, hi, kv_head, num_tiles;
 };
+
+// Copies the 16-byte chunk `part` of token `tok`'s K and V rows (offsets o) into the K and
+// V tiles kd, vd of `row_bytes` rows; zero fill when the token is past the end (o.k < 0).
+template <typename KVT>
+__device__ __forceinline__ void cp_async_kv_chunk(const DecodeParams &p, uint8_t *kd, uint8_t *vd,
+                                                  int row_bytes, TokenOffsets o, int tok,
+                                                  int part) {
+  bool ok = o.k >= 0;
+  const uint8_t *ks = p.k + (ok ? o.k : 0) * (long long)sizeof(KVT) + part * 16;
+  const uint8_t *vs = p.v + (ok ? o.v : 0) * (long long)sizeof(KVT) + part * 16;
+  cp_async16(kd + tok * row_bytes + part * 16, ks, ok);
+  cp_async16(vd + tok * row_bytes + part * 16, vs, ok);
+}
 
 template <typename KVT, int D>
 __device__ __forceinline__ void pipe_issue(const DecodeParams &p, const Pipe &pp, int tile) {
@@ -205,12 +220,7 @@ __device__ __forceinline__ void pipe_issue(const DecodeParams &p, const Pipe &pp
     uint8_t *vd = pp.v_raw + (tile % pp.stages) * pp.tile_bytes;
     for (int c = threadIdx.x; c < pp.T * CPT; c += blockDim.x) {
       int tok = c / CPT, part = c % CPT;
-      TokenOffsets o = offs[tok];
-      bool ok = o.k >= 0;
-      const uint8_t *ks = p.k + (ok ? o.k : 0) * (long long)sizeof(KVT) + part * 16;
-      const uint8_t *vs = p.v + (ok ? o.v : 0) * (long long)sizeof(KVT) + part * 16;
-      cp_async16(kd + tok * pp.row_bytes + part * 16, ks, ok);
-      cp_async16(vd + tok * pp.row_bytes + part * 16, vs, ok);
+      cp_async_kv_chunk<KVT>(p, kd, vd, pp.row_bytes, offs[tok], tok, part);
     }
   }
   cp_async_commit();
@@ -236,12 +246,7 @@ __device__ __forceinline__ void pipe_prefetch_l2(const DecodeParams &p, const Pi
 __device__ __forceinline__ TokenOffsets pipe_lookup(const DecodeParams &p, const Pipe &pp,
                                                     int tile) {
   int pos = pp.lo + tile * pp.T + (int)threadIdx.x;
-  if (tile >= pp.num_tiles || (int)threadIdx.x >= pp.T) {
-    TokenOffsets t;
-    t.k = -1;
-    t.v = -1;
-    return t;
-  }
+  if (tile >= pp.num_tiles || (int)threadIdx.x >= pp.T) return no_token();
   return token_offsets(p, pp.page_begin, pos, pp.hi, pp.kv_head);
 }
 
@@ -285,6 +290,55 @@ __device__ __forceinline__ void unit_range(const DecodeParams &p, const fi_work_
   if (*hi < *lo) *hi = *lo;
 }
 
+__device__ __forceinline__ int unit_count(const DecodeParams &p) {
+  return p.device_num_units ? *p.device_num_units : p.num_units;
+}
+
+// What a kernel needs of work unit u: the query position, the clipped key range and the
+// request's first page.
+struct UnitSpan {
+  int q_pos, lo, hi, page_begin;
+};
+__device__ __forceinline__ UnitSpan unit_span(const DecodeParams &p, const fi_work_unit &u) {
+  UnitSpan s;
+  const int kv_len = request_kv_len(p, u.request);
+  s.q_pos = kv_len - 1;
+  unit_range(p, u, kv_len, &s.lo, &s.hi);
+  s.page_begin = p.kv_indptr[u.request];
+  return s;
+}
+
+// The block-wide pipeline's geometry: raw K and V stage buffers of T rows of `row_bytes`
+// from smem (the offset slots are placed by the caller).
+template <typename KVT, int D>
+__device__ __forceinline__ Pipe pipe_init(const DecodeParams &p, uint8_t *smem, int row_bytes,
+                                          int kv_head) {
+  Pipe pp;
+  pp.row_bytes = row_bytes;
+  pp.tile_bytes = p.kv_tile * pp.row_bytes;
+  pp.T = p.kv_tile;
+  pp.stages = p.stages;
+  pp.l2 = decode_l2_tiles(D, (int)sizeof(KVT), p.kv_tile);
+  pp.nslot = pp.stages + pp.l2 + 1;
+  pp.k_raw = smem;
+  pp.v_raw = smem + p.stages * pp.tile_bytes;
+  pp.kv_head = kv_head;
+  return pp;
+}
+__device__ __forceinline__ void pipe_begin_unit(Pipe &pp, const UnitSpan &us) {
+  pp.page_begin = us.page_begin;
+  pp.lo = us.lo;
+  pp.hi = us.hi;
+  pp.num_tiles = (us.hi - us.lo + pp.T - 1) / pp.T;
+}
+// Raw buffers of tile `it` (ready after pipe_step(it)).
+__device__ __forceinline__ const uint8_t *pipe_k(const Pipe &pp, int it) {
+  return pp.k_raw + (it % pp.stages) * pp.tile_bytes;
+}
+__device__ __forceinline__ const uint8_t *pipe_v(const Pipe &pp, int it) {
+  return pp.v_raw + (it % pp.stages) * pp.tile_bytes;
+}
+
 // Final state of one (request, head), dims [d0, d0+8): writes o (type T) and lse, or the
 // fp32 partial row. m is in log2 units, d the sum of exp2(s - m) (0: nothing attended).
 template <typename T, int D>
@@ -307,6 +361,241 @@ __device__ __forceinline__ void write_state8(const DecodeParams &p, const fi_wor
   }
 }
 
+// ------------------------------------------------------ kernel building blocks -------
+
+// Every kernel's first step: a programmatically dependent grid (the split-KV merge) may
+// launch once every CTA of this grid has started; it waits for this grid's completion.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// The KV head of this CTA and the first of its heads_per_cta query heads.
+struct CtaHeads {
+  int kv_head, head0;
+};
+__device__ __forceinline__ CtaHeads cta_heads(const DecodeParams &p, const BlockCoords &bc) {
+  const int hg = p.heads_per_cta;
+  const int chunks = p.group / hg;
+  CtaHeads c;
+  c.kv_head = bc.hy / chunks;
+  c.head0 = c.kv_head * p.group + (bc.hy % chunks) * hg;
+  return c;
+}
+
+// K row elements [d0, d0+8) as float, RoPE'd at pos when `rope` (row: the token's K row).
+template <typename KVT, int D>
+__device__ __forceinline__ void load_k8(const DecodeParams &p, const uint8_t *row, int d0,
+                                        bool rope, int pos, float *out) {
+  vec8<KVT>::load(row + d0 * (int)sizeof(KVT), out);
+  if (rope) {
+    float partner[8];
+    vec8<KVT>::load(row + ((d0 + D / 2) % D) * (int)sizeof(KVT), partner);
+    rope8<D>(p, out, partner, d0, pos);
+  }
+}
+
+// Combines n online-softmax states of one (request, head), dims [d0, d0+8), in order k =
+// 0 .. n-1: state k has (m, d) at md[k * stride + row] and its o at
+// o_rows + (k * stride + row) * D + d0. Writes the result with write_state8.
+template <typename T, int D>
+__device__ __forceinline__ void merge_states8(const DecodeParams &p, const fi_work_unit &u,
+                                              int head, int d0, const float *o_rows,
+                                              const float2 *md_rows, int n, int stride,
+                                              int row) {
+  float M = -INFINITY;
+  for (int k = 0; k < n; ++k) M = fmaxf(M, md_rows[k * stride + row].x);
+  float D_ = 0.f, acc[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+  for (int k = 0; k < n; ++k) {
+    float2 md = md_rows[k * stride + row];
+    float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
+    D_ += md.y * wgt;
+    float part[8];
+    vec8<float>::load(o_rows + (k * stride + row) * D + d0, part);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
+  }
+  write_state8<T, D>(p, u, head, d0, acc, M, D_);
+}
+
+// ------------------------------------------- tensor-core building blocks (mma.sync) --
+// Tiles are 16-bit [rows][RC] in shared memory (RC = 2 D + 16 bytes: padded rows, so the
+// ldmatrix rows hit distinct banks). In a warp, lane = 4 g + t4: accumulator elements
+// c0, c1 belong to row g, c2, c3 to row g + 8.
+
+// A fragment (k-slice kk) of the 16-row Q tile qs.
+template <int RC>
+__device__ __forceinline__ void ldsm_q(uint32_t *r, const uint8_t *qs, int kk, int lane) {
+  ldmatrix_x4(r, qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+}
+// B fragments (k-slice kk, two n8 halves) of the 16 K rows from tok0 of tile kt.
+template <int RC>
+__device__ __forceinline__ void ldsm_k(uint32_t *r, const uint8_t *kt, int tok0, int kk,
+                                       int lane) {
+  ldmatrix_x4(r, kt + (tok0 + (lane / 16) * 8 + lane % 8) * RC +
+                     (kk * 16 + ((lane / 8) % 2) * 8) * 2);
+}
+// B fragments (dims [16 j, 16 j + 16), two n8 halves) of the 16 V rows from tok0 of vt.
+template <int RC>
+__device__ __forceinline__ void ldsm_v(uint32_t *r, const uint8_t *vt, int tok0, int j,
+                                       int lane) {
+  ldmatrix_x4_trans(r, vt + (tok0 + lane % 8 + ((lane / 8) % 2) * 8) * RC +
+                           (16 * j + (lane / 16) * 8) * 2);
+}
+// d0 += A B[:, 0:8], d1 += A B[:, 8:16] (b: the two halves' fragments, as ldsm_k gives).
+template <typename T>
+__device__ __forceinline__ void mma_n16(float *d0, float *d1, const uint32_t *a,
+                                        const uint32_t *b) {
+  mma_16816<T>(d0, a, b[0], b[1]);
+  mma_16816<T>(d1, a, b[2], b[3]);
+}
+
+// ALiBi slopes of the mma rows g and g + 8 of this CTA (0 past heads_per_cta, or no ALiBi).
+__device__ __forceinline__ void tc_row_slopes(const DecodeParams &p, int head0, int g,
+                                              float *slope0, float *slope1) {
+  const int hg = p.heads_per_cta;
+  const bool alibi = p.pos_encoding == FI_POS_ALIBI;
+  *slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
+  *slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+}
+
+// Stages the 16-row Q tile of heads head0 .. head0 + hg - 1 into qs (RoPE'd; not scaled,
+// so that q stays exact in 16 bits: the scale multiplies the fp32 logits), zero rows
+// after; with `split` also the bf16 rounding residues into qs_lo. Block-wide, no barrier.
+template <typename T, int D, int RC>
+__device__ __forceinline__ void stage_q_tile(const DecodeParams &p, int request, int head0,
+                                             int q_pos, uint8_t *qs, uint8_t *qs_lo,
+                                             bool split) {
+  const int hg = p.heads_per_cta;
+  for (int item = threadIdx.x; item < 16 * (D / 8); item += blockDim.x) {
+    int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+    float q8[8];
+    if (r < hg) {
+      load_q8<T, D>(p, request, head0 + r, d0, q_pos, 1.f, q8);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q8[e] = 0.f;
+    }
+    vec8<T>::store(qs + r * RC + d0 * 2, q8);
+    if (split) store_lo8<T>(qs_lo + r * RC + d0 * 2, q8);
+  }
+}
+
+// One warp's online-softmax state: o fragments [D/8][4] plus (m, d) of rows g and g + 8
+// (m in log2 units; d is this lane's part of the row sum until tc_merge_warps).
+template <int D> struct TcState {
+  float o[D / 8][4];
+  float m0, m1, d0, d1;
+};
+template <int D> __device__ __forceinline__ void tc_state_init(TcState<D> &st) {
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) st.o[n][0] = st.o[n][1] = st.o[n][2] = st.o[n][3] = 0.f;
+  st.m0 = -INFINITY;
+  st.m1 = -INFINITY;
+  st.d0 = 0.f;
+  st.d1 = 0.f;
+}
+
+// Folds the 16 raw logits s (tokens pos0 .. pos0 + 15, column n * 8 + 2 t4 + (j & 1)) into
+// the state: scale, logits transform, mask past hi, online softmax, then o += P V with V
+// rows tok0 .. tok0 + 15 of vt.
+template <typename T, int D, int RC>
+__device__ __forceinline__ void tc_softmax_pv(const DecodeParams &p, TcState<D> &st,
+                                              float (&s)[2][4], int pos0, int hi, int q_pos,
+                                              float slope0, float slope1, const uint8_t *vt,
+                                              int tok0, int lane) {
+  const int t4 = lane % 4;
+  float mx0 = st.m0, mx1 = st.m1;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      int pos = pos0 + n * 8 + 2 * t4 + (j & 1);
+      float sl = j < 2 ? slope0 : slope1;
+      float v = pos < hi ? logits_transform(p, s[n][j] * p.scale, pos, q_pos, sl) * kLog2e
+                         : -INFINITY;
+      s[n][j] = v;
+      if (j < 2) mx0 = fmaxf(mx0, v);
+      else mx1 = fmaxf(mx1, v);
+    }
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+  float base0 = mx0 == -INFINITY ? 0.f : mx0, base1 = mx1 == -INFINITY ? 0.f : mx1;
+  float sc0 = exp2f(st.m0 - base0), sc1 = exp2f(st.m1 - base1);
+  st.m0 = mx0;
+  st.m1 = mx1;
+  st.d0 *= sc0;
+  st.d1 *= sc1;
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    s[n][0] = exp2f(s[n][0] - base0);
+    s[n][1] = exp2f(s[n][1] - base0);
+    s[n][2] = exp2f(s[n][2] - base1);
+    s[n][3] = exp2f(s[n][3] - base1);
+    st.d0 += s[n][0] + s[n][1];
+    st.d1 += s[n][2] + s[n][3];
+  }
+  if (__any_sync(0xffffffffu, sc0 != 1.f || sc1 != 1.f)) {  // a row max moved
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      st.o[n][0] *= sc0;
+      st.o[n][1] *= sc0;
+      st.o[n][2] *= sc1;
+      st.o[n][3] *= sc1;
+    }
+  }
+  uint32_t pa[4];
+  pa[0] = pack2<T>(s[0][0], s[0][1]);
+  pa[1] = pack2<T>(s[0][2], s[0][3]);
+  pa[2] = pack2<T>(s[1][0], s[1][1]);
+  pa[3] = pack2<T>(s[1][2], s[1][3]);
+#pragma unroll
+  for (int j = 0; j < D / 16; ++j) {
+    uint32_t b[4];
+    ldsm_v<RC>(b, vt, tok0, j, lane);
+    mma_n16<T>(st.o[2 * j], st.o[2 * j + 1], pa, b);
+  }
+}
+
+// After the last tile (cp.async drained, block barrier passed): the warps merge their
+// states through shared memory ([NW][16][D] o, then [NW][16] (m, d)) and write rows
+// 0 .. hg - 1 (heads head0 + r) of unit u. Ends with a block barrier.
+template <typename T, int D>
+__device__ __forceinline__ void tc_merge_warps(const DecodeParams &p, const fi_work_unit &u,
+                                               uint8_t *smem, TcState<D> &st, int head0) {
+  const int NW = blockDim.x / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int hg = p.heads_per_cta;
+  st.d0 += __shfl_xor_sync(0xffffffffu, st.d0, 1);
+  st.d0 += __shfl_xor_sync(0xffffffffu, st.d0, 2);
+  st.d1 += __shfl_xor_sync(0xffffffffu, st.d1, 1);
+  st.d1 += __shfl_xor_sync(0xffffffffu, st.d1, 2);
+  float *eo = (float *)smem;
+  float2 *emd = (float2 *)(eo + NW * 16 * D);
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    *(float2 *)(eo + (warp * 16 + g) * D + n * 8 + 2 * t4) = make_float2(st.o[n][0], st.o[n][1]);
+    *(float2 *)(eo + (warp * 16 + g + 8) * D + n * 8 + 2 * t4) =
+        make_float2(st.o[n][2], st.o[n][3]);
+  }
+  if (t4 == 0) {
+    emd[warp * 16 + g] = make_float2(st.m0, st.d0);
+    emd[warp * 16 + g + 8] = make_float2(st.m1, st.d1);
+  }
+  __syncthreads();
+  for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
+    int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+    merge_states8<T, D>(p, u, head0 + r, d0, eo, emd, NW, 16, r);
+  }
+  __syncthreads();
+}
+
 // ---------------------------------------------------------------- CUDA cores ---------
 
 // 128 threads: x = tid % (D/8) (8 dims), y = head within the CTA's hg heads, z = token
@@ -314,49 +603,30 @@ __device__ __forceinline__ void write_state8(const DecodeParams &p, const fi_wor
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
-  // this grid has started; it waits for this grid's completion itself.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  allow_dependent_launch();
   constexpr int BDX = D / 8;
   const int hg = p.heads_per_cta;
   const int bdz = 128 / (BDX * hg);
   const int tid = threadIdx.x;
   const int x = tid % BDX, y = (tid / BDX) % hg, z = tid / (BDX * hg);
-  const int chunks = p.group / hg;
   const BlockCoords bc = block_coords(p);
-  const int kv_head = bc.hy / chunks;
-  const int head = kv_head * p.group + (bc.hy % chunks) * hg + y;
+  const CtaHeads ch = cta_heads(p, bc);
+  const int head = ch.head0 + y;
   const int T_ = p.kv_tile;
   const int tpz = (T_ + bdz - 1) / bdz;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
   const float slope = p.pos_encoding == FI_POS_ALIBI ? alibi_slope(head, p.num_qo_heads) : 0.f;
 
-  Pipe pp;
-  pp.row_bytes = D * (int)sizeof(KVT);
-  pp.tile_bytes = T_ * pp.row_bytes;
-  pp.T = T_;
-  pp.stages = p.stages;
-  pp.l2 = decode_l2_tiles(D, (int)sizeof(KVT), T_);
-  pp.nslot = pp.stages + pp.l2 + 1;
-  pp.k_raw = smem;
-  pp.v_raw = smem + p.stages * pp.tile_bytes;
+  Pipe pp = pipe_init<KVT, D>(p, smem, D * (int)sizeof(KVT), ch.kv_head);
   pp.slots = (TokenOffsets *)(smem + 2 * p.stages * pp.tile_bytes);
-  pp.kv_head = kv_head;
 
-  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  const int n_units = unit_count(p);
   for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
-    const int kv_len = request_kv_len(p, u.request);
-    const int q_pos = kv_len - 1;
-    int lo, hi;
-    unit_range(p, u, kv_len, &lo, &hi);
-    pp.page_begin = p.kv_indptr[u.request];
-    pp.lo = lo;
-    pp.hi = hi;
-    pp.num_tiles = (hi - lo + T_ - 1) / T_;
+    const UnitSpan us = unit_span(p, u);
+    const int q_pos = us.q_pos, lo = us.lo, hi = us.hi;
+    pipe_begin_unit(pp, us);
 
     float q8[8], o8[8];
     load_q8<T, D>(p, u.request, head, 8 * x, q_pos, p.scale, q8);
@@ -367,8 +637,8 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
     TokenOffsets pref = pipe_start<KVT, D>(p, pp);
     for (int it = 0; it < pp.num_tiles; ++it) {
       pipe_step<KVT, D>(p, pp, it, pref);
-      const uint8_t *kb = pp.k_raw + (it % p.stages) * pp.tile_bytes;
-      const uint8_t *vb = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+      const uint8_t *kb = pipe_k(pp, it);
+      const uint8_t *vb = pipe_v(pp, it);
       const int tile_pos = lo + it * T_;
       for (int i0 = 0; i0 < tpz; i0 += 4) {
         float s[4];
@@ -377,13 +647,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
           int t = z * tpz + i0 + j;
           int tt = (i0 + j < tpz && t < T_) ? t : 0;
           float k8[8];
-          vec8<KVT>::load(kb + tt * pp.row_bytes + x * 8 * (int)sizeof(KVT), k8);
-          if (rope) {
-            float partner[8];
-            vec8<KVT>::load(kb + tt * pp.row_bytes + ((8 * x + D / 2) % D) * (int)sizeof(KVT),
-                            partner);
-            rope8<D>(p, k8, partner, 8 * x, tile_pos + tt);
-          }
+          load_k8<KVT, D>(p, kb + tt * pp.row_bytes, 8 * x, rope, tile_pos + tt, k8);
           float acc = 0.f;
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc = fmaf(q8[e], k8[e], acc);
@@ -430,23 +694,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
     vec8<float>::store(red_o + (z * hg + y) * D + 8 * x, o8);
     if (x == 0) red_md[z * hg + y] = make_float2(m, d);
     __syncthreads();
-    if (z == 0) {
-      float M = -INFINITY;
-      for (int zz = 0; zz < bdz; ++zz) M = fmaxf(M, red_md[zz * hg + y].x);
-      float D_ = 0.f, acc[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      for (int zz = 0; zz < bdz; ++zz) {
-        float2 md = red_md[zz * hg + y];
-        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
-        D_ += md.y * wgt;
-        float part[8];
-        vec8<float>::load(red_o + (zz * hg + y) * D + 8 * x, part);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
-      }
-      write_state8<T, D>(p, u, head, 8 * x, acc, M, D_);
-    }
+    if (z == 0) merge_states8<T, D>(p, u, head, 8 * x, red_o, red_md, bdz, hg, y);
     __syncthreads();
   }
 }
@@ -458,40 +706,25 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
-  // this grid has started; it waits for this grid's completion itself.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  allow_dependent_launch();
   constexpr bool Q_IN_REGS = D <= 128;
   constexpr int RC = 2 * D + 16;  // padded 16-bit row: ldmatrix rows hit distinct banks
   const int NW = blockDim.x / 32;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, t4 = lane % 4;
-  const int hg = p.heads_per_cta;
-  const int chunks = p.group / hg;
+  const int g = lane / 4;
   const BlockCoords bc = block_coords(p);
-  const int kv_head = bc.hy / chunks;
-  const int head0 = kv_head * p.group + (bc.hy % chunks) * hg;
+  const CtaHeads ch = cta_heads(p, bc);
+  const int head0 = ch.head0;
   const int T_ = p.kv_tile;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA;
   const bool transform = sizeof(KVT) == 1 || rope;
   // bf16 keeps 8 mantissa bits: RoPE'd q and k rounded to bf16 would move logits by ~1e-3.
   // Then each is split into hi + lo bf16 parts and q.k = qh.kh + qh.kl + ql.kh (3 mmas).
   const bool split = rope && is_bf16<T>::value;
-  const bool alibi = p.pos_encoding == FI_POS_ALIBI;
-  const float slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
-  const float slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+  float slope0, slope1;
+  tc_row_slopes(p, head0, g, &slope0, &slope1);
 
-  Pipe pp;
-  pp.row_bytes = transform ? D * (int)sizeof(KVT) : RC;
-  pp.tile_bytes = T_ * pp.row_bytes;
-  pp.T = T_;
-  pp.stages = p.stages;
-  pp.l2 = decode_l2_tiles(D, (int)sizeof(KVT), T_);
-  pp.nslot = pp.stages + pp.l2 + 1;
-  pp.k_raw = smem;
-  pp.v_raw = smem + p.stages * pp.tile_bytes;
+  Pipe pp = pipe_init<KVT, D>(p, smem, transform ? D * (int)sizeof(KVT) : RC, ch.kv_head);
   int raw_bytes = 2 * p.stages * pp.tile_bytes;
   int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
@@ -501,66 +734,38 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   uint8_t *vc = kc + T_ * RC;
   uint8_t *qs_lo = vc + T_ * RC;     // split only
   uint8_t *kc_lo = qs_lo + 16 * RC;  // split only
-  pp.kv_head = kv_head;
 
-  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  const int n_units = unit_count(p);
   for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
-    const int kv_len = request_kv_len(p, u.request);
-    const int q_pos = kv_len - 1;
-    int lo, hi;
-    unit_range(p, u, kv_len, &lo, &hi);
-    pp.page_begin = p.kv_indptr[u.request];
-    pp.lo = lo;
-    pp.hi = hi;
-    pp.num_tiles = (hi - lo + T_ - 1) / T_;
+    const UnitSpan us = unit_span(p, u);
+    const int q_pos = us.q_pos, lo = us.lo, hi = us.hi;
+    pipe_begin_unit(pp, us);
 
-    // Q tile: rows < hg hold q (RoPE'd; not scaled, so that q stays exact in 16 bits: the
-    // scale multiplies the fp32 logits), the rest zeros.
-    for (int item = tid; item < 16 * (D / 8); item += blockDim.x) {
-      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
-      float q8[8];
-      if (r < hg) {
-        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, 1.f, q8);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) q8[e] = 0.f;
-      }
-      vec8<T>::store(qs + r * RC + d0 * 2, q8);
-      if (split) store_lo8<T>(qs_lo + r * RC + d0 * 2, q8);
-    }
+    stage_q_tile<T, D, RC>(p, u.request, head0, q_pos, qs, qs_lo, split);
     TokenOffsets pref = pipe_start<KVT, D>(p, pp);  // its barrier also publishes the Q tile
 
     uint32_t qf[Q_IN_REGS ? D / 16 : 1][4];
     if (Q_IN_REGS) {
 #pragma unroll
-      for (int kk = 0; kk < (Q_IN_REGS ? D / 16 : 1); ++kk)
-        ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+      for (int kk = 0; kk < (Q_IN_REGS ? D / 16 : 1); ++kk) ldsm_q<RC>(qf[kk], qs, kk, lane);
     }
 
-    float o[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, d0s = 0.f, d1s = 0.f;
+    TcState<D> st;
+    tc_state_init(st);
 
     for (int it = 0; it < pp.num_tiles; ++it) {
       pipe_step<KVT, D>(p, pp, it, pref);
       const int tile_pos = lo + it * T_;
       const uint8_t *kb, *vb;
       if (transform) {
-        const uint8_t *kr = pp.k_raw + (it % p.stages) * pp.tile_bytes;
-        const uint8_t *vr = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+        const uint8_t *kr = pipe_k(pp, it);
+        const uint8_t *vr = pipe_v(pp, it);
         for (int item = tid; item < T_ * (D / 8); item += blockDim.x) {
           int tok = item / (D / 8), d0 = (item % (D / 8)) * 8;
           float a[8];
-          vec8<KVT>::load(kr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
-          if (rope) {
-            float partner[8];
-            vec8<KVT>::load(kr + tok * pp.row_bytes + ((d0 + D / 2) % D) * (int)sizeof(KVT),
-                            partner);
-            rope8<D>(p, a, partner, d0, tile_pos + tok);
-          }
+          load_k8<KVT, D>(p, kr + tok * pp.row_bytes, d0, rope, tile_pos + tok, a);
           vec8<T>::store(kc + tok * RC + d0 * 2, a);
           if (split) store_lo8<T>(kc_lo + tok * RC + d0 * 2, a);
           vec8<KVT>::load(vr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
@@ -570,8 +775,8 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
         kb = kc;
         vb = vc;
       } else {
-        kb = pp.k_raw + (it % p.stages) * pp.tile_bytes;
-        vb = pp.v_raw + (it % p.stages) * pp.tile_bytes;
+        kb = pipe_k(pp, it);
+        vb = pipe_v(pp, it);
       }
 
       for (int sub = warp; sub < T_ / 16; sub += NW) {
@@ -583,8 +788,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
           uint32_t b[4];
-          ldmatrix_x4(b, kb + (tok0 + (lane / 16) * 8 + lane % 8) * RC +
-                             (kk * 16 + ((lane / 8) % 2) * 8) * 2);
+          ldsm_k<RC>(b, kb, tok0, kk, lane);
           uint32_t qa[4];
           if (Q_IN_REGS) {
             qa[0] = qf[Q_IN_REGS ? kk : 0][0];
@@ -592,117 +796,24 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
             qa[2] = qf[Q_IN_REGS ? kk : 0][2];
             qa[3] = qf[Q_IN_REGS ? kk : 0][3];
           } else {
-            ldmatrix_x4(qa, qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+            ldsm_q<RC>(qa, qs, kk, lane);
           }
-          mma_16816<T>(s[0], qa, b[0], b[1]);
-          mma_16816<T>(s[1], qa, b[2], b[3]);
+          mma_n16<T>(s[0], s[1], qa, b);
           if (split) {
             uint32_t bl[4], ql[4];
-            ldmatrix_x4(bl, kc_lo + (tok0 + (lane / 16) * 8 + lane % 8) * RC +
-                                (kk * 16 + ((lane / 8) % 2) * 8) * 2);
-            ldmatrix_x4(ql, qs_lo + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
-            mma_16816<T>(s[0], qa, bl[0], bl[1]);
-            mma_16816<T>(s[1], qa, bl[2], bl[3]);
-            mma_16816<T>(s[0], ql, b[0], b[1]);
-            mma_16816<T>(s[1], ql, b[2], b[3]);
+            ldsm_k<RC>(bl, kc_lo, tok0, kk, lane);
+            ldsm_q<RC>(ql, qs_lo, kk, lane);
+            mma_n16<T>(s[0], s[1], qa, bl);
+            mma_n16<T>(s[0], s[1], ql, b);
           }
         }
-        // Logits transform and mask; c0,c1 -> row g, c2,c3 -> row g + 8.
-        float mx0 = m0, mx1 = m1;
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            int pos = tile_pos + tok0 + n * 8 + 2 * t4 + (j & 1);
-            float sl = j < 2 ? slope0 : slope1;
-            float v = pos < hi ? logits_transform(p, s[n][j] * p.scale, pos, q_pos, sl) * kLog2e
-                               : -INFINITY;
-            s[n][j] = v;
-            if (j < 2) mx0 = fmaxf(mx0, v);
-            else mx1 = fmaxf(mx1, v);
-          }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        float base0 = mx0 == -INFINITY ? 0.f : mx0, base1 = mx1 == -INFINITY ? 0.f : mx1;
-        float sc0 = exp2f(m0 - base0), sc1 = exp2f(m1 - base1);
-        m0 = mx0;
-        m1 = mx1;
-        d0s *= sc0;
-        d1s *= sc1;
-#pragma unroll
-        for (int n = 0; n < 2; ++n) {
-          s[n][0] = exp2f(s[n][0] - base0);
-          s[n][1] = exp2f(s[n][1] - base0);
-          s[n][2] = exp2f(s[n][2] - base1);
-          s[n][3] = exp2f(s[n][3] - base1);
-          d0s += s[n][0] + s[n][1];
-          d1s += s[n][2] + s[n][3];
-        }
-        if (__any_sync(0xffffffffu, sc0 != 1.f || sc1 != 1.f)) {  // a row max moved
-#pragma unroll
-          for (int n = 0; n < D / 8; ++n) {
-            o[n][0] *= sc0;
-            o[n][1] *= sc0;
-            o[n][2] *= sc1;
-            o[n][3] *= sc1;
-          }
-        }
-        uint32_t pa[4];
-        pa[0] = pack2<T>(s[0][0], s[0][1]);
-        pa[1] = pack2<T>(s[0][2], s[0][3]);
-        pa[2] = pack2<T>(s[1][0], s[1][1]);
-        pa[3] = pack2<T>(s[1][2], s[1][3]);
-#pragma unroll
-        for (int j = 0; j < D / 16; ++j) {
-          uint32_t b[4];
-          ldmatrix_x4_trans(b, vb + (tok0 + lane % 8 + ((lane / 8) % 2) * 8) * RC +
-                                   (16 * j + (lane / 16) * 8) * 2);
-          mma_16816<T>(o[2 * j], pa, b[0], b[1]);
-          mma_16816<T>(o[2 * j + 1], pa, b[2], b[3]);
-        }
+        tc_softmax_pv<T, D, RC>(p, st, s, tile_pos + tok0, hi, q_pos, slope0, slope1, vb, tok0,
+                                lane);
       }
     }
     cp_async_wait<0>();
     __syncthreads();
-
-    // Merge the warps: [NW][16][D] o, then [NW][16] (m, d).
-    d0s += __shfl_xor_sync(0xffffffffu, d0s, 1);
-    d0s += __shfl_xor_sync(0xffffffffu, d0s, 2);
-    d1s += __shfl_xor_sync(0xffffffffu, d1s, 1);
-    d1s += __shfl_xor_sync(0xffffffffu, d1s, 2);
-    float *eo = (float *)smem;
-    float2 *emd = (float2 *)(eo + NW * 16 * D);
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *(float2 *)(eo + (warp * 16 + g) * D + n * 8 + 2 * t4) = make_float2(o[n][0], o[n][1]);
-      *(float2 *)(eo + (warp * 16 + g + 8) * D + n * 8 + 2 * t4) = make_float2(o[n][2], o[n][3]);
-    }
-    if (t4 == 0) {
-      emd[warp * 16 + g] = make_float2(m0, d0s);
-      emd[warp * 16 + g + 8] = make_float2(m1, d1s);
-    }
-    __syncthreads();
-    for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
-      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
-      float M = -INFINITY;
-      for (int ww = 0; ww < NW; ++ww) M = fmaxf(M, emd[ww * 16 + r].x);
-      float D_ = 0.f, acc[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      for (int ww = 0; ww < NW; ++ww) {
-        float2 md = emd[ww * 16 + r];
-        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
-        D_ += md.y * wgt;
-        float part[8];
-        vec8<float>::load(eo + (ww * 16 + r) * D + d0, part);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
-      }
-      write_state8<T, D>(p, u, head0 + r, d0, acc, M, D_);
-    }
-    __syncthreads();
+    tc_merge_warps<T, D>(p, u, smem, st, head0);
   }
 }
 
@@ -719,37 +830,25 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int page_begin,
                                                     int lo, int hi, int kv_head, int sub,
                                                     int num_sub, int lane) {
-  if (sub >= num_sub || lane >= 16) {
-    TokenOffsets t;
-    t.k = -1;
-    t.v = -1;
-    return t;
-  }
+  if (sub >= num_sub || lane >= 16) return no_token();
   return token_offsets(p, page_begin, lo + sub * 16 + lane, hi, kv_head);
 }
 
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Let a programmatically dependent grid (the split-KV merge) launch once every CTA of
-  // this grid has started; it waits for this grid's completion itself.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  allow_dependent_launch();
   constexpr int RC = 2 * D + 16;
   constexpr int CPT = D * 2 / 16;  // 16-byte chunks per token row
   const int NW = blockDim.x / 32;
   const int S = p.stages, nslot = S + 1;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, t4 = lane % 4;
-  const int hg = p.heads_per_cta;
-  const int chunks = p.group / hg;
+  const int g = lane / 4;
   const BlockCoords bc = block_coords(p);
-  const int kv_head = bc.hy / chunks;
-  const int head0 = kv_head * p.group + (bc.hy % chunks) * hg;
-  const bool alibi = p.pos_encoding == FI_POS_ALIBI;
-  const float slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
-  const float slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+  const CtaHeads ch = cta_heads(p, bc);
+  const int kv_head = ch.kv_head, head0 = ch.head0;
+  float slope0, slope1;
+  tc_row_slopes(p, head0, g, &slope0, &slope1);
 
   const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
   const int raw_bytes = NW * S * stage_bytes;
@@ -761,29 +860,16 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
   // own 4.3 KiB would cost the sixth CTA per SM (bench/NOTES.md, v6).
   uint8_t *qs = smem;
 
-  const int n_units = p.device_num_units ? *p.device_num_units : p.num_units;
+  const int n_units = unit_count(p);
   for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
-    const int kv_len = request_kv_len(p, u.request);
-    const int q_pos = kv_len - 1;
-    int lo, hi;
-    unit_range(p, u, kv_len, &lo, &hi);
-    const int page_begin = p.kv_indptr[u.request];
+    const UnitSpan us = unit_span(p, u);
+    const int q_pos = us.q_pos, lo = us.lo, hi = us.hi, page_begin = us.page_begin;
     const int num_sub = (hi - lo + 15) / 16;
     const int my_tiles = num_sub > warp ? (num_sub - warp + NW - 1) / NW : 0;
 
-    for (int item = tid; item < 16 * (D / 8); item += blockDim.x) {
-      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
-      float q8[8];
-      if (r < hg) {
-        load_q8<T, D>(p, u.request, head0 + r, d0, q_pos, 1.f, q8);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) q8[e] = 0.f;
-      }
-      vec8<T>::store(qs + r * RC + d0 * 2, q8);
-    }
+    stage_q_tile<T, D, RC>(p, u.request, head0, q_pos, qs, nullptr, false);
     // Local tile j of this warp = global sub-tile warp + j * NW.
     for (int j = 0; j < S; ++j)
       if (lane < 16)
@@ -792,8 +878,7 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
     __syncthreads();  // Q tile and slots
     uint32_t qf[D / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      ldmatrix_x4(qf[kk], qs + (lane % 16) * RC + (kk * 16 + (lane / 16) * 8) * 2);
+    for (int kk = 0; kk < D / 16; ++kk) ldsm_q<RC>(qf[kk], qs, kk, lane);
     __syncthreads();  // every warp holds Q before the ring is overwritten
 
     auto issue = [&](int j) {
@@ -805,12 +890,7 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
         for (int i = 0; i < 16 * CPT / 32; ++i) {
           int c = lane + 32 * i;
           int tok = c / CPT, part = c % CPT;
-          TokenOffsets o = offs[tok];
-          bool ok = o.k >= 0;
-          const uint8_t *ks = p.k + (ok ? o.k : 0) * (long long)sizeof(KVT) + part * 16;
-          const uint8_t *vs = p.v + (ok ? o.v : 0) * (long long)sizeof(KVT) + part * 16;
-          cp_async16(kd + tok * RC + part * 16, ks, ok);
-          cp_async16(vd + tok * RC + part * 16, vs, ok);
+          cp_async_kv_chunk<KVT>(p, kd, vd, RC, offs[tok], tok, part);
         }
       }
       cp_async_commit();
@@ -818,10 +898,8 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
     for (int j = 0; j < S - 1; ++j) issue(j);
     TokenOffsets pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
 
-    float o[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, d0s = 0.f, d1s = 0.f;
+    TcState<D> st;
+    tc_state_init(st);
 
     for (int it = 0; it < my_tiles; ++it) {
       if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
@@ -839,102 +917,14 @@ __global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         uint32_t b[4];
-        ldmatrix_x4(b, kb + ((lane / 16) * 8 + lane % 8) * RC + (kk * 16 + ((lane / 8) % 2) * 8) * 2);
-        mma_16816<T>(s[0], qf[kk], b[0], b[1]);
-        mma_16816<T>(s[1], qf[kk], b[2], b[3]);
+        ldsm_k<RC>(b, kb, 0, kk, lane);
+        mma_n16<T>(s[0], s[1], qf[kk], b);
       }
-      float mx0 = m0, mx1 = m1;
-#pragma unroll
-      for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          int pos = tile_pos + n * 8 + 2 * t4 + (jj & 1);
-          float sl = jj < 2 ? slope0 : slope1;
-          float v = pos < hi ? logits_transform(p, s[n][jj] * p.scale, pos, q_pos, sl) * kLog2e
-                             : -INFINITY;
-          s[n][jj] = v;
-          if (jj < 2) mx0 = fmaxf(mx0, v);
-          else mx1 = fmaxf(mx1, v);
-        }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      float base0 = mx0 == -INFINITY ? 0.f : mx0, base1 = mx1 == -INFINITY ? 0.f : mx1;
-      float sc0 = exp2f(m0 - base0), sc1 = exp2f(m1 - base1);
-      m0 = mx0;
-      m1 = mx1;
-      d0s *= sc0;
-      d1s *= sc1;
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-        s[n][0] = exp2f(s[n][0] - base0);
-        s[n][1] = exp2f(s[n][1] - base0);
-        s[n][2] = exp2f(s[n][2] - base1);
-        s[n][3] = exp2f(s[n][3] - base1);
-        d0s += s[n][0] + s[n][1];
-        d1s += s[n][2] + s[n][3];
-      }
-      if (__any_sync(0xffffffffu, sc0 != 1.f || sc1 != 1.f)) {
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          o[n][0] *= sc0;
-          o[n][1] *= sc0;
-          o[n][2] *= sc1;
-          o[n][3] *= sc1;
-        }
-      }
-      uint32_t pa[4];
-      pa[0] = pack2<T>(s[0][0], s[0][1]);
-      pa[1] = pack2<T>(s[0][2], s[0][3]);
-      pa[2] = pack2<T>(s[1][0], s[1][1]);
-      pa[3] = pack2<T>(s[1][2], s[1][3]);
-#pragma unroll
-      for (int jd = 0; jd < D / 16; ++jd) {
-        uint32_t b[4];
-        ldmatrix_x4_trans(b, vb + (lane % 8 + ((lane / 8) % 2) * 8) * RC + (16 * jd + (lane / 16) * 8) * 2);
-        mma_16816<T>(o[2 * jd], pa, b[0], b[1]);
-        mma_16816<T>(o[2 * jd + 1], pa, b[2], b[3]);
-      }
+      tc_softmax_pv<T, D, RC>(p, st, s, tile_pos, hi, q_pos, slope0, slope1, vb, 0, lane);
     }
     cp_async_wait<0>();
     __syncthreads();
-
-    d0s += __shfl_xor_sync(0xffffffffu, d0s, 1);
-    d0s += __shfl_xor_sync(0xffffffffu, d0s, 2);
-    d1s += __shfl_xor_sync(0xffffffffu, d1s, 1);
-    d1s += __shfl_xor_sync(0xffffffffu, d1s, 2);
-    float *eo = (float *)smem;
-    float2 *emd = (float2 *)(eo + NW * 16 * D);
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *(float2 *)(eo + (warp * 16 + g) * D + n * 8 + 2 * t4) = make_float2(o[n][0], o[n][1]);
-      *(float2 *)(eo + (warp * 16 + g + 8) * D + n * 8 + 2 * t4) = make_float2(o[n][2], o[n][3]);
-    }
-    if (t4 == 0) {
-      emd[warp * 16 + g] = make_float2(m0, d0s);
-      emd[warp * 16 + g + 8] = make_float2(m1, d1s);
-    }
-    __syncthreads();
-    for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
-      int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
-      float M = -INFINITY;
-      for (int ww = 0; ww < NW; ++ww) M = fmaxf(M, emd[ww * 16 + r].x);
-      float D_ = 0.f, acc[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      for (int ww = 0; ww < NW; ++ww) {
-        float2 md = emd[ww * 16 + r];
-        float wgt = md.x == -INFINITY ? 0.f : exp2f(md.x - M);
-        D_ += md.y * wgt;
-        float part[8];
-        vec8<float>::load(eo + (ww * 16 + r) * D + d0, part);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, part[e], acc[e]);
-      }
-      write_state8<T, D>(p, u, head0 + r, d0, acc, M, D_);
-    }
-    __syncthreads();
+    tc_merge_warps<T, D>(p, u, smem, st, head0);
   }
 }
 
@@ -976,6 +966,15 @@ static inline int decode_tc_warps(int kv_tile) {
   return nw > 4 ? 4 : (nw < 1 ? 1 : nw);
 }
 
+// The deepest pipeline, 8 stages down to 2, whose shared memory smem_of(stages) fits
+// `budget` (2 when none does: the caller checks the hard limit).
+template <typename SmemOf>
+static int deepest_stages(SmemOf smem_of, size_t budget) {
+  int stages = 8;
+  while (stages > 2 && smem_of(stages) > budget) --stages;
+  return stages;
+}
+
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
 // here: the deepest pipeline within `smem_budget` bytes, at least 2 stages).
 template <typename T, typename KVT, int D>
@@ -993,27 +992,29 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
     if (p.warp_pipe && !transform && D <= 128) {
-      int stages = 8;
-      while (stages > 2 && decode_tcw_smem(D, stages, nw) > smem_budget) --stages;
-      size_t smem = decode_tcw_smem(D, stages, nw);
+      auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
+      int stages = deepest_stages(smem_of, smem_budget);
+      size_t smem = smem_of(stages);
       if (smem > smem_limit) return cudaErrorInvalidConfiguration;
       p.stages = stages;
       decode_tcw_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
       return cudaGetLastError();
     }
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
-    int stages = 8;
-    while (stages > 2 && decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split) > smem_budget)
-      --stages;
-    size_t smem = decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split);
+    auto smem_of = [&](int stages) {
+      return decode_tc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, nw, transform, split);
+    };
+    int stages = deepest_stages(smem_of, smem_budget);
+    size_t smem = smem_of(stages);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
     decode_tc_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
   } else {
-    int stages = 8;
-    while (stages > 2 && decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta) > smem_budget)
-      --stages;
-    size_t smem = decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);
+    auto smem_of = [&](int stages) {
+      return decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);
+    };
+    int stages = deepest_stages(smem_of, smem_budget);
+    size_t smem = smem_of(stages);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
     decode_cc_kernel<T, KVT, D><<<grid, 128, smem, stream>>>(p);
