@@ -182,14 +182,14 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
            chosen_ms <= 1.10 * best_ms ? "within 10%" : "MORE THAN 10%");
 
   cudaFree(ws);
-  cudaFree((void *)a.q.data);
+  cudaFree((void *)(uintptr_t)a.q.data);
   cudaFree(obuf);
   if (paged) {
     cudaFree(a.kv.k.data);
     cudaFree(a.kv.v.data);
-    cudaFree((void *)a.pages.indptr);
-    cudaFree((void *)a.pages.indices);
-    cudaFree((void *)a.pages.last_page_len);
+    cudaFree((void *)(uintptr_t)a.pages.indptr);
+    cudaFree((void *)(uintptr_t)a.pages.indices);
+    cudaFree((void *)(uintptr_t)a.pages.last_page_len);
   } else {
     cudaFree(a.k.data);
     cudaFree(a.v.data);

@@ -123,7 +123,18 @@ static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
 static void create_default(void) {
   const char *env = getenv("FI_BACKEND");
-  fi_backend b = (env && strcmp(env, "cuda") == 0) ? FI_BACKEND_CUDA : FI_BACKEND_HOST;
+  fi_backend b = FI_BACKEND_HOST;
+  if (env && *env && strcmp(env, "host") != 0) {
+    if (strcmp(env, "cuda") != 0) {
+      /* A typo must not silently run everything on the host. */
+      snprintf(thread_error, sizeof thread_error,
+               "fi_default_context: FI_BACKEND=\"%s\" is not a backend; set it to \"host\" "
+               "or \"cuda\", or unset it for the host backend", env);
+      default_ctx = NULL;
+      return;
+    }
+    b = FI_BACKEND_CUDA;
+  }
   if (fi_context_create(b, &default_ctx) != FI_SUCCESS) default_ctx = NULL;
 }
 

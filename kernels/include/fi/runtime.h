@@ -77,8 +77,10 @@ fi_target fi_context_target(const fi_context *ctx);
 const char *fi_last_error(const fi_context *ctx);
 
 /* The documented default context, used by the lowered code's `_mlir_ciface_*` adapters:
- * created on first use, CUDA when the environment variable FI_BACKEND is "cuda", host
- * otherwise; never destroyed. Returns NULL if creation failed (see fi_last_error(NULL)). */
+ * created on first use, CUDA when the environment variable FI_BACKEND is "cuda", host when
+ * it is "host", empty or unset; never destroyed. Returns NULL if creation failed or
+ * FI_BACKEND names no backend (the message: fi_last_error(NULL) on the thread that first
+ * asked). */
 fi_context *fi_default_context(void);
 
 /* 1 when the CUDA backend was built and a device is present. */
