@@ -45,4 +45,33 @@ static inline void *copy_of(const void *src, size_t bytes) {
   return p;
 }
 
+/* Compares one compiled step with the runtime called directly: each layer's output and the
+ * caller's cache the compiled step appended to in place. Returns the mismatch count. */
+static inline int64_t compare_step(int layers, void *const *got_o, void *const *want_o,
+                                   size_t nq, void *const *cache, void *const *want_cache,
+                                   size_t nc, fi_dtype dtype) {
+  int64_t bad = 0;
+  for (int l = 0; l < layers; ++l) {
+    char name[32];
+    snprintf(name, sizeof(name), "layer %d o", l);
+    bad += compare(name, got_o[l], want_o[l], dtype, nq);
+    snprintf(name, sizeof(name), "layer %d cache", l);
+    bad += compare(name, cache[l], want_cache[l], dtype, nc);
+  }
+  return bad;
+}
+
+/* Prints the steady-state timing of steps 2.. and counts workspace allocations made after
+ * the first step (there must be none) as a mismatch. */
+static inline int64_t report_steady_state(const double *t, int steps, long extra_allocations) {
+  double sorted[256];
+  int n = steps < 256 ? steps : 256;
+  memcpy(sorted, t, (size_t)n * sizeof(double));
+  printf("  compiled steps 2..%d: median %.2f ms per step; workspace allocations after step 1: %ld\n",
+         n + 1, median(sorted, n), extra_allocations);
+  if (!extra_allocations) return 0;
+  printf("MISMATCH: steady-state steps allocated workspaces\n");
+  return 1;
+}
+
 #endif

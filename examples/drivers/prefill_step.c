@@ -111,15 +111,9 @@ int main(int argc, char **argv) {
   }
   fi_rt_synchronize();
   double direct_ms = now_ms() - t1;
-  int64_t bad = 0;
-  for (int l = 0; l < LAYERS; ++l) {
-    char name[32];
-    snprintf(name, sizeof(name), "layer %d o", l);
-    bad += compare(name, data_ptr(&res.o[l], FI_DTYPE_BF16), want_o[l], FI_DTYPE_BF16, nq);
-    /* The compiled step appended to the caller's cache itself. */
-    snprintf(name, sizeof(name), "layer %d cache", l);
-    bad += compare(name, cache[l], want_cache[l], FI_DTYPE_BF16, nc);
-  }
+  void *got_o[LAYERS];
+  for (int l = 0; l < LAYERS; ++l) got_o[l] = data_ptr(&res.o[l], FI_DTYPE_BF16);
+  int64_t bad = compare_step(LAYERS, got_o, want_o, nq, cache, want_cache, nc, FI_DTYPE_BF16);
   printf("  runtime called directly: %.2f ms; compiled vs direct: %s\n", direct_ms,
          bad ? "MISMATCH" : "bit-exact");
   for (int l = 0; l < LAYERS; ++l) fi_rt_free(res.o[l].allocated);
@@ -136,13 +130,7 @@ int main(int argc, char **argv) {
     t[s] = now_ms() - a;
     for (int l = 0; l < LAYERS; ++l) fi_rt_free(res.o[l].allocated);
   }
-  long extra = fi_rt_workspace_allocations() - allocs_after_first;
-  printf("  compiled steps 2..%d: median %.2f ms per step; workspace allocations after step 1: %ld\n",
-         steps + 1, median(t, steps), extra);
-  if (extra) {
-    printf("MISMATCH: steady-state steps allocated workspaces\n");
-    ++bad;
-  }
+  bad += report_steady_state(t, steps, fi_rt_workspace_allocations() - allocs_after_first);
   printf("prefill_step: %s\n", bad ? "FAIL" : "PASS");
   return bad ? 1 : 0;
 }
