@@ -22,7 +22,9 @@ def Fi_BsrAttr : Fi_Attr<"Bsr", "bsr"> {
 
     * `block_rows` (>= 1): query rows that share one block: 1 for plain decode, the GQA
       group for tensor-core decode, the number of requests sharing a prefix in cascade
-      attention.
+      attention. It describes the sparsity for readers and later passes; today's tile
+      choice (`fi-select-tiles`) derives the kernel's rows from the head counts and
+      query lengths, so block_rows does not change the code that is generated.
     * `block_cols` (>= 1): the page size in tokens; it must equal the page dimension of
       the cache operand.
     * `layout`: `nhd` (`[pages, page_size, kv_heads, head_dim]`) or `hnd`
