@@ -333,6 +333,27 @@ static int prepare_workspace(const char *op, fi_context *ctx, plan_record *r,
 
 /* ------------------------------------------------------------------- plans -------- */
 
+/* The page table's host arrays for `batch` requests (batch = len(batch_from) - 1):
+ * kv_indptr of batch + 1 elements and kv_last_page_len of at least batch. Returns 0
+ * after reporting an error. */
+static int page_table_of(const char *op, fi_memref *indptr, fi_memref *indices,
+                         fi_memref *last, int32_t batch, const char *batch_from,
+                         fi_page_table *pages) {
+  pages->indptr = array_of(op, "kv_indptr", indptr, 4);
+  pages->indices = array_of(op, "kv_indices", indices, 4);
+  pages->last_page_len = array_of(op, "kv_last_page_len", last, 4);
+  if (!pages->indptr || !pages->indices || !pages->last_page_len) return 0;
+  if (length_of(indptr) != batch + 1 || length_of(last) < batch) {
+    char message[192];
+    snprintf(message, sizeof message,
+             "kv_indptr must have batch + 1 and kv_last_page_len batch elements, with batch = "
+             "len(%s) - 1 = %d", batch_from, (int)batch);
+    report(op, FI_ERROR_INVALID_ARGUMENT, message);
+    return 0;
+  }
+  return 1;
+}
+
 void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
                                     fi_memref *last, int64_t num_pages, int32_t layout,
                                     int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
@@ -344,14 +365,8 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   int32_t batch;
   if (!r || !batch_of(op, "kv_indptr", indptr, &batch)) return;
-  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
-                         array_of(op, "kv_indices", indices, 4),
-                         array_of(op, "kv_last_page_len", last, 4)};
-  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (length_of(last) < batch) {
-    report(op, FI_ERROR_INVALID_ARGUMENT, "kv_last_page_len is shorter than batch = len(kv_indptr) - 1");
-    return;
-  }
+  fi_page_table pages;
+  if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages)) return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_tiles t;
@@ -393,16 +408,8 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
   int32_t batch;
   if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
-  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
-                         array_of(op, "kv_indices", indices, 4),
-                         array_of(op, "kv_last_page_len", last, 4)};
-  if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (length_of(indptr) != batch + 1 || length_of(last) < batch) {
-    report(op, FI_ERROR_INVALID_ARGUMENT,
-           "kv_indptr must have batch + 1 and kv_last_page_len batch elements, with batch = "
-           "len(qo_indptr) - 1");
-    return;
-  }
+  fi_page_table pages;
+  if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages)) return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_custom_mask mask;
@@ -467,16 +474,8 @@ void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
   int32_t batch;
   if (!r || !batch_of(op, "append_indptr", append_indptr, &batch)) return;
   const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
-  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
-                         array_of(op, "kv_indices", indices, 4),
-                         array_of(op, "kv_last_page_len", last, 4)};
-  if (!ap || !pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (length_of(indptr) != batch + 1 || length_of(last) < batch) {
-    report(op, FI_ERROR_INVALID_ARGUMENT,
-           "kv_indptr must have batch + 1 and kv_last_page_len batch elements, with batch = "
-           "len(append_indptr) - 1");
-    return;
-  }
+  fi_page_table pages;
+  if (!ap || !page_table_of(op, indptr, indices, last, batch, "append_indptr", &pages)) return;
   r->valid = 0;
   if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
                                               (int32_t)num_pages, &r->plan)))
