@@ -110,20 +110,28 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
   return FI_SUCCESS;
 }
 
+/* What every attention plan checks first: the plan pointer, the parameters (paged: the
+ * page size too) and the batch size. */
+static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
+                                 const fi_attention_params *params, int paged, int32_t batch) {
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, paged, 0));
+  if (batch < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
+                        (int)batch);
+  return FI_SUCCESS;
+}
+
 fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
                          const fi_page_table *host_pages, int32_t num_pages,
                          const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
                          fi_plan *plan) {
   NEED_CTX(ctx);
-  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  CHECK(fi_validate_params(ctx, params, 1, 0));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch));
   if (params->mask_mode == FI_MASK_CUSTOM)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
                         "fi_paged_prefill_* with one query row per request");
-  if (batch < 0)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
-                        (int)batch);
   int64_t total_kv = 0;
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
                                &total_kv));
@@ -140,11 +148,7 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                                 const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  CHECK(fi_validate_params(ctx, params, 1, 0));
-  if (batch < 0)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
-                        (int)batch);
+  CHECK(check_plan_args(ctx, plan, params, 1, batch));
   int64_t total_qo = 0, total_kv = 0;
   CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
@@ -163,11 +167,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
                                  const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                  void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  CHECK(fi_validate_params(ctx, params, 0, 0));
-  if (batch < 0)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
-                        (int)batch);
+  CHECK(check_plan_args(ctx, plan, params, 0, batch));
   int64_t total_qo = 0, total_kv = 0;
   CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
   CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));
