@@ -240,6 +240,10 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
     setenv("FI_DECODE_HEAD_FAST", v, 1);
     snprintf(v, sizeof v, "%d", wp);
     setenv("FI_DECODE_WARP_PIPE", v, 1);
+    /* A context reads its knobs once, when it is created. */
+    fi_context_destroy(b->ctx);
+    FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &b->ctx));
+    FI_BENCH_OK(b->ctx, fi_context_set_stream(b->ctx, b->stream));
     char tag[64];
     snprintf(tag, sizeof tag, " [%s]", tok);
     for (const char *r = rows; *r; ++r) {

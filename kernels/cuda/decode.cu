@@ -144,19 +144,13 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   // 98% (2 stages, 6 CTAs/SM); the 2-warp tensor-core kernels fell from 80% to 45% with 3
   // stages (4 CTAs/SM instead of 5-6).
   size_t budget = tc ? (p.kv_tile >= 64 ? 76 * 1024 : 40 * 1024) : 40 * 1024;
-  // FI_DECODE_SMEM_KB overrides the budget (benchmark sweeps of pipeline depth vs CTAs/SM).
-  // Read per run (not cached) so that one benchmark process can sweep it.
-  const char *env_budget = getenv("FI_DECODE_SMEM_KB");
-  if (env_budget && atoi(env_budget) > 0) budget = (size_t)atoi(env_budget) * 1024;
+  // The context's sweep knobs (read once at its creation, context.h) may override the
+  // budget (FI_DECODE_SMEM_KB), the CTA order (FI_DECODE_HEAD_FAST=0: the 2-D grid with the
+  // units fastest) and the tensor-core variant (FI_DECODE_WARP_PIPE).
+  if (ctx->tuning.smem_kb > 0) budget = (size_t)ctx->tuning.smem_kb * 1024;
   if (budget > limit) budget = limit;
-  // CTA order: (kv head, head chunk) fastest by default; FI_DECODE_HEAD_FAST=0 restores
-  // the 2-D grid with the units fastest.
-  const char *env_hf = getenv("FI_DECODE_HEAD_FAST");
-  const int env_head_fast = env_hf ? (atoi(env_hf) != 0) : kDecodeHeadFastDefault;
-  p.head_fast = env_head_fast;
-  const char *env_wp = getenv("FI_DECODE_WARP_PIPE");
-  p.warp_pipe = env_wp ? (atoi(env_wp) != 0) : kDecodeWarpPipeDefault;
-  if (budget > limit) budget = limit;
+  p.head_fast = ctx->tuning.head_fast >= 0 ? ctx->tuning.head_fast != 0 : kDecodeHeadFastDefault;
+  p.warp_pipe = ctx->tuning.warp_pipe >= 0 ? ctx->tuning.warp_pipe != 0 : kDecodeWarpPipeDefault;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16
                         ? fi_decode_launch_f16(p, ap->kv_dtype, D, tc, grid_x, budget, limit, s)

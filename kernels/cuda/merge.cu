@@ -388,9 +388,8 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cfg.dynamicSmemBytes = 0;
   cfg.stream = st;
   cfg.attrs = attr;
-  // FI_MERGE_PDL=0 launches it as an ordinary stream-ordered kernel (diagnostics).
-  const char *env_pdl = getenv("FI_MERGE_PDL");
-  cfg.numAttrs = env_pdl && atoi(env_pdl) == 0 ? 0 : 1;
+  // FI_MERGE_PDL=0 (a context knob) launches it as an ordinary stream-ordered kernel.
+  cfg.numAttrs = ctx->tuning.merge_pdl == 0 ? 0 : 1;
   cudaError_t err = cudaSuccess;
   switch (o->dtype) {
     case FI_DTYPE_F16:

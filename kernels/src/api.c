@@ -39,7 +39,7 @@ fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *p
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "max_batch = %d: must be >= 0",
                         (int)max_batch);
   if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
-  *bytes = fi_plan_workspace_bytes(FI_OP_DECODE, params, &ctx->target, max_batch, max_batch);
+  *bytes = fi_plan_workspace_bytes(ctx, FI_OP_DECODE, params, max_batch, max_batch);
   return FI_SUCCESS;
 }
 
@@ -52,7 +52,7 @@ fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *
                         "max_batch = %d, max_qo_rows = %lld: both must be >= 0",
                         (int)max_batch, (long long)max_qo_rows);
   if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
-  *bytes = fi_plan_workspace_bytes(FI_OP_PAGED_PREFILL, params, &ctx->target, max_batch,
+  *bytes = fi_plan_workspace_bytes(ctx, FI_OP_PAGED_PREFILL, params, max_batch,
                                    max_qo_rows);
   return FI_SUCCESS;
 }

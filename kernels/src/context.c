@@ -59,6 +59,21 @@ void *fi_context_run_scratch(fi_context *ctx, size_t bytes) {
   return grow(ctx, &ctx->run_scratch, &ctx->run_scratch_bytes, bytes);
 }
 
+/* An integer from the environment, or `dflt` when unset. */
+static int32_t env_int(const char *name, int32_t dflt) {
+  const char *v = getenv(name);
+  return v && *v ? (int32_t)atoi(v) : dflt;
+}
+
+static void read_tuning(fi_context *ctx) {
+  int32_t cpsm = env_int("FI_DECODE_CTAS_PER_SM", 0);
+  ctx->tuning.ctas_per_sm = cpsm >= 1 && cpsm <= 64 ? cpsm : 0;
+  ctx->tuning.smem_kb = env_int("FI_DECODE_SMEM_KB", 0);
+  ctx->tuning.head_fast = env_int("FI_DECODE_HEAD_FAST", -1);
+  ctx->tuning.warp_pipe = env_int("FI_DECODE_WARP_PIPE", -1);
+  ctx->tuning.merge_pdl = env_int("FI_MERGE_PDL", -1);
+}
+
 fi_status fi_context_create(fi_backend backend, fi_context **out) {
   if (!out)
     return fi_set_error(NULL, FI_ERROR_INVALID_ARGUMENT, "fi_context_create: out is NULL");
@@ -74,6 +89,7 @@ fi_status fi_context_create(fi_backend backend, fi_context **out) {
   ctx->target = fi_target_default();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   ctx->num_threads = cores > 0 ? (int32_t)(cores > 256 ? 256 : cores) : 1;
+  read_tuning(ctx);
   if (backend == FI_BACKEND_CUDA) {
     fi_status s = fi_cuda_context_init(ctx, &ctx->target);
     if (s != FI_SUCCESS) {

@@ -60,17 +60,16 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
   return n == 0 ? 0 : (int64_t)pb->page_size * (n - 1) + pb->last_page_len[i];
 }
 
-/* Work units a plan targets when it splits KV: enough CTAs (units x kv_heads) for two
- * waves of the target's SMs. */
-int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p);
-/* The same for one op family (decode aims for more CTAs per SM; see planner.c). */
-int32_t fi_plan_target_units_for(fi_op_family family, const fi_target *t,
+/* Work units a plan of `family` targets when it splits KV: enough CTAs (units x kv_heads)
+ * for two per SM of ctx's target (decode: more, see planner.c). */
+int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p);
 
 /* Exact workspace bytes for any problem of `family` with <= max_batch requests and
  * <= max_qo_rows query rows (decode: ignored). */
-size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p,
-                               const fi_target *t, int32_t max_batch, int64_t max_qo_rows);
+size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
+                               const fi_attention_params *p, int32_t max_batch,
+                               int64_t max_qo_rows);
 
 /* Builds the partition of `pb` for `tiles` and writes it into `workspace` (host: memcpy;
  * CUDA: fi_cuda_upload). Fills every field of `plan` except num_pages. */

@@ -47,28 +47,15 @@ static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALI
  * latency-bound chains of tiles (bench/NOTES.md, v6): 5 per SM (about one wave of the
  * 2-warp tensor-core kernel, 6 resident per SM) measured best on an H200 among 2, 3, 4,
  * 5, 6, 8, 16.
- * FI_DECODE_CTAS_PER_SM overrides it (benchmark sweeps). */
+ * The context's FI_DECODE_CTAS_PER_SM knob overrides it (benchmark sweeps). */
 enum { FI_DECODE_CTAS_PER_SM = 5 };
-static int64_t decode_ctas_per_sm(void) {
-  const char *env = getenv("FI_DECODE_CTAS_PER_SM");
-  if (env) {
-    int v = atoi(env);
-    if (v >= 1 && v <= 64) return v;
-  }
-  return FI_DECODE_CTAS_PER_SM;
-}
 
-int32_t fi_plan_target_units_for(fi_op_family family, const fi_target *t,
+int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p) {
-  int64_t per_sm = family == FI_OP_DECODE ? decode_ctas_per_sm() : 2;
-  int64_t ctas = per_sm * (t->sm_count > 0 ? t->sm_count : 1);
-  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  int64_t u = (ctas + kvh - 1) / kvh;
-  return (int32_t)(u < 1 ? 1 : u);
-}
-
-int32_t fi_plan_target_units(const fi_target *t, const fi_attention_params *p) {
-  int64_t ctas = 2LL * (t->sm_count > 0 ? t->sm_count : 1);
+  int64_t per_sm = 2;
+  if (family == FI_OP_DECODE)
+    per_sm = ctx->tuning.ctas_per_sm > 0 ? ctx->tuning.ctas_per_sm : FI_DECODE_CTAS_PER_SM;
+  int64_t ctas = per_sm * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1);
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t u = (ctas + kvh - 1) / kvh;
   return (int32_t)(u < 1 ? 1 : u);
@@ -121,9 +108,10 @@ static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
   return layout(p, (int64_t)(room / sizeof(fi_work_unit)), pr, pr);
 }
 
-size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p,
-                               const fi_target *t, int32_t max_batch, int64_t max_qo_rows) {
-  int64_t target = fi_plan_target_units_for(family, t, p);
+size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
+                               const fi_attention_params *p, int32_t max_batch,
+                               int64_t max_qo_rows) {
+  int64_t target = fi_plan_target_units_for(ctx, family, p);
   if (family == FI_OP_DECODE) {
     int64_t n = max_batch > target ? max_batch : target;
     return layout(p, n, n, n).total;
@@ -131,7 +119,7 @@ size_t fi_plan_workspace_bytes(fi_op_family family, const fi_attention_params *p
   /* A prefill unit holds >= 1 query row, so unsplit units <= max_qo_rows; a split plan
    * has <= target units. */
   int64_t u = max_qo_rows > target ? max_qo_rows : target;
-  int64_t pr = prefill_partial_budget(t, p);
+  int64_t pr = prefill_partial_budget(&ctx->target, p);
   return layout(p, u, pr, pr).total;
 }
 
@@ -204,11 +192,11 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         "allocated with %s's size", workspace_bytes, size_fn(pb->family));
   caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
   counts unsplit = count_for_chunk(pb, rpu, 0);
-  int64_t target = fi_plan_target_units_for(pb->family, t, params);
+  int64_t target = fi_plan_target_units_for(ctx, pb->family, params);
 
   if (!fits(unsplit, &k)) {
     int32_t need_batch = pb->batch;
-    size_t need = fi_plan_workspace_bytes(pb->family, params, t, need_batch, total_qo);
+    size_t need = fi_plan_workspace_bytes(ctx, pb->family, params, need_batch, total_qo);
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "workspace of %zu bytes holds %lld work units but this batch needs "
                         "%lld: allocate %s(max_batch >= %d%s) = %zu bytes or more",

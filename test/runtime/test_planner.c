@@ -245,8 +245,7 @@ static void test_balance(fi_context *ctx) {
     fi_plan_layout l = fi_plan_get_layout(&plan);
     int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
     if (chunk > 0) {
-      fi_target t = fi_context_target(ctx);
-      int64_t T = fi_plan_target_units_for(f, &t, &p);
+      int64_t T = fi_plan_target_units_for(ctx, f, &p);
       int64_t rpu = (int64_t)plan.private_[FI_PLAN_ROWS_PER_UNIT], B = 0, W = 0, mx = 0;
       for (int i = 0; i < batch; ++i) B += (pr.qo_len[i] + rpu - 1) / rpu;
       for (int32_t u = 0; u < l.num_work_units; ++u) {
