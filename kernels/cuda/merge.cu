@@ -357,6 +357,19 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
   return fi_cuda_check_launch(ctx, "merge_states");
 }
 
+// One launch of the split-KV merge for output element type T.
+template <typename T>
+static cudaError_t launch_merge_partials(const cudaLaunchConfig_t &cfg, const fi_plan_layout &l,
+                                         const int32_t *device_num_merge_units,
+                                         const fi_tensor *o, int heads, int D, float *lse,
+                                         int64_t lse_stride_row, int64_t lse_stride_head) {
+  return cudaLaunchKernelEx(&cfg, merge_partials_kernel<T>, (const fi_merge_unit *)l.merge,
+                            device_num_merge_units, (int)l.num_merge_units,
+                            (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
+                            (T *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1], lse,
+                            lse_stride_row, lse_stride_head);
+}
+
 // The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
 // Called by the decode (and prefill) run after the partial-writing kernel.
 extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
@@ -390,28 +403,16 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cfg.attrs = attr;
   // FI_MERGE_PDL=0 (a context knob) launches it as an ordinary stream-ordered kernel.
   cfg.numAttrs = ctx->tuning.merge_pdl == 0 ? 0 : 1;
-  cudaError_t err = cudaSuccess;
+  cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<f16>, (const fi_merge_unit *)l.merge,
-                               device_num_merge_units, (int)l.num_merge_units,
-                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
-                               (f16 *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
-                               lp, lsb, lsh);
+      err = launch_merge_partials<f16>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<bf16>, (const fi_merge_unit *)l.merge,
-                               device_num_merge_units, (int)l.num_merge_units,
-                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
-                               (bf16 *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
-                               lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = cudaLaunchKernelEx(&cfg, merge_partials_kernel<float>, (const fi_merge_unit *)l.merge,
-                               device_num_merge_units, (int)l.num_merge_units,
-                               (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
-                               (float *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1],
-                               lp, lsb, lsh);
+      err = launch_merge_partials<float>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
