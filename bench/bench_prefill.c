@@ -32,9 +32,14 @@ static void run_prefill(void *p) {
                                               a->qo_indptr, a->kv_indptr, NULL, &a->o, NULL));
 }
 
-static const int sweep_tiles[][2] = {{16, 32},  {16, 64}, {16, 128}, {32, 32},
-                                     {32, 64},  {32, 128}, {64, 32}, {64, 64},
-                                     {64, 128}, {128, 32}, {128, 64}};
+/* (q_tile, kv_tile, cores): the mma.sync variants, then the wgmma (Hopper) tier. */
+static const int sweep_tiles[][3] = {
+    {16, 32, FI_CORES_TENSOR},  {16, 64, FI_CORES_TENSOR},  {16, 128, FI_CORES_TENSOR},
+    {32, 32, FI_CORES_TENSOR},  {32, 64, FI_CORES_TENSOR},  {32, 128, FI_CORES_TENSOR},
+    {64, 32, FI_CORES_TENSOR},  {64, 64, FI_CORES_TENSOR},  {64, 128, FI_CORES_TENSOR},
+    {128, 32, FI_CORES_TENSOR}, {128, 64, FI_CORES_TENSOR}, {64, 64, FI_CORES_WGMMA},
+    {64, 128, FI_CORES_WGMMA},  {128, 64, FI_CORES_WGMMA},  {128, 128, FI_CORES_WGMMA}};
+enum { NUM_SWEEP_TILES = sizeof sweep_tiles / sizeof sweep_tiles[0] };
 
 static void *dev_copy(const void *h, size_t bytes) {
   void *d = NULL;
@@ -130,13 +135,14 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
 
   double chosen_ms = 0, best_ms = 1e30;
   char chosen_name[64] = "", best_name[64] = "";
-  for (int t = -1; t < (sweep ? 11 : 0); ++t) {
+  for (int t = -1; t < (sweep ? NUM_SWEEP_TILES : 0); ++t) {
     fi_tiles forced = a.plan.tiles;
     const fi_tiles *force = NULL;
     if (t >= 0) {
       forced = a.plan.tiles; /* keep the heuristic's split choice, change the tiles */
       forced.q_tile = sweep_tiles[t][0];
       forced.kv_tile = sweep_tiles[t][1];
+      forced.cores = (fi_core_kind)sweep_tiles[t][2];
       force = &forced;
     }
     fi_plan plan;

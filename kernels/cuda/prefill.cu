@@ -52,6 +52,31 @@ fi_status check_vector_tensor(fi_context *ctx, const char *name, const fi_tensor
   return FI_SUCCESS;
 }
 
+// The CUDA backend's own check: the shared list, and for the wgmma tier the device and the
+// build (wgmma is sm_90a code: a compute capability 9.0 device and a build with 90a).
+fi_status check_variant(fi_context *ctx, fi_op_family family, const fi_attention_params *a,
+                        const fi_tiles *tiles) {
+  char why[320];
+  if (!fi_cuda_variant_supported(family, a, tiles, why, sizeof why))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
+  if (tiles && tiles->cores == FI_CORES_WGMMA) {
+#ifdef FI_CUDA_HAS_SM90A
+    const bool built = true;
+#else
+    const bool built = false;
+#endif
+    const int sm = ctx->target.sm_version;
+    if (sm != 90 || !built)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "prefill tiles with cores = wgmma need a compute capability 9.0 "
+                          "(Hopper) device and a runtime built for sm_90a; this device is sm "
+                          "%d and the build %s sm_90a; use cores = tensor (or let the plan "
+                          "choose)",
+                          sm, built ? "has" : "lacks");
+  }
+  return FI_SUCCESS;
+}
+
 fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
   return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
                       cudaGetErrorString(e));
@@ -65,9 +90,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
-  char why[320];
-  if (!fi_cuda_variant_supported(plan->family, a, &plan->tiles, why, sizeof why))
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
+  if ((s = check_variant(ctx, plan->family, a, &plan->tiles)) != FI_SUCCESS) return s;
   fi_prefill_launch_fn launch = launcher_for(a);
 
   const fi_plan_layout lay = fi_plan_get_layout(plan);
@@ -114,7 +137,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
 
   cudaStream_t stream = fi_cuda_stream(ctx);
   cudaError_t e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
-                         lay.num_work_units, stream);
+                         plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
@@ -124,10 +147,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
 extern "C" fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                                      const fi_attention_params *params,
                                                      const fi_tiles *tiles) {
-  char why[320];
-  if (!fi_cuda_variant_supported(family, params, tiles, why, sizeof why))
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
-  return FI_SUCCESS;
+  return check_variant(ctx, family, params, tiles);
 }
 
 extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan,

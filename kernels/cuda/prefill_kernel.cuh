@@ -24,8 +24,17 @@
 // O: written once, staged through the Q tile's smem for 16-byte coalesced stores; split-KV
 // work units instead write fp32 partial rows + LSE to the workspace for the merge kernel.
 //
+// Hopper tier (template flag WG, tiles with cores = wgmma, sm_90a only): the same tile walk,
+// loads, masks and softmax, but each warpgroup (4 warps) owns 64 query rows and issues
+// wgmma.mma_async (wgmma.cuh): S = Q K^T with Q and K read by the tensor cores straight
+// from shared memory (no ldmatrix, no per-warp K fragments), O += P V with P from
+// registers and V from shared memory; the tiles are kept in wgmma's 128-byte-swizzled slab
+// layout (tile_off). Per warp the accumulators keep the mma.sync layout (16 rows), so
+// q_tile 128 x kv_tile 128 costs 64 + 64 fp32 registers per thread where the mma.sync
+// kernel's 4 warps would need 128 + 128. Traffic is the same as above.
+//
 // The kernel is plain CUDA C++ (templates only for the tile parameters, inline PTX for
-// cp.async / ldmatrix / mma) so that clang -x cuda builds it as well as nvcc.
+// cp.async / ldmatrix / mma / wgmma) so that clang -x cuda builds it as well as nvcc.
 #ifndef FI_CUDA_PREFILL_KERNEL_CUH
 #define FI_CUDA_PREFILL_KERNEL_CUH
 
@@ -35,6 +44,7 @@
 #include <stdint.h>
 
 #include "prefill_params.h"
+#include "wgmma.cuh"
 
 namespace fi_prefill {
 
@@ -151,18 +161,24 @@ __device__ __forceinline__ void sincos_reduced(float x, float *s, float *c) {
 
 // ------------------------------------------------------------------ smem layout -------
 
-// Element offset of 16-byte chunk `chunk` of row `row` in a row-major tile of HD 2-byte
-// elements per row, XOR-swizzled on the low 3 bits of the chunk index.
-template <int HD>
-__device__ __forceinline__ int swz(int row, int chunk) {
+// Element offset of 16-byte chunk `chunk` of row `row` in a tile of ROWS rows of HD 2-byte
+// elements, XOR-swizzled on the low 3 bits of the chunk index (ldmatrix: 8 row addresses of
+// a phase hit 8 bank groups). mma.sync tiles are row-major (row stride HD); wgmma tiles are
+// slabs of 64 columns (row stride 128 bytes, the 128-byte-swizzle layout of wgmma.cuh).
+// The two coincide for HD = 64.
+template <int HD, int ROWS, bool WG>
+__device__ __forceinline__ int tile_off(int row, int chunk) {
+  if (WG) return (chunk >> 3) * (ROWS * 64) + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
   return row * HD + ((chunk ^ (row & 7)) << 3);
 }
 
 // --------------------------------------------------------------- the kernel -----------
 
-template <int HD, int CTA_Q, int CTA_KV>
+// WG: the Hopper tier. Each warpgroup (4 warps) issues wgmma for 64 query rows, so every
+// warp still owns 16 rows of the accumulators (MMA_Q = 1) in the mma.sync layout.
+template <int HD, int CTA_Q, int CTA_KV, bool WG>
 struct Shape {
-  static constexpr int MMA_Q = (CTA_Q == 128 && HD <= 128) ? 2 : 1;
+  static constexpr int MMA_Q = (!WG && CTA_Q == 128 && HD <= 128) ? 2 : 1;
   static constexpr int NUM_WARPS = CTA_Q / (16 * MMA_Q);
   static constexpr int THREADS = NUM_WARPS * 32;
   static constexpr int CH = HD / 8;  // 16-byte chunks per 2-byte row
@@ -170,19 +186,29 @@ struct Shape {
   static constexpr int NB_D = HD / 8;
 };
 
-template <int HD, int CTA_Q, int CTA_KV, int KVK>
+#ifndef FI_PREFILL_WG_RING
+#define FI_PREFILL_WG_RING 1
+#endif
+// KV stages. The mma.sync kernel and the fp8 paths keep one K and one V tile (two barriers
+// per KV tile: V(i) loads under Q K(i)^T, K(i+1) under P V(i)). The wgmma fast path keeps a
+// ring of two (K, V) pairs when it still fits its occupancy (q128: one CTA of 8 warps per
+// SM anyway; q64 x kv64: two CTAs), so tile i+1 loads for a whole tile under tile i and
+// one barrier per tile suffices.
+template <int HD, int CTA_Q, int CTA_KV, int KVK, bool WG>
 struct SmemLayout {
+  static constexpr int STAGES =
+      (FI_PREFILL_WG_RING && WG && KVK == FI_KV_SAME && (CTA_Q == 128 || CTA_KV == 64)) ? 2 : 1;
   static constexpr int Q_BYTES = CTA_Q * HD * 2;
   static constexpr int KV_BYTES = CTA_KV * HD * 2;
   static constexpr int RAW_BYTES = (KVK == FI_KV_SAME) ? 0 : CTA_KV * HD;  // fp8 staging
-  static constexpr int TOTAL = Q_BYTES + 2 * KV_BYTES + 2 * RAW_BYTES;
+  static constexpr int TOTAL = Q_BYTES + STAGES * 2 * KV_BYTES + 2 * RAW_BYTES;
 };
 
-template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS>
-__global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG>
+__global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
     prefill_kernel(const PrefillParams p) {
-  using S = Shape<HD, CTA_Q, CTA_KV>;
-  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK>;
+  using S = Shape<HD, CTA_Q, CTA_KV, WG>;
+  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK, WG>;
   constexpr int MMA_Q = S::MMA_Q, THREADS = S::THREADS, CH = S::CH;
   constexpr int NB_KV = S::NB_KV, NB_D = S::NB_D;
   constexpr int KV_ELEM = (KVK == FI_KV_SAME) ? 2 : 1;
@@ -190,12 +216,25 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
   static_assert((CTA_Q * CH) % THREADS == 0, "Q tile load must divide among threads");
   static_assert((CTA_KV * CH_RAW) % THREADS == 0, "KV tile load must divide among threads");
   static_assert(CH >= 8, "swizzle needs >= 8 chunks per row");
+  static_assert(!WG || (CTA_Q % 64 == 0 && (CTA_KV == 64 || CTA_KV == 128) &&
+                        (HD == 64 || HD == 128)),
+                "wgmma tier: warpgroups of 64 rows, N of 64 or 128");
+  auto q_off = [](int row, int c) { return tile_off<HD, CTA_Q, WG>(row, c); };
+  auto kv_off = [](int row, int c) { return tile_off<HD, CTA_KV, WG>(row, c); };
+  // Block barrier. The wgmma tier first orders this thread's shared-memory writes (stores,
+  // landed cp.async) before the tensor cores' async-proxy reads.
+  auto sync_block = [] {
+    if (WG) fi_wgmma::fence_proxy_async();
+    __syncthreads();
+  };
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];
   DT *q_smem = reinterpret_cast<DT *>(smem);
   DT *k_smem = reinterpret_cast<DT *>(smem + L::Q_BYTES);
   DT *v_smem = reinterpret_cast<DT *>(smem + L::Q_BYTES + L::KV_BYTES);
-  unsigned char *k_raw = smem + L::Q_BYTES + 2 * L::KV_BYTES;
+  unsigned char *k_raw = smem + L::Q_BYTES + L::STAGES * 2 * L::KV_BYTES;
+  constexpr bool RING = L::STAGES == 2;
+  constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -258,7 +297,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       const DT *src = reinterpret_cast<const DT *>(p.q) +
                       (int64_t)(q_tok_begin + tok) * p.q_stride_n + (int64_t)h * p.q_stride_h +
                       c * 8;
-      cp_async_16(q_smem + swz<HD>(row, c), valid ? (const void *)src : p.q, valid);
+      cp_async_16(q_smem + q_off(row, c), valid ? (const void *)src : p.q, valid);
     }
     cp_async_commit();
 
@@ -291,7 +330,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       }
 
     // Thread t copies 16-byte chunk (t % CH_RAW) of rows t / CH_RAW + it * ROW_STEP.
-    auto load_kv_tile = [&](int tile, bool is_v) {
+    auto load_kv_tile = [&](int tile, bool is_v, int slot) {
       constexpr int ROW_STEP = THREADS / CH_RAW;
       const int kv0 = kv_lo + tile * CTA_KV;
       const int row0 = tid / CH_RAW, c = tid % CH_RAW;
@@ -299,10 +338,11 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
       const int64_t s_tok = is_v ? v_s_tok : k_s_tok;
       const int64_t hoff = (is_v ? v_head_off : k_head_off) + c * 16;
       unsigned char *dst_tile = KVK == FI_KV_SAME
-                                    ? reinterpret_cast<unsigned char *>(is_v ? v_smem : k_smem)
+                                    ? reinterpret_cast<unsigned char *>(
+                                          (is_v ? v_smem : k_smem) + slot * SLOT_ELEMS)
                                     : (is_v ? v_raw : k_raw);
       auto dst_of = [&](int row) -> void * {
-        if (KVK == FI_KV_SAME) return dst_tile + 2 * swz<HD>(row, c);
+        if (KVK == FI_KV_SAME) return dst_tile + 2 * kv_off(row, c);
         return dst_tile + row * HD + c * 16;
       };
       if (!p.paged) {
@@ -351,9 +391,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
               out[2 * k] = fp8x2_widen<DT, KVK>((uint16_t)(w[k] & 0xffff));
               out[2 * k + 1] = fp8x2_widen<DT, KVK>((uint16_t)(w[k] >> 16));
             }
-            *reinterpret_cast<uint4 *>(dst + swz<HD>(row, 2 * c)) =
+            *reinterpret_cast<uint4 *>(dst + kv_off(row, 2 * c)) =
                 make_uint4(out[0], out[1], out[2], out[3]);
-            *reinterpret_cast<uint4 *>(dst + swz<HD>(row, 2 * c + 1)) =
+            *reinterpret_cast<uint4 *>(dst + kv_off(row, 2 * c + 1)) =
                 make_uint4(out[4], out[5], out[6], out[7]);
           }
         }
@@ -374,8 +414,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
         float freq = p.rope_rcp_scale * exp2f(-(2.f * d / HD) * p.rope_log2_theta);
         float sn, cs;
         sincos_reduced((float)pos * freq, &sn, &cs);
-        DT *x0 = tile + swz<HD>(row, d >> 3) + (d & 7);
-        DT *x1 = tile + swz<HD>(row, (d + HD / 2) >> 3) + (d & 7);
+        DT *x0 = tile + (is_q ? q_off(row, d >> 3) : kv_off(row, d >> 3)) + (d & 7);
+        DT *x1 = tile + (is_q ? q_off(row, (d + HD / 2) >> 3) : kv_off(row, (d + HD / 2) >> 3)) +
+                 (d & 7);
         float a = to_float(*x0), b = to_float(*x1);
         *x0 = from_float<DT>(a * cs - b * sn);
         *x1 = from_float<DT>(b * cs + a * sn);
@@ -396,39 +437,70 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
     }
 
     // Pipeline (two barriers per KV tile): V(tile) loads while S = Q K(tile)^T and the
-    // softmax run; K(tile+1) loads while O += P V(tile) runs.
-    if (num_tiles > 0) load_kv_tile(0, false);
+    // softmax run; K(tile+1) loads while O += P V(tile) runs. RING: K and V of tile+1 load
+    // into the other slot while all of tile runs (one barrier per tile).
+    if (num_tiles > 0) {
+      load_kv_tile(0, false, 0);
+      if (RING) load_kv_tile(0, true, 0);
+    }
     cp_async_commit();
     if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
       cp_async_wait<1>();
-      __syncthreads();
+      sync_block();
       rope_tile(q_smem, CTA_Q, true, 0);
-      __syncthreads();
+      sync_block();
     }
 
     for (int tile = 0; tile < num_tiles; ++tile) {
       const int kv0 = kv_lo + tile * CTA_KV;
-      cp_async_wait<0>();  // Q and K(tile) have landed
-      __syncthreads();     // ... for every thread; every warp is done with V(tile-1)
-      load_kv_tile(tile, true);
+      const int slot = RING ? (tile & 1) : 0;
+      DT *k_cur = k_smem + slot * SLOT_ELEMS, *v_cur = v_smem + slot * SLOT_ELEMS;
+      cp_async_wait<0>();  // Q and K(tile) (RING: and V(tile)) have landed
+      sync_block();     // ... for every thread; every warp is done with V(tile-1)
+      if (RING) {
+        if (tile + 1 < num_tiles) {
+          load_kv_tile(tile + 1, false, slot ^ 1);
+          load_kv_tile(tile + 1, true, slot ^ 1);
+        }
+      } else {
+        load_kv_tile(tile, true, 0);
+      }
       cp_async_commit();
       if (KVK != FI_KV_SAME) {
         widen_tile(false);
-        __syncthreads();
+        sync_block();
       }
       if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
-        rope_tile(k_smem, CTA_KV, false, kv0);
-        __syncthreads();
+        rope_tile(k_cur, CTA_KV, false, kv0);
+        sync_block();
       }
 
       // ---- S = Q K^T
       float s[MMA_Q][NB_KV][4];
+      if (!WG)  // (wgmma overwrites S in its first step)
 #pragma unroll
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
           for (int e = 0; e < 4; ++e) s[mq][nb][e] = 0.f;
+      if constexpr (WG) {
+        // One m64 x CTA_KV x 16 wgmma per 16 head dims: Q (this warpgroup's 64 rows) and K
+        // both K-major from the swizzled slabs; 32 bytes along a 128-byte row per step.
+        const uint32_t q_wg = smem_addr(q_smem) + (uint32_t)(warp >> 2) * 64 * 128;
+        const uint32_t k_b = smem_addr(k_cur);
+        fi_wgmma::fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) {
+          const uint32_t step = (kk & 3) * 32;
+          fi_wgmma::Wgmma<DT, CTA_KV>::ss(
+              s[0], fi_wgmma::desc(q_wg + (kk >> 2) * (CTA_Q * 128) + step, 16, 1024),
+              fi_wgmma::desc(k_b + (kk >> 2) * (CTA_KV * 128) + step, 16, 1024), kk);
+        }
+        fi_wgmma::commit();
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(s[0]);
+      } else {
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
         // Swizzled addresses: the lane part of each base carries (chunk ^ row) in bits 4..6,
@@ -448,6 +520,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             MmaOp<DT>::run(s[mq][2 * nb2 + 1], a[mq], b[2], b[3]);
           }
         }
+      }
       }
 
       // ---- logits transform and masks (EXTRAS: to the log2 domain here)
@@ -547,18 +620,34 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           }
       }
 
+      if (!RING) {
       cp_async_wait<0>();  // V(tile) has landed
-      __syncthreads();     // ... for every thread; every warp is done with K(tile)
+      sync_block();     // ... for every thread; every warp is done with K(tile)
       if (tile + 1 < num_tiles) {
-        load_kv_tile(tile + 1, false);
+        load_kv_tile(tile + 1, false, 0);
         cp_async_commit();
+      }
       }
       if (KVK != FI_KV_SAME) {
         widen_tile(true);
-        __syncthreads();
+        sync_block();
       }
 
       // ---- O += P V
+      if constexpr (WG) {
+        // One m64 x HD x 16 wgmma per 16 KV rows: P from registers, V MN-major (rows are
+        // the reduction dimension, head dims contiguous in 64-column slabs).
+        const uint32_t v_b = smem_addr(v_cur);
+        fi_wgmma::fence_regs(o[0]);
+        fi_wgmma::fence();
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+          fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa[0][kb],
+                                      fi_wgmma::desc(v_b + kb * 16 * 128, CTA_KV * 128, 1024));
+        fi_wgmma::commit();
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o[0]);
+      } else {
 #pragma unroll
       for (int kb = 0; kb < CTA_KV / 16; ++kb) {
 #pragma unroll
@@ -573,9 +662,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           }
         }
       }
+      }
     }
     cp_async_wait<0>();
-    __syncthreads();
+    sync_block();
 
     // ---- finalize: full row sums, normalise, write
 #pragma unroll
@@ -600,7 +690,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
 #pragma unroll
           for (int nb = 0; nb < NB_D; ++nb) {
             uint32_t v2 = MmaOp<DT>::pack(o[mq][nb][2 * hh] * inv, o[mq][nb][2 * hh + 1] * inv);
-            *reinterpret_cast<uint32_t *>(q_smem + swz<HD>(row, nb) + 2 * t4) = v2;
+            *reinterpret_cast<uint32_t *>(q_smem + q_off(row, nb) + 2 * t4) = v2;
           }
           if (p.lse != nullptr && t4 == 0 && chunk + row < packed_end) {
             int pr = chunk + row;
@@ -610,7 +700,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
                   (int64_t)h * p.lse_stride_h] = lse;
           }
         }
-      __syncthreads();
+      sync_block();
 #pragma unroll
       for (int it = 0; it < CTA_Q * CH / THREADS; ++it) {
         int idx = tid + it * THREADS;
@@ -620,10 +710,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
           int tok = pr / group, h = kv_head * group + pr % group;
           DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
                     (int64_t)h * p.o_stride_h + c * 8;
-          *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_smem + swz<HD>(row, c));
+          *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_smem + q_off(row, c));
         }
       }
-      __syncthreads();  // the next chunk overwrites the Q tile
+      sync_block();  // the next chunk overwrites the Q tile
     } else {
       // Split-KV: fp32 partial rows + natural-log LSE for the merge.
 #pragma unroll
@@ -646,18 +736,18 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV>::THREADS)
             p.partial_lse[prow * p.num_qo_heads + h] =
                 l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
         }
-      __syncthreads();  // the next chunk overwrites the Q tile
+      sync_block();  // the next chunk overwrites the Q tile
     }
   }
   }  // units
 }
 
 // Host-side launcher of one variant.
-template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS>
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG = false>
 cudaError_t launch_prefill(const PrefillParams &p, int num_work_units, cudaStream_t stream) {
-  using S = Shape<HD, CTA_Q, CTA_KV>;
-  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK>;
-  auto kernel = prefill_kernel<HD, CTA_Q, CTA_KV, DT, KVK, EXTRAS>;
+  using S = Shape<HD, CTA_Q, CTA_KV, WG>;
+  using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK, WG>;
+  auto kernel = prefill_kernel<HD, CTA_Q, CTA_KV, DT, KVK, EXTRAS, WG>;
   static bool configured = false;  // benign race: every caller sets the same value
   if (!configured) {
     cudaError_t e =

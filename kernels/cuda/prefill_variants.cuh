@@ -16,15 +16,17 @@
 
 // Launches the variant; cudaErrorInvalidConfiguration when (q_tile, kv_tile) is not compiled.
 // kv_kind: FI_KV_SAME / FI_KV_E4M3 / FI_KV_E5M2. extras: soft cap, ALiBi, custom mask or
-// sliding window in use (fp8 always takes the extras kernel).
+// sliding window in use (fp8 always takes the extras kernel). wgmma: the Hopper tier
+// (FI_CUDA_PREFILL_WGMMA_TILE_LIST; the caller has checked the device and the build).
 typedef cudaError_t (*fi_prefill_launch_fn)(const PrefillParams &p, int q_tile, int kv_tile,
-                                            int kv_kind, bool extras, int num_work_units,
-                                            cudaStream_t stream);
+                                            int kv_kind, bool extras, bool wgmma,
+                                            int num_work_units, cudaStream_t stream);
 
 #define FI_PREFILL_DECLARE(HD, NAME)                                                      \
   cudaError_t fi_prefill_launch_hd##HD##_##NAME(const PrefillParams &p, int q_tile,         \
                                                  int kv_tile, int kv_kind, bool extras,     \
-                                                 int num_work_units, cudaStream_t stream);
+                                                 bool wgmma, int num_work_units,            \
+                                                 cudaStream_t stream);
 FI_PREFILL_DECLARE(64, f16)
 FI_PREFILL_DECLARE(64, bf16)
 FI_PREFILL_DECLARE(128, f16)
@@ -34,19 +36,41 @@ FI_PREFILL_DECLARE(256, bf16)
 
 #ifdef FI_PREFILL_DEFINE_LAUNCHER
 #include "prefill_kernel.cuh"
-#define FI_PREFILL_CASE(Q, KV)                                                               \
-  if (q_tile == Q && kv_tile == KV) {                                                        \
-    if (kv_kind == FI_KV_E4M3)                                                               \
-      return fi_prefill::launch_prefill<HD_, Q, KV, DT_, FI_KV_E4M3, true>(p, n, stream);    \
-    if (kv_kind == FI_KV_E5M2)                                                               \
-      return fi_prefill::launch_prefill<HD_, Q, KV, DT_, FI_KV_E5M2, true>(p, n, stream);    \
-    if (extras) return fi_prefill::launch_prefill<HD_, Q, KV, DT_, FI_KV_SAME, true>(p, n, stream); \
-    return fi_prefill::launch_prefill<HD_, Q, KV, DT_, FI_KV_SAME, false>(p, n, stream);    \
+namespace fi_prefill {
+// The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.
+template <int HD, int Q, int KV, typename DT, bool WG>
+cudaError_t launch_kinds(const PrefillParams &p, int kv_kind, bool extras, int n,
+                         cudaStream_t stream) {
+  if (kv_kind == FI_KV_E4M3) return launch_prefill<HD, Q, KV, DT, FI_KV_E4M3, true, WG>(p, n, stream);
+  if (kv_kind == FI_KV_E5M2) return launch_prefill<HD, Q, KV, DT, FI_KV_E5M2, true, WG>(p, n, stream);
+  if (extras) return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, true, WG>(p, n, stream);
+  return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, false, WG>(p, n, stream);
+}
+// Head dims without a wgmma variant have no cases (the plan refused them).
+template <int HD, typename DT>
+cudaError_t launch_wgmma(const PrefillParams &p, int q_tile, int kv_tile, int kv_kind,
+                         bool extras, int n, cudaStream_t stream) {
+#define FI_PREFILL_WG_HD(D) || HD == D
+  if constexpr (false FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(FI_PREFILL_WG_HD)) {
+#define FI_PREFILL_WG_CASE(Q, KV) \
+    if (q_tile == Q && kv_tile == KV) return launch_kinds<HD, Q, KV, DT, true>(p, kv_kind, extras, n, stream);
+    FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_PREFILL_WG_CASE)
+#undef FI_PREFILL_WG_CASE
   }
+#undef FI_PREFILL_WG_HD
+  return cudaErrorInvalidConfiguration;
+}
+}  // namespace fi_prefill
+
+#define FI_PREFILL_CASE(Q, KV)                                                               \
+  if (q_tile == Q && kv_tile == KV)                                                          \
+    return fi_prefill::launch_kinds<HD_, Q, KV, DT_, false>(p, kv_kind, extras, n, stream);
 #define FI_PREFILL_DEFINE(HD, NAME)                                                          \
   cudaError_t fi_prefill_launch_hd##HD##_##NAME(const PrefillParams &p, int q_tile,           \
                                                  int kv_tile, int kv_kind, bool extras,       \
-                                                 int n, cudaStream_t stream) {                \
+                                                 bool wgmma, int n, cudaStream_t stream) {    \
+    if (wgmma)                                                                                \
+      return fi_prefill::launch_wgmma<HD_, DT_>(p, q_tile, kv_tile, kv_kind, extras, n, stream); \
     FI_PREFILL_TILE_LIST(FI_PREFILL_CASE)                                                     \
     return cudaErrorInvalidConfiguration;                                                     \
   }

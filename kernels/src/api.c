@@ -70,13 +70,16 @@ static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int deco
   static const int32_t kv_tiles[] = {16, 32, 64, 128};
   if (!one_of(t->q_tile, q_tiles, 5) || !one_of(t->kv_tile, kv_tiles, 4) ||
       (t->split_kv != 0 && t->split_kv != 1) ||
-      (t->cores != FI_CORES_CUDA && t->cores != FI_CORES_TENSOR) ||
+      (t->cores != FI_CORES_CUDA && t->cores != FI_CORES_TENSOR &&
+       (decode || t->cores != FI_CORES_WGMMA)) ||
       (!decode && t->q_tile == 1))
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "tiles {q_tile %d, kv_tile %d, split_kv %d, cores %d}: no such %s "
                         "variant (q_tile in {%s16,32,64,128}, kv_tile in {16,32,64,128}, "
-                        "split_kv 0/1)", (int)t->q_tile, (int)t->kv_tile, (int)t->split_kv,
-                        (int)t->cores, decode ? "decode" : "prefill", decode ? "1," : "");
+                        "split_kv 0/1, cores 0 (cuda), 1 (tensor)%s)", (int)t->q_tile,
+                        (int)t->kv_tile, (int)t->split_kv, (int)t->cores,
+                        decode ? "decode" : "prefill", decode ? "1," : "",
+                        decode ? "" : " or 2 (wgmma)");
   return FI_SUCCESS;
 }
 

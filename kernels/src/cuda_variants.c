@@ -38,6 +38,20 @@ static int decode_kv_tile_compiled(int32_t kv_tile) {
   return 0;
 }
 
+static int wgmma_tiles_compiled(int32_t q_tile, int32_t kv_tile) {
+#define FI_MATCH(Q, KV) if (q_tile == (Q) && kv_tile == (KV)) return 1;
+  FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_MATCH)
+#undef FI_MATCH
+  return 0;
+}
+
+static int wgmma_head_dim_compiled(int32_t head_dim) {
+#define FI_MATCH(D) if (head_dim == (D)) return 1;
+  FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(FI_MATCH)
+#undef FI_MATCH
+  return 0;
+}
+
 static int prefill_tiles_compiled(int32_t q_tile, int32_t kv_tile) {
 #define FI_MATCH(Q, KV) if (q_tile == (Q) && kv_tile == (KV)) return 1;
   FI_CUDA_PREFILL_TILE_LIST(FI_MATCH)
@@ -69,8 +83,28 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
                     (int)tiles->kv_tile);
     return 1;
   }
+  if (tiles && tiles->cores == FI_CORES_WGMMA) {
+    if (!wgmma_head_dim_compiled(p->head_dim))
+      return FI_WHY("%s: the wgmma (Hopper) prefill tier has head_dim 64 and 128, not %d; "
+                    "use cores = tensor", op, (int)p->head_dim);
+    if (!wgmma_tiles_compiled(tiles->q_tile, tiles->kv_tile)) {
+      char list[64] = "";
+      size_t off = 0;
+#define FI_APPEND(Q, KV)                                                                  \
+  if (off < sizeof list)                                                                  \
+    off += (size_t)snprintf(list + off, sizeof list - off, "%s(%d,%d)", off ? " " : "", \
+                            (Q), (KV));
+      FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_APPEND)
+#undef FI_APPEND
+      return FI_WHY("%s: no wgmma prefill variant with q_tile %d, kv_tile %d; compiled "
+                    "(q, kv) tiles: %s; or use cores = tensor", op, (int)tiles->q_tile,
+                    (int)tiles->kv_tile, list);
+    }
+    return 1;
+  }
   if (tiles && tiles->cores != FI_CORES_TENSOR)
-    return FI_WHY("%s: the CUDA prefill kernels run on tensor cores; use cores = tensor", op);
+    return FI_WHY("%s: the CUDA prefill kernels run on tensor cores; use cores = tensor or "
+                  "wgmma", op);
   if (tiles && !prefill_tiles_compiled(tiles->q_tile, tiles->kv_tile)) {
     char list[160] = "";
     size_t off = 0;

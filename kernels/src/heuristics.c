@@ -38,6 +38,12 @@
  *    The feasible candidate with the highest occupancy wins; ties go to the larger tile
  *    (fewer pipeline iterations). No feasible candidate -> the smallest.
  *
+ *    Prefill on Hopper (target sm 90, head_dim 64 or 128, q_tile 128): cores = wgmma (the
+ *    Hopper tier: two warpgroups of 64 rows each, wgmma from shared memory) with kv_tile
+ *    FI_WGMMA_KV_TILE; its registers (64 rows x (head_dim + kv) fp32 per warpgroup) and
+ *    shared memory allow one CTA of 8 warps per SM at both KV tiles. Other shapes and
+ *    targets: cores = tensor (mma.sync) with the kv_tile of the model above.
+ *
  * 4. Split-KV (fi_select_split_kv): on iff the CTAs of the unsplit problem,
  *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
  *    cannot fill the SMs (ctas < sm_count) and the KV is long (avg_kv_len >= 512).
@@ -48,7 +54,7 @@
 
 #include <stdio.h>
 
-enum { FI_SPLIT_MIN_AVG_KV = 512 };
+enum { FI_SPLIT_MIN_AVG_KV = 512, FI_WGMMA_KV_TILE = 128 };
 
 fi_target fi_target_default(void) {
   fi_target t;
@@ -165,6 +171,10 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
   tiles.q_tile = fi_select_q_tile(p);
   if (tiles.q_tile < 16) tiles.q_tile = 16; /* prefill kernels are mma kernels */
   tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, 0);
+  if (t->sm_version == 90 && tiles.q_tile == 128 && (p->head_dim == 64 || p->head_dim == 128)) {
+    tiles.cores = FI_CORES_WGMMA;
+    tiles.kv_tile = FI_WGMMA_KV_TILE;
+  }
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
   return tiles;
 }
@@ -176,7 +186,8 @@ const char *fi_tiles_name(fi_tiles tiles, int32_t is_decode, char *buf, int32_t 
              tiles.cores == FI_CORES_TENSOR ? "tc" : "cc", (int)tiles.q_tile,
              (int)tiles.kv_tile, tiles.split_kv ? "_split" : "");
   else
-    snprintf(buf, (size_t)buf_len, "prefill_q%d_kv%d%s", (int)tiles.q_tile,
+    snprintf(buf, (size_t)buf_len, "prefill_%sq%d_kv%d%s",
+             tiles.cores == FI_CORES_WGMMA ? "wg_" : "", (int)tiles.q_tile,
              (int)tiles.kv_tile, tiles.split_kv ? "_split" : "");
   return buf;
 }

@@ -310,7 +310,7 @@ static const fi_tiles *tiles_or_null(fi_tiles *t, int32_t q_tile, int32_t kv_til
   t->q_tile = q_tile;
   t->kv_tile = kv_tile;
   t->split_kv = split_kv;
-  t->cores = cores ? FI_CORES_TENSOR : FI_CORES_CUDA;
+  t->cores = (fi_core_kind)cores; /* the C enum values: 0 cuda, 1 tensor, 2 wgmma */
   return t;
 }
 

@@ -135,7 +135,7 @@ private:
       return "plan-time";
     fi_tiles t{static_cast<int32_t>(tiles.getQTile()), static_cast<int32_t>(tiles.getKvTile()),
                tiles.getSplitKv() ? 1 : 0,
-               tiles.getCores() == Cores::tensor ? FI_CORES_TENSOR : FI_CORES_CUDA};
+               static_cast<fi_core_kind>(tiles.getCores())};
     char buf[64];
     return fi_tiles_name(t, decode ? 1 : 0, buf, sizeof(buf));
   }
@@ -160,7 +160,7 @@ private:
       chosen.q_tile = static_cast<int32_t>(tiles.getQTile());
       chosen.kv_tile = static_cast<int32_t>(tiles.getKvTile());
       chosen.split_kv = tiles.getSplitKv() ? 1 : 0;
-      chosen.cores = tiles.getCores() == Cores::tensor ? FI_CORES_TENSOR : FI_CORES_CUDA;
+      chosen.cores = static_cast<fi_core_kind>(tiles.getCores());
     }
     char why[320];
     if (!fi_cuda_variant_supported(family, &params, tiles ? &chosen : nullptr, why, sizeof why))
@@ -181,7 +181,8 @@ private:
     args.push_back(i32(loc, tiles ? tiles.getQTile() : 0));
     args.push_back(i32(loc, tiles ? tiles.getKvTile() : 0));
     args.push_back(i32(loc, tiles && tiles.getSplitKv() ? 1 : 0));
-    args.push_back(i32(loc, tiles && tiles.getCores() == Cores::tensor ? 1 : 0));
+    // fi_core_kind's value (Cores has the same numbering).
+    args.push_back(i32(loc, tiles ? static_cast<int64_t>(tiles.getCores()) : 0));
   }
 
   LogicalResult lowerPlan(Operation *op) {

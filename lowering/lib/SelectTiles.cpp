@@ -47,9 +47,14 @@ fi_target targetOf(ModuleOp module) {
   return t;
 }
 
+static_assert(static_cast<int>(Cores::cuda) == FI_CORES_CUDA &&
+                  static_cast<int>(Cores::tensor) == FI_CORES_TENSOR &&
+                  static_cast<int>(Cores::wgmma) == FI_CORES_WGMMA,
+              "#fi.tiles cores and fi_core_kind must keep one numbering");
+
 TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
   return TilesAttr::get(ctx, t.q_tile, t.kv_tile, t.split_kv != 0,
-                        t.cores == FI_CORES_TENSOR ? Cores::tensor : Cores::cuda);
+                        static_cast<Cores>(t.cores)); // same values as fi_core_kind
 }
 
 /// The tiles of one op, or nullopt when the query length is unknown (plan time).

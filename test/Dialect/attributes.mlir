@@ -12,9 +12,11 @@ func.func private @bsr() attributes {
 // CHECK-LABEL: func.func private @tiles
 // CHECK-SAME: a = #fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>
 // CHECK-SAME: b = #fi.tiles<q = 1, kv = 128, split_kv = false, cores = cuda>
+// CHECK-SAME: c = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = wgmma>
 func.func private @tiles() attributes {
   a = #fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>,
-  b = #fi.tiles<q = 1, kv = 128, split_kv = false, cores = cuda>}
+  b = #fi.tiles<q = 1, kv = 128, split_kv = false, cores = cuda>,
+  c = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = wgmma>}
 
 // CHECK: module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448>}
 module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448>} {
@@ -24,7 +26,7 @@ module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448
 }
 
 // CHECK-LABEL: func.func private @enums
-// CHECK-SAME: cores = #fi.cores<cuda>
+// CHECK-SAME: cores = #fi.cores<cuda>, cores2 = #fi.cores<wgmma>
 // CHECK-SAME: family = #fi.plan_family<ragged_prefill>
 // CHECK-SAME: layout = #fi.kv_layout<hnd>
 // CHECK-SAME: mask0 = #fi.mask_mode<none>, mask1 = #fi.mask_mode<causal>, mask2 = #fi.mask_mode<custom>
@@ -32,7 +34,7 @@ module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448
 func.func private @enums() attributes {
   mask0 = #fi.mask_mode<none>, mask1 = #fi.mask_mode<causal>, mask2 = #fi.mask_mode<custom>,
   pos0 = #fi.pos_encoding<none>, pos1 = #fi.pos_encoding<rope_llama>, pos2 = #fi.pos_encoding<alibi>,
-  layout = #fi.kv_layout<hnd>, cores = #fi.cores<cuda>, family = #fi.plan_family<ragged_prefill>}
+  layout = #fi.kv_layout<hnd>, cores = #fi.cores<cuda>, cores2 = #fi.cores<wgmma>, family = #fi.plan_family<ragged_prefill>}
 
 // CHECK-LABEL: func.func private @plan_types
 // CHECK-SAME: (!fi.plan<decode>, !fi.plan<paged_prefill>, !fi.plan<ragged_prefill>, !fi.plan<append>)

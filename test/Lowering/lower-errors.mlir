@@ -33,6 +33,28 @@ func.func @no_such_prefill_variant(%q: memref<?x4x64xf16>, %k: memref<?x4x64xf16
 
 // -----
 
+func.func @wgmma_head_dim_256(%q: memref<?x4x256xf16>, %k: memref<?x4x256xf16>,
+    %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x256xf16>) {
+  // expected-error @below {{cannot run on the CUDA backend: ragged prefill: the wgmma (Hopper) prefill tier has head_dim 64 and 128, not 256; use cores = tensor}}
+  fi.ragged_prefill q(%q : memref<?x4x256xf16>) kv(%k, %k : memref<?x4x256xf16>, memref<?x4x256xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
+      {tiles = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = wgmma>}
+  return
+}
+
+// -----
+
+func.func @wgmma_q_tile_32(%q: memref<?x4x128xf16>, %k: memref<?x4x128xf16>,
+    %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x128xf16>) {
+  // expected-error @below {{cannot run on the CUDA backend: ragged prefill: no wgmma prefill variant with q_tile 32, kv_tile 128; compiled (q, kv) tiles: (64,64) (64,128) (128,64) (128,128); or use cores = tensor}}
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %k : memref<?x4x128xf16>, memref<?x4x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x128xf16>)
+      {tiles = #fi.tiles<q = 32, kv = 128, split_kv = false, cores = wgmma>}
+  return
+}
+
+// -----
+
 func.func @tensor_form(%va: tensor<?x4x16xf32>, %sa: tensor<?x4xf32>) -> tensor<?x4x16xf32> {
   // expected-error @below {{'fi.merge_state' op is in tensor form; fi-lower-to-runtime needs memrefs: run one-shot-bufferize first (or use fi-to-llvm)}}
   %r = fi.merge_state a(%va, %sa : tensor<?x4x16xf32>, tensor<?x4xf32>)

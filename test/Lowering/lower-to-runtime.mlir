@@ -107,6 +107,21 @@ func.func @ragged_combined(%q: memref<?x8x64xf16>, %kv: memref<?x2x2x64xf8E5M2>,
 
 // -----
 
+// The Hopper tier: cores = wgmma is passed as 2 and named in the variant.
+// CHECK-LABEL: func.func @ragged_wgmma
+// CHECK: call @fi_rt_ragged_prefill_plan(%[[SLOT:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %c32_i32{{[_0-9]*}}, %c8_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}) {fi.variant = "prefill_wg_q128_kv128"}
+// CHECK: call @fi_rt_ragged_prefill_run_f16_f16(%[[SLOT]], {{.*}}) {fi.variant = "prefill_wg_q128_kv128"}
+func.func @ragged_wgmma(%q: memref<?x32x128xf16>, %k: memref<?x8x128xf16>,
+    %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x32x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x32x128xf16>) kv(%k, %k : memref<?x8x128xf16>, memref<?x8x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = wgmma>}
+  return
+}
+
+// -----
+
 // Merges need no plan; an absent s_out is an empty stand-in with has_s_out 0.
 // CHECK-LABEL: func.func @merges
 // CHECK: call @fi_rt_merge_state_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i32{{[_0-9]*}})

@@ -43,11 +43,11 @@ func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>
 // -----
 
 // Prefill with static shapes: 512 rows over 4 requests = 128 per request, group 4 ->
-// packed 512 -> q tile 128. KV: regs 160 + kv (kv 128 infeasible), 2 blocks of 4 warps
-// for kv 32 and 64 -> tie -> 64.
+// packed 512 -> q tile 128; the default target is Hopper (sm 90) and head_dim 128: the
+// wgmma tier with kv tile 128.
 // CHECK-LABEL: func.func @prefill_static
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 64, split_kv = true, cores = tensor>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
@@ -62,8 +62,9 @@ func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
-// The same op on an A100 (#fi.target on the module): 164 KiB of shared memory fits two
-// kv-32 blocks but one kv-64 block -> 32.
+// The same op on an A100 (#fi.target on the module): no wgmma; mma.sync kernel with
+// 4 warps, regs 160 + kv (kv 128 infeasible); 164 KiB of shared memory fits two kv-32
+// blocks but one kv-64 block -> 32.
 // CHECK-LABEL: func.func @prefill_a100
 // CHECK: fi.paged_prefill
 // CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 32, split_kv = true, cores = tensor>

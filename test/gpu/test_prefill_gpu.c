@@ -30,6 +30,7 @@
 /* ------------------------------------------------------------ random, dtypes ------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static int hopper; /* compute capability 9.0: the wgmma tier can be forced */
 static uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
@@ -124,13 +125,14 @@ static const char *pos_name(fi_pos_encoding p) {
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
                      "%s %s/%s hd%d heads %d/%d batch %d%s%s page %d mask %s pos %s win %d cap "
-                     "%.1f lse %d split %d tiles %s%d/%d lens",
+                     "%.1f lse %d split %d tiles %s%s%d/%d lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
                      c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
                      c->page_size, mask_name(c->mask), pos_name(c->pos), c->window_left,
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
-                     c->tiles.q_tile, c->tiles.kv_tile);
+                     c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
+                     c->tiles.kv_tile);
   for (int i = 0; i < c->batch && off < (int)n - 24; ++i)
     off += snprintf(buf + off, n - (size_t)off, " %d:%d", c->qo_len[i], c->kv_len[i]);
 }
@@ -430,11 +432,13 @@ static void draw_config(config *c, int i) {
   if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
   if (c->force_tiles) {
-    int t = (int)(rnd() % 11);
-    c->tiles.q_tile = tile_list[t][0];
-    c->tiles.kv_tile = tile_list[t][1];
+    /* 0..10: the mma.sync list; 11..14: the wgmma tier (Hopper only; head_dim <= 128) */
+    int t = (int)(rnd() % (hopper ? 15 : 11));
+    if (t >= 11 && c->hd > 128) t = 10;
+    c->tiles.q_tile = t < 11 ? tile_list[t][0] : (t < 13 ? 64 : 128);
+    c->tiles.kv_tile = t < 11 ? tile_list[t][1] : (t % 2 ? 64 : 128);
     c->tiles.split_kv = rnd() & 1;
-    c->tiles.cores = FI_CORES_TENSOR;
+    c->tiles.cores = t < 11 ? FI_CORES_TENSOR : FI_CORES_WGMMA;
   }
 }
 
@@ -451,17 +455,33 @@ int main(void) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
     return 1;
   }
-  int failures = 0, tile_seen[11] = {0};
+  {
+    int dev = 0, major = 0, minor = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    hopper = major == 9 && minor == 0;
+  }
+  int failures = 0, tile_seen[11] = {0}, wg_seen[4] = {0};
   for (int i = 0; i < num; ++i) {
     config c;
     draw_config(&c, i);
     failures += run_config(host, cuda, &c, i) != 0;
     for (int t = 0; t < 11; ++t)
-      if (c.tiles.q_tile == tile_list[t][0] && c.tiles.kv_tile == tile_list[t][1]) tile_seen[t]++;
+      if (c.tiles.cores == FI_CORES_TENSOR && c.tiles.q_tile == tile_list[t][0] &&
+          c.tiles.kv_tile == tile_list[t][1])
+        tile_seen[t]++;
+    if (c.tiles.cores == FI_CORES_WGMMA)
+      wg_seen[(c.tiles.q_tile == 128) * 2 + (c.tiles.kv_tile == 128)]++;
   }
   printf("test_prefill_gpu: %d configs, %d failed; tiles run:", num, failures);
   for (int t = 0; t < 11; ++t) printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
-  printf("\n");
+  printf(" wgmma64x64:%d wgmma64x128:%d wgmma128x64:%d wgmma128x128:%d\n", wg_seen[0],
+         wg_seen[1], wg_seen[2], wg_seen[3]);
+  if (hopper && num >= 100 && (!wg_seen[0] || !wg_seen[1] || !wg_seen[2] || !wg_seen[3])) {
+    fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
+    ++failures;
+  }
 
   /* Unsupported shapes fail at plan with a message, never run. */
   {
@@ -478,6 +498,20 @@ int main(void) {
       ++failures;
     } else {
       printf("head_dim 96 refused: %s\n", fi_last_error(cuda));
+    }
+    cudaFree(w);
+    /* wgmma tiles with head_dim 256: refused at plan (the tier has 64 and 128) */
+    prm = fi_attention_params_default(4, 4, 256);
+    fi_tiles wg = {128, 128, 0, FI_CORES_WGMMA};
+    fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
+    w = dmalloc(ws);
+    s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, &wg, NULL, w, ws, &pl);
+    if (s != FI_ERROR_UNSUPPORTED) {
+      fprintf(stderr, "FAIL: wgmma head_dim 256 planned with status %s (expected unsupported)\n",
+              fi_status_string(s));
+      ++failures;
+    } else {
+      printf("wgmma head_dim 256 refused: %s\n", fi_last_error(cuda));
     }
     cudaFree(w);
   }

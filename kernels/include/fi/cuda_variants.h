@@ -23,6 +23,12 @@ extern "C" {
 #define FI_CUDA_PREFILL_TILE_LIST(X) \
   X(16, 32) X(16, 64) X(16, 128) X(32, 32) X(32, 64) X(32, 128) X(64, 32) X(64, 64) \
   X(64, 128) X(128, 32) X(128, 64)
+/* The Hopper tier (cores = wgmma: warpgroup MMA, sm_90a builds on compute capability 9.0
+ * devices): (q_tile, kv_tile) pairs and head dims. Each warpgroup of 4 warps owns 64 query
+ * rows, so (128, 128) fits where the mma.sync kernel's 4 warps did not; q_tile 64 is one
+ * warpgroup per CTA (two CTAs per SM run out of phase). */
+#define FI_CUDA_PREFILL_WGMMA_TILE_LIST(X) X(64, 64) X(64, 128) X(128, 64) X(128, 128)
+#define FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(X) X(64) X(128)
 
 /* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
  * `tiles` is not NULL, that variant. Otherwise 0, with a sentence in `why` (naming the

@@ -23,7 +23,8 @@ fi_target fi_target_default(void);
 
 typedef enum fi_core_kind {
   FI_CORES_CUDA = 0,   /* CUDA-core kernel (decode with small GQA groups) */
-  FI_CORES_TENSOR = 1, /* tensor-core (mma) kernel */
+  FI_CORES_TENSOR = 1, /* tensor-core kernel (mma.sync, sm_80 and newer) */
+  FI_CORES_WGMMA = 2,  /* Hopper tensor-core kernel (warpgroup wgmma, sm_90a; prefill) */
 } fi_core_kind;
 
 /* The microkernel variant of one op: the `#fi.tiles<...>` attribute. */

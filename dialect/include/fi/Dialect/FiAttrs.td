@@ -50,7 +50,9 @@ def Fi_TilesAttr : Fi_Attr<"Tiles", "tiles"> {
     * `q`: query rows per CTA: 1 (decode) or 16/32/64/128.
     * `kv`: KV tokens per pipeline stage (16..128).
     * `split_kv`: whether the KV of one request may be split over CTAs and merged.
-    * `cores`: `cuda` (CUDA cores) or `tensor` (tensor cores).
+    * `cores`: `cuda` (CUDA cores), `tensor` (tensor cores through `mma.sync`, sm_80 and
+      newer) or `wgmma` (the Hopper tier of prefill: warpgroup MMA, sm_90a only; chosen
+      for `#fi.target<sm = 90, ...>` with 128-row query tiles and head_dim 64 or 128).
 
     Example: `#fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>`
   }];

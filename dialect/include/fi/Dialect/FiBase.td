@@ -96,13 +96,13 @@ def Fi_KvLayoutAttr : EnumAttr<Fi_Dialect, Fi_KvLayout, "kv_layout"> {
 }
 
 def Fi_Cores : I32EnumAttr<"Cores", "kind of GPU cores a microkernel uses", [
-    I32EnumAttrCase<"cuda", 0>, I32EnumAttrCase<"tensor", 1>]> {
+    I32EnumAttrCase<"cuda", 0>, I32EnumAttrCase<"tensor", 1>, I32EnumAttrCase<"wgmma", 2>]> {
   let cppNamespace = "::mlir::fi";
   let genSpecializedAttr = 0;
 }
 def Fi_CoresAttr : EnumAttr<Fi_Dialect, Fi_Cores, "cores"> {
   let assemblyFormat = "`<` $value `>`";
-  let summary = "cuda (CUDA cores) or tensor (tensor cores, mma)";
+  let summary = "cuda (CUDA cores), tensor (tensor cores, mma.sync) or wgmma (Hopper warpgroup MMA)";
 }
 
 def Fi_PlanFamily : I32EnumAttr<"PlanFamily", "op family a plan is made for", [

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Device-machine script for the compute-bound family (issue 5): runs the binaries built on
+# the dev machine and carried in .gpu-carry-prefill/ (libfi_runtime.so, test_prefill_gpu,
+# fi_bench, wgmma_layout_probe from bench/probes/), in the order asked:
+#   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
+#   sass      counts of HGMMA / HMMA instructions in the runtime library
+#   tests     test_prefill_gpu (240 random configurations vs the host backend)
+#   sanitize  compute-sanitizer memcheck + racecheck on small configurations
+#   bench     fi_bench prefill (ceilings, the table, the tile sweep)
+# Logs under $OUT; a short summary on stdout.
+set -o pipefail
+cd "$(dirname "$0")/../.gpu-carry-prefill" || exit 1
+export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi -L
+for w in ${*:-probe sass tests bench}; do
+  start=$(date +%s)
+  case $w in
+    probe) ./wgmma_layout_probe 2>&1 | tee "$OUT/probe.log" ;;
+    sass)
+      cuobjdump -sass libfi_runtime.so > "$OUT/sass.txt" 2>&1
+      echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
+      gzip -f "$OUT/sass.txt" ;;
+    tests)
+      ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
+      echo "test_prefill_gpu rc $?"
+      grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30 ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        FI_TEST_CONFIGS=${SAN_CONFIGS:-16} FI_TEST_MAXLEN=300 compute-sanitizer --tool $tool \
+          --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
+        echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.log" | tail -1)"
+      done ;;
+    bench)
+      ./fi_bench prefill ${BENCH_ARGS:-} > "$OUT/prefill_bench.log" 2>&1
+      echo "fi_bench rc $?"
+      grep -E "ceiling|copy|GEMM|^\| prefill" "$OUT/prefill_bench.log" | grep -v "sweep" | head -30
+      grep -E "sweep|chosen" "$OUT/prefill_bench.log" | awk -F'|' '{print $3 "|" $4 "|" $5 "|" $8 "|" $9}' | tr -s ' ' | head -90 ;;
+  esac
+  echo "[$w: $(( $(date +%s) - start )) s]"
+done
