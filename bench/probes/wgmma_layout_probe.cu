@@ -34,10 +34,12 @@ __global__ void probe(const __half *q, const __half *k, const __half *v, float *
   uint32_t qa = (uint32_t)__cvta_generic_to_shared(qs), ka = (uint32_t)__cvta_generic_to_shared(ks),
            va = (uint32_t)__cvta_generic_to_shared(vs);
   fi_wgmma::fence();
-  for (int kk = 0; kk < D / 16; ++kk)
-    fi_wgmma::Wgmma<__half, KV>::ss(
-        s, fi_wgmma::desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16, 1024),
-        fi_wgmma::desc(ka + (kk >> 2) * KV * 128 + (kk & 3) * 32, 16, 1024), kk);
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint64_t da = fi_wgmma::desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16, 1024);
+    const uint64_t db = fi_wgmma::desc(ka + (kk >> 2) * KV * 128 + (kk & 3) * 32, 16, 1024);
+    if (kk == 0) fi_wgmma::Wgmma<__half, KV>::ss<0>(s, da, db);
+    else fi_wgmma::Wgmma<__half, KV>::ss<1>(s, da, db);
+  }
   fi_wgmma::commit();
   fi_wgmma::wait<0>();
   fi_wgmma::fence_regs(s);

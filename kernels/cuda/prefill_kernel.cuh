@@ -31,7 +31,10 @@
 // registers and V from shared memory; the tiles are kept in wgmma's 128-byte-swizzled slab
 // layout (tile_off). Per warp the accumulators keep the mma.sync layout (16 rows), so
 // q_tile 128 x kv_tile 128 costs 64 + 64 fp32 registers per thread where the mma.sync
-// kernel's 4 warps would need 128 + 128. Traffic is the same as above.
+// kernel's 4 warps would need 128 + 128. Traffic is the same as above. Pipeline of the
+// fast path (f16/bf16 KV): a two-slot ring of K and V tiles (one barrier per KV tile, each
+// load has a whole tile to land), and P(i-1) V(i-1) runs on the tensor cores while the
+// warpgroup computes the softmax of tile i (see OVERLAP below).
 //
 // The kernel is plain CUDA C++ (templates only for the tile parameters, inline PTX for
 // cp.async / ldmatrix / mma / wgmma) so that clang -x cuda builds it as well as nvcc.
@@ -189,6 +192,9 @@ struct Shape {
 #ifndef FI_PREFILL_WG_RING
 #define FI_PREFILL_WG_RING 1
 #endif
+#ifndef FI_PREFILL_WG_OVERLAP  // (compile-time switches for A/B builds; 1 = on)
+#define FI_PREFILL_WG_OVERLAP 1
+#endif
 // KV stages. The mma.sync kernel and the fp8 paths keep one K and one V tile (two barriers
 // per KV tile: V(i) loads under Q K(i)^T, K(i+1) under P V(i)). The wgmma fast path keeps a
 // ring of two (K, V) pairs when it still fits its occupancy (q128: one CTA of 8 warps per
@@ -234,6 +240,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
   DT *v_smem = reinterpret_cast<DT *>(smem + L::Q_BYTES + L::KV_BYTES);
   unsigned char *k_raw = smem + L::Q_BYTES + L::STAGES * 2 * L::KV_BYTES;
   constexpr bool RING = L::STAGES == 2;
+  // OVERLAP (the wgmma ring): P(i-1) V(i-1) is issued once Q K(i)^T has landed and runs on
+  // the tensor cores while this warpgroup computes the softmax of tile i (FA3's intra-
+  // warpgroup overlap). V then lags K by one tile in the ring: the top of tile i loads K(i+1)
+  // and V(i). Waits stay unconditional: ptxas serialises every wgmma when it cannot match a
+  // wait to an issue.
+  constexpr bool OVERLAP = RING && FI_PREFILL_WG_OVERLAP;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
 
@@ -441,8 +453,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
     // into the other slot while all of tile runs (one barrier per tile).
     if (num_tiles > 0) {
       load_kv_tile(0, false, 0);
-      if (RING) load_kv_tile(0, true, 0);
+      if (RING && !OVERLAP) load_kv_tile(0, true, 0);
     }
+    uint32_t pa_prev[CTA_KV / 16][4];  // OVERLAP: P of the previous tile (wgmma A operand)
     cp_async_commit();
     if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
       cp_async_wait<1>();
@@ -457,7 +470,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       DT *k_cur = k_smem + slot * SLOT_ELEMS, *v_cur = v_smem + slot * SLOT_ELEMS;
       cp_async_wait<0>();  // Q and K(tile) (RING: and V(tile)) have landed
       sync_block();     // ... for every thread; every warp is done with V(tile-1)
-      if (RING) {
+      if (OVERLAP) {
+        if (tile + 1 < num_tiles) load_kv_tile(tile + 1, false, slot ^ 1);
+        load_kv_tile(tile, true, slot);
+      } else if (RING) {
         if (tile + 1 < num_tiles) {
           load_kv_tile(tile + 1, false, slot ^ 1);
           load_kv_tile(tile + 1, true, slot ^ 1);
@@ -489,17 +505,40 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         // both K-major from the swizzled slabs; 32 bytes along a 128-byte row per step.
         const uint32_t q_wg = smem_addr(q_smem) + (uint32_t)(warp >> 2) * 64 * 128;
         const uint32_t k_b = smem_addr(k_cur);
+        // OVERLAP: the descriptors of P(tile-1) V(tile-1), computed before the warpgroup's
+        // fence (ptxas serialises wgmmas whose inputs are defined inside the stage).
+        uint64_t v_prev_desc[OVERLAP ? CTA_KV / 16 : 1];
+        if (OVERLAP) {
+          const uint32_t v_prev = smem_addr(v_smem + (slot ^ 1) * SLOT_ELEMS);
+#pragma unroll
+          for (int kb = 0; kb < (OVERLAP ? CTA_KV / 16 : 1); ++kb)
+            v_prev_desc[kb] = fi_wgmma::desc(v_prev + kb * 16 * 128, CTA_KV * 128, 1024);
+#pragma unroll
+          for (int kb = 0; kb < (OVERLAP ? CTA_KV / 16 : 1); ++kb)  // (kept above the fence)
+            asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
+        }
         fi_wgmma::fence();
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
           const uint32_t step = (kk & 3) * 32;
-          fi_wgmma::Wgmma<DT, CTA_KV>::ss(
-              s[0], fi_wgmma::desc(q_wg + (kk >> 2) * (CTA_Q * 128) + step, 16, 1024),
-              fi_wgmma::desc(k_b + (kk >> 2) * (CTA_KV * 128) + step, 16, 1024), kk);
+          const uint64_t da = fi_wgmma::desc(q_wg + (kk >> 2) * (CTA_Q * 128) + step, 16, 1024);
+          const uint64_t db = fi_wgmma::desc(k_b + (kk >> 2) * (CTA_KV * 128) + step, 16, 1024);
+          if (kk == 0)
+            fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s[0], da, db);
+          else
+            fi_wgmma::Wgmma<DT, CTA_KV>::template ss<1>(s[0], da, db);
         }
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(s[0]);
+        if (OVERLAP && tile > 0) {
+          // O += P(tile-1) V(tile-1) runs while this warpgroup computes the softmax of S.
+          fi_wgmma::fence();
+#pragma unroll
+          for (int kb = 0; kb < CTA_KV / 16; ++kb)
+            fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa_prev[kb], v_prev_desc[kb]);
+          fi_wgmma::commit();
+        }
       } else {
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
@@ -607,6 +646,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
           pa[mq][kb][2] = MmaOp<DT>::pack(s[mq][2 * kb + 1][0], s[mq][2 * kb + 1][1]);
           pa[mq][kb][3] = MmaOp<DT>::pack(s[mq][2 * kb + 1][2], s[mq][2 * kb + 1][3]);
         }
+      if (OVERLAP) {
+        // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev). Unconditional:
+        // ptxas cannot correlate a conditional wait with the conditional issue.
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o[0]);
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
+      }
       // Rescale O only when some row's maximum moved (rare after the first tiles).
       if (__any_sync(0xffffffffu, any_rescale)) {
 #pragma unroll
@@ -634,7 +683,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       }
 
       // ---- O += P V
-      if constexpr (WG) {
+      if constexpr (OVERLAP) {
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[0][kb][e];  // issued next tile
+      } else if constexpr (WG) {
         // One m64 x HD x 16 wgmma per 16 KV rows: P from registers, V MN-major (rows are
         // the reduction dimension, head dims contiguous in 64-column slabs).
         const uint32_t v_b = smem_addr(v_cur);
@@ -666,6 +720,20 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
     }
     cp_async_wait<0>();
     sync_block();
+    if constexpr (OVERLAP) {
+      if (num_tiles > 0) {  // the last tile's P V (V landed: waited above)
+        const uint32_t v_last = smem_addr(v_smem + ((num_tiles - 1) & 1) * SLOT_ELEMS);
+        fi_wgmma::fence_regs(o[0]);
+        fi_wgmma::fence();
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+          fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa_prev[kb],
+                                      fi_wgmma::desc(v_last + kb * 16 * 128, CTA_KV * 128, 1024));
+        fi_wgmma::commit();
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o[0]);
+      }
+    }
 
     // ---- finalize: full row sums, normalise, write
 #pragma unroll
