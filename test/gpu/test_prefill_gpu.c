@@ -505,7 +505,7 @@ int main(void) {
     fi_tiles wg = {128, 128, 0, FI_CORES_WGMMA};
     fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
     w = dmalloc(ws);
-    s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, &wg, NULL, w, ws, &pl);
+    s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wg, w, ws, &pl);
     if (s != FI_ERROR_UNSUPPORTED) {
       fprintf(stderr, "FAIL: wgmma head_dim 256 planned with status %s (expected unsupported)\n",
               fi_status_string(s));
