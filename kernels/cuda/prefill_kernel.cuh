@@ -162,6 +162,24 @@ __device__ __forceinline__ void sincos_reduced(float x, float *s, float *c) {
   __sincosf(r, s, c);
 }
 
+// Pairwise reduction of N <= 16 values in registers (depth log2 N instead of a chain of N;
+// constant indices only, so the array stays in registers).
+template <int N, typename Op>
+__device__ __forceinline__ float tree_reduce(float (&v)[N], Op op) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "power of two <= 16");
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (i + 8 < N) v[i] = op(v[i], v[i + 8]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (i + 4 < N) v[i] = op(v[i], v[i + 4]);
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    if (i + 2 < N) v[i] = op(v[i], v[i + 2]);
+  if (N > 1) v[0] = op(v[0], v[N > 1 ? 1 : 0]);
+  return v[0];
+}
+
 // ------------------------------------------------------------------ smem layout -------
 
 // Element offset of 16-byte chunk `chunk` of row `row` in a tile of ROWS rows of HD 2-byte
@@ -289,6 +307,11 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
   const uint32_t k_lane_addr = smem_addr(k_smem) +
                                (uint32_t)(lane_r8 + (lane >> 4) * 8) * HD * 2 +
                                ((uint32_t)(((lane >> 3) & 1) ^ lane_r8) << 4);
+  // wgmma descriptor bases (low words): this warpgroup's 64 Q rows, slot 0 of K and of V.
+  const uint32_t wg_q_desc_lo =
+      fi_wgmma::desc_lo(smem_addr(q_smem) + (uint32_t)(warp >> 2) * 64 * 128, 16);
+  const uint32_t wg_kv_desc_lo = fi_wgmma::desc_lo(smem_addr(k_smem), 16);
+  const uint32_t wg_v_desc_lo = fi_wgmma::desc_lo(smem_addr(v_smem), CTA_KV * 128);
   const uint32_t v_lane_addr = smem_addr(v_smem) +
                                (uint32_t)(lane_r8 + ((lane >> 3) & 1) * 8) * HD * 2 +
                                ((uint32_t)((lane >> 4) ^ lane_r8) << 4);
@@ -353,35 +376,71 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
                                     ? reinterpret_cast<unsigned char *>(
                                           (is_v ? v_smem : k_smem) + slot * SLOT_ELEMS)
                                     : (is_v ? v_raw : k_raw);
-      auto dst_of = [&](int row) -> void * {
+      auto dst_of = [&](int row) -> unsigned char * {
         if (KVK == FI_KV_SAME) return dst_tile + 2 * kv_off(row, c);
         return dst_tile + row * HD + c * 16;
       };
+      // This thread's rows are row0 + it * ROW_STEP. With ROW_STEP a multiple of 8 the
+      // swizzle term (row & 7) is the same for all of them: one destination plus constant
+      // offsets (the cp.async immediates), instead of the swizzle arithmetic per row.
+      constexpr int ROW_BYTES = KVK == FI_KV_SAME ? (WG ? 128 : HD * 2) : HD;
+      unsigned char *const dst0 = dst_of(row0);
+      auto dst_at = [&](int it) -> void * {
+        if constexpr (ROW_STEP % 8 == 0) return dst0 + it * (ROW_STEP * ROW_BYTES);
+        return dst_of(row0 + it * ROW_STEP);
+      };
+      const bool full = kv0 + CTA_KV <= kv_hi;  // no row past the end: no checks
+      const int rows_left = kv_hi - kv0 - row0;  // rows it * ROW_STEP < rows_left exist
       if (!p.paged) {
-        // Ragged: rows are contiguous tokens; one pointer per tile, a fixed stride per row.
-        const char *src0 = base + (kv_tok_begin + kv0 + row0) * s_tok + hoff;
+        // Ragged: rows are contiguous tokens; one pointer per tile, a fixed step per row.
+        const char *src = base + (kv_tok_begin + kv0 + row0) * s_tok + hoff;
+        const int64_t step = (int64_t)ROW_STEP * s_tok;
+        if (full) {
 #pragma unroll
-        for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
-          const int row = row0 + it * ROW_STEP;
-          const bool valid = kv0 + row < kv_hi;
-          cp_async_16(dst_of(row), valid ? src0 + (int64_t)(it * ROW_STEP) * s_tok : base, valid);
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it, src += step)
+            cp_async_16(dst_at(it), src, true);
+        } else {
+#pragma unroll
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it, src += step) {
+            const bool valid = it * ROW_STEP < rows_left;
+            cp_async_16(dst_at(it), valid ? src : base, valid);
+          }
         }
       } else {
         const int64_t s_page = is_v ? v_s_page : k_s_page;
+        const int32_t *pages_of_req = p.kv_indices + kv_page_begin;
+        const char *base_h = base + hoff;
         int page[CTA_KV / ROW_STEP], off[CTA_KV / ROW_STEP];
+        if (full && p.page_size >= ROW_STEP) {
+          // The rows are ROW_STEP apart: one division, then each step crosses at most one
+          // page boundary (page ids all in flight before the copies).
+          const int j0 = kv0 + row0;
+          const int pg0 = (int)p.page_div.div((uint32_t)j0);
+          const int32_t *pt = pages_of_req + pg0;
+          int o = j0 - pg0 * p.page_size;
 #pragma unroll
-        for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {  // page lookups first (all in flight)
-          const int j = min(kv0 + row0 + it * ROW_STEP, kv_hi - 1);
-          const int pg = (int)p.page_div.div((uint32_t)j);
-          off[it] = j - pg * p.page_size;
-          page[it] = p.kv_indices[kv_page_begin + pg];
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
+            off[it] = o;
+            page[it] = *pt;
+            o += ROW_STEP;
+            const bool cross = o >= p.page_size;
+            o -= cross ? p.page_size : 0;
+            pt += cross ? 1 : 0;
+          }
+        } else {
+#pragma unroll
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {  // page lookups first (in flight)
+            const int j = min(kv0 + row0 + it * ROW_STEP, kv_hi - 1);
+            const int pg = (int)p.page_div.div((uint32_t)j);
+            off[it] = j - pg * p.page_size;
+            page[it] = pages_of_req[pg];
+          }
         }
 #pragma unroll
         for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
-          const int row = row0 + it * ROW_STEP;
-          const bool valid = kv0 + row < kv_hi;
-          const char *src = base + (int64_t)page[it] * s_page + (int64_t)off[it] * s_tok + hoff;
-          cp_async_16(dst_of(row), valid ? src : base, valid);
+          const bool valid = full || it * ROW_STEP < rows_left;
+          const char *src = base_h + (int64_t)page[it] * s_page + (int64_t)off[it] * s_tok;
+          cp_async_16(dst_at(it), valid ? src : base, valid);
         }
       }
     };
@@ -503,16 +562,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       if constexpr (WG) {
         // One m64 x CTA_KV x 16 wgmma per 16 head dims: Q (this warpgroup's 64 rows) and K
         // both K-major from the swizzled slabs; 32 bytes along a 128-byte row per step.
-        const uint32_t q_wg = smem_addr(q_smem) + (uint32_t)(warp >> 2) * 64 * 128;
-        const uint32_t k_b = smem_addr(k_cur);
+        // Descriptors: the chunk's Q base and the slot's K base plus constant offsets.
+        const uint32_t q_lo = wg_q_desc_lo, k_lo = wg_kv_desc_lo + slot * (SLOT_ELEMS * 2 / 16);
         // OVERLAP: the descriptors of P(tile-1) V(tile-1), computed before the warpgroup's
         // fence (ptxas serialises wgmmas whose inputs are defined inside the stage).
         uint64_t v_prev_desc[OVERLAP ? CTA_KV / 16 : 1];
         if (OVERLAP) {
-          const uint32_t v_prev = smem_addr(v_smem + (slot ^ 1) * SLOT_ELEMS);
+          const uint32_t v_lo = wg_v_desc_lo + (slot ^ 1) * (SLOT_ELEMS * 2 / 16);
 #pragma unroll
           for (int kb = 0; kb < (OVERLAP ? CTA_KV / 16 : 1); ++kb)
-            v_prev_desc[kb] = fi_wgmma::desc(v_prev + kb * 16 * 128, CTA_KV * 128, 1024);
+            v_prev_desc[kb] = fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024);
 #pragma unroll
           for (int kb = 0; kb < (OVERLAP ? CTA_KV / 16 : 1); ++kb)  // (kept above the fence)
             asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
@@ -521,8 +580,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
           const uint32_t step = (kk & 3) * 32;
-          const uint64_t da = fi_wgmma::desc(q_wg + (kk >> 2) * (CTA_Q * 128) + step, 16, 1024);
-          const uint64_t db = fi_wgmma::desc(k_b + (kk >> 2) * (CTA_KV * 128) + step, 16, 1024);
+          const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
+          const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
           if (kk == 0)
             fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s[0], da, db);
           else
@@ -611,10 +670,13 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          float mx = -INFINITY;
+          // Tree reductions (max here, sum below): a chain of NB_KV dependent ops would stall
+          // the few warps per scheduler this kernel runs with.
+          float part[NB_KV];
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
-            mx = fmaxf(mx, fmaxf(s[mq][nb][2 * hh], s[mq][nb][2 * hh + 1]));
+            part[nb] = fmaxf(s[mq][nb][2 * hh], s[mq][nb][2 * hh + 1]);
+          float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
           mx = fmaxf(m_run[mq][hh], mx * c_log2);  // log2 domain
@@ -623,16 +685,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
           any_rescale |= scale != 1.f;
           row_scale[mq][hh] = scale;
           m_run[mq][hh] = mx;
-          float sum = 0.f;
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb) {
             float p0 = exp2f(fmaf(s[mq][nb][2 * hh], c_log2, -m_use));
             float p1 = exp2f(fmaf(s[mq][nb][2 * hh + 1], c_log2, -m_use));
             s[mq][nb][2 * hh] = p0;
             s[mq][nb][2 * hh + 1] = p1;
-            sum += p0 + p1;
+            part[nb] = p0 + p1;
           }
-          l_run[mq][hh] = l_run[mq][hh] * scale + sum;
+          l_run[mq][hh] =
+              l_run[mq][hh] * scale + tree_reduce(part, [](float a, float b) { return a + b; });
         }
       // P as the A operand of the PV mma (half the registers of the fp32 S, before the
       // K(tile+1) gather below needs its address registers).
@@ -691,13 +753,13 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       } else if constexpr (WG) {
         // One m64 x HD x 16 wgmma per 16 KV rows: P from registers, V MN-major (rows are
         // the reduction dimension, head dims contiguous in 64-column slabs).
-        const uint32_t v_b = smem_addr(v_cur);
+        const uint32_t v_lo = wg_v_desc_lo + slot * (SLOT_ELEMS * 2 / 16);
         fi_wgmma::fence_regs(o[0]);
         fi_wgmma::fence();
 #pragma unroll
         for (int kb = 0; kb < CTA_KV / 16; ++kb)
           fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa[0][kb],
-                                      fi_wgmma::desc(v_b + kb * 16 * 128, CTA_KV * 128, 1024));
+                                      fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(o[0]);
@@ -722,13 +784,13 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
     sync_block();
     if constexpr (OVERLAP) {
       if (num_tiles > 0) {  // the last tile's P V (V landed: waited above)
-        const uint32_t v_last = smem_addr(v_smem + ((num_tiles - 1) & 1) * SLOT_ELEMS);
+        const uint32_t v_lo = wg_v_desc_lo + ((num_tiles - 1) & 1) * (SLOT_ELEMS * 2 / 16);
         fi_wgmma::fence_regs(o[0]);
         fi_wgmma::fence();
 #pragma unroll
         for (int kb = 0; kb < CTA_KV / 16; ++kb)
           fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa_prev[kb],
-                                      fi_wgmma::desc(v_last + kb * 16 * 128, CTA_KV * 128, 1024));
+                                      fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(o[0]);

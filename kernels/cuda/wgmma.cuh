@@ -40,6 +40,17 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo_bytes, uint
   return d;
 }
 
+// The same descriptor in two parts: the low word (address, leading byte offset) of a tile's
+// base, and descriptors at constant byte offsets from it (one 32-bit add each; shared-memory
+// addresses stay below 2^18, so the 14-bit address field never carries into the LBO).
+__device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t lbo_bytes) {
+  return ((addr & 0x3FFFF) >> 4) | (((lbo_bytes >> 4) & 0x3FFF) << 16);
+}
+__device__ __forceinline__ uint64_t desc_at(uint32_t lo, uint32_t byte_off, uint32_t sbo_bytes) {
+  const uint32_t hi = ((sbo_bytes >> 4) & 0x3FFF) | (1u << 30);  // layout type 1 at bit 62
+  return ((uint64_t)hi << 32) | (uint64_t)(lo + (byte_off >> 4));
+}
+
 #if FI_WGMMA_AVAILABLE
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() {
