@@ -225,7 +225,11 @@ struct SmemLayout {
   static constexpr int Q_BYTES = CTA_Q * HD * 2;
   static constexpr int KV_BYTES = CTA_KV * HD * 2;
   static constexpr int RAW_BYTES = (KVK == FI_KV_SAME) ? 0 : CTA_KV * HD;  // fp8 staging
-  static constexpr int TOTAL = Q_BYTES + STAGES * 2 * KV_BYTES + 2 * RAW_BYTES;
+  // Paged page table of the wgmma kernels without the ring: byte offsets of the K and V rows
+  // of two KV tiles (the current one and the next), resolved once per row.
+  static constexpr bool PAGE_TABLE = WG && STAGES == 1;
+  static constexpr int TABLE_BYTES = PAGE_TABLE ? 2 * 2 * CTA_KV * 8 : 0;
+  static constexpr int TOTAL = Q_BYTES + STAGES * 2 * KV_BYTES + 2 * RAW_BYTES + TABLE_BYTES;
 };
 
 template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG>
@@ -266,6 +270,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
   constexpr bool OVERLAP = RING && FI_PREFILL_WG_OVERLAP;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
+  // PAGE_TABLE: [buffer][K, V][row] byte offsets of the paged rows (see load_kv_tile).
+  int64_t *const page_table = reinterpret_cast<int64_t *>(v_raw + L::RAW_BYTES);
+  constexpr bool PAGE_TABLE = L::PAGE_TABLE;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
@@ -410,6 +417,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         const int64_t s_page = is_v ? v_s_page : k_s_page;
         const int32_t *pages_of_req = p.kv_indices + kv_page_begin;
         const char *base_h = base + hoff;
+        if (PAGE_TABLE) {
+          // Rows resolved by resolve_rows/publish_rows: one shared-memory read per row.
+          const int64_t *tab = page_table + ((tile & 1) * 2 + (is_v ? 1 : 0)) * CTA_KV + row0;
+#pragma unroll
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
+            const bool valid = full || it * ROW_STEP < rows_left;
+            cp_async_16(dst_at(it), valid ? base_h + tab[it * ROW_STEP] : base, valid);
+          }
+          return;
+        }
         int page[CTA_KV / ROW_STEP], off[CTA_KV / ROW_STEP];
         if (full && p.page_size >= ROW_STEP) {
           // The rows are ROW_STEP apart: one division, then each step crosses at most one
@@ -441,6 +458,36 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
           const bool valid = full || it * ROW_STEP < rows_left;
           const char *src = base_h + (int64_t)page[it] * s_page + (int64_t)off[it] * s_tok;
           cp_async_16(dst_at(it), valid ? src : base, valid);
+        }
+      }
+    };
+    // PAGE_TABLE (paged form): each thread looks up the pages of rows tid, tid + THREADS, ...
+    // of a KV tile early (resolve_rows: the loads stay in flight) and stores their K and V
+    // byte offsets in the table late (publish_rows, before the barrier that precedes the
+    // tile's first copy), so the copies of both K and V read one offset per row.
+    constexpr int TABLE_ROWS = (CTA_KV + THREADS - 1) / THREADS;
+    int res_page[TABLE_ROWS], res_off[TABLE_ROWS];
+    auto resolve_rows = [&](int tile) {
+      if (PAGE_TABLE && p.paged) {
+#pragma unroll
+        for (int i = 0; i < TABLE_ROWS; ++i) {
+          const int j = min(kv_lo + tile * CTA_KV + tid + i * THREADS, kv_hi - 1);
+          const int pg = (int)p.page_div.div((uint32_t)j);
+          res_off[i] = j - pg * p.page_size;
+          res_page[i] = p.kv_indices[kv_page_begin + pg];
+        }
+      }
+    };
+    auto publish_rows = [&](int tile) {
+      if (PAGE_TABLE && p.paged) {
+        int64_t *tab = page_table + (tile & 1) * 2 * CTA_KV;
+#pragma unroll
+        for (int i = 0; i < TABLE_ROWS; ++i) {
+          const int r = tid + i * THREADS;
+          if (r < CTA_KV) {
+            tab[r] = (int64_t)res_page[i] * k_s_page + (int64_t)res_off[i] * k_s_tok;
+            tab[CTA_KV + r] = (int64_t)res_page[i] * v_s_page + (int64_t)res_off[i] * v_s_tok;
+          }
         }
       }
     };
@@ -511,6 +558,11 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
     // softmax run; K(tile+1) loads while O += P V(tile) runs. RING: K and V of tile+1 load
     // into the other slot while all of tile runs (one barrier per tile).
     if (num_tiles > 0) {
+      if (PAGE_TABLE && p.paged) {
+        resolve_rows(0);
+        publish_rows(0);
+        sync_block();  // (also: every thread is past the previous chunk's table reads)
+      }
       load_kv_tile(0, false, 0);
       if (RING && !OVERLAP) load_kv_tile(0, true, 0);
     }
@@ -539,6 +591,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         }
       } else {
         load_kv_tile(tile, true, 0);
+        if (tile + 1 < num_tiles) resolve_rows(tile + 1);  // page ids in flight under S
       }
       cp_async_commit();
       if (KVK != FI_KV_SAME) {
@@ -732,6 +785,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
       }
 
       if (!RING) {
+      if (tile + 1 < num_tiles) publish_rows(tile + 1);  // read after the barrier below
       cp_async_wait<0>();  // V(tile) has landed
       sync_block();     // ... for every thread; every warp is done with K(tile)
       if (tile + 1 < num_tiles) {

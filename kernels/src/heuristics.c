@@ -38,11 +38,13 @@
  *    The feasible candidate with the highest occupancy wins; ties go to the larger tile
  *    (fewer pipeline iterations). No feasible candidate -> the smallest.
  *
- *    Prefill on Hopper (target sm 90, head_dim 64 or 128, q_tile 128): cores = wgmma (the
- *    Hopper tier: two warpgroups of 64 rows each, wgmma from shared memory) with kv_tile
- *    FI_WGMMA_KV_TILE; its registers (64 rows x (head_dim + kv) fp32 per warpgroup) and
- *    shared memory allow one CTA of 8 warps per SM at both KV tiles. Other shapes and
- *    targets: cores = tensor (mma.sync) with the kv_tile of the model above.
+ *    Prefill on Hopper (target sm 90, head_dim 64 or 128, q_tile >= 64): cores = wgmma (the
+ *    Hopper tier, wgmma from shared memory) with q_tile FI_WGMMA_Q_TILE and kv_tile
+ *    FI_WGMMA_KV_TILE: one warpgroup of 64 rows per CTA, two CTAs per SM that run out of
+ *    phase (one's softmax under the other's MMAs). Measured on an H200 (bench/NOTES.md,
+ *    prefill v7): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the ragged
+ *    rows and lost 5 % on the paged one; kv 64 lost everywhere. Other shapes and targets:
+ *    cores = tensor (mma.sync) with the kv_tile of the model above.
  *
  * 4. Split-KV (fi_select_split_kv): on iff the CTAs of the unsplit problem,
  *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
@@ -54,7 +56,7 @@
 
 #include <stdio.h>
 
-enum { FI_SPLIT_MIN_AVG_KV = 512, FI_WGMMA_KV_TILE = 128 };
+enum { FI_SPLIT_MIN_AVG_KV = 512, FI_WGMMA_Q_TILE = 64, FI_WGMMA_KV_TILE = 128 };
 
 fi_target fi_target_default(void) {
   fi_target t;
@@ -171,8 +173,9 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
   tiles.q_tile = fi_select_q_tile(p);
   if (tiles.q_tile < 16) tiles.q_tile = 16; /* prefill kernels are mma kernels */
   tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, 0);
-  if (t->sm_version == 90 && tiles.q_tile == 128 && (p->head_dim == 64 || p->head_dim == 128)) {
+  if (t->sm_version == 90 && tiles.q_tile >= 64 && (p->head_dim == 64 || p->head_dim == 128)) {
     tiles.cores = FI_CORES_WGMMA;
+    tiles.q_tile = FI_WGMMA_Q_TILE;
     tiles.kv_tile = FI_WGMMA_KV_TILE;
   }
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);

@@ -43,11 +43,11 @@ func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>
 // -----
 
 // Prefill with static shapes: 512 rows over 4 requests = 128 per request, group 4 ->
-// packed 512 -> q tile 128; the default target is Hopper (sm 90) and head_dim 128: the
-// wgmma tier with kv tile 128.
+// packed 512 -> q tile >= 64; the default target is Hopper (sm 90) and head_dim 128: the
+// wgmma tier, q tile 64 x kv tile 128.
 // CHECK-LABEL: func.func @prefill_static
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {

@@ -97,14 +97,14 @@ int main(void) {
     EXPECT(tp.q_tile == 16 && tp.cores == FI_CORES_TENSOR && tp.split_kv == 0,
            "prefill of 3 rows: q_tile %d split %d", tp.q_tile, tp.split_kv);
     EXPECT(strcmp(fi_tiles_name(tp, 0, buf, sizeof buf), "prefill_q16_kv32") == 0, "prefill name %s", buf);
-    /* long prefill on Hopper, head_dim 64 / 128: the wgmma tier, kv 128 */
+    /* long prefill on Hopper, head_dim 64 / 128: the wgmma tier, 64 x 128 */
     for (int hd = 64; hd <= 256; hd *= 2) {
       fi_tile_problem pl = prob(4, 32, 8, hd, 2, 2, 2048, 2048);
       fi_tiles tl = fi_select_prefill_tiles(&h100, &pl);
       if (hd <= 128) {
-        EXPECT(tl.q_tile == 128 && tl.kv_tile == 128 && tl.cores == FI_CORES_WGMMA,
+        EXPECT(tl.q_tile == 64 && tl.kv_tile == 128 && tl.cores == FI_CORES_WGMMA,
                "hopper prefill hd %d: q %d kv %d cores %d", hd, tl.q_tile, tl.kv_tile, tl.cores);
-        EXPECT(strcmp(fi_tiles_name(tl, 0, buf, sizeof buf), "prefill_wg_q128_kv128") == 0,
+        EXPECT(strcmp(fi_tiles_name(tl, 0, buf, sizeof buf), "prefill_wg_q64_kv128") == 0,
                "wgmma prefill name %s", buf);
       } else {
         EXPECT(tl.q_tile == 64 && tl.cores == FI_CORES_TENSOR, "hd 256 prefill: q %d cores %d",
