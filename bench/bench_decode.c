@@ -215,18 +215,21 @@ static void append_case(fi_bench_ctx *b, int batch, int kv_len, int append, int 
 static const int decode_cases[][4] = {{1, 32768, 32, 8},  {16, 4096, 32, 8},  {64, 4096, 32, 8},
                                       {256, 2048, 32, 8}, {64, 4096, 32, 32}, {64, 4096, 64, 8}};
 
-/* FI_BENCH_SWEEP="TILES/CPSM/SMEMKB/HEADFAST/WARPPIPE@ROWS ...": for each configuration,
- * set the decode knobs (FI_BENCH_DECODE_TILES = TILES, "auto" for the heuristics;
- * FI_DECODE_CTAS_PER_SM; FI_DECODE_SMEM_KB, 0 = default budget; FI_DECODE_HEAD_FAST;
- * FI_DECODE_WARP_PIPE) and
- * time the decode rows whose indices (0-5) are listed in ROWS, all in one process. */
+/* FI_BENCH_SWEEP="TILES/CPSM/SMEMKB/HEADFAST/WARPPIPE[/TCWWARPS]@ROWS ...": for each
+ * configuration, set the decode knobs (FI_BENCH_DECODE_TILES = TILES, "auto" for the
+ * heuristics; FI_DECODE_CTAS_PER_SM; FI_DECODE_SMEM_KB, 0 = default budget;
+ * FI_DECODE_HEAD_FAST; FI_DECODE_WARP_PIPE; FI_DECODE_TCW_WARPS, 0 or left out = chosen
+ * per grid) and time the decode rows whose indices (0-5) are listed in ROWS, all in one
+ * process. */
 static void decode_sweep(fi_bench_ctx *b, const char *spec) {
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", spec);
   for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
     char tiles[16] = {0}, rows[16] = {0};
-    int cpsm = 0, smem = 0, hf = 1, wp = 0;
-    if (sscanf(tok, "%15[^/]/%d/%d/%d/%d@%15s", tiles, &cpsm, &smem, &hf, &wp, rows) != 6) {
+    int cpsm = 0, smem = 0, hf = 1, wp = 0, tcww = 0;
+    const char *at = strchr(tok, '@');
+    if (!at || sscanf(at + 1, "%15s", rows) != 1 ||
+        sscanf(tok, "%15[^/]/%d/%d/%d/%d/%d", tiles, &cpsm, &smem, &hf, &wp, &tcww) < 5) {
       fprintf(stderr, "bad sweep token %s\n", tok);
       continue;
     }
@@ -240,6 +243,8 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
     setenv("FI_DECODE_HEAD_FAST", v, 1);
     snprintf(v, sizeof v, "%d", wp);
     setenv("FI_DECODE_WARP_PIPE", v, 1);
+    snprintf(v, sizeof v, "%d", tcww);
+    setenv("FI_DECODE_TCW_WARPS", v, 1);
     /* A context reads its knobs once, when it is created. */
     fi_context_destroy(b->ctx);
     FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &b->ctx));

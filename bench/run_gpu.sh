@@ -1,11 +1,19 @@
 #!/bin/bash
 # Device-machine script for the memory-bound family (issue 4): runs the carried binaries
-# (.gpu-carry: libfi_runtime.so, GPU tests, fi_bench built on the dev machine), the GPU
-# tests, compute-sanitizer memcheck/racecheck on small configurations, the benchmark, and
-# optional extras. Logs: $OUT/tests.log, san.log, bench.log, extra.log.
-# Usage: bash bench/run_gpu.sh [tests|sanitize|bench|ncu|variants]...
+# (libfi_runtime.so, GPU tests, fi_bench built on the dev machine), the GPU tests,
+# compute-sanitizer memcheck/racecheck on small configurations, the benchmark, and
+# optional extras. Logs: $OUT/tests.log, san.log, bench.log, extra.log, ab.log, sweep.log.
+# Usage: [CARRY=.gpu-carry] bash bench/run_gpu.sh [tests|sanitize|bench|ncu|variants|ab|sweep]...
+#   ab:    A/B of two builds carried as $CARRY/base and $CARRY/new (each its own
+#          libfi_runtime.so, or .so.xz when two runtimes would exceed the carry limit),
+#          the decode rows of each timed alternately, two rounds (bench/NOTES.md, v8/v9).
+#   sweep: FI_BENCH_SWEEP="$SWEEP" (knob tokens, see bench_decode.c) in one process.
 set -o pipefail
-cd "$(dirname "$0")/../.gpu-carry" || exit 1
+CARRY=${CARRY:-.gpu-carry}
+cd "$(dirname "$0")/../$CARRY" || exit 1
+for v in base new; do  # unpack compressed runtimes of an A/B carry
+  [ -f $v/libfi_runtime.so.xz ] && (cd $v && xz -d -k -f libfi_runtime.so.xz)
+done
 export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -49,6 +57,15 @@ for w in $what; do
           ./fi_bench decode --filter "(64, 4096, 32, 8)" --reps 50 >> "$OUT/ncu.log" 2>&1
       done
       grep -E "decode_tc|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occ|Issued Warp|No Eligible|Warp Cycles Per Issued|stall|Stall|Mem Busy|L2 Hit|Registers|Block Limit" "$OUT/ncu.log" | head -80 ;;
+    ab)
+      for r in 1 2; do
+        for v in base new; do
+          echo "== $v (round $r)"
+          (cd $v && LD_LIBRARY_PATH=. ./fi_bench decode --filter "decode (") 2>&1 | tee -a "$OUT/ab.log" | grep -E "^\| decode|ceilings" | grep -v forced
+        done
+      done ;;
+    sweep)
+      FI_BENCH_SWEEP="${SWEEP:?set SWEEP}" ./fi_bench decode --reps 50 2>&1 | tee -a "$OUT/sweep.log" | grep "^| decode" ;;
     ncu)
       ncu --clock-control none -k regex:"decode|merge" --launch-count 4 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \

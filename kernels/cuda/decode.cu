@@ -142,7 +142,8 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   // (bench/NOTES.md, v6): two stages everywhere. Resident CTAs per SM decide the rate, not
   // pipeline depth: the CUDA-core kernel went from 75% of copy (4 stages, 3 CTAs/SM) to
   // 98% (2 stages, 6 CTAs/SM); the 2-warp tensor-core kernels fell from 80% to 45% with 3
-  // stages (4 CTAs/SM instead of 5-6).
+  // stages (4 CTAs/SM instead of 5-6). At an equal CTA count a third stage changes nothing
+  // (v8): the per-warp kernel gains from more warps per CTA instead (tcw_warps_for, v9).
   size_t budget = tc ? (p.kv_tile >= 64 ? 76 * 1024 : 40 * 1024) : 40 * 1024;
   // The context's sweep knobs (read once at its creation, context.h) may override the
   // budget (FI_DECODE_SMEM_KB), the CTA order (FI_DECODE_HEAD_FAST=0: the 2-D grid with the
@@ -151,6 +152,8 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   if (budget > limit) budget = limit;
   p.head_fast = ctx->tuning.head_fast >= 0 ? ctx->tuning.head_fast != 0 : kDecodeHeadFastDefault;
   p.warp_pipe = ctx->tuning.warp_pipe >= 0 ? ctx->tuning.warp_pipe != 0 : kDecodeWarpPipeDefault;
+  p.sm_count = ctx->target.sm_count;
+  p.tcw_warps = ctx->tuning.tcw_warps >= 2 && ctx->tuning.tcw_warps <= 4 ? ctx->tuning.tcw_warps : 0;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16
                         ? fi_decode_launch_f16(p, ap->kv_dtype, D, tc, grid_x, budget, limit, s)

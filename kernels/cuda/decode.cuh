@@ -68,6 +68,9 @@ struct DecodeParams {
   int32_t grid_heads; // kv heads x head chunks (the grid.y extent of the 2-D launch)
   int32_t warp_pipe;  // 1: tensor cores with per-warp pipelines (decode_tcw_kernel) where
                       // it applies (16-bit KV, no RoPE, head_dim <= 128)
+  // Launch-side only (the kernels ignore them): the device's SM count and the warps per
+  // CTA of decode_tcw_kernel (0: chosen by tcw_warps_for).
+  int32_t sm_count, tcw_warps;
 };
 
 // This CTA's (unit slot, head chunk index) and the unit stride. head_fast: the CTAs of one
@@ -819,7 +822,8 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 
 // ------------------------------------------------- tensor cores, warp pipelines -------
 
-// Variant of the tensor-core kernel for 16-bit KV without RoPE (no transform pass): every
+// Variant of the tensor-core kernel for 16-bit KV without RoPE (no transform pass), with
+// NW = blockDim.x / 32 warps (2..4, tcw_warps_for picks them per grid): every
 // warp runs its own cp.async pipeline over its own 16-token sub-tiles (w, w + NW, ... of
 // the unit's range), `stages` deep, synchronised with __syncwarp only. No block barrier
 // per tile: a warp that waits for memory never holds the others back, and each warp keeps
@@ -966,6 +970,33 @@ static inline int decode_tc_warps(int kv_tile) {
   return nw > 4 ? 4 : (nw < 1 ? 1 : nw);
 }
 
+// Warps per CTA of decode_tcw_kernel for a grid of `ctas` CTAs. Each warp streams its own
+// sub-tiles and its rate is bounded by its own instruction chain, not by the bytes it has
+// in flight (bench/NOTES.md, v8: three stages instead of two changed nothing; more resident
+// warps per SM did), so the kernel takes time ~ waves(nw) / nw for a fixed amount of work:
+// pick nw in 2..4 minimising ceil(ctas / (resident CTAs per SM(nw) x SMs)) / nw, fewer warps
+// on ties. E.g. 512 CTAs on 132 SMs: 2 warps (6 per SM, 1 wave) 0.5, 3 warps (4 per SM,
+// 1 wave) 0.33, 4 warps (3 per SM, 2 waves) 0.5 -> 3.
+template <typename Kernel, typename SmemOf>
+static int tcw_warps_for(Kernel kernel, SmemOf smem_of, long long ctas, int sm_count) {
+  int best = 2;
+  double best_cost = 0.0;
+  for (int nw = 2; nw <= 4; ++nw) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * nw, smem_of(nw)) !=
+            cudaSuccess ||
+        per_sm < 1)
+      continue;
+    long long slots = (long long)per_sm * (sm_count > 0 ? sm_count : 1);
+    double cost = (double)((ctas + slots - 1) / slots) / nw;
+    if (nw == 2 || cost < best_cost - 1e-9) {
+      best = nw;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 // The deepest pipeline, 8 stages down to 2, whose shared memory smem_of(stages) fits
 // `budget` (2 when none does: the caller checks the hard limit).
 template <typename SmemOf>
@@ -992,6 +1023,14 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
     if (p.warp_pipe && !transform && D <= 128) {
+      if (p.tcw_warps > 0) {
+        nw = p.tcw_warps;
+      } else {
+        // Two stages per warp, the per-warp ring measured best (v6).
+        auto two_stage = [&](int w) { return decode_tcw_smem(D, 2, w); };
+        nw = tcw_warps_for(decode_tcw_kernel<T, KVT, D>, two_stage,
+                           (long long)grid.x * grid.y, p.sm_count);
+      }
       auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
       int stages = deepest_stages(smem_of, smem_budget);
       size_t smem = smem_of(stages);

@@ -185,11 +185,12 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
       float m = -INFINITY, d = 0.f, acc[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      for (int c0 = lane; c0 < mu.num_chunks; c0 += 4 * lanes) {
-        // up to four chunks per step, their loads issued before use
-        float l[4], x[4][8];
+      for (int c0 = lane; c0 < mu.num_chunks; c0 += 8 * lanes) {
+        // up to eight chunks per step (the same chunk sequence per lane as one at a time),
+        // their loads issued before use
+        float l[8], x[8][8];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < 8; ++j) {
           int c = c0 + j * lanes;
           int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
           l[j] = c < mu.num_chunks ? plse[prow * heads + h] : -INFINITY;
@@ -200,7 +201,7 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
           }
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < 8; ++j) {
           if (l[j] == -INFINITY) continue;
           float mn = fmaxf(m, l[j]);
           float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l[j] - mn);

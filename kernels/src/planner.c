@@ -57,8 +57,33 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
     per_sm = ctx->tuning.ctas_per_sm > 0 ? ctx->tuning.ctas_per_sm : FI_DECODE_CTAS_PER_SM;
   int64_t ctas = per_sm * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1);
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  int64_t u = (ctas + kvh - 1) / kvh;
+  /* Decode rounds down: units x kv heads must not exceed the CTAs that fit in one wave
+   * (rounded up, 3 per SM with 8 KV heads gave 400 CTAs for 396 slots: a second wave of 4
+   * CTAs doubled the kernel time, bench/NOTES.md v8). */
+  int64_t u = family == FI_OP_DECODE ? ctas / kvh : (ctas + kvh - 1) / kvh;
   return (int32_t)(u < 1 ? 1 : u);
+}
+
+/* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
+ * (decode.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, no RoPE, head_dim <= 128) aim
+ * for 4 CTAs per SM instead: the launcher then gives each CTA 3 warps (tcw_warps_for), 12
+ * resident warps per SM instead of 5 x 2 = 10. Measured on an H200 (bench/NOTES.md, v9):
+ * (1, 32768, 32, 8) 61.9 -> 65.6 % of copy, (16, 4096, 32, 8) 78.2 -> 79.0 %. The knob
+ * FI_DECODE_CTAS_PER_SM overrides it as well. */
+enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
+
+static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
+                                   fi_tiles tiles) {
+  int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
+  int tcw = ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
+            ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
+            fi_dtype_size(p->kv_dtype) == 2 && p->pos_encoding != FI_POS_ROPE_LLAMA &&
+            p->head_dim <= 128;
+  if (!tcw) return t;
+  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t u = FI_DECODE_TCW_CTAS_PER_SM * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1) /
+              kvh;
+  return u < 1 ? 1 : (u < t ? u : t);
 }
 
 typedef struct caps {
@@ -192,7 +217,8 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         "allocated with %s's size", workspace_bytes, size_fn(pb->family));
   caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
   counts unsplit = count_for_chunk(pb, rpu, 0);
-  int64_t target = fi_plan_target_units_for(ctx, pb->family, params);
+  int64_t target = pb->family == FI_OP_DECODE ? decode_target_units(ctx, params, tiles)
+                                              : fi_plan_target_units_for(ctx, pb->family, params);
 
   if (!fits(unsplit, &k)) {
     int32_t need_batch = pb->batch;

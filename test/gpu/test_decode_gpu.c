@@ -212,6 +212,7 @@ static void random_case(decode_case *c, int idx) {
 typedef struct stats {
   gpu_err f16, bf16;
   int configs, failed_configs, split_plans, tc_plans, cc_plans, unsupported_forced;
+  int rerun_differs; /* configs whose second run was not bitwise equal to the first */
 } stats;
 
 static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx, stats *st) {
@@ -242,8 +243,34 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
     fi_tensor q = fi_tensor_contiguous(d.q_d, p->q_dtype, 3, qshape);
     fi_tensor o = fi_tensor_contiguous(d.o_d, p->q_dtype, 3, qshape);
     fi_tensor l = fi_tensor_contiguous(d.lse_d, FI_DTYPE_F32, 2, lshape);
+    /* Two runs of the plan, the second (poisoned outputs first) checked and compared
+     * bitwise with the first: runs are deterministic, and a split request merged inside
+     * the decode kernel relies on the first run resetting its merge counters. */
     s = fi_decode_run(dctx, &plan, &q, &d.cache_d, &pt_d, &o, c->with_lse ? &l : NULL);
     cudaError_t ce = cudaDeviceSynchronize();
+    int rerun_differs = 0;
+    if (s == FI_SUCCESS && ce == cudaSuccess) {
+      void *o1 = malloc(d.o_bytes + 16), *l1 = malloc(d.lse_bytes + 16);
+      gpu_download(o1, d.o_d, d.o_bytes);
+      gpu_download(l1, d.lse_d, d.lse_bytes);
+      GPU_CK(cudaMemset(d.o_d, 0xff, d.o_bytes));
+      GPU_CK(cudaMemset(d.lse_d, 0xff, d.lse_bytes));
+      s = fi_decode_run(dctx, &plan, &q, &d.cache_d, &pt_d, &o, c->with_lse ? &l : NULL);
+      ce = cudaDeviceSynchronize();
+      if (s == FI_SUCCESS && ce == cudaSuccess) {
+        gpu_download(d.o_gpu, d.o_d, d.o_bytes);
+        gpu_download(d.lse_gpu, d.lse_d, d.lse_bytes);
+        rerun_differs = memcmp(o1, d.o_gpu, d.o_bytes) != 0 ||
+                        (c->with_lse && memcmp(l1, d.lse_gpu, d.lse_bytes) != 0);
+      }
+      free(o1);
+      free(l1);
+    }
+    if (rerun_differs) {
+      fprintf(stderr, "case %d: the second run of the same plan differs bitwise from the first\n",
+              idx);
+      st->rerun_differs++;
+    }
     if (s != FI_SUCCESS || ce != cudaSuccess) {
       fprintf(stderr, "case %d: run failed: %s: %s / %s\n", idx, fi_status_string(s),
               fi_last_error(dctx), cudaGetErrorString(ce));
@@ -259,7 +286,7 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
                                        p->head_dim, O_TOL, 1e-3, e);
       if (c->with_lse)
         bad += gpu_compare_lse(d.lse_gpu, d.lse_ref, (int64_t)c->batch * p->num_qo_heads, LSE_TOL, e);
-      failed = bad > 0;
+      failed = bad > 0 || rerun_differs;
       if (plan.num_partial_rows > 0) st->split_plans++;
       if (plan.tiles.cores == FI_CORES_TENSOR) st->tc_plans++;
       else st->cc_plans++;
@@ -342,6 +369,9 @@ static int graph_test(fi_context *hctx) {
       GPU_CK(cudaGraphInstantiate(&exec, graph, 0));
       GPU_CK(cudaGraphDestroy(graph));
     }
+    /* Two replays, the second checked: a split request merged inside the decode kernel
+     * (planner.c, "Fused merge") relies on its counters being reset by the replay before. */
+    GPU_CK(cudaGraphLaunch(exec, stream));
     GPU_CK(cudaMemsetAsync(d.o_d, 0xff, d.o_bytes, stream));
     GPU_CK(cudaMemsetAsync(d.lse_d, 0xff, d.lse_bytes, stream));
     GPU_CK(cudaGraphLaunch(exec, stream));
@@ -444,9 +474,10 @@ int main(void) {
     free(c.kv_len);
   }
   printf("decode: %d configs (seed %llu), %d failed; %d split-KV plans, %d tensor-core, %d "
-         "CUDA-core, %d forced variants refused by plan (too much shared memory)\n",
+         "CUDA-core, %d forced variants refused by plan (too much shared memory); %d second "
+         "runs not bitwise equal to the first\n",
          st.configs, (unsigned long long)seed, st.failed_configs, st.split_plans, st.tc_plans,
-         st.cc_plans, st.unsupported_forced);
+         st.cc_plans, st.unsupported_forced, st.rerun_differs);
   printf("  f16:  %lld values checked, max o err %.3g (bound %.0e x row max), max lse err %.3g (bound %.0e)\n",
          st.f16.elements, st.f16.max_rel, O_TOL, st.f16.max_lse, LSE_TOL);
   printf("  bf16: %lld values checked, max o err %.3g (bound %.0e x row max), max lse err %.3g (bound %.0e)\n",
