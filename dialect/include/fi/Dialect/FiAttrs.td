@@ -52,7 +52,8 @@ def Fi_TilesAttr : Fi_Attr<"Tiles", "tiles"> {
     * `split_kv`: whether the KV of one request may be split over CTAs and merged.
     * `cores`: `cuda` (CUDA cores), `tensor` (tensor cores through `mma.sync`, sm_80 and
       newer) or `wgmma` (the Hopper tier of prefill: warpgroup MMA, sm_90a only; chosen
-      for `#fi.target<sm = 90, ...>` with 128-row query tiles and head_dim 64 or 128).
+      for `#fi.target<sm = 90, ...>` when the packed query rows fill a 64-row tile and
+      head_dim is 64 or 128).
 
     Example: `#fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>`
   }];
