@@ -419,11 +419,17 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         const char *base_h = base + hoff;
         if (PAGE_TABLE) {
           // Rows resolved by resolve_rows/publish_rows: one shared-memory read per row.
+          // Rows past the end hold the last row's offset (a valid address; copied as zero
+          // bytes), so no row needs a branch or a select.
           const int64_t *tab = page_table + ((tile & 1) * 2 + (is_v ? 1 : 0)) * CTA_KV + row0;
+          if (full) {
 #pragma unroll
-          for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
-            const bool valid = full || it * ROW_STEP < rows_left;
-            cp_async_16(dst_at(it), valid ? base_h + tab[it * ROW_STEP] : base, valid);
+            for (int it = 0; it < CTA_KV / ROW_STEP; ++it)
+              cp_async_16(dst_at(it), base_h + tab[it * ROW_STEP], true);
+          } else {
+#pragma unroll
+            for (int it = 0; it < CTA_KV / ROW_STEP; ++it)
+              cp_async_16(dst_at(it), base_h + tab[it * ROW_STEP], it * ROW_STEP < rows_left);
           }
           return;
         }
