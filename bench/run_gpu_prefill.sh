@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device-machine script for the compute-bound family (issue 5): runs the binaries built on
-# the dev machine and carried in .gpu-carry-prefill/ (libfi_runtime.so, test_prefill_gpu,
-# fi_bench, wgmma_layout_probe from bench/probes/), in the order asked:
+# the dev machine and carried in $CARRY (default .gpu-carry-prefill/: libfi_runtime.so,
+# test_prefill_gpu, fi_bench, wgmma_layout_probe from bench/probes/), in the order asked:
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend)
@@ -9,7 +9,8 @@
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
 # Logs under $OUT; a short summary on stdout.
 set -o pipefail
-cd "$(dirname "$0")/../.gpu-carry-prefill" || exit 1
+CARRY=${CARRY:-.gpu-carry-prefill}
+cd "$(dirname "$0")/../$CARRY" || exit 1
 export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

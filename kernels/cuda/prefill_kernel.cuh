@@ -345,7 +345,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
 
     // Token range of this chunk and the KV range it needs.
     const int last_pr = min(chunk + CTA_Q, packed_end) - 1;
-    const int t_lo = chunk / group, t_hi = last_pr / group;
+    const int t_lo = (int)p.group_div.div((uint32_t)chunk);
+    const int t_hi = (int)p.group_div.div((uint32_t)last_pr);
     int kv_lo = wu.kv_start, kv_hi = wu.kv_end;
     if (p.causal) kv_hi = min(kv_hi, q_pos_shift + t_hi + 1);
     if (EXTRAS && p.window_left >= 0) kv_lo = max(kv_lo, q_pos_shift + t_lo - p.window_left);
@@ -364,7 +365,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         row_tok[mq][hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
         row_slope[mq][hh] = 0.f;
         if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
-          int h = kv_head * group + pr % group;
+          int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
           int n = 1 << (31 - __clz(p.num_qo_heads));  // 2^floor(log2(heads))
           float e = h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n;
           row_slope[mq][hh] = exp2f(e);
@@ -531,7 +532,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         int pos;
         if (is_q) {
           int pr = min(chunk + row, packed_end - 1);
-          pos = q_pos_shift + pr / group;
+          pos = q_pos_shift + (int)p.group_div.div((uint32_t)pr);
         } else {
           pos = kv0 + row;
         }
@@ -884,9 +885,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
           }
           if (p.lse != nullptr && t4 == 0 && chunk + row < packed_end) {
             int pr = chunk + row;
-            int h = kv_head * group + pr % group;
+            const int tok = (int)p.group_div.div((uint32_t)pr);
+            int h = kv_head * group + pr - tok * group;
             float lse = l > 0.f ? (m_run[mq][hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
-            p.lse[(int64_t)(q_tok_begin + pr / group) * p.lse_stride_n +
+            p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n +
                   (int64_t)h * p.lse_stride_h] = lse;
           }
         }
@@ -897,7 +899,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
         int row = idx / CH, c = idx % CH;
         int pr = chunk + row;
         if (pr < packed_end) {
-          int tok = pr / group, h = kv_head * group + pr % group;
+          // (a multiply-high division: a plain / and % cost ~40 instructions per row here)
+          const int tok = (int)p.group_div.div((uint32_t)pr), h = kv_head * group + pr - tok * group;
           DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
                     (int64_t)h * p.o_stride_h + c * 8;
           *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_smem + q_off(row, c));
@@ -913,8 +916,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
           const int row = warp * 16 * MMA_Q + mq * 16 + g + hh * 8;
           if (chunk + row >= packed_end) continue;
           const int pr = chunk + row;
-          const int h = kv_head * group + pr % group;
-          const int64_t prow = (int64_t)wu.partial_row + (pr / group - wu.qo_start);
+          const int tok = (int)p.group_div.div((uint32_t)pr);
+          const int h = kv_head * group + pr - tok * group;
+          const int64_t prow = (int64_t)wu.partial_row + (tok - wu.qo_start);
           const float l = l_run[mq][hh];
           const float inv = l > 0.f ? p.v_scale / l : 0.f;
           float *dst = p.partial_o + (prow * p.num_qo_heads + h) * HD;
