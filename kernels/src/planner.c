@@ -65,7 +65,8 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
 }
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
- * (decode.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, no RoPE, head_dim <= 128) aim
+ * (decode.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, head_dim <= 128; RoPE runs take
+ * the other tensor-core kernel with the same plan) aim
  * for 4 CTAs per SM instead: the launcher then gives each CTA 3 warps (tcw_warps_for), 12
  * resident warps per SM instead of 5 x 2 = 10. Measured on an H200 (bench/NOTES.md, v9):
  * (1, 32768, 32, 8) 61.9 -> 65.6 % of copy, (16, 4096, 32, 8) 78.2 -> 79.0 %. The knob
@@ -75,10 +76,13 @@ enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
+  /* Only plan-level facts decide (shape, dtypes, tiles): not pos_encoding, which compiled
+   * code applies per run (a plan op does not carry it), so compiled and direct plans of the
+   * same shape stay identical (examples/decode_step compares them bit for bit). RoPE runs
+   * use the other tensor-core kernel with this plan. */
   int tcw = ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
             ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
-            fi_dtype_size(p->kv_dtype) == 2 && p->pos_encoding != FI_POS_ROPE_LLAMA &&
-            p->head_dim <= 128;
+            fi_dtype_size(p->kv_dtype) == 2 && p->head_dim <= 128;
   if (!tcw) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t u = FI_DECODE_TCW_CTAS_PER_SM * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1) /
