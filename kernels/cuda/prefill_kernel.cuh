@@ -205,6 +205,9 @@ struct Shape {
   static constexpr int CH = HD / 8;  // 16-byte chunks per 2-byte row
   static constexpr int NB_KV = CTA_KV / 8;
   static constexpr int NB_D = HD / 8;
+  // wgmma 64 x 64: three CTAs (12 warps) per SM, so that short units' first loads hide
+  // behind other CTAs' tiles (register cap 170 per thread).
+  static constexpr int MIN_CTAS = (WG && CTA_Q == 64 && CTA_KV == 64) ? 3 : 1;
 };
 
 #ifndef FI_PREFILL_WG_RING
@@ -221,7 +224,7 @@ struct Shape {
 template <int HD, int CTA_Q, int CTA_KV, int KVK, bool WG>
 struct SmemLayout {
   static constexpr int STAGES =
-      (FI_PREFILL_WG_RING && WG && KVK == FI_KV_SAME && (CTA_Q == 128 || CTA_KV == 64)) ? 2 : 1;
+      (FI_PREFILL_WG_RING && WG && KVK == FI_KV_SAME && CTA_Q == 128) ? 2 : 1;
   static constexpr int Q_BYTES = CTA_Q * HD * 2;
   static constexpr int KV_BYTES = CTA_KV * HD * 2;
   static constexpr int RAW_BYTES = (KVK == FI_KV_SAME) ? 0 : CTA_KV * HD;  // fp8 staging
@@ -233,7 +236,8 @@ struct SmemLayout {
 };
 
 template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG>
-__global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS)
+__global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
+                                  Shape<HD, CTA_Q, CTA_KV, WG>::MIN_CTAS)
     prefill_kernel(const PrefillParams p) {
   using S = Shape<HD, CTA_Q, CTA_KV, WG>;
   using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK, WG>;

@@ -41,10 +41,13 @@
  *    Prefill on Hopper (target sm 90, head_dim 64 or 128, q_tile >= 64): cores = wgmma (the
  *    Hopper tier, wgmma from shared memory) with q_tile FI_WGMMA_Q_TILE and kv_tile
  *    FI_WGMMA_KV_TILE: one warpgroup of 64 rows per CTA, two CTAs per SM that run out of
- *    phase (one's softmax under the other's MMAs). Measured on an H200 (bench/NOTES.md,
- *    prefill v7): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the ragged
- *    rows and lost 5 % on the paged one; kv 64 lost everywhere. Other shapes and targets:
- *    cores = tensor (mma.sync) with the kv_tile of the model above.
+ *    phase (one's softmax under the other's MMAs); kv_tile 64 (three CTAs per SM) when the
+ *    average KV length is known and at most FI_WGMMA_SHORT_KV: its short units hide their
+ *    first loads behind other CTAs' tiles. Measured (bench/NOTES.md, prefill v7 on an H200,
+ *    v11 on an H100): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the
+ *    ragged rows; 64 x 64 beat 64 x 128 by 7 % at kv 512 and ~2 % at kv 2048 and lost
+ *    4-9 % at kv 4096 and 8192. Other shapes and targets: cores = tensor (mma.sync) with
+ *    the kv_tile of the model above.
  *
  * 4. Split-KV (fi_select_split_kv): on iff the CTAs of the unsplit problem,
  *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
@@ -56,7 +59,12 @@
 
 #include <stdio.h>
 
-enum { FI_SPLIT_MIN_AVG_KV = 512, FI_WGMMA_Q_TILE = 64, FI_WGMMA_KV_TILE = 128 };
+enum {
+  FI_SPLIT_MIN_AVG_KV = 512,
+  FI_WGMMA_Q_TILE = 64,
+  FI_WGMMA_KV_TILE = 128,
+  FI_WGMMA_SHORT_KV = 2048
+};
 
 fi_target fi_target_default(void) {
   fi_target t;
@@ -176,7 +184,8 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
   if (t->sm_version == 90 && tiles.q_tile >= 64 && (p->head_dim == 64 || p->head_dim == 128)) {
     tiles.cores = FI_CORES_WGMMA;
     tiles.q_tile = FI_WGMMA_Q_TILE;
-    tiles.kv_tile = FI_WGMMA_KV_TILE;
+    tiles.kv_tile =
+        p->avg_kv_len > 0 && p->avg_kv_len <= FI_WGMMA_SHORT_KV ? 64 : FI_WGMMA_KV_TILE;
   }
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
   return tiles;

@@ -99,7 +99,7 @@ int main(void) {
     EXPECT(strcmp(fi_tiles_name(tp, 0, buf, sizeof buf), "prefill_q16_kv32") == 0, "prefill name %s", buf);
     /* long prefill on Hopper, head_dim 64 / 128: the wgmma tier, 64 x 128 */
     for (int hd = 64; hd <= 256; hd *= 2) {
-      fi_tile_problem pl = prob(4, 32, 8, hd, 2, 2, 2048, 2048);
+      fi_tile_problem pl = prob(4, 32, 8, hd, 2, 2, 4096, 4096);
       fi_tiles tl = fi_select_prefill_tiles(&h100, &pl);
       if (hd <= 128) {
         EXPECT(tl.q_tile == 64 && tl.kv_tile == 128 && tl.cores == FI_CORES_WGMMA,
@@ -114,6 +114,16 @@ int main(void) {
       fi_target a100t = {80, 108, 166912};
       fi_tiles ta = fi_select_prefill_tiles(&a100t, &pl);
       EXPECT(ta.cores == FI_CORES_TENSOR, "a100 prefill hd %d cores %d", hd, ta.cores);
+    }
+    /* short KV (known, <= 2048): the 64 x 64 wgmma variant (three CTAs per SM) */
+    {
+      fi_tile_problem ps = prob(32, 32, 8, 128, 2, 2, 512, 512);
+      fi_tiles ts = fi_select_prefill_tiles(&h100, &ps);
+      EXPECT(ts.q_tile == 64 && ts.kv_tile == 64 && ts.cores == FI_CORES_WGMMA,
+             "short-kv hopper prefill: q %d kv %d cores %d", ts.q_tile, ts.kv_tile, ts.cores);
+      ps.avg_kv_len = 0; /* unknown at compile time: the long-KV choice */
+      ts = fi_select_prefill_tiles(&h100, &ps);
+      EXPECT(ts.kv_tile == 128, "unknown-kv hopper prefill kv %d", ts.kv_tile);
     }
     /* short packed queries stay on the mma.sync kernel on Hopper too */
     EXPECT(tp.cores == FI_CORES_TENSOR, "q16 prefill cores %d", tp.cores);
