@@ -63,6 +63,11 @@ static void testAttributes(MlirContext ctx) {
          (int)mlirFiTilesAttrGetCores(tiles));
   // CHECK: tiles fields: 64 128 1 1
 
+  MlirAttribute wgTiles = mlirFiTilesAttrGet(ctx, 64, 64, false, MlirFiCoresWgmma);
+  printAttr("wgmma tiles", wgTiles);
+  // CHECK: wgmma tiles: #fi.tiles<q = 64, kv = 64, split_kv = false, cores = wgmma>
+  EXPECT(mlirFiTilesAttrGetCores(wgTiles) == MlirFiCoresWgmma);
+
   MlirAttribute target = mlirFiTargetAttrGet(ctx, 90, 132, 232448);
   printAttr("target", target);
   // CHECK: target: #fi.target<sm = 90, sm_count = 132, smem = 232448>

@@ -39,8 +39,9 @@ typedef enum MlirFiKvLayout {
 } MlirFiKvLayout;
 
 typedef enum MlirFiCores {
-  MlirFiCoresCuda = 0,
-  MlirFiCoresTensor = 1,
+  MlirFiCoresCuda = 0,   /* CUDA cores */
+  MlirFiCoresTensor = 1, /* tensor cores through mma.sync (sm_80 and newer) */
+  MlirFiCoresWgmma = 2,  /* the Hopper prefill tier: warpgroup MMA (sm_90a) */
 } MlirFiCores;
 
 typedef enum MlirFiPlanFamily {
@@ -68,7 +69,7 @@ MLIR_CAPI_EXPORTED int64_t mlirFiBsrAttrGetBlockCols(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirFiKvLayout mlirFiBsrAttrGetLayout(MlirAttribute attr);
 
 /*===-------------------------------------------------------------------===*
- * #fi.tiles<q = Q, kv = K, split_kv = true|false, cores = cuda|tensor>
+ * #fi.tiles<q = Q, kv = K, split_kv = true|false, cores = cuda|tensor|wgmma>
  *===-------------------------------------------------------------------===*/
 
 /* Null attribute (and a diagnostic) if qTile < 1 or kvTile < 1. */
