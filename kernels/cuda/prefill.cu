@@ -2,7 +2,9 @@
 // argument block, variant dispatch, and the split-KV merge.
 //
 // Work split: one CTA per (plan work unit, KV head) runs the tensor-core kernel of
-// prefill_kernel.cuh (see there for the tile walk and memory traffic); work units that
+// prefill_kernel.cuh (see there for the tile walk and memory traffic; tiles.cores picks its
+// mma.sync or its Hopper wgmma engine, the latter checked against the device and the build
+// here at plan time); work units that
 // the planner split along KV write fp32 partial rows + LSE into the workspace, and the
 // shared split-KV merge (merge.cu, fi_cuda_merge_partials) combines each merge unit's
 // chunks in chunk order (deterministic, no atomics), reading every partial row once and

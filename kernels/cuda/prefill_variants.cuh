@@ -1,6 +1,9 @@
 // prefill_variants.cuh -- the set of compiled prefill tile variants and the switch that
 // launches one. Each prefill_hd*_*.cu file stamps out the variants of one (head_dim, dtype)
-// pair so that the builds of the six files run in parallel.
+// pair so that the builds of the six files run in parallel: the mma.sync tiles
+// (FI_CUDA_PREFILL_TILE_LIST) for every head_dim and, for head_dim 64 and 128, the Hopper
+// tier's wgmma tiles (FI_CUDA_PREFILL_WGMMA_TILE_LIST; sm_90a code only, chosen per plan by
+// tiles.cores).
 #ifndef FI_CUDA_PREFILL_VARIANTS_CUH
 #define FI_CUDA_PREFILL_VARIANTS_CUH
 
