@@ -39,6 +39,11 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
     return fi_set_error(ctx, FI_ERROR_CUDA, "setting the decode kernels' shared-memory limit "
                         "failed: %s", cudaGetErrorString(err));
   target->sm_version = prop.major * 10 + prop.minor;
+#ifdef FI_CUDA_HAS_SM90A
+  ctx->wgmma_available = target->sm_version == 90;
+#else
+  ctx->wgmma_available = 0;  // no sm_90a code in this build: no Hopper tier
+#endif
   target->sm_count = prop.multiProcessorCount;
   target->smem_per_block = (int32_t)prop.sharedMemPerBlockOptin;
   return FI_SUCCESS;

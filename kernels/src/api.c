@@ -97,6 +97,15 @@ static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
   return tp;
 }
 
+/* The heuristics' prefill choice for this context: a device or build without the Hopper tier
+ * (see fi_context.wgmma_available) is planned as a non-Hopper one, so that a plan never
+ * needs a variant this runtime cannot launch. */
+static fi_tiles select_prefill_tiles(const fi_context *ctx, const fi_tile_problem *tp) {
+  fi_target t = ctx->target;
+  if (!ctx->wgmma_available && t.sm_version == 90) t.sm_version = 80;
+  return fi_select_prefill_tiles(&t, tp);
+}
+
 static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
                              const fi_attention_params *params, const fi_tiles *forced,
                              fi_tiles chosen, void *workspace, size_t workspace_bytes,
@@ -160,7 +169,7 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                         host_pages->last_page_len, params->page_size};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
   fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
-  return finish_plan(ctx, &pb, params, tiles, fi_select_prefill_tiles(&ctx->target, &tp),
+  return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
                      workspace, workspace_bytes, num_pages, plan);
 }
 
@@ -177,7 +186,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, host_qo_indptr, host_kv_indptr, NULL, 1};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
   fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
-  return finish_plan(ctx, &pb, params, tiles, fi_select_prefill_tiles(&ctx->target, &tp),
+  return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
                      workspace, workspace_bytes, 0, plan);
 }
 

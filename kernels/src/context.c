@@ -88,6 +88,7 @@ fi_status fi_context_create(fi_backend backend, fi_context **out) {
     return fi_set_error(NULL, FI_ERROR_OUT_OF_MEMORY, "fi_context_create: out of memory");
   ctx->backend = backend;
   ctx->target = fi_target_default();
+  ctx->wgmma_available = 1; /* the CUDA backend's init says otherwise where it must */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   ctx->num_threads = cores > 0 ? (int32_t)(cores > 256 ? 256 : cores) : 1;
   read_tuning(ctx);

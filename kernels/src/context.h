@@ -21,6 +21,10 @@ struct fi_context {
   fi_backend backend;
   void *stream;       /* cudaStream_t for the CUDA backend (NULL: the default stream) */
   fi_target target;   /* facts the heuristics and the planner use */
+  /* 1 when the heuristics may choose the Hopper prefill tier (cores = wgmma): always on the
+   * host backend (it ignores cores); on CUDA, a compute capability 9.0 device and a runtime
+   * built with sm_90a code. */
+  int32_t wgmma_available;
   int32_t num_threads; /* host backend: worker threads of a run */
   int32_t device;     /* CUDA backend: the device ordinal the context was created on */
   char last_error[FI_ERROR_MESSAGE_BYTES];
