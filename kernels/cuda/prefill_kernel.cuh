@@ -217,10 +217,11 @@ struct Shape {
 #define FI_PREFILL_WG_OVERLAP 1
 #endif
 // KV stages. The mma.sync kernel and the fp8 paths keep one K and one V tile (two barriers
-// per KV tile: V(i) loads under Q K(i)^T, K(i+1) under P V(i)). The wgmma fast path keeps a
-// ring of two (K, V) pairs when it still fits its occupancy (q128: one CTA of 8 warps per
-// SM anyway; q64 x kv64: two CTAs), so tile i+1 loads for a whole tile under tile i and
-// one barrier per tile suffices.
+// per KV tile: V(i) loads under Q K(i)^T, K(i+1) under P V(i)). The wgmma fast path of
+// q128 (one CTA of 8 warps per SM anyway) keeps a ring of two (K, V) pairs, so tile i+1
+// loads for a whole tile under tile i and one barrier per tile suffices; the q64 wgmma
+// variants keep single tiles so that two (kv128) or three (kv64) CTAs fit an SM, which
+// measured faster (bench/NOTES.md, prefill v7-v11).
 template <int HD, int CTA_Q, int CTA_KV, int KVK, bool WG>
 struct SmemLayout {
   static constexpr int STAGES =
