@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "fi/cuda_variants.h"
 
 typedef struct prefill_arg {
   fi_context *ctx;
@@ -32,13 +33,14 @@ static void run_prefill(void *p) {
                                               a->qo_indptr, a->kv_indptr, NULL, &a->o, NULL));
 }
 
-/* (q_tile, kv_tile, cores): the mma.sync variants, then the wgmma (Hopper) tier. */
-static const int sweep_tiles[][3] = {
-    {16, 32, FI_CORES_TENSOR},  {16, 64, FI_CORES_TENSOR},  {16, 128, FI_CORES_TENSOR},
-    {32, 32, FI_CORES_TENSOR},  {32, 64, FI_CORES_TENSOR},  {32, 128, FI_CORES_TENSOR},
-    {64, 32, FI_CORES_TENSOR},  {64, 64, FI_CORES_TENSOR},  {64, 128, FI_CORES_TENSOR},
-    {128, 32, FI_CORES_TENSOR}, {128, 64, FI_CORES_TENSOR}, {64, 64, FI_CORES_WGMMA},
-    {64, 128, FI_CORES_WGMMA},  {128, 64, FI_CORES_WGMMA},  {128, 128, FI_CORES_WGMMA}};
+/* (q_tile, kv_tile, cores): every compiled variant (fi/cuda_variants.h), the mma.sync ones
+ * first, then the wgmma (Hopper) tier. */
+#define FI_SWEEP_TENSOR(Q, KV) {(Q), (KV), FI_CORES_TENSOR},
+#define FI_SWEEP_WGMMA(Q, KV) {(Q), (KV), FI_CORES_WGMMA},
+static const int sweep_tiles[][3] = {FI_CUDA_PREFILL_TILE_LIST(FI_SWEEP_TENSOR)
+                                         FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_SWEEP_WGMMA)};
+#undef FI_SWEEP_TENSOR
+#undef FI_SWEEP_WGMMA
 enum { NUM_SWEEP_TILES = sizeof sweep_tiles / sizeof sweep_tiles[0] };
 
 static void *dev_copy(const void *h, size_t bytes) {

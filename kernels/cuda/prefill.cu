@@ -54,27 +54,25 @@ fi_status check_vector_tensor(fi_context *ctx, const char *name, const fi_tensor
   return FI_SUCCESS;
 }
 
-// The CUDA backend's own check: the shared list, and for the wgmma tier the device and the
-// build (wgmma is sm_90a code: a compute capability 9.0 device and a build with 90a).
+// The CUDA backend's own check: the shared list, and for the wgmma tier what the context
+// found at creation (fi_context.wgmma_available: a compute capability 9.0 device and a build
+// with sm_90a code).
 fi_status check_variant(fi_context *ctx, fi_op_family family, const fi_attention_params *a,
                         const fi_tiles *tiles) {
   char why[320];
   if (!fi_cuda_variant_supported(family, a, tiles, why, sizeof why))
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "%s", why);
-  if (tiles && tiles->cores == FI_CORES_WGMMA) {
+  if (tiles && tiles->cores == FI_CORES_WGMMA && !ctx->wgmma_available) {
 #ifdef FI_CUDA_HAS_SM90A
     const bool built = true;
 #else
     const bool built = false;
 #endif
-    const int sm = ctx->target.sm_version;
-    if (sm != 90 || !built)
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "prefill tiles with cores = wgmma need a compute capability 9.0 "
-                          "(Hopper) device and a runtime built for sm_90a; this device is sm "
-                          "%d and the build %s sm_90a; use cores = tensor (or let the plan "
-                          "choose)",
-                          sm, built ? "has" : "lacks");
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "prefill tiles with cores = wgmma need a compute capability 9.0 "
+                        "(Hopper) device and a runtime built for sm_90a; this device is sm %d "
+                        "and the build %s sm_90a; use cores = tensor (or let the plan choose)",
+                        (int)ctx->target.sm_version, built ? "has" : "lacks");
   }
   return FI_SUCCESS;
 }

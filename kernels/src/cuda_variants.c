@@ -24,39 +24,33 @@ static const char *dtype_name(fi_dtype d) {
   return "?";
 }
 
-static int head_dim_compiled(int32_t head_dim) {
-#define FI_MATCH(D) if (head_dim == (D)) return 1;
-  FI_CUDA_HEAD_DIM_LIST(FI_MATCH)
-#undef FI_MATCH
+/* The lists of fi/cuda_variants.h as tables: one membership test and one formatter serve
+ * all of them. */
+#define FI_ONE(V) {(V), 0},
+#define FI_PAIR(A, B) {(A), (B)},
+static const int32_t head_dims[][2] = {FI_CUDA_HEAD_DIM_LIST(FI_ONE)};
+static const int32_t decode_kv_tiles[][2] = {FI_CUDA_DECODE_KV_TILE_LIST(FI_ONE)};
+static const int32_t prefill_tiles[][2] = {FI_CUDA_PREFILL_TILE_LIST(FI_PAIR)};
+static const int32_t wgmma_tiles[][2] = {FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_PAIR)};
+static const int32_t wgmma_head_dims[][2] = {FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(FI_ONE)};
+#undef FI_ONE
+#undef FI_PAIR
+#define FI_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+static int listed(const int32_t (*table)[2], size_t n, int32_t a, int32_t b) {
+  for (size_t i = 0; i < n; ++i)
+    if (table[i][0] == a && table[i][1] == b) return 1;
   return 0;
 }
 
-static int decode_kv_tile_compiled(int32_t kv_tile) {
-#define FI_MATCH(KV) if (kv_tile == (KV)) return 1;
-  FI_CUDA_DECODE_KV_TILE_LIST(FI_MATCH)
-#undef FI_MATCH
-  return 0;
-}
-
-static int wgmma_tiles_compiled(int32_t q_tile, int32_t kv_tile) {
-#define FI_MATCH(Q, KV) if (q_tile == (Q) && kv_tile == (KV)) return 1;
-  FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_MATCH)
-#undef FI_MATCH
-  return 0;
-}
-
-static int wgmma_head_dim_compiled(int32_t head_dim) {
-#define FI_MATCH(D) if (head_dim == (D)) return 1;
-  FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(FI_MATCH)
-#undef FI_MATCH
-  return 0;
-}
-
-static int prefill_tiles_compiled(int32_t q_tile, int32_t kv_tile) {
-#define FI_MATCH(Q, KV) if (q_tile == (Q) && kv_tile == (KV)) return 1;
-  FI_CUDA_PREFILL_TILE_LIST(FI_MATCH)
-#undef FI_MATCH
-  return 0;
+/* "(16,32) (16,64) ..." into buf. */
+static const char *format_pairs(const int32_t (*table)[2], size_t n, char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && off < len; ++i)
+    off += (size_t)snprintf(buf + off, len - off, "%s(%d,%d)", i ? " " : "", (int)table[i][0],
+                            (int)table[i][1]);
+  return buf;
 }
 
 #define FI_WHY(...) (why_len ? (void)snprintf(why, why_len, __VA_ARGS__) : (void)0, 0)
@@ -72,50 +66,38 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
       p->kv_dtype != FI_DTYPE_E5M2)
     return FI_WHY("%s: the CUDA kernels take a KV cache of q's dtype (%s) or fp8 (e4m3, "
                   "e5m2), not %s", op, dtype_name(p->q_dtype), dtype_name(p->kv_dtype));
-  if (!head_dim_compiled(p->head_dim))
+  if (!listed(head_dims, FI_COUNT(head_dims), p->head_dim, 0))
     return FI_WHY("%s: head_dim %d has no CUDA kernel (64, 128 and 256 do); use one of "
                   "those or the host backend", op, (int)p->head_dim);
   if (family == FI_OP_DECODE) {
     if (p->mask_mode == FI_MASK_CUSTOM)
       return FI_WHY("decode: custom masks have no CUDA decode kernel; use the host backend");
-    if (tiles && !decode_kv_tile_compiled(tiles->kv_tile))
+    if (tiles && !listed(decode_kv_tiles, FI_COUNT(decode_kv_tiles), tiles->kv_tile, 0))
       return FI_WHY("decode: kv_tile %d has no CUDA variant (16, 32, 64 and 128 do)",
                     (int)tiles->kv_tile);
     return 1;
   }
   if (tiles && tiles->cores == FI_CORES_WGMMA) {
-    if (!wgmma_head_dim_compiled(p->head_dim))
+    if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))
       return FI_WHY("%s: the wgmma (Hopper) prefill tier has head_dim 64 and 128, not %d; "
                     "use cores = tensor", op, (int)p->head_dim);
-    if (!wgmma_tiles_compiled(tiles->q_tile, tiles->kv_tile)) {
-      char list[64] = "";
-      size_t off = 0;
-#define FI_APPEND(Q, KV)                                                                  \
-  if (off < sizeof list)                                                                  \
-    off += (size_t)snprintf(list + off, sizeof list - off, "%s(%d,%d)", off ? " " : "", \
-                            (Q), (KV));
-      FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_APPEND)
-#undef FI_APPEND
+    if (!listed(wgmma_tiles, FI_COUNT(wgmma_tiles), tiles->q_tile, tiles->kv_tile)) {
+      char list[160];
       return FI_WHY("%s: no wgmma prefill variant with q_tile %d, kv_tile %d; compiled "
                     "(q, kv) tiles: %s; or use cores = tensor", op, (int)tiles->q_tile,
-                    (int)tiles->kv_tile, list);
+                    (int)tiles->kv_tile,
+                    format_pairs(wgmma_tiles, FI_COUNT(wgmma_tiles), list, sizeof list));
     }
     return 1;
   }
   if (tiles && tiles->cores != FI_CORES_TENSOR)
     return FI_WHY("%s: the CUDA prefill kernels run on tensor cores; use cores = tensor or "
                   "wgmma", op);
-  if (tiles && !prefill_tiles_compiled(tiles->q_tile, tiles->kv_tile)) {
-    char list[160] = "";
-    size_t off = 0;
-#define FI_APPEND(Q, KV)                                                                  \
-  if (off < sizeof list)                                                                  \
-    off += (size_t)snprintf(list + off, sizeof list - off, "%s(%d,%d)", off ? " " : "", \
-                            (Q), (KV));
-    FI_CUDA_PREFILL_TILE_LIST(FI_APPEND)
-#undef FI_APPEND
+  if (tiles && !listed(prefill_tiles, FI_COUNT(prefill_tiles), tiles->q_tile, tiles->kv_tile)) {
+    char list[160];
     return FI_WHY("%s: no CUDA variant with q_tile %d, kv_tile %d; compiled (q, kv) tiles: "
-                  "%s", op, (int)tiles->q_tile, (int)tiles->kv_tile, list);
+                  "%s", op, (int)tiles->q_tile, (int)tiles->kv_tile,
+                  format_pairs(prefill_tiles, FI_COUNT(prefill_tiles), list, sizeof list));
   }
   return 1;
 }

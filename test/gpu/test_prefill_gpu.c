@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fi/cuda_variants.h"
 #include "fi/runtime.h"
 
 #define CK(call)                                                                         \
@@ -101,8 +102,15 @@ typedef struct config {
   int *qo_len, *kv_len;
 } config;
 
-static const int tile_list[][2] = {{16, 32}, {16, 64}, {16, 128}, {32, 32}, {32, 64}, {32, 128},
-                                   {64, 32}, {64, 64}, {64, 128}, {128, 32}, {128, 64}};
+/* The compiled tile variants (fi/cuda_variants.h): mma.sync, then the wgmma tier. */
+#define FI_PAIR(Q, KV) {(Q), (KV)},
+static const int tile_list[][2] = {FI_CUDA_PREFILL_TILE_LIST(FI_PAIR)};
+static const int wg_tile_list[][2] = {FI_CUDA_PREFILL_WGMMA_TILE_LIST(FI_PAIR)};
+#undef FI_PAIR
+enum {
+  NUM_TILES = sizeof tile_list / sizeof tile_list[0],
+  NUM_WG_TILES = sizeof wg_tile_list / sizeof wg_tile_list[0]
+};
 
 static void *dmalloc(size_t bytes) {
   void *p = NULL;
@@ -432,13 +440,14 @@ static void draw_config(config *c, int i) {
   if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
   if (c->force_tiles) {
-    /* 0..10: the mma.sync list; 11..14: the wgmma tier (Hopper only; head_dim <= 128) */
-    int t = (int)(rnd() % (hopper ? 15 : 11));
-    if (t >= 11 && c->hd > 128) t = 10;
-    c->tiles.q_tile = t < 11 ? tile_list[t][0] : (t < 13 ? 64 : 128);
-    c->tiles.kv_tile = t < 11 ? tile_list[t][1] : (t % 2 ? 64 : 128);
+    /* the mma.sync list, then the wgmma tier (Hopper only; head_dim <= 128) */
+    int t = (int)(rnd() % (uint32_t)(hopper ? NUM_TILES + NUM_WG_TILES : NUM_TILES));
+    if (t >= NUM_TILES && c->hd > 128) t = NUM_TILES - 1;
+    const int *pair = t < NUM_TILES ? tile_list[t] : wg_tile_list[t - NUM_TILES];
+    c->tiles.q_tile = pair[0];
+    c->tiles.kv_tile = pair[1];
     c->tiles.split_kv = rnd() & 1;
-    c->tiles.cores = t < 11 ? FI_CORES_TENSOR : FI_CORES_WGMMA;
+    c->tiles.cores = t < NUM_TILES ? FI_CORES_TENSOR : FI_CORES_WGMMA;
   }
 }
 
@@ -462,23 +471,27 @@ int main(void) {
     CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     hopper = major == 9 && minor == 0;
   }
-  int failures = 0, tile_seen[11] = {0}, wg_seen[4] = {0};
+  int failures = 0, tile_seen[NUM_TILES] = {0}, wg_seen[NUM_WG_TILES] = {0};
   for (int i = 0; i < num; ++i) {
     config c;
     draw_config(&c, i);
     failures += run_config(host, cuda, &c, i) != 0;
-    for (int t = 0; t < 11; ++t)
-      if (c.tiles.cores == FI_CORES_TENSOR && c.tiles.q_tile == tile_list[t][0] &&
-          c.tiles.kv_tile == tile_list[t][1])
-        tile_seen[t]++;
-    if (c.tiles.cores == FI_CORES_WGMMA)
-      wg_seen[(c.tiles.q_tile == 128) * 2 + (c.tiles.kv_tile == 128)]++;
+    const int wg = c.tiles.cores == FI_CORES_WGMMA;
+    for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
+      const int *pair = wg ? wg_tile_list[t] : tile_list[t];
+      if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
+    }
   }
   printf("test_prefill_gpu: %d configs, %d failed; tiles run:", num, failures);
-  for (int t = 0; t < 11; ++t) printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
-  printf(" wgmma64x64:%d wgmma64x128:%d wgmma128x64:%d wgmma128x128:%d\n", wg_seen[0],
-         wg_seen[1], wg_seen[2], wg_seen[3]);
-  if (hopper && num >= 100 && (!wg_seen[0] || !wg_seen[1] || !wg_seen[2] || !wg_seen[3])) {
+  for (int t = 0; t < NUM_TILES; ++t)
+    printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
+  int wg_missing = 0;
+  for (int t = 0; t < NUM_WG_TILES; ++t) {
+    printf(" wgmma%dx%d:%d", wg_tile_list[t][0], wg_tile_list[t][1], wg_seen[t]);
+    wg_missing += wg_seen[t] == 0;
+  }
+  printf("\n");
+  if (hopper && num >= 100 && wg_missing) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
     ++failures;
   }
