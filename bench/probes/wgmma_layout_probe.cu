@@ -35,8 +35,10 @@ __global__ void probe(const __half *q, const __half *k, const __half *v, float *
            va = (uint32_t)__cvta_generic_to_shared(vs);
   fi_wgmma::fence();
   for (int kk = 0; kk < D / 16; ++kk) {
-    const uint64_t da = fi_wgmma::desc(qa + (kk >> 2) * M * 128 + (kk & 3) * 32, 16, 1024);
-    const uint64_t db = fi_wgmma::desc(ka + (kk >> 2) * KV * 128 + (kk & 3) * 32, 16, 1024);
+    const uint64_t da =
+        fi_wgmma::desc_at(fi_wgmma::desc_lo(qa, 16), (kk >> 2) * M * 128 + (kk & 3) * 32, 1024);
+    const uint64_t db =
+        fi_wgmma::desc_at(fi_wgmma::desc_lo(ka, 16), (kk >> 2) * KV * 128 + (kk & 3) * 32, 1024);
     if (kk == 0) fi_wgmma::Wgmma<__half, KV>::ss<0>(s, da, db);
     else fi_wgmma::Wgmma<__half, KV>::ss<1>(s, da, db);
   }
@@ -59,7 +61,8 @@ __global__ void probe(const __half *q, const __half *k, const __half *v, float *
       __half2 h = __floats2half2_rn(x[0] * 0.01f, x[1] * 0.01f);
       a[r] = *(uint32_t *)&h;
     }
-    fi_wgmma::Wgmma<__half, D>::rs(o, a, fi_wgmma::desc(va + kb * 16 * 128, lbo_v, sbo_v));
+    fi_wgmma::Wgmma<__half, D>::rs(
+        o, a, fi_wgmma::desc_at(fi_wgmma::desc_lo(va, lbo_v), kb * 16 * 128, sbo_v));
   }
   fi_wgmma::commit();
   fi_wgmma::wait<0>();

@@ -210,12 +210,6 @@ struct Shape {
   static constexpr int MIN_CTAS = (WG && CTA_Q == 64 && CTA_KV == 64) ? 3 : 1;
 };
 
-#ifndef FI_PREFILL_WG_RING
-#define FI_PREFILL_WG_RING 1
-#endif
-#ifndef FI_PREFILL_WG_OVERLAP  // (compile-time switches for A/B builds; 1 = on)
-#define FI_PREFILL_WG_OVERLAP 1
-#endif
 // KV stages. The mma.sync kernel and the fp8 paths keep one K and one V tile (two barriers
 // per KV tile: V(i) loads under Q K(i)^T, K(i+1) under P V(i)). The wgmma fast path of
 // q128 (one CTA of 8 warps per SM anyway) keeps a ring of two (K, V) pairs, so tile i+1
@@ -225,7 +219,7 @@ struct Shape {
 template <int HD, int CTA_Q, int CTA_KV, int KVK, bool WG>
 struct SmemLayout {
   static constexpr int STAGES =
-      (FI_PREFILL_WG_RING && WG && KVK == FI_KV_SAME && CTA_Q == 128) ? 2 : 1;
+      (WG && KVK == FI_KV_SAME && CTA_Q == 128) ? 2 : 1;
   static constexpr int Q_BYTES = CTA_Q * HD * 2;
   static constexpr int KV_BYTES = CTA_KV * HD * 2;
   static constexpr int RAW_BYTES = (KVK == FI_KV_SAME) ? 0 : CTA_KV * HD;  // fp8 staging
@@ -272,7 +266,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
   // warpgroup overlap). V then lags K by one tile in the ring: the top of tile i loads K(i+1)
   // and V(i). Waits stay unconditional: ptxas serialises every wgmma when it cannot match a
   // wait to an issue.
-  constexpr bool OVERLAP = RING && FI_PREFILL_WG_OVERLAP;
+  constexpr bool OVERLAP = RING;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
   // PAGE_TABLE: [buffer][K, V][row] byte offsets of the paged rows (see load_kv_tile).
@@ -324,6 +318,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       fi_wgmma::desc_lo(smem_addr(q_smem) + (uint32_t)(warp >> 2) * 64 * 128, 16);
   const uint32_t wg_kv_desc_lo = fi_wgmma::desc_lo(smem_addr(k_smem), 16);
   const uint32_t wg_v_desc_lo = fi_wgmma::desc_lo(smem_addr(v_smem), CTA_KV * 128);
+  // ... of ring slot `slot` (K then V of a slot are SLOT_ELEMS apart; 16-byte units).
+  auto slot_desc_lo = [](uint32_t base_lo, int slot) {
+    return base_lo + (uint32_t)slot * (SLOT_ELEMS * 2 / 16);
+  };
   const uint32_t v_lane_addr = smem_addr(v_smem) +
                                (uint32_t)(lane_r8 + ((lane >> 3) & 1) * 8) * HD * 2 +
                                ((uint32_t)((lane >> 4) ^ lane_r8) << 4);
@@ -579,6 +577,22 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       if (RING && !OVERLAP) load_kv_tile(0, true, 0);
     }
     uint32_t pa_prev[CTA_KV / 16][4];  // OVERLAP: P of the previous tile (wgmma A operand)
+    // wgmma: O += P V for one KV tile and wait for it. One m64 x HD x 16 wgmma per 16 KV
+    // rows: P from registers, V MN-major (rows are the reduction dimension, head dims
+    // contiguous in 64-column slabs) from the V tile whose descriptor base is v_lo.
+    auto pv_wgmma = [&](const uint32_t (&pm)[CTA_KV / 16][4], uint32_t v_lo) {
+      if constexpr (WG) {  // (HD 256 has no wgmma form: no reference outside the tier)
+        fi_wgmma::fence_regs(o[0]);
+        fi_wgmma::fence();
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+          fi_wgmma::Wgmma<DT, HD>::rs(o[0], pm[kb],
+                                      fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
+        fi_wgmma::commit();
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o[0]);
+      }
+    };
     cp_async_commit();
     if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
       cp_async_wait<1>();
@@ -628,12 +642,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         // One m64 x CTA_KV x 16 wgmma per 16 head dims: Q (this warpgroup's 64 rows) and K
         // both K-major from the swizzled slabs; 32 bytes along a 128-byte row per step.
         // Descriptors: the chunk's Q base and the slot's K base plus constant offsets.
-        const uint32_t q_lo = wg_q_desc_lo, k_lo = wg_kv_desc_lo + slot * (SLOT_ELEMS * 2 / 16);
+        const uint32_t q_lo = wg_q_desc_lo, k_lo = slot_desc_lo(wg_kv_desc_lo, slot);
         // OVERLAP: the descriptors of P(tile-1) V(tile-1), computed before the warpgroup's
         // fence (ptxas serialises wgmmas whose inputs are defined inside the stage).
         uint64_t v_prev_desc[OVERLAP ? CTA_KV / 16 : 1];
         if (OVERLAP) {
-          const uint32_t v_lo = wg_v_desc_lo + (slot ^ 1) * (SLOT_ELEMS * 2 / 16);
+          const uint32_t v_lo = slot_desc_lo(wg_v_desc_lo, slot ^ 1);
 #pragma unroll
           for (int kb = 0; kb < (OVERLAP ? CTA_KV / 16 : 1); ++kb)
             v_prev_desc[kb] = fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024);
@@ -817,18 +831,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
           for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[0][kb][e];  // issued next tile
       } else if constexpr (WG) {
-        // One m64 x HD x 16 wgmma per 16 KV rows: P from registers, V MN-major (rows are
-        // the reduction dimension, head dims contiguous in 64-column slabs).
-        const uint32_t v_lo = wg_v_desc_lo + slot * (SLOT_ELEMS * 2 / 16);
-        fi_wgmma::fence_regs(o[0]);
-        fi_wgmma::fence();
-#pragma unroll
-        for (int kb = 0; kb < CTA_KV / 16; ++kb)
-          fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa[0][kb],
-                                      fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
-        fi_wgmma::commit();
-        fi_wgmma::wait<0>();
-        fi_wgmma::fence_regs(o[0]);
+        pv_wgmma(pa[0], slot_desc_lo(wg_v_desc_lo, slot));
       } else {
 #pragma unroll
       for (int kb = 0; kb < CTA_KV / 16; ++kb) {
@@ -849,18 +852,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
     cp_async_wait<0>();
     sync_block();
     if constexpr (OVERLAP) {
-      if (num_tiles > 0) {  // the last tile's P V (V landed: waited above)
-        const uint32_t v_lo = wg_v_desc_lo + ((num_tiles - 1) & 1) * (SLOT_ELEMS * 2 / 16);
-        fi_wgmma::fence_regs(o[0]);
-        fi_wgmma::fence();
-#pragma unroll
-        for (int kb = 0; kb < CTA_KV / 16; ++kb)
-          fi_wgmma::Wgmma<DT, HD>::rs(o[0], pa_prev[kb],
-                                      fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
-        fi_wgmma::commit();
-        fi_wgmma::wait<0>();
-        fi_wgmma::fence_regs(o[0]);
-      }
+      if (num_tiles > 0)  // the last tile's P V (V landed: waited above)
+        pv_wgmma(pa_prev, slot_desc_lo(wg_v_desc_lo, (num_tiles - 1) & 1));
     }
 
     // ---- finalize: full row sums, normalise, write
