@@ -823,7 +823,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 // ------------------------------------------------- tensor cores, warp pipelines -------
 
 // Variant of the tensor-core kernel for 16-bit KV without RoPE (no transform pass), with
-// NW = blockDim.x / 32 warps (2..4, tcw_warps_for picks them per grid): every
+// NW = blockDim.x / 32 warps (2..12, tcw_warps_for picks them per grid): every
 // warp runs its own cp.async pipeline over its own 16-token sub-tiles (w, w + NW, ... of
 // the unit's range), `stages` deep, synchronised with __syncwarp only. No block barrier
 // per tile: a warp that waits for memory never holds the others back, and each warp keeps
@@ -838,8 +838,13 @@ __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int p
   return token_offsets(p, page_begin, lo + sub * 16 + lane, hi, kv_head);
 }
 
+// Up to 12 warps per CTA: 168 registers x 384 threads fit one SM's register file, so a
+// decode whose (request, kv head) CTAs about fill the SMs runs unsplit at 12 warps per SM
+// (planner.c, decode_unsplit_fills_sms).
+constexpr int kTcwMaxWarps = 12;
+
 template <typename T, typename KVT, int D>
-__global__ void __launch_bounds__(128) decode_tcw_kernel(const DecodeParams p) {
+__global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
   allow_dependent_launch();
   constexpr int RC = 2 * D + 16;
@@ -974,14 +979,15 @@ static inline int decode_tc_warps(int kv_tile) {
 // sub-tiles and its rate is bounded by its own instruction chain, not by the bytes it has
 // in flight (bench/NOTES.md, v8: three stages instead of two changed nothing; more resident
 // warps per SM did), so the kernel takes time ~ waves(nw) / nw for a fixed amount of work:
-// pick nw in 2..4 minimising ceil(ctas / (resident CTAs per SM(nw) x SMs)) / nw, fewer warps
-// on ties. E.g. 512 CTAs on 132 SMs: 2 warps (6 per SM, 1 wave) 0.5, 3 warps (4 per SM,
-// 1 wave) 0.33, 4 warps (3 per SM, 2 waves) 0.5 -> 3.
+// pick nw in 2..12 minimising ceil(ctas / (resident CTAs per SM(nw) x SMs)) / nw, fewer
+// warps on ties. E.g. 512 CTAs on 132 SMs: 2 warps (6 per SM, 1 wave) 0.5, 3 warps (4 per
+// SM, 1 wave) 0.33, 4 warps (3 per SM, 2 waves) 0.5, 12 warps (1 per SM, 4 waves) 0.33
+// -> 3; 128 CTAs -> 12 warps, one CTA per SM.
 template <typename Kernel, typename SmemOf>
 static int tcw_warps_for(Kernel kernel, SmemOf smem_of, long long ctas, int sm_count) {
   int best = 2;
   double best_cost = 0.0;
-  for (int nw = 2; nw <= 4; ++nw) {
+  for (int nw = 2; nw <= kTcwMaxWarps; ++nw) {
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * nw, smem_of(nw)) !=
             cudaSuccess ||
@@ -1022,7 +1028,9 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
   if (tc) {
     int nw = decode_tc_warps(p.kv_tile);
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
-    if (p.warp_pipe && !transform && D <= 128) {
+    // The per-warp kernel exists for 16-bit KV and head_dim <= 128 only (not instantiated
+    // for the others: at head_dim 256 its 12-warp register budget would spill).
+    if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
       if (p.tcw_warps > 0) {
         nw = p.tcw_warps;
       } else {
@@ -1072,7 +1080,9 @@ static cudaError_t decode_prepare_kv(int limit) {
   FI_PREP((decode_cc_kernel<T, KVT, 64>)) FI_PREP((decode_cc_kernel<T, KVT, 128>))
   FI_PREP((decode_cc_kernel<T, KVT, 256>)) FI_PREP((decode_tc_kernel<T, KVT, 64>))
   FI_PREP((decode_tc_kernel<T, KVT, 128>)) FI_PREP((decode_tc_kernel<T, KVT, 256>))
-  FI_PREP((decode_tcw_kernel<T, KVT, 64>)) FI_PREP((decode_tcw_kernel<T, KVT, 128>))
+  if constexpr (sizeof(KVT) == 2) {
+    FI_PREP((decode_tcw_kernel<T, KVT, 64>)) FI_PREP((decode_tcw_kernel<T, KVT, 128>))
+  }
 #undef FI_PREP
   return e;
 }

@@ -50,7 +50,7 @@ struct fi_context {
     int32_t head_fast;   /* -1 default, 0/1 */
     int32_t warp_pipe;   /* -1 default, 0/1 */
     int32_t merge_pdl;   /* -1 default, 0/1 */
-    int32_t tcw_warps;   /* 2..4: warps per CTA of the per-warp tensor-core kernel; 0: auto */
+    int32_t tcw_warps;   /* 2..12: warps per CTA of the per-warp tensor-core kernel; 0: auto */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

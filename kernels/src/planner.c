@@ -73,21 +73,38 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
  * FI_DECODE_CTAS_PER_SM overrides it as well. */
 enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
 
+/* Whether the per-warp kernel applies to this plan (only plan-level facts decide: shape,
+ * dtypes, tiles; not pos_encoding, which compiled code applies per run, so compiled and
+ * direct plans of the same shape stay identical; RoPE runs use the other tensor-core
+ * kernel with the same plan). */
+static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *p,
+                              fi_tiles tiles) {
+  return ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
+         ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
+         fi_dtype_size(p->kv_dtype) == 2 && p->head_dim <= 128;
+}
+
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
-  /* Only plan-level facts decide (shape, dtypes, tiles): not pos_encoding, which compiled
-   * code applies per run (a plan op does not carry it), so compiled and direct plans of the
-   * same shape stay identical (examples/decode_step compares them bit for bit). RoPE runs
-   * use the other tensor-core kernel with this plan. */
-  int tcw = ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
-            ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
-            fi_dtype_size(p->kv_dtype) == 2 && p->head_dim <= 128;
-  if (!tcw) return t;
+  if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t u = FI_DECODE_TCW_CTAS_PER_SM * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1) /
               kvh;
   return u < 1 ? 1 : (u < t ? u : t);
+}
+
+/* A per-warp decode plan is not split when its unsplit (request, kv head) CTAs already
+ * cover at least 9/10 of the SMs: the launcher then runs one CTA of up to 12 warps per SM
+ * (tcw_warps_for), the same 12 warps per SM as a split plan's 3-warp CTAs, without partial
+ * rows to write and merge. Measured on an H100 (bench/NOTES.md, v10): (16, 4096, 32, 8),
+ * 128 CTAs, 81.8 -> 83.5 % of copy. */
+static int decode_unsplit_fills_sms(const fi_context *ctx, const fi_attention_params *p,
+                                    fi_tiles tiles, int64_t unsplit_units) {
+  if (!decode_plan_is_tcw(ctx, p, tiles)) return 0;
+  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  return unsplit_units * kvh * 10 >= sms * 9;
 }
 
 typedef struct caps {
@@ -253,7 +270,9 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                 "ceil(kv_len / fixed_split_size)"
               : "");
     }
-  } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target) {
+  } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target &&
+             !(pb->family == FI_OP_DECODE &&
+               decode_unsplit_fills_sms(ctx, params, tiles, unsplit.units))) {
     int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
     if (lo < hi) {
       /* smallest k in [lo, hi] with count(k*g) within target and capacities; k = hi means
