@@ -152,6 +152,7 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   if (budget > limit) budget = limit;
   p.head_fast = ctx->tuning.head_fast >= 0 ? ctx->tuning.head_fast != 0 : kDecodeHeadFastDefault;
   p.warp_pipe = ctx->tuning.warp_pipe >= 0 ? ctx->tuning.warp_pipe != 0 : kDecodeWarpPipeDefault;
+  p.heads_n = ctx->tuning.heads_n >= 0 ? ctx->tuning.heads_n != 0 : 1;
   p.sm_count = ctx->target.sm_count;
   p.tcw_warps =
       ctx->tuning.tcw_warps >= 2 && ctx->tuning.tcw_warps <= fi::kTcwMaxWarps ? ctx->tuning.tcw_warps : 0;

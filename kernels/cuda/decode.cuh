@@ -68,6 +68,8 @@ struct DecodeParams {
   int32_t grid_heads; // kv heads x head chunks (the grid.y extent of the 2-D launch)
   int32_t warp_pipe;  // 1: tensor cores with per-warp pipelines (decode_tcw_kernel) where
                       // it applies (16-bit KV, no RoPE, head_dim <= 128)
+  int32_t heads_n;    // 1: decode_tcw_kernel puts the heads on the mma N side where
+                      // heads_per_cta <= 8 (tcn_subtile)
   // Launch-side only (the kernels ignore them): the device's SM count and the warps per
   // CTA of decode_tcw_kernel (0: chosen by tcw_warps_for).
   int32_t sm_count, tcw_warps;
@@ -565,6 +567,21 @@ __device__ __forceinline__ void tc_softmax_pv(const DecodeParams &p, TcState<D> 
   }
 }
 
+// The last step of a warp merge: every warp has written its o rows ([NW][16][D] floats at
+// eo, row r = head head0 + r) and their (m, d) ([NW][16] at emd); rows 0 .. hg - 1 are
+// combined in warp order and written for unit u. Block-wide; starts and ends with a barrier.
+template <typename T, int D>
+__device__ __forceinline__ void merge_warp_rows(const DecodeParams &p, const fi_work_unit &u,
+                                                const float *eo, const float2 *emd, int head0) {
+  const int NW = blockDim.x / 32;
+  __syncthreads();
+  for (int item = threadIdx.x; item < p.heads_per_cta * (D / 8); item += blockDim.x) {
+    int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+    merge_states8<T, D>(p, u, head0 + r, d0, eo, emd, NW, 16, r);
+  }
+  __syncthreads();
+}
+
 // After the last tile (cp.async drained, block barrier passed): the warps merge their
 // states through shared memory ([NW][16][D] o, then [NW][16] (m, d)) and write rows
 // 0 .. hg - 1 (heads head0 + r) of unit u. Ends with a block barrier.
@@ -574,7 +591,6 @@ __device__ __forceinline__ void tc_merge_warps(const DecodeParams &p, const fi_w
   const int NW = blockDim.x / 32;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;
-  const int hg = p.heads_per_cta;
   st.d0 += __shfl_xor_sync(0xffffffffu, st.d0, 1);
   st.d0 += __shfl_xor_sync(0xffffffffu, st.d0, 2);
   st.d1 += __shfl_xor_sync(0xffffffffu, st.d1, 1);
@@ -591,12 +607,7 @@ __device__ __forceinline__ void tc_merge_warps(const DecodeParams &p, const fi_w
     emd[warp * 16 + g] = make_float2(st.m0, st.d0);
     emd[warp * 16 + g + 8] = make_float2(st.m1, st.d1);
   }
-  __syncthreads();
-  for (int item = tid; item < hg * (D / 8); item += blockDim.x) {
-    int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
-    merge_states8<T, D>(p, u, head0 + r, d0, eo, emd, NW, 16, r);
-  }
-  __syncthreads();
+  merge_warp_rows<T, D>(p, u, eo, emd, head0);
 }
 
 // ---------------------------------------------------------------- CUDA cores ---------
@@ -820,6 +831,137 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   }
 }
 
+// ----------------------------------- tensor cores, heads on the mma N side (hg <= 8) --
+// S^T = K Q^T and O^T = V^T P^T: the 16 tokens of a sub-tile are the mma rows and the CTA's
+// (up to 8) heads its 8 columns, so no mma row is padding (with the heads as rows, hg <= 8
+// leaves rows 8..15 empty). Per 16-token sub-tile and warp at D = 128: 8 + 8 mma instead of
+// 16 + 16, a 32-float o accumulator instead of 64, 4 logits per lane instead of 8. P^T, the
+// B operand of the second product, comes from the S^T accumulators by an 8 x 8 transpose in
+// registers (movmatrix): accumulator (token g, heads 2 t4, 2 t4 + 1) -> fragment (tokens
+// 2 t4, 2 t4 + 1, head g). The online-softmax state is per column (head): lanes with the
+// same t4 share it, and the max over tokens reduces over g (xor 4, 8, 16).
+
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+// B fragments (Q^T) of k-slices 2 kk2 and 2 kk2 + 1 from the Q rows 0..7 of qs:
+// r[0], r[1] for slice 2 kk2, r[2], r[3] for slice 2 kk2 + 1.
+template <int RC>
+__device__ __forceinline__ void ldsm_qt(uint32_t *r, const uint8_t *qs, int kk2, int lane) {
+  ldmatrix_x4(r, qs + (lane % 8) * RC + (32 * kk2 + 8 * (lane / 8)) * 2);
+}
+// A fragment of V^T block m (dims 16 m .. 16 m + 15 x the 16 tokens of vt), by transposed
+// 8 x 8 loads of the V rows.
+template <int RC>
+__device__ __forceinline__ void ldsm_vt(uint32_t *r, const uint8_t *vt, int m, int lane) {
+  ldmatrix_x4_trans(r, vt + (lane % 8 + 8 * (lane / 16)) * RC + (16 * m + 8 * ((lane / 8) % 2)) * 2);
+}
+
+// One warp's state: o^T fragments [D/16][4] (c0: dim 16 m + g, head 2 t4; c1: head 2 t4 + 1;
+// c2, c3: dim + 8), and (m, d) of heads 2 t4 and 2 t4 + 1 (m in log2 units; d this lane's
+// part of the sum over its tokens until tcn_merge_warps).
+template <int D> struct TcnState {
+  float o[D / 16][4];
+  float m[2], d[2];
+};
+template <int D> __device__ __forceinline__ void tcn_state_init(TcnState<D> &st) {
+#pragma unroll
+  for (int n = 0; n < D / 16; ++n) st.o[n][0] = st.o[n][1] = st.o[n][2] = st.o[n][3] = 0.f;
+  st.m[0] = st.m[1] = -INFINITY;
+  st.d[0] = st.d[1] = 0.f;
+}
+
+// One 16-token sub-tile (K rows kb, V rows vb, positions pos0 .. pos0 + 15) folded into the
+// state: S^T = K Q^T (qb: the Q^T fragments), scale, logits transform, mask past hi, online
+// softmax per head, O^T += V^T P^T. slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1.
+template <typename T, int D, int RC>
+__device__ __forceinline__ void tcn_subtile(const DecodeParams &p, TcnState<D> &st,
+                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
+                                            const uint8_t *vb, int pos0, int hi, int q_pos,
+                                            float slope0, float slope1, int lane) {
+  const int g = lane / 4;
+  float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a[4];
+    ldsm_q<RC>(a, kb, kk, lane);  // the 16 K rows as the A operand
+    mma_16816<T>(kk % 2 ? s2 : s, a, qb[kk][0], qb[kk][1]);
+  }
+  float mx[2] = {st.m[0], st.m[1]};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int pos = pos0 + g + 8 * (j >> 1);
+    const float v = pos < hi ? logits_transform(p, (s[j] + s2[j]) * p.scale, pos, q_pos,
+                                                (j & 1) ? slope1 : slope0) * kLog2e
+                             : -INFINITY;
+    s[j] = v;
+    mx[j & 1] = fmaxf(mx[j & 1], v);
+  }
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    mx[c] = fmaxf(mx[c], __shfl_xor_sync(0xffffffffu, mx[c], 4));
+    mx[c] = fmaxf(mx[c], __shfl_xor_sync(0xffffffffu, mx[c], 8));
+    mx[c] = fmaxf(mx[c], __shfl_xor_sync(0xffffffffu, mx[c], 16));
+  }
+  float sc[2];
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const float base = mx[c] == -INFINITY ? 0.f : mx[c];
+    sc[c] = exp2f(st.m[c] - base);
+    st.m[c] = mx[c];
+    st.d[c] *= sc[c];
+    s[c] = exp2f(s[c] - base);
+    s[c + 2] = exp2f(s[c + 2] - base);
+    st.d[c] += s[c] + s[c + 2];
+  }
+  if (__any_sync(0xffffffffu, sc[0] != 1.f || sc[1] != 1.f)) {  // a head's max moved
+#pragma unroll
+    for (int n = 0; n < D / 16; ++n) {
+      st.o[n][0] *= sc[0];
+      st.o[n][1] *= sc[1];
+      st.o[n][2] *= sc[0];
+      st.o[n][3] *= sc[1];
+    }
+  }
+  const uint32_t b0 = movmatrix_trans(pack2<T>(s[0], s[1]));  // tokens 0..7
+  const uint32_t b1 = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
+#pragma unroll
+  for (int n = 0; n < D / 16; ++n) {
+    uint32_t a[4];
+    ldsm_vt<RC>(a, vb, n, lane);
+    mma_16816<T>(st.o[n], a, b0, b1);
+  }
+}
+
+// As tc_merge_warps, for the heads-on-N state.
+template <typename T, int D>
+__device__ __forceinline__ void tcn_merge_warps(const DecodeParams &p, const fi_work_unit &u,
+                                                uint8_t *smem, TcnState<D> &st, int head0) {
+  const int NW = blockDim.x / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t4 = lane % 4;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    st.d[c] += __shfl_xor_sync(0xffffffffu, st.d[c], 4);
+    st.d[c] += __shfl_xor_sync(0xffffffffu, st.d[c], 8);
+    st.d[c] += __shfl_xor_sync(0xffffffffu, st.d[c], 16);
+  }
+  float *eo = (float *)smem;
+  float2 *emd = (float2 *)(eo + NW * 16 * D);
+#pragma unroll
+  for (int n = 0; n < D / 16; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      eo[(warp * 16 + 2 * t4 + (c & 1)) * D + 16 * n + g + 8 * (c >> 1)] = st.o[n][c];
+  if (g == 0) {
+    emd[warp * 16 + 2 * t4] = make_float2(st.m[0], st.d[0]);
+    emd[warp * 16 + 2 * t4 + 1] = make_float2(st.m[1], st.d[1]);
+  }
+  merge_warp_rows<T, D>(p, u, eo, emd, head0);
+}
+
 // ------------------------------------------------- tensor cores, warp pipelines -------
 
 // Variant of the tensor-core kernel for 16-bit KV without RoPE (no transform pass), with
@@ -843,7 +985,8 @@ __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int p
 // (planner.c, decode_unsplit_fills_sms).
 constexpr int kTcwMaxWarps = 12;
 
-template <typename T, typename KVT, int D>
+// HN: the heads on the mma N side (tcn_subtile; CTAs of hg <= 8 heads), else as mma rows.
+template <typename T, typename KVT, int D, bool HN>
 __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
   allow_dependent_launch();
@@ -856,8 +999,16 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
   const BlockCoords bc = block_coords(p);
   const CtaHeads ch = cta_heads(p, bc);
   const int kv_head = ch.kv_head, head0 = ch.head0;
-  float slope0, slope1;
-  tc_row_slopes(p, head0, g, &slope0, &slope1);
+  float slope0, slope1;  // of the lane's mma rows g, g + 8 (HN: of its columns 2 t4, 2 t4 + 1)
+  if (HN) {
+    const int c0 = 2 * (lane % 4);
+    const bool alibi = p.pos_encoding == FI_POS_ALIBI;
+    slope0 = alibi && c0 < p.heads_per_cta ? alibi_slope(head0 + c0, p.num_qo_heads) : 0.f;
+    slope1 = alibi && c0 + 1 < p.heads_per_cta ? alibi_slope(head0 + c0 + 1, p.num_qo_heads)
+                                                : 0.f;
+  } else {
+    tc_row_slopes(p, head0, g, &slope0, &slope1);
+  }
 
   const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
   const int raw_bytes = NW * S * stage_bytes;
@@ -885,9 +1036,22 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
         slots[j * 16 + lane] =
             warp_lookup(p, page_begin, lo, hi, kv_head, warp + j * NW, num_sub, lane);
     __syncthreads();  // Q tile and slots
-    uint32_t qf[D / 16][4];
+    // Q as the A operand (heads as rows) or as Q^T B fragments (HN).
+    uint32_t qf[HN ? 1 : D / 16][4], qb[HN ? D / 16 : 1][2];
+    if constexpr (HN) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) ldsm_q<RC>(qf[kk], qs, kk, lane);
+      for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+        uint32_t r[4];
+        ldsm_qt<RC>(r, qs, kk2, lane);
+        qb[2 * kk2][0] = r[0];
+        qb[2 * kk2][1] = r[1];
+        qb[2 * kk2 + 1][0] = r[2];
+        qb[2 * kk2 + 1][1] = r[3];
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) ldsm_q<RC>(qf[kk], qs, kk, lane);
+    }
     __syncthreads();  // every warp holds Q before the ring is overwritten
 
     auto issue = [&](int j) {
@@ -907,8 +1071,10 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
     for (int j = 0; j < S - 1; ++j) issue(j);
     TokenOffsets pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
 
-    TcState<D> st;
-    tc_state_init(st);
+    TcState<D> st;    // heads as rows
+    TcnState<D> stn;  // HN
+    if constexpr (HN) tcn_state_init(stn);
+    else tc_state_init(st);
 
     for (int it = 0; it < my_tiles; ++it) {
       if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
@@ -919,21 +1085,25 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
       const uint8_t *kb = ring + (it % S) * stage_bytes;
       const uint8_t *vb = kb + 16 * RC;
       const int tile_pos = lo + (warp + it * NW) * 16;
-
-      float s[2][4];
+      if constexpr (HN) {
+        tcn_subtile<T, D, RC>(p, stn, qb, kb, vb, tile_pos, hi, q_pos, slope0, slope1, lane);
+      } else {
+        float s[2][4];
 #pragma unroll
-      for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t b[4];
-        ldsm_k<RC>(b, kb, 0, kk, lane);
-        mma_n16<T>(s[0], s[1], qf[kk], b);
+        for (int kk = 0; kk < D / 16; ++kk) {
+          uint32_t b[4];
+          ldsm_k<RC>(b, kb, 0, kk, lane);
+          mma_n16<T>(s[0], s[1], qf[kk], b);
+        }
+        tc_softmax_pv<T, D, RC>(p, st, s, tile_pos, hi, q_pos, slope0, slope1, vb, 0, lane);
       }
-      tc_softmax_pv<T, D, RC>(p, st, s, tile_pos, hi, q_pos, slope0, slope1, vb, 0, lane);
     }
     cp_async_wait<0>();
     __syncthreads();
-    tc_merge_warps<T, D>(p, u, smem, st, head0);
+    if constexpr (HN) tcn_merge_warps<T, D>(p, u, smem, stn, head0);
+    else tc_merge_warps<T, D>(p, u, smem, st, head0);
   }
 }
 
@@ -1031,21 +1201,23 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     // The per-warp kernel exists for 16-bit KV and head_dim <= 128 only (not instantiated
     // for the others: at head_dim 256 its 12-warp register budget would spill).
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
-      if (p.tcw_warps > 0) {
-        nw = p.tcw_warps;
-      } else {
-        // Two stages per warp, the per-warp ring measured best (v6).
-        auto two_stage = [&](int w) { return decode_tcw_smem(D, 2, w); };
-        nw = tcw_warps_for(decode_tcw_kernel<T, KVT, D>, two_stage,
-                           (long long)grid.x * grid.y, p.sm_count);
-      }
-      auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
-      int stages = deepest_stages(smem_of, smem_budget);
-      size_t smem = smem_of(stages);
-      if (smem > smem_limit) return cudaErrorInvalidConfiguration;
-      p.stages = stages;
-      decode_tcw_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
-      return cudaGetLastError();
+      auto launch_tcw = [&](auto kernel) {
+        int nw = p.tcw_warps;
+        if (nw <= 0) {
+          // Two stages per warp, the per-warp ring measured best (v6).
+          auto two_stage = [&](int w) { return decode_tcw_smem(D, 2, w); };
+          nw = tcw_warps_for(kernel, two_stage, (long long)grid.x * grid.y, p.sm_count);
+        }
+        auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
+        int stages = deepest_stages(smem_of, smem_budget);
+        size_t smem = smem_of(stages);
+        if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+        p.stages = stages;
+        kernel<<<grid, 32 * nw, smem, stream>>>(p);
+        return cudaGetLastError();
+      };
+      if (p.heads_n && p.heads_per_cta <= 8) return launch_tcw(decode_tcw_kernel<T, KVT, D, true>);
+      return launch_tcw(decode_tcw_kernel<T, KVT, D, false>);
     }
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
     auto smem_of = [&](int stages) {
@@ -1081,7 +1253,8 @@ static cudaError_t decode_prepare_kv(int limit) {
   FI_PREP((decode_cc_kernel<T, KVT, 256>)) FI_PREP((decode_tc_kernel<T, KVT, 64>))
   FI_PREP((decode_tc_kernel<T, KVT, 128>)) FI_PREP((decode_tc_kernel<T, KVT, 256>))
   if constexpr (sizeof(KVT) == 2) {
-    FI_PREP((decode_tcw_kernel<T, KVT, 64>)) FI_PREP((decode_tcw_kernel<T, KVT, 128>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 64, false>)) FI_PREP((decode_tcw_kernel<T, KVT, 128, false>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 64, true>)) FI_PREP((decode_tcw_kernel<T, KVT, 128, true>))
   }
 #undef FI_PREP
   return e;
