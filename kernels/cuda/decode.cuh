@@ -1029,12 +1029,18 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
     const int num_sub = (hi - lo + 15) / 16;
     const int my_tiles = num_sub > warp ? (num_sub - warp + NW - 1) / NW : 0;
 
+    // Page-aligned units (page size a multiple of 16, range start a multiple of 16): each
+    // sub-tile lies in one page, so a warp step needs one page id (a broadcast load, one
+    // step ahead) and each lane's 8 K and 8 V chunks are a fixed stride apart from one base:
+    // no per-token offset slots, divisions or shared-memory reads on the copy path.
+    const bool aligned = p.page_size % 16 == 0 && lo % 16 == 0;
     stage_q_tile<T, D, RC>(p, u.request, head0, q_pos, qs, nullptr, false);
     // Local tile j of this warp = global sub-tile warp + j * NW.
-    for (int j = 0; j < S; ++j)
-      if (lane < 16)
-        slots[j * 16 + lane] =
-            warp_lookup(p, page_begin, lo, hi, kv_head, warp + j * NW, num_sub, lane);
+    if (!aligned)
+      for (int j = 0; j < S; ++j)
+        if (lane < 16)
+          slots[j * 16 + lane] =
+              warp_lookup(p, page_begin, lo, hi, kv_head, warp + j * NW, num_sub, lane);
     __syncthreads();  // Q tile and slots
     // Q as the A operand (heads as rows) or as Q^T B fragments (HN).
     uint32_t qf[HN ? 1 : D / 16][4], qb[HN ? D / 16 : 1][2];
@@ -1068,8 +1074,45 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
       }
       cp_async_commit();
     };
-    for (int j = 0; j < S - 1; ++j) issue(j);
-    TokenOffsets pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
+    auto page_of = [&](int j) {  // page id of local tile j (aligned units; 0 past the end)
+      return j < my_tiles ? p.kv_indices[page_begin + (lo + (warp + j * NW) * 16) / p.page_size]
+                          : 0;
+    };
+    // Lane chunks: tokens TPI i + lane / CPT (i < 16 / TPI) of the sub-tile, bytes
+    // [16 (lane % CPT), +16) of each row (TPI = 32 / CPT tokens per warp instruction).
+    constexpr int TPI = 32 / CPT;
+    const long long k_step = TPI * p.k_sn * (long long)sizeof(KVT);
+    const long long v_step = TPI * p.v_sn * (long long)sizeof(KVT);
+    auto issue_aligned = [&](int j, int page) {
+      if (j < my_tiles) {
+        const int pos0 = lo + (warp + j * NW) * 16;
+        const long long in_page = pos0 % p.page_size + lane / CPT;
+        const uint8_t *ks = p.k + ((long long)page * p.k_sp + in_page * p.k_sn +
+                                   (long long)kv_head * p.k_sh) * (long long)sizeof(KVT) +
+                            (lane % CPT) * 16;
+        const uint8_t *vs = p.v + ((long long)page * p.v_sp + in_page * p.v_sn +
+                                   (long long)kv_head * p.v_sh) * (long long)sizeof(KVT) +
+                            (lane % CPT) * 16;
+        uint8_t *kd = ring + (j % S) * stage_bytes + (lane / CPT) * RC + (lane % CPT) * 16;
+        uint8_t *vd = kd + 16 * RC;
+        const int valid = hi - pos0 - lane / CPT;  // this lane's tokens TPI i < valid are real
+#pragma unroll
+        for (int i = 0; i < 16 / TPI; ++i) {
+          cp_async16(kd + TPI * i * RC, ks + i * k_step, TPI * i < valid);
+          cp_async16(vd + TPI * i * RC, vs + i * v_step, TPI * i < valid);
+        }
+      }
+      cp_async_commit();
+    };
+    TokenOffsets pref = no_token();
+    int next_page = 0;
+    if (aligned) {
+      for (int j = 0; j < S - 1; ++j) issue_aligned(j, page_of(j));
+      next_page = page_of(S - 1);
+    } else {
+      for (int j = 0; j < S - 1; ++j) issue(j);
+      pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + S * NW, num_sub, lane);
+    }
 
     TcState<D> st;    // heads as rows
     TcnState<D> stn;  // HN
@@ -1077,11 +1120,19 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
     else tc_state_init(st);
 
     for (int it = 0; it < my_tiles; ++it) {
-      if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
-      cp_async_wait_dyn(S - 2);
-      __syncwarp();
-      issue(it + S - 1);
-      pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + (it + S + 1) * NW, num_sub, lane);
+      if (aligned) {
+        cp_async_wait_dyn(S - 2);
+        __syncwarp();
+        issue_aligned(it + S - 1, next_page);
+        next_page = page_of(it + S);
+      } else {
+        if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
+        cp_async_wait_dyn(S - 2);
+        __syncwarp();
+        issue(it + S - 1);
+        pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + (it + S + 1) * NW, num_sub,
+                           lane);
+      }
       const uint8_t *kb = ring + (it % S) * stage_bytes;
       const uint8_t *vb = kb + 16 * RC;
       const int tile_pos = lo + (warp + it * NW) * 16;
