@@ -411,6 +411,49 @@ static int graph_test(fi_context *hctx) {
   return failed;
 }
 
+/* The planner's split rule for the per-warp tensor-core kernel (planner.c,
+ * decode_unsplit_fills_sms): a 16-bit GQA decode whose (request, kv head) CTAs cover at
+ * least 9/10 of the SMs is not split (one CTA of up to 12 warps per SM runs it); one
+ * request fewer is split. The expected shapes follow from this device's SM count. Skipped
+ * when a decode tuning knob in the environment changes the planner's target. */
+static int split_rule_test(fi_context *dctx) {
+  if (getenv("FI_DECODE_CTAS_PER_SM") || getenv("FI_DECODE_WARP_PIPE")) {
+    printf("split rule: skipped (a decode tuning knob is set)\n");
+    return 0;
+  }
+  int sms = 0;
+  GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int kvh = 8, fill = (9 * sms + 10 * kvh - 1) / (10 * kvh);  /* ceil(0.9 sms / kvh) */
+  int failed = 0;
+  for (int batch = fill - 1; batch <= fill; ++batch) {
+    if (batch < 1) continue;
+    int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+    for (int i = 0; i < batch; ++i) lens[i] = 4096;
+    gpu_pages pg = gpu_make_pages(batch, lens, 16, 0);
+    fi_attention_params p = fi_attention_params_default(32, kvh, 128);
+    p.page_size = 16;
+    size_t ws = 0;
+    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
+    void *w = NULL;
+    GPU_CK(cudaMalloc(&w, ws));
+    fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
+    fi_plan plan;
+    FI_CK(dctx, fi_decode_plan(dctx, &p, batch, &pt, pg.num_pages, NULL, w, ws, &plan));
+    const int unsplit = plan.num_partial_rows == 0 && plan.num_work_units == batch;
+    const int want_unsplit = batch == fill;
+    const int ok = unsplit == want_unsplit;
+    printf("split rule: batch %d x %d kv heads on %d SMs -> %d work units, %d partial rows "
+           "(%s expected): %s\n",
+           batch, kvh, sms, plan.num_work_units, plan.num_partial_rows,
+           want_unsplit ? "unsplit" : "split", ok ? "ok" : "FAIL");
+    failed |= !ok;
+    cudaFree(w);
+    gpu_free_pages(&pg);
+    free(lens);
+  }
+  return failed;
+}
+
 static int unsupported_test(fi_context *dctx) {
   int failed = 0;
   int32_t lens[1] = {10};
@@ -485,6 +528,7 @@ int main(void) {
   int failed = st.failed_configs > 0;
   failed |= graph_test(hctx);
   failed |= unsupported_test(dctx);
+  failed |= split_rule_test(dctx);
   fi_context_destroy(dctx);
   fi_context_destroy(hctx);
   printf("test_decode_gpu: %s\n", failed ? "FAILED" : "passed");
