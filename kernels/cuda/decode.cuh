@@ -25,7 +25,10 @@
 //    ldmatrix.trans; the warps merge in shared memory at the end.
 //  - Tensor cores with per-warp pipelines (decode_tcw_kernel, the default for 16-bit KV
 //    without RoPE, head_dim <= 128): each warp streams its own 16-token sub-tiles through
-//    its own cp.async ring with __syncwarp only, no block barrier per tile.
+//    its own cp.async ring with __syncwarp only, no block barrier per tile. With <= 8
+//    heads per CTA the heads go on the mma N side instead (S^T = K Q^T, O^T = V^T P^T:
+//    the tokens are the 16 rows, none of them padding); page-aligned units copy each
+//    sub-tile from one page id with a fixed stride per lane.
 //
 // Launch order: by default the (kv head, head chunk) index varies fastest (1-D grid), so
 // the CTAs of one unit run together on neighbouring head rows of the same pages.
