@@ -153,9 +153,10 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   p.head_fast = ctx->tuning.head_fast >= 0 ? ctx->tuning.head_fast != 0 : kDecodeHeadFastDefault;
   p.warp_pipe = ctx->tuning.warp_pipe >= 0 ? ctx->tuning.warp_pipe != 0 : kDecodeWarpPipeDefault;
   p.heads_n = ctx->tuning.heads_n >= 0 ? ctx->tuning.heads_n != 0 : 1;
+  p.single_slots = ctx->tuning.single_slots >= 0 ? ctx->tuning.single_slots != 0 : 1;
   p.sm_count = ctx->target.sm_count;
-  p.tcw_warps =
-      ctx->tuning.tcw_warps >= 2 && ctx->tuning.tcw_warps <= fi::kTcwMaxWarps ? ctx->tuning.tcw_warps : 0;
+  const int tcw_warps = ctx->tuning.tcw_warps;
+  p.tcw_warps = tcw_warps >= 2 && tcw_warps <= fi::kTcw1MaxWarps ? tcw_warps : 0;
   cudaStream_t s = fi_cuda_stream(ctx);
   cudaError_t err = ap->q_dtype == FI_DTYPE_F16
                         ? fi_decode_launch_f16(p, ap->kv_dtype, D, tc, grid_x, budget, limit, s)

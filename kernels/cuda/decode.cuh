@@ -71,8 +71,10 @@ struct DecodeParams {
   int32_t grid_heads; // kv heads x head chunks (the grid.y extent of the 2-D launch)
   int32_t warp_pipe;  // 1: tensor cores with per-warp pipelines (decode_tcw_kernel) where
                       // it applies (16-bit KV, no RoPE, head_dim <= 128)
+  int32_t single_slots;  // 1: with heads_n, page-aligned plans run decode_tcw_kernel with
+                         // one K and one V slot per warp (ONE)
   int32_t heads_n;    // 1: decode_tcw_kernel puts the heads on the mma N side where
-                      // heads_per_cta <= 8 (tcn_subtile)
+                      // heads_per_cta <= 8 (tcn_scores, tcn_pv)
   // Launch-side only (the kernels ignore them): the device's SM count and the warps per
   // CTA of decode_tcw_kernel (0: chosen by tcw_warps_for).
   int32_t sm_count, tcw_warps;
@@ -859,7 +861,8 @@ __device__ __forceinline__ void ldsm_qt(uint32_t *r, const uint8_t *qs, int kk2,
 // 8 x 8 loads of the V rows.
 template <int RC>
 __device__ __forceinline__ void ldsm_vt(uint32_t *r, const uint8_t *vt, int m, int lane) {
-  ldmatrix_x4_trans(r, vt + (lane % 8 + 8 * (lane / 16)) * RC + (16 * m + 8 * ((lane / 8) % 2)) * 2);
+  ldmatrix_x4_trans(r, vt + (lane % 8 + 8 * (lane / 16)) * RC +
+                           (16 * m + 8 * ((lane / 8) % 2)) * 2);
 }
 
 // One warp's state: o^T fragments [D/16][4] (c0: dim 16 m + g, head 2 t4; c1: head 2 t4 + 1;
@@ -876,14 +879,15 @@ template <int D> __device__ __forceinline__ void tcn_state_init(TcnState<D> &st)
   st.d[0] = st.d[1] = 0.f;
 }
 
-// One 16-token sub-tile (K rows kb, V rows vb, positions pos0 .. pos0 + 15) folded into the
-// state: S^T = K Q^T (qb: the Q^T fragments), scale, logits transform, mask past hi, online
-// softmax per head, O^T += V^T P^T. slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1.
+// First half of a 16-token sub-tile (K rows kb, positions pos0 .. pos0 + 15): S^T = K Q^T
+// (qb: the Q^T fragments), scale, logits transform, mask past hi, online softmax per head
+// (o rescaled where a head's max moved); returns P^T as the B fragments pb of tcn_pv.
+// slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1. K is no longer read when it returns.
 template <typename T, int D, int RC>
-__device__ __forceinline__ void tcn_subtile(const DecodeParams &p, TcnState<D> &st,
-                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
-                                            const uint8_t *vb, int pos0, int hi, int q_pos,
-                                            float slope0, float slope1, int lane) {
+__device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
+                                           const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
+                                           int pos0, int hi, int q_pos, float slope0,
+                                           float slope1, int lane, uint32_t (&pb)[2]) {
   const int g = lane / 4;
   float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
 #pragma unroll
@@ -928,13 +932,18 @@ __device__ __forceinline__ void tcn_subtile(const DecodeParams &p, TcnState<D> &
       st.o[n][3] *= sc[1];
     }
   }
-  const uint32_t b0 = movmatrix_trans(pack2<T>(s[0], s[1]));  // tokens 0..7
-  const uint32_t b1 = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
+  pb[0] = movmatrix_trans(pack2<T>(s[0], s[1]));  // tokens 0..7
+  pb[1] = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
+}
+// Second half: O^T += V^T P^T with the V rows vb of the sub-tile.
+template <typename T, int D, int RC>
+__device__ __forceinline__ void tcn_pv(TcnState<D> &st, const uint8_t *vb,
+                                       const uint32_t (&pb)[2], int lane) {
 #pragma unroll
   for (int n = 0; n < D / 16; ++n) {
     uint32_t a[4];
     ldsm_vt<RC>(a, vb, n, lane);
-    mma_16816<T>(st.o[n], a, b0, b1);
+    mma_16816<T>(st.o[n], a, pb[0], pb[1]);
   }
 }
 
@@ -987,10 +996,19 @@ __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int p
 // decode whose (request, kv head) CTAs about fill the SMs runs unsplit at 12 warps per SM
 // (planner.c, decode_unsplit_fills_sms).
 constexpr int kTcwMaxWarps = 12;
+// ONE (single K and V slots per warp) halves the shared memory per warp, and caps the
+// registers at 128 (16 warps x 32 threads x 128 = the register file): up to 16 warps per SM.
+constexpr int kTcw1MaxWarps = 16;
 
-// HN: the heads on the mma N side (tcn_subtile; CTAs of hg <= 8 heads), else as mma rows.
-template <typename T, typename KVT, int D, bool HN>
-__global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const DecodeParams p) {
+// HN: the heads on the mma N side (tcn_scores / tcn_pv; CTAs of hg <= 8 heads), else as
+// mma rows. ONE (with HN, page-aligned units only; the launcher guarantees it): one K and
+// one V slot per warp instead of a ring of (K, V) stages; K(i + 1) is copied into the K slot
+// as soon as S(i) has read it, V(i + 1) once P V(i) has read V(i), so each copy still has
+// about one sub-tile's math to land.
+template <typename T, typename KVT, int D, bool HN, bool ONE>
+__global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 1)
+    decode_tcw_kernel(const DecodeParams p) {
+  static_assert(!ONE || HN, "single slots need the heads-on-N form");
   extern __shared__ __align__(16) uint8_t smem[];
   allow_dependent_launch();
   constexpr int RC = 2 * D + 16;
@@ -1014,9 +1032,10 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
   }
 
   const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
-  const int raw_bytes = NW * S * stage_bytes;
+  const int warp_bytes = ONE ? stage_bytes : S * stage_bytes;
+  const int raw_bytes = NW * warp_bytes;
   const int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
-  uint8_t *ring = smem + warp * S * stage_bytes;
+  uint8_t *ring = smem + warp * warp_bytes;
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
   TokenOffsets *slots = (TokenOffsets *)after + warp * nslot * 16;
   // The Q tile is staged in the (still idle) ring before each unit's pipeline starts: its
@@ -1086,30 +1105,38 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
     constexpr int TPI = 32 / CPT;
     const long long k_step = TPI * p.k_sn * (long long)sizeof(KVT);
     const long long v_step = TPI * p.v_sn * (long long)sizeof(KVT);
-    auto issue_aligned = [&](int j, int page) {
+    // The 16 K (or V) rows of local tile j, page `page`, into the 16-row tile at dst.
+    auto copy_rows = [&](int j, int page, const uint8_t *base, int64_t sp, int64_t sn,
+                         int64_t sh, long long step, uint8_t *dst) {
       if (j < my_tiles) {
         const int pos0 = lo + (warp + j * NW) * 16;
         const long long in_page = pos0 % p.page_size + lane / CPT;
-        const uint8_t *ks = p.k + ((long long)page * p.k_sp + in_page * p.k_sn +
-                                   (long long)kv_head * p.k_sh) * (long long)sizeof(KVT) +
-                            (lane % CPT) * 16;
-        const uint8_t *vs = p.v + ((long long)page * p.v_sp + in_page * p.v_sn +
-                                   (long long)kv_head * p.v_sh) * (long long)sizeof(KVT) +
-                            (lane % CPT) * 16;
-        uint8_t *kd = ring + (j % S) * stage_bytes + (lane / CPT) * RC + (lane % CPT) * 16;
-        uint8_t *vd = kd + 16 * RC;
+        const long long row = (long long)page * sp + in_page * sn + (long long)kv_head * sh;
+        const uint8_t *src = base + row * (long long)sizeof(KVT) + (lane % CPT) * 16;
+        uint8_t *d = dst + (lane / CPT) * RC + (lane % CPT) * 16;
         const int valid = hi - pos0 - lane / CPT;  // this lane's tokens TPI i < valid are real
 #pragma unroll
-        for (int i = 0; i < 16 / TPI; ++i) {
-          cp_async16(kd + TPI * i * RC, ks + i * k_step, TPI * i < valid);
-          cp_async16(vd + TPI * i * RC, vs + i * v_step, TPI * i < valid);
-        }
+        for (int i = 0; i < 16 / TPI; ++i)
+          cp_async16(d + TPI * i * RC, src + i * step, TPI * i < valid);
       }
+    };
+    auto issue_aligned = [&](int j, int page) {  // ring stage j % S
+      uint8_t *kd = ring + (j % S) * stage_bytes;
+      copy_rows(j, page, p.k, p.k_sp, p.k_sn, p.k_sh, k_step, kd);
+      copy_rows(j, page, p.v, p.v_sp, p.v_sn, p.v_sh, v_step, kd + 16 * RC);
       cp_async_commit();
     };
     TokenOffsets pref = no_token();
     int next_page = 0;
-    if (aligned) {
+    if constexpr (ONE) {
+      if (!aligned) __trap();  // unreachable: the launcher runs ONE on page-aligned plans only
+      const int page0 = page_of(0);
+      copy_rows(0, page0, p.k, p.k_sp, p.k_sn, p.k_sh, k_step, ring);
+      cp_async_commit();
+      copy_rows(0, page0, p.v, p.v_sp, p.v_sn, p.v_sh, v_step, ring + 16 * RC);
+      cp_async_commit();
+      next_page = page_of(1);
+    } else if (aligned) {
       for (int j = 0; j < S - 1; ++j) issue_aligned(j, page_of(j));
       next_page = page_of(S - 1);
     } else {
@@ -1122,36 +1149,59 @@ __global__ void __launch_bounds__(kTcwMaxWarps * 32, 1) decode_tcw_kernel(const 
     if constexpr (HN) tcn_state_init(stn);
     else tc_state_init(st);
 
-    for (int it = 0; it < my_tiles; ++it) {
-      if (aligned) {
-        cp_async_wait_dyn(S - 2);
+    if constexpr (ONE) {
+      for (int it = 0; it < my_tiles; ++it) {
+        // Pending copy groups at the top: K(it), V(it).
+        cp_async_wait<1>();  // K(it)
         __syncwarp();
-        issue_aligned(it + S - 1, next_page);
-        next_page = page_of(it + S);
-      } else {
-        if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
-        cp_async_wait_dyn(S - 2);
+        uint32_t pb[2];
+        const int tile_pos = lo + (warp + it * NW) * 16;
+        tcn_scores<T, D, RC>(p, stn, qb, ring, tile_pos, hi, q_pos, slope0, slope1, lane, pb);
+        __syncwarp();  // every lane has read K(it)
+        copy_rows(it + 1, next_page, p.k, p.k_sp, p.k_sn, p.k_sh, k_step, ring);
+        cp_async_commit();
+        cp_async_wait<1>();  // V(it)
         __syncwarp();
-        issue(it + S - 1);
-        pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + (it + S + 1) * NW, num_sub,
-                           lane);
+        tcn_pv<T, D, RC>(stn, ring + 16 * RC, pb, lane);
+        __syncwarp();  // every lane has read V(it)
+        copy_rows(it + 1, next_page, p.v, p.v_sp, p.v_sn, p.v_sh, v_step, ring + 16 * RC);
+        cp_async_commit();
+        next_page = page_of(it + 2);
       }
-      const uint8_t *kb = ring + (it % S) * stage_bytes;
-      const uint8_t *vb = kb + 16 * RC;
-      const int tile_pos = lo + (warp + it * NW) * 16;
-      if constexpr (HN) {
-        tcn_subtile<T, D, RC>(p, stn, qb, kb, vb, tile_pos, hi, q_pos, slope0, slope1, lane);
-      } else {
-        float s[2][4];
-#pragma unroll
-        for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t b[4];
-          ldsm_k<RC>(b, kb, 0, kk, lane);
-          mma_n16<T>(s[0], s[1], qf[kk], b);
+    } else {
+      for (int it = 0; it < my_tiles; ++it) {
+        if (aligned) {
+          cp_async_wait_dyn(S - 2);
+          __syncwarp();
+          issue_aligned(it + S - 1, next_page);
+          next_page = page_of(it + S);
+        } else {
+          if (lane < 16) slots[((it + S) % nslot) * 16 + lane] = pref;
+          cp_async_wait_dyn(S - 2);
+          __syncwarp();
+          issue(it + S - 1);
+          pref = warp_lookup(p, page_begin, lo, hi, kv_head, warp + (it + S + 1) * NW, num_sub,
+                             lane);
         }
-        tc_softmax_pv<T, D, RC>(p, st, s, tile_pos, hi, q_pos, slope0, slope1, vb, 0, lane);
+        const uint8_t *kb = ring + (it % S) * stage_bytes;
+        const uint8_t *vb = kb + 16 * RC;
+        const int tile_pos = lo + (warp + it * NW) * 16;
+        if constexpr (HN) {
+          uint32_t pb[2];
+          tcn_scores<T, D, RC>(p, stn, qb, kb, tile_pos, hi, q_pos, slope0, slope1, lane, pb);
+          tcn_pv<T, D, RC>(stn, vb, pb, lane);
+        } else {
+          float s[2][4];
+#pragma unroll
+          for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk) {
+            uint32_t b[4];
+            ldsm_k<RC>(b, kb, 0, kk, lane);
+            mma_n16<T>(s[0], s[1], qf[kk], b);
+          }
+          tc_softmax_pv<T, D, RC>(p, st, s, tile_pos, hi, q_pos, slope0, slope1, vb, 0, lane);
+        }
       }
     }
     cp_async_wait<0>();
@@ -1194,6 +1244,14 @@ static inline size_t decode_tcw_smem(int D, int stages, int nw) {
   if (ring < q) ring = q;
   return ring + (size_t)nw * (stages + 1) * 16 * sizeof(TokenOffsets);
 }
+// Single K and V slots per warp (decode_tcw_kernel with ONE): no stages, no offset slots.
+static inline size_t decode_tcw1_smem(int D, int nw) {
+  const size_t RC = 2 * (size_t)D + 16;
+  size_t raw = (size_t)nw * 2 * 16 * RC;
+  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  size_t s = raw > epi ? raw : epi;
+  return s > 16 * RC ? s : 16 * RC;
+}
 static inline int decode_tc_warps(int kv_tile) {
   int nw = kv_tile / 16;
   return nw > 4 ? 4 : (nw < 1 ? 1 : nw);
@@ -1208,10 +1266,11 @@ static inline int decode_tc_warps(int kv_tile) {
 // SM, 1 wave) 0.33, 4 warps (3 per SM, 2 waves) 0.5, 12 warps (1 per SM, 4 waves) 0.33
 // -> 3; 128 CTAs -> 12 warps, one CTA per SM.
 template <typename Kernel, typename SmemOf>
-static int tcw_warps_for(Kernel kernel, SmemOf smem_of, long long ctas, int sm_count) {
+static int tcw_warps_for(Kernel kernel, SmemOf smem_of, long long ctas, int sm_count,
+                         int max_warps) {
   int best = 2;
   double best_cost = 0.0;
-  for (int nw = 2; nw <= kTcwMaxWarps; ++nw) {
+  for (int nw = 2; nw <= max_warps; ++nw) {
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * nw, smem_of(nw)) !=
             cudaSuccess ||
@@ -1256,11 +1315,12 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     // for the others: at head_dim 256 its 12-warp register budget would spill).
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
       auto launch_tcw = [&](auto kernel) {
-        int nw = p.tcw_warps;
+        int nw = p.tcw_warps < kTcwMaxWarps ? p.tcw_warps : kTcwMaxWarps;
         if (nw <= 0) {
           // Two stages per warp, the per-warp ring measured best (v6).
           auto two_stage = [&](int w) { return decode_tcw_smem(D, 2, w); };
-          nw = tcw_warps_for(kernel, two_stage, (long long)grid.x * grid.y, p.sm_count);
+          nw = tcw_warps_for(kernel, two_stage, (long long)grid.x * grid.y, p.sm_count,
+                             kTcwMaxWarps);
         }
         auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
         int stages = deepest_stages(smem_of, smem_budget);
@@ -1270,8 +1330,23 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
         kernel<<<grid, 32 * nw, smem, stream>>>(p);
         return cudaGetLastError();
       };
-      if (p.heads_n && p.heads_per_cta <= 8) return launch_tcw(decode_tcw_kernel<T, KVT, D, true>);
-      return launch_tcw(decode_tcw_kernel<T, KVT, D, false>);
+      const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
+      // Single slots need every unit page-aligned: page size a multiple of 16 and no window
+      // (the planner's chunks start on page boundaries).
+      if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0) {
+        auto kernel = decode_tcw_kernel<T, KVT, D, true, true>;
+        auto smem_of = [&](int w) { return decode_tcw1_smem(D, w); };
+        int nw = p.tcw_warps > 0 ? p.tcw_warps
+                                 : tcw_warps_for(kernel, smem_of, (long long)grid.x * grid.y,
+                                                 p.sm_count, kTcw1MaxWarps);
+        size_t smem = smem_of(nw);
+        if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+        p.stages = 1;
+        kernel<<<grid, 32 * nw, smem, stream>>>(p);
+        return cudaGetLastError();
+      }
+      if (heads_n) return launch_tcw(decode_tcw_kernel<T, KVT, D, true, false>);
+      return launch_tcw(decode_tcw_kernel<T, KVT, D, false, false>);
     }
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
     auto smem_of = [&](int stages) {
@@ -1307,8 +1382,12 @@ static cudaError_t decode_prepare_kv(int limit) {
   FI_PREP((decode_cc_kernel<T, KVT, 256>)) FI_PREP((decode_tc_kernel<T, KVT, 64>))
   FI_PREP((decode_tc_kernel<T, KVT, 128>)) FI_PREP((decode_tc_kernel<T, KVT, 256>))
   if constexpr (sizeof(KVT) == 2) {
-    FI_PREP((decode_tcw_kernel<T, KVT, 64, false>)) FI_PREP((decode_tcw_kernel<T, KVT, 128, false>))
-    FI_PREP((decode_tcw_kernel<T, KVT, 64, true>)) FI_PREP((decode_tcw_kernel<T, KVT, 128, true>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 64, false, false>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 128, false, false>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 64, true, false>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 128, true, false>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 64, true, true>))
+    FI_PREP((decode_tcw_kernel<T, KVT, 128, true, true>))
   }
 #undef FI_PREP
   return e;

@@ -74,6 +74,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.merge_pdl = env_int("FI_MERGE_PDL", -1);
   ctx->tuning.tcw_warps = env_int("FI_DECODE_TCW_WARPS", 0);
   ctx->tuning.heads_n = env_int("FI_DECODE_HEADS_N", -1);
+  ctx->tuning.single_slots = env_int("FI_DECODE_SINGLE_SLOTS", -1);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

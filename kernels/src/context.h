@@ -43,15 +43,16 @@ struct fi_context {
   /* Decode tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
-   * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N. */
+   * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
     int32_t head_fast;   /* -1 default, 0/1 */
     int32_t warp_pipe;   /* -1 default, 0/1 */
     int32_t merge_pdl;   /* -1 default, 0/1 */
-    int32_t tcw_warps;   /* 2..12: warps per CTA of the per-warp tensor-core kernel; 0: auto */
+    int32_t tcw_warps;   /* 2..16: warps per CTA of the per-warp tensor-core kernel; 0: auto */
     int32_t heads_n;     /* -1 default (on), 0/1: that kernel's heads on the mma N side */
+    int32_t single_slots; /* -1 default (on), 0/1: its single K/V slots per warp */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it
