@@ -96,8 +96,8 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
 
 /* A per-warp decode plan is not split when its unsplit (request, kv head) CTAs already
  * cover at least 9/10 of the SMs: the launcher then runs one CTA of up to 12 warps per SM
- * (tcw_warps_for), the same 12 warps per SM as a split plan's 3-warp CTAs, without partial
- * rows to write and merge. Measured on an H100 (bench/NOTES.md, v10): (16, 4096, 32, 8),
+ * (16 with single K/V slots; tcw_warps_for), as many warps per SM as a split plan's smaller
+ * CTAs, without partial rows to write and merge. Measured on an H100 (bench/NOTES.md, v10): (16, 4096, 32, 8),
  * 128 CTAs, 81.8 -> 83.5 % of copy. */
 static int decode_unsplit_fills_sms(const fi_context *ctx, const fi_attention_params *p,
                                     fi_tiles tiles, int64_t unsplit_units) {
