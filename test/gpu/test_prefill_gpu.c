@@ -123,6 +123,27 @@ static void *dcopy(const void *h, size_t bytes) {
   return d;
 }
 
+/* A one-request ragged prefill plan of `head_dim` (tiles forced when given) must fail with
+ * FI_ERROR_UNSUPPORTED; prints the message. Returns 1 on a failed expectation. */
+static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
+                          const char *what) {
+  fi_attention_params prm = fi_attention_params_default(4, 4, head_dim);
+  int32_t ind[2] = {0, 16};
+  fi_plan pl;
+  size_t ws = 0;
+  fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
+  void *w = dmalloc(ws);
+  fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, tiles, w, ws, &pl);
+  cudaFree(w);
+  if (s != FI_ERROR_UNSUPPORTED) {
+    fprintf(stderr, "FAIL: %s planned with status %s (expected unsupported)\n", what,
+            fi_status_string(s));
+    return 1;
+  }
+  printf("%s refused: %s\n", what, fi_last_error(cuda));
+  return 0;
+}
+
 static const char *mask_name(fi_mask_mode m) {
   return m == FI_MASK_CAUSAL ? "causal" : m == FI_MASK_CUSTOM ? "custom" : "none";
 }
@@ -497,37 +518,10 @@ int main(void) {
   }
 
   /* Unsupported shapes fail at plan with a message, never run. */
-  {
-    fi_attention_params prm = fi_attention_params_default(4, 4, 96);
-    int32_t ind[2] = {0, 16};
-    fi_plan pl;
-    size_t ws = 0;
-    fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
-    void *w = dmalloc(ws);
-    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, NULL, w, ws, &pl);
-    if (s != FI_ERROR_UNSUPPORTED) {
-      fprintf(stderr, "FAIL: head_dim 96 planned with status %s (expected unsupported)\n",
-              fi_status_string(s));
-      ++failures;
-    } else {
-      printf("head_dim 96 refused: %s\n", fi_last_error(cuda));
-    }
-    cudaFree(w);
-    /* wgmma tiles with head_dim 256: refused at plan (the tier has 64 and 128) */
-    prm = fi_attention_params_default(4, 4, 256);
-    fi_tiles wg = {128, 128, 0, FI_CORES_WGMMA};
-    fi_prefill_workspace_size(cuda, &prm, 1, 16, &ws);
-    w = dmalloc(ws);
-    s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wg, w, ws, &pl);
-    if (s != FI_ERROR_UNSUPPORTED) {
-      fprintf(stderr, "FAIL: wgmma head_dim 256 planned with status %s (expected unsupported)\n",
-              fi_status_string(s));
-      ++failures;
-    } else {
-      printf("wgmma head_dim 256 refused: %s\n", fi_last_error(cuda));
-    }
-    cudaFree(w);
-  }
+  failures += expect_refused(cuda, 96, NULL, "head_dim 96");
+  /* wgmma tiles with head_dim 256: refused at plan (the tier has 64 and 128) */
+  fi_tiles wg = {128, 128, 0, FI_CORES_WGMMA};
+  failures += expect_refused(cuda, 256, &wg, "wgmma head_dim 256");
   fi_context_destroy(host);
   fi_context_destroy(cuda);
   return failures ? 1 : 0;
