@@ -463,13 +463,14 @@ __device__ __forceinline__ void mma_n16(float *d0, float *d1, const uint32_t *a,
   mma_16816<T>(d1, a, b[2], b[3]);
 }
 
-// ALiBi slopes of the mma rows g and g + 8 of this CTA (0 past heads_per_cta, or no ALiBi).
-__device__ __forceinline__ void tc_row_slopes(const DecodeParams &p, int head0, int g,
-                                              float *slope0, float *slope1) {
+// ALiBi slopes of the CTA's heads r0 and r1 (0 past heads_per_cta, or no ALiBi): the mma
+// rows g, g + 8 of a lane, or its columns 2 t4, 2 t4 + 1 with the heads on the N side.
+__device__ __forceinline__ void cta_head_slopes(const DecodeParams &p, int head0, int r0, int r1,
+                                                float *slope0, float *slope1) {
   const int hg = p.heads_per_cta;
   const bool alibi = p.pos_encoding == FI_POS_ALIBI;
-  *slope0 = alibi && g < hg ? alibi_slope(head0 + g, p.num_qo_heads) : 0.f;
-  *slope1 = alibi && g + 8 < hg ? alibi_slope(head0 + g + 8, p.num_qo_heads) : 0.f;
+  *slope0 = alibi && r0 < hg ? alibi_slope(head0 + r0, p.num_qo_heads) : 0.f;
+  *slope1 = alibi && r1 < hg ? alibi_slope(head0 + r1, p.num_qo_heads) : 0.f;
 }
 
 // Stages the 16-row Q tile of heads head0 .. head0 + hg - 1 into qs (RoPE'd; not scaled,
@@ -741,7 +742,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   // Then each is split into hi + lo bf16 parts and q.k = qh.kh + qh.kl + ql.kh (3 mmas).
   const bool split = rope && is_bf16<T>::value;
   float slope0, slope1;
-  tc_row_slopes(p, head0, g, &slope0, &slope1);
+  cta_head_slopes(p, head0, g, g + 8, &slope0, &slope1);
 
   Pipe pp = pipe_init<KVT, D>(p, smem, transform ? D * (int)sizeof(KVT) : RC, ch.kv_head);
   int raw_bytes = 2 * p.stages * pp.tile_bytes;
@@ -1020,16 +1021,10 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
   const BlockCoords bc = block_coords(p);
   const CtaHeads ch = cta_heads(p, bc);
   const int kv_head = ch.kv_head, head0 = ch.head0;
-  float slope0, slope1;  // of the lane's mma rows g, g + 8 (HN: of its columns 2 t4, 2 t4 + 1)
-  if (HN) {
-    const int c0 = 2 * (lane % 4);
-    const bool alibi = p.pos_encoding == FI_POS_ALIBI;
-    slope0 = alibi && c0 < p.heads_per_cta ? alibi_slope(head0 + c0, p.num_qo_heads) : 0.f;
-    slope1 = alibi && c0 + 1 < p.heads_per_cta ? alibi_slope(head0 + c0 + 1, p.num_qo_heads)
-                                                : 0.f;
-  } else {
-    tc_row_slopes(p, head0, g, &slope0, &slope1);
-  }
+  // ALiBi slopes of the lane's mma rows g, g + 8 (HN: of its columns 2 t4, 2 t4 + 1).
+  const int r0 = HN ? 2 * (lane % 4) : g, r1 = HN ? r0 + 1 : g + 8;
+  float slope0, slope1;
+  cta_head_slopes(p, head0, r0, r1, &slope0, &slope1);
 
   const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
   const int warp_bytes = ONE ? stage_bytes : S * stage_bytes;
