@@ -40,6 +40,8 @@
 #ifndef FI_CUDA_DECODE_CUH
 #define FI_CUDA_DECODE_CUH
 
+#include <atomic>
+
 #include "common.cuh"
 
 namespace fi {
@@ -1001,6 +1003,13 @@ constexpr int kTcwMaxWarps = 12;
 // registers at 128 (16 warps x 32 threads x 128 = the register file): up to 16 warps per SM.
 constexpr int kTcw1MaxWarps = 16;
 
+// tcw_warps_for's occupancy answers for one decode_tcw_kernel variant, per device (ordinals
+// below kTcwKnownDevices; others ask every time).
+constexpr int kTcwKnownDevices = 16;
+struct TcwOccupancy {
+  std::atomic<int> per_sm[kTcwKnownDevices][kTcw1MaxWarps + 1];
+};
+
 // HN: the heads on the mma N side (tcn_scores / tcn_pv; CTAs of hg <= 8 heads), else as
 // mma rows. ONE (with HN, page-aligned units only; the launcher guarantees it): one K and
 // one V slot per warp instead of a ring of (K, V) stages; K(i + 1) is copied into the K slot
@@ -1260,17 +1269,25 @@ static inline int decode_tc_warps(int kv_tile) {
 // warps on ties. E.g. 512 CTAs on 132 SMs: 2 warps (6 per SM, 1 wave) 0.5, 3 warps (4 per
 // SM, 1 wave) 0.33, 4 warps (3 per SM, 2 waves) 0.5, 12 warps (1 per SM, 4 waves) 0.33
 // -> 3; 128 CTAs -> 12 warps, one CTA per SM.
+//
+// The occupancy answers depend only on the kernel, nw and the device, and this runs on every
+// launch (up to 15 warp counts), so they are kept in `known` when given: known[nw] = resident
+// CTAs per SM, -1 none, 0 not asked yet.
 template <typename Kernel, typename SmemOf>
 static int tcw_warps_for(Kernel kernel, SmemOf smem_of, long long ctas, int sm_count,
-                         int max_warps) {
+                         int max_warps, std::atomic<int> *known) {
   int best = 2;
   double best_cost = 0.0;
   for (int nw = 2; nw <= max_warps; ++nw) {
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * nw, smem_of(nw)) !=
-            cudaSuccess ||
-        per_sm < 1)
-      continue;
+    int per_sm = known ? known[nw].load(std::memory_order_relaxed) : 0;
+    if (per_sm == 0) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * nw,
+                                                        smem_of(nw)) != cudaSuccess)
+        continue;  // not kept: ask again next time
+      if (per_sm < 1) per_sm = -1;
+      if (known) known[nw].store(per_sm, std::memory_order_relaxed);
+    }
+    if (per_sm < 1) continue;
     long long slots = (long long)per_sm * (sm_count > 0 ? sm_count : 1);
     double cost = (double)((ctas + slots - 1) / slots) / nw;
     if (nw == 2 || cost < best_cost - 1e-9) {
@@ -1309,39 +1326,45 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     // The per-warp kernel exists for 16-bit KV and head_dim <= 128 only (not instantiated
     // for the others: at head_dim 256 its 12-warp register budget would spill).
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
-      auto launch_tcw = [&](auto kernel) {
-        int nw = p.tcw_warps < kTcwMaxWarps ? p.tcw_warps : kTcwMaxWarps;
+      // Per variant (0 rows form, 1 heads on N with the ring, 2 with single slots) and per
+      // (T, KVT, D), this function's instantiation.
+      static TcwOccupancy occupancy[3];
+      // smem_of(nw, stages): the kernel's shared memory; staged: the ring's depth is chosen
+      // (the deepest within the budget), else the kernel has single slots (stages unused).
+      auto launch_tcw = [&](auto kernel, int variant, int max_warps, auto smem_of, bool staged) {
+        int nw = p.tcw_warps < max_warps ? p.tcw_warps : max_warps;
         if (nw <= 0) {
+          int dev = -1;
+          std::atomic<int> *known =
+              cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kTcwKnownDevices
+                  ? occupancy[variant].per_sm[dev]
+                  : nullptr;
           // Two stages per warp, the per-warp ring measured best (v6).
-          auto two_stage = [&](int w) { return decode_tcw_smem(D, 2, w); };
+          auto two_stage = [&](int w) { return smem_of(w, 2); };
           nw = tcw_warps_for(kernel, two_stage, (long long)grid.x * grid.y, p.sm_count,
-                             kTcwMaxWarps);
+                             max_warps, known);
         }
-        auto smem_of = [&](int stages) { return decode_tcw_smem(D, stages, nw); };
-        int stages = deepest_stages(smem_of, smem_budget);
-        size_t smem = smem_of(stages);
+        auto of_stages = [&](int stages) { return smem_of(nw, stages); };
+        int stages = staged ? deepest_stages(of_stages, smem_budget) : 1;
+        size_t smem = of_stages(stages);
         if (smem > smem_limit) return cudaErrorInvalidConfiguration;
         p.stages = stages;
         kernel<<<grid, 32 * nw, smem, stream>>>(p);
         return cudaGetLastError();
       };
+      auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
+      auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
       // Single slots need every unit page-aligned: page size a multiple of 16 and no window
       // (the planner's chunks start on page boundaries).
-      if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0) {
-        auto kernel = decode_tcw_kernel<T, KVT, D, true, true>;
-        auto smem_of = [&](int w) { return decode_tcw1_smem(D, w); };
-        int nw = p.tcw_warps > 0 ? p.tcw_warps
-                                 : tcw_warps_for(kernel, smem_of, (long long)grid.x * grid.y,
-                                                 p.sm_count, kTcw1MaxWarps);
-        size_t smem = smem_of(nw);
-        if (smem > smem_limit) return cudaErrorInvalidConfiguration;
-        p.stages = 1;
-        kernel<<<grid, 32 * nw, smem, stream>>>(p);
-        return cudaGetLastError();
-      }
-      if (heads_n) return launch_tcw(decode_tcw_kernel<T, KVT, D, true, false>);
-      return launch_tcw(decode_tcw_kernel<T, KVT, D, false, false>);
+      if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0)
+        return launch_tcw(decode_tcw_kernel<T, KVT, D, true, true>, 2, kTcw1MaxWarps,
+                          single_smem, false);
+      if (heads_n)
+        return launch_tcw(decode_tcw_kernel<T, KVT, D, true, false>, 1, kTcwMaxWarps, ring_smem,
+                          true);
+      return launch_tcw(decode_tcw_kernel<T, KVT, D, false, false>, 0, kTcwMaxWarps, ring_smem,
+                        true);
     }
     bool split = p.pos_encoding == FI_POS_ROPE_LLAMA && is_bf16<T>::value;
     auto smem_of = [&](int stages) {
