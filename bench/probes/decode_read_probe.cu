@@ -9,15 +9,17 @@
 //            head) with the head fastest (HEAD_SLOW=1: slowest), NW warps each streaming its
 //            own sub-tiles through an S-deep ring, C CTAs per SM forced through shared
 //            memory; JITTER=n adds 0..n-1 pseudo-random FMA steps per sub-tile
-// Built by bench/CMakeLists.txt (target decode_read_probe), or by hand:
-//   nvcc -O3 -std=c++17 -arch=sm_90a decode_read_probe.cu
-#include <cuda_fp16.h>
+// Built by bench/CMakeLists.txt (target decode_read_probe), or by hand from the repository:
+//   nvcc -O3 -std=c++17 -arch=sm_90a -Ikernels/cuda -Ikernels/src -Ikernels/include
+//        bench/probes/decode_read_probe.cu
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <vector>
 #include <algorithm>
 #include <random>
+
+#include "common.cuh"  // fi::cp_async16 / cp_async_commit / cp_async_wait, as the kernels use
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -29,15 +31,6 @@
   } while (0)
 
 constexpr int D = 128, PAGE = 16;
-
-__device__ __forceinline__ void cp16(void *dst, const void *src) {
-  unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N> __device__ __forceinline__ void wait_n() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __global__ void stream_kernel(const uint4 *a, long long n, float *sink) {
   float acc = 0.f;
@@ -86,16 +79,18 @@ __global__ void gather_kernel(GatherArgs a) {
       for (int i = 0; i < 8; ++i) {
         int c = lane + 32 * i, tok = c / 16, part = c % 16;
         long long off = page * page_stride + tok * tok_stride + head * D * 2 + part * 16;
-        cp16(kd + c * 16, a.k + off);
-        cp16(vd + c * 16, a.v + off);
+        fi::cp_async16(kd + c * 16, a.k + off, true);
+        fi::cp_async16(vd + c * 16, a.v + off, true);
       }
     }
-    commit();
+    fi::cp_async_commit();
   };
   for (int j = 0; j < S - 1; ++j) issue(j);
   float acc = 0.f;
   for (int it = 0; it < my; ++it) {
-    if (S == 2) wait_n<0>(); else if (S == 3) wait_n<1>(); else wait_n<2>();
+    if (S == 2) fi::cp_async_wait<0>();
+    else if (S == 3) fi::cp_async_wait<1>();
+    else fi::cp_async_wait<2>();
     __syncwarp();
     const float *t = (const float *)(ring + (it % S) * 8192);
     float x = t[lane] + t[lane + 1024];
