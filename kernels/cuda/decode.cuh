@@ -997,7 +997,7 @@ __device__ __forceinline__ TokenOffsets warp_lookup(const DecodeParams &p, int p
 
 // Up to 12 warps per CTA: 168 registers x 384 threads fit one SM's register file, so a
 // decode whose (request, kv head) CTAs about fill the SMs runs unsplit at 12 warps per SM
-// (planner.c, decode_unsplit_fills_sms).
+// (planner.c, decode_target_units).
 constexpr int kTcwMaxWarps = 12;
 // ONE (single K and V slots per warp) halves the shared memory per warp, and caps the
 // registers at 128 (16 warps x 32 threads x 128 = the register file): up to 16 warps per SM.

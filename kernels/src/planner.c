@@ -84,27 +84,21 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
          fi_dtype_size(p->kv_dtype) == 2 && p->head_dim <= 128;
 }
 
+/* The work-unit target of a decode plan. A per-warp plan whose unsplit (request, kv head)
+ * CTAs already cover at least 9/10 of the SMs is not split (its target is its unsplit unit
+ * count): the launcher then runs one CTA of up to 12 warps per SM (16 with single K/V
+ * slots; tcw_warps_for), as many warps per SM as a split plan's smaller CTAs, without
+ * partial rows to write and merge. Measured on an H100 (bench/NOTES.md, v10):
+ * (16, 4096, 32, 8), 128 CTAs, 81.8 -> 83.5 % of copy. */
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
-                                   fi_tiles tiles) {
+                                   fi_tiles tiles, int64_t unsplit_units) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  int64_t u = FI_DECODE_TCW_CTAS_PER_SM * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1) /
-              kvh;
-  return u < 1 ? 1 : (u < t ? u : t);
-}
-
-/* A per-warp decode plan is not split when its unsplit (request, kv head) CTAs already
- * cover at least 9/10 of the SMs: the launcher then runs one CTA of up to 12 warps per SM
- * (16 with single K/V slots; tcw_warps_for), as many warps per SM as a split plan's smaller
- * CTAs, without partial rows to write and merge. Measured on an H100 (bench/NOTES.md, v10): (16, 4096, 32, 8),
- * 128 CTAs, 81.8 -> 83.5 % of copy. */
-static int decode_unsplit_fills_sms(const fi_context *ctx, const fi_attention_params *p,
-                                    fi_tiles tiles, int64_t unsplit_units) {
-  if (!decode_plan_is_tcw(ctx, p, tiles)) return 0;
-  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  return unsplit_units * kvh * 10 >= sms * 9;
+  if (unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
+  int64_t u = FI_DECODE_TCW_CTAS_PER_SM * sms / kvh;
+  return u < 1 ? 1 : (u < t ? u : t);
 }
 
 typedef struct caps {
@@ -238,8 +232,9 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         "allocated with %s's size", workspace_bytes, size_fn(pb->family));
   caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
   counts unsplit = count_for_chunk(pb, rpu, 0);
-  int64_t target = pb->family == FI_OP_DECODE ? decode_target_units(ctx, params, tiles)
-                                              : fi_plan_target_units_for(ctx, pb->family, params);
+  int64_t target = pb->family == FI_OP_DECODE
+                       ? decode_target_units(ctx, params, tiles, unsplit.units)
+                       : fi_plan_target_units_for(ctx, pb->family, params);
 
   if (!fits(unsplit, &k)) {
     int32_t need_batch = pb->batch;
@@ -270,9 +265,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                 "ceil(kv_len / fixed_split_size)"
               : "");
     }
-  } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target &&
-             !(pb->family == FI_OP_DECODE &&
-               decode_unsplit_fills_sms(ctx, params, tiles, unsplit.units))) {
+  } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target) {
     int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
     if (lo < hi) {
       /* smallest k in [lo, hi] with count(k*g) within target and capacities; k = hi means

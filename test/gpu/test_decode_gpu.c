@@ -412,8 +412,8 @@ static int graph_test(fi_context *hctx) {
 }
 
 /* The planner's split rule for the per-warp tensor-core kernel (planner.c,
- * decode_unsplit_fills_sms): a 16-bit GQA decode whose (request, kv head) CTAs cover at
- * least 9/10 of the SMs is not split (one CTA of up to 12 warps per SM runs it); one
+ * decode_target_units): a 16-bit GQA decode whose (request, kv head) CTAs cover at
+ * least 9/10 of the SMs is not split (one CTA of up to 16 warps per SM runs it); one
  * request fewer is split. The expected shapes follow from this device's SM count. Skipped
  * when a decode tuning knob in the environment changes the planner's target. */
 static int split_rule_test(fi_context *dctx) {
