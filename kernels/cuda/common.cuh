@@ -127,6 +127,70 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// ------------------------------------- bulk copies and mbarriers (sm_90 and newer) ----
+// A producer thread copies whole rows into shared memory with cp.async.bulk (the copy
+// engine, one instruction per row) and the copies count their bytes down on an mbarrier
+// (complete_tx); consumers wait on the barrier's phase parity. Callers compile these only
+// under __CUDA_ARCH__ >= 900.
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+// Makes initialised barriers visible to the copy engine (the async proxy) and the CTA.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Orders this thread's generic-proxy shared-memory accesses before later async-proxy ones
+// (a bulk copy into memory the thread wrote or read).
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// One arrival that also expects `bytes` more bytes of complete_tx in the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+// Waits until the phase with parity `parity` has completed (a fresh barrier counts its
+// phase before the first as complete: waiting on parity 1 returns at once).
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n"
+        " mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// One arrival on `bar` once every cp.async this thread issued so far has landed (.noinc:
+// the barrier's expected count includes these arrivals).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+// The box of the 4-D tensor map `map` (a __grid_constant__ kernel parameter) at
+// coordinates (c0, c1, c2, c3), innermost first, global -> shared through the copy engine,
+// its bytes counted on `bar` (complete_tx).
+__device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2,
+                                            int c3, uint64_t *bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(smem_addr(bar))
+      : "memory");
+}
+
 // ------------------------------------------------------------ tensor cores ------------
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *smem) {
@@ -138,6 +202,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *smem)
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(smem)));
+}
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t *r, uint32_t smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t *r, uint32_t smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem));
 }
 // D(16x8, f32) += A(16x16, row) * B(16x8, col), 16-bit inputs of type T.
 template <typename T>

@@ -8,6 +8,7 @@
 #include "cuda_backend.h"
 #include "fi/cuda_variants.h"
 
+#include <cudaTypedefs.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,40 @@ static int aligned16(const void *p, const int64_t *strides, int n, size_t es) {
   for (int i = 0; i < n; ++i)
     if ((strides[i] * (int64_t)es) % 16 != 0) return 0;
   return 1;
+}
+
+// cuTensorMapEncodeTiled from the driver (through the runtime: no libcuda link), or NULL.
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void *f = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      f = NULL;
+    }
+    return (PFN_cuTensorMapEncodeTiled_v12000)f;
+  }();
+  return fn;
+}
+
+// One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
+// 16-bit, D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps). False when the
+// driver refuses it (the plan then runs the other kernels).
+static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout layout, int D) {
+  PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (!encode || t.strides[3] != 1) return false;
+  const int pos = layout == FI_LAYOUT_NHD ? 1 : 2, head = layout == FI_LAYOUT_NHD ? 2 : 1;
+  const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)t.shape[head], (cuuint64_t)t.shape[pos],
+                              (cuuint64_t)t.shape[0]};
+  const cuuint64_t strides[3] = {(cuuint64_t)t.strides[head] * 2, (cuuint64_t)t.strides[pos] * 2,
+                                 (cuuint64_t)t.strides[0] * 2};
+  const cuuint32_t box[4] = {64, 1, 16, 1}, unit[4] = {1, 1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, t.data, dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
+         CUDA_SUCCESS;
 }
 
 extern "C" fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
@@ -154,6 +189,21 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   p.warp_pipe = ctx->tuning.warp_pipe >= 0 ? ctx->tuning.warp_pipe != 0 : kDecodeWarpPipeDefault;
   p.heads_n = ctx->tuning.heads_n >= 0 ? ctx->tuning.heads_n != 0 : 1;
   p.single_slots = ctx->tuning.single_slots >= 0 ? ctx->tuning.single_slots != 0 : 1;
+#ifdef FI_CUDA_HAS_SM90A
+  const bool sm90 = ctx->target.sm_version == 90;
+#else
+  const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
+#endif
+  // The warp-specialised kernel (decode.cuh, decode_tws_kernel): page-aligned tensor-core
+  // plans of <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or 128, no RoPE.
+  fi::TwsMaps tws_maps;
+  const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.heads_per_cta <= 8 &&
+                   p.page_size % 16 == 0 && p.window_left < 0 && (D == 64 || D == 128) &&
+                   ap->kv_dtype == ap->q_dtype && ap->pos_encoding != FI_POS_ROPE_LLAMA &&
+                   encode_kv_map(&tws_maps.k, kv->k, kv->layout, D) &&
+                   encode_kv_map(&tws_maps.v, kv->v, kv->layout, D);
+  p.tws_maps = tws ? &tws_maps : NULL;
+  p.tws_slots = ctx->tuning.tws_slots;
   p.sm_count = ctx->target.sm_count;
   const int tcw_warps = ctx->tuning.tcw_warps;
   p.tcw_warps = tcw_warps >= 2 && tcw_warps <= fi::kTcw1MaxWarps ? tcw_warps : 0;

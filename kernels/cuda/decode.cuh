@@ -42,9 +42,13 @@
 
 #include <atomic>
 
+#include <cuda.h>
+
 #include "common.cuh"
 
 namespace fi {
+
+struct TwsMaps;
 
 struct DecodeParams {
   const void *q;
@@ -77,9 +81,13 @@ struct DecodeParams {
                          // one K and one V slot per warp (ONE)
   int32_t heads_n;    // 1: decode_tcw_kernel puts the heads on the mma N side where
                       // heads_per_cta <= 8 (tcn_scores, tcn_pv)
-  // Launch-side only (the kernels ignore them): the device's SM count and the warps per
-  // CTA of decode_tcw_kernel (0: chosen by tcw_warps_for).
-  int32_t sm_count, tcw_warps;
+  // Launch-side only (the kernels ignore them): the device's SM count, the warps per CTA
+  // of decode_tcw_kernel / decode_tws_kernel (0: chosen by tcw_warps_for / launch_tws) and
+  // a cap on decode_tws_kernel's ring slots (0: as many as fit).
+  int32_t sm_count, tcw_warps, tws_slots;
+  // Not NULL: page-aligned heads-on-N plans run decode_tws_kernel with these tensor maps
+  // (the device and the build have sm_90; decode.cu encodes them).
+  const TwsMaps *tws_maps;
 };
 
 // This CTA's (unit slot, head chunk index) and the unit stride. head_fast: the CTAs of one
@@ -477,13 +485,18 @@ __device__ __forceinline__ void cta_head_slopes(const DecodeParams &p, int head0
 
 // Stages the 16-row Q tile of heads head0 .. head0 + hg - 1 into qs (RoPE'd; not scaled,
 // so that q stays exact in 16 bits: the scale multiplies the fp32 logits), zero rows
-// after; with `split` also the bf16 rounding residues into qs_lo. Block-wide, no barrier.
+// after; with `split` also the bf16 rounding residues into qs_lo. Block-wide (or by the
+// `nthreads` threads from `thread`), no barrier.
 template <typename T, int D, int RC>
 __device__ __forceinline__ void stage_q_tile(const DecodeParams &p, int request, int head0,
                                              int q_pos, uint8_t *qs, uint8_t *qs_lo,
-                                             bool split) {
+                                             bool split, int thread = -1, int nthreads = 0) {
   const int hg = p.heads_per_cta;
-  for (int item = threadIdx.x; item < 16 * (D / 8); item += blockDim.x) {
+  if (thread < 0) {
+    thread = threadIdx.x;
+    nthreads = blockDim.x;
+  }
+  for (int item = thread; item < 16 * (D / 8); item += nthreads) {
     int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
     float q8[8];
     if (r < hg) {
@@ -868,6 +881,19 @@ __device__ __forceinline__ void ldsm_vt(uint32_t *r, const uint8_t *vt, int m, i
                            (16 * m + 8 * ((lane / 8) % 2)) * 2);
 }
 
+// 16-row tiles as the copy engine writes them with the 128-byte swizzle (decode_tws_kernel):
+// the dims in halves of 64 (16 rows x 128 bytes = 2 KiB each, the first at a 1024-byte
+// aligned address), 16-byte chunk c of row r at chunk (c % 8) ^ (r % 8) of its half, so the
+// 8 row addresses of an ldmatrix phase hit 8 different bank groups. A lane's address for
+// chunk c0 + 2 j (c0 in {0, 1}: its part of the chunk index) is its base for chunk c0 with
+// bits 4..6 XORed by (2 j) % 8, plus the half: sw_tile_lane once, sw_tile_addr per j.
+__device__ __forceinline__ uint32_t sw_tile_lane(const uint8_t *tile, int row, int c0) {
+  return smem_addr(tile) + row * 128 + ((c0 ^ (row % 8)) << 4);
+}
+__device__ __forceinline__ uint32_t sw_tile_addr(uint32_t lane_base, int even_chunk) {
+  return (lane_base ^ ((even_chunk % 8) << 4)) + (even_chunk / 8) * 2048;
+}
+
 // One warp's state: o^T fragments [D/16][4] (c0: dim 16 m + g, head 2 t4; c1: head 2 t4 + 1;
 // c2, c3: dim + 8), and (m, d) of heads 2 t4 and 2 t4 + 1 (m in log2 units; d this lane's
 // part of the sum over its tokens until tcn_merge_warps).
@@ -886,17 +912,22 @@ template <int D> __device__ __forceinline__ void tcn_state_init(TcnState<D> &st)
 // (qb: the Q^T fragments), scale, logits transform, mask past hi, online softmax per head
 // (o rescaled where a head's max moved); returns P^T as the B fragments pb of tcn_pv.
 // slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1. K is no longer read when it returns.
-template <typename T, int D, int RC>
+template <typename T, int D, int RC, bool SW = false>
 __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
                                            int pos0, int hi, int q_pos, float slope0,
                                            float slope1, int lane, uint32_t (&pb)[2]) {
   const int g = lane / 4;
   float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
+  // SW: A fragment rows lane % 16, chunks 2 kk + lane / 16.
+  const uint32_t k_lane = SW ? sw_tile_lane(kb, lane % 16, lane / 16) : 0;
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t a[4];
-    ldsm_q<RC>(a, kb, kk, lane);  // the 16 K rows as the A operand
+    if constexpr (SW)  // the 16 K rows as the A operand
+      ldmatrix_x4_at(a, sw_tile_addr(k_lane, 2 * kk));
+    else
+      ldsm_q<RC>(a, kb, kk, lane);
     mma_16816<T>(kk % 2 ? s2 : s, a, qb[kk][0], qb[kk][1]);
   }
   float mx[2] = {st.m[0], st.m[1]};
@@ -939,13 +970,18 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
   pb[1] = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
 }
 // Second half: O^T += V^T P^T with the V rows vb of the sub-tile.
-template <typename T, int D, int RC>
+template <typename T, int D, int RC, bool SW = false>
 __device__ __forceinline__ void tcn_pv(TcnState<D> &st, const uint8_t *vb,
                                        const uint32_t (&pb)[2], int lane) {
+  // SW: transposed loads of rows lane % 8 + 8 (lane / 16), chunks 2 n + (lane / 8) % 2.
+  const uint32_t v_lane = SW ? sw_tile_lane(vb, lane % 8 + 8 * (lane / 16), (lane / 8) % 2) : 0;
 #pragma unroll
   for (int n = 0; n < D / 16; ++n) {
     uint32_t a[4];
-    ldsm_vt<RC>(a, vb, n, lane);
+    if constexpr (SW)
+      ldmatrix_x4_trans_at(a, sw_tile_addr(v_lane, 2 * n));
+    else
+      ldsm_vt<RC>(a, vb, n, lane);
     mma_16816<T>(st.o[n], a, pb[0], pb[1]);
   }
 }
@@ -1002,6 +1038,8 @@ constexpr int kTcwMaxWarps = 12;
 // ONE (single K and V slots per warp) halves the shared memory per warp, and caps the
 // registers at 128 (16 warps x 32 threads x 128 = the register file): up to 16 warps per SM.
 constexpr int kTcw1MaxWarps = 16;
+// Ring slots of decode_tws_kernel at most (27 of 8 KiB fit one CTA per SM at head_dim 128).
+constexpr int kTwsMaxSlots = 32;
 
 // tcw_warps_for's occupancy answers for one decode_tcw_kernel variant, per device (ordinals
 // below kTcwKnownDevices; others ask every time).
@@ -1215,6 +1253,177 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
   }
 }
 
+// decode_tws_kernel's ring: R slots of one 16-token sub-tile (K then V, each in the copy
+// engine's 128-byte-swizzled layout, 4 KiB at head_dim 128), at least the bytes of the
+// warps' final merge (which reuses it); then the padded Q tile and 2 R mbarriers.
+constexpr __host__ __device__ int decode_tws_slot_bytes(int D) { return 2 * 16 * 2 * D; }
+static inline __host__ __device__ int decode_tws_ring_bytes(int D, int nw, int slots) {
+  const int ring = slots * decode_tws_slot_bytes(D);
+  const int epi = nw * 16 * D * 4 + nw * 16 * 8;
+  return ring > epi ? ring : epi;
+}
+static inline size_t decode_tws_smem(int D, int nw, int slots) {
+  return (size_t)decode_tws_ring_bytes(D, nw, slots) + 16 * (2 * (size_t)D + 16) +
+         2 * (size_t)slots * sizeof(uint64_t);
+}
+
+// The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
+// run): dims (innermost first) head_dim, kv head, position in page, page, with the cache's
+// strides (NHD and HND alike); box 64 x 1 x 16 x 1 (16 rows of one head's 64-dim half),
+// 128-byte swizzle. Pages outside [0, num_pages) read as zeros instead of faulting.
+struct TwsMaps {
+  CUtensorMap k, v;
+};
+
+// ----------------------------------- tensor cores, warp-specialised (sm_90 TMA) -------
+// decode_tws_kernel: the heads-on-N math of decode_tcw_kernel (tcn_scores / tcn_pv), fed
+// by a producer warp instead of each warp's own copies. Work split: a CTA of NW warps
+// takes a unit (request, KV chunk) of one (kv head, head chunk) like the other kernels;
+// warps 0 .. NW - 2 are consumers (sub-tile j of the unit goes to consumer j % (NW - 1)),
+// the last warp is the producer. The producer walks the unit's 16-token sub-tiles in order
+// into a ring of R slots: per sub-tile one lane issues 2 x D / 64 tensor copies (K and V,
+// 2 KiB boxes) counted on the slot's `full` mbarrier; a consumer waits on `full`,
+// computes, and arrives on `empty`, which the producer waits on before refilling the slot.
+// Why: with per-warp copies (decode_tcw_kernel) a warp requests sub-tile i + 1 only when its
+// own math reaches that point, so its bytes in flight follow its instruction chain and the
+// full-batch rows read at 94-95 % of copy where the bare gather reads at 100 %
+// (bench/NOTES.md, v10-v13); here the ring (all of a CTA's share of shared memory) is
+// refilled as soon as any slot frees, whatever each consumer's chain, the consumers issue
+// no copies and the producer 4 instructions per 8 KiB (16-byte cp.async from one producer
+// warp, 16 per lane per sub-tile, could not keep up: bench/NOTES.md v14).
+// Page-aligned units only (page size a multiple of 16, no window: each sub-tile is one box
+// of one page); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
+// The rows of a unit's last sub-tile past its end hold whatever the page holds: K rows are
+// masked, and the consumer zeroes those V rows before P V (0 x NaN would be NaN).
+// Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
+// a partial row once). At the end of a unit every warp (the producer with an empty state)
+// merges through shared memory over the ring, then the next unit starts.
+template <typename T, int D>
+__global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
+    decode_tws_kernel(const __grid_constant__ DecodeParams p,
+                      const __grid_constant__ TwsMaps maps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(1024) uint8_t smem[];
+  allow_dependent_launch();
+  constexpr int RC = 2 * D + 16;                     // padded row of the Q tile
+  constexpr int SLOT = decode_tws_slot_bytes(D);     // K then V of one sub-tile
+  constexpr int V_OFF = SLOT / 2;
+  const int NW = blockDim.x / 32, NC = NW - 1, R = p.stages;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const bool producer = warp == NC;
+  const BlockCoords bc = block_coords(p);
+  const CtaHeads ch = cta_heads(p, bc);
+  const int kv_head = ch.kv_head, head0 = ch.head0;
+  float slope0, slope1;
+  cta_head_slopes(p, head0, 2 * (lane % 4), 2 * (lane % 4) + 1, &slope0, &slope1);
+
+  uint8_t *ring = smem;  // 1024-byte aligned: the swizzle's pattern is absolute
+  uint8_t *qs = smem + decode_tws_ring_bytes(D, NW, R);
+  uint64_t *full = reinterpret_cast<uint64_t *>(qs + 16 * RC);
+  uint64_t *empty = full + R;
+  if (tid == 0) {
+    if (smem_addr(ring) % 1024 != 0) __trap();
+    for (int i = 0; i < R; ++i) {
+      mbar_init(&full[i], 1);   // the producer's arrive.expect_tx
+      mbar_init(&empty[i], 1);  // one lane of the consuming warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  uint32_t seq = 0;  // sub-tiles of earlier units: slot and phase run on across units
+  const int n_units = unit_count(p);
+  for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
+    const fi_work_unit u = p.work[w];
+    if (u.request < 0) continue;
+    const UnitSpan us = unit_span(p, u);
+    const int lo = us.lo, hi = us.hi;
+    const int num_sub = (hi - lo + 15) / 16;
+    if (p.page_size % 16 != 0 || lo % 16 != 0) __trap();  // the launcher guarantees both
+    TcnState<D> st;
+    tcn_state_init(st);
+    if (producer) {
+      const int32_t *pages = p.kv_indices + us.page_begin;
+      auto page_batch = [&](int s0) {  // lane i: page id of sub-tile s0 + i (0 past the end)
+        const int s = s0 + lane;
+        return s < num_sub ? pages[(lo + 16 * s) / p.page_size] : 0;
+      };
+      int cur = page_batch(0), next = page_batch(32);
+      uint32_t slot = seq % R, phase = (seq / R) & 1;
+      for (int s = 0; s < num_sub; ++s) {
+        if (s % 32 == 0 && s > 0) {
+          cur = next;
+          next = page_batch(s + 32);
+        }
+        const int page = __shfl_sync(0xffffffffu, cur, s % 32);
+        if (lane == 0) {
+          const int in_page = (lo + 16 * s) % p.page_size;
+          uint8_t *dst = ring + slot * SLOT;
+          mbar_wait(&empty[slot], phase ^ 1);  // consumed (a fresh slot passes at once)
+          mbar_arrive_expect_tx(&full[slot], SLOT);
+#pragma unroll
+          for (int h = 0; h < D / 64; ++h) {
+            tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[slot]);
+            tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
+                        &full[slot]);
+          }
+        }
+        if (++slot == (uint32_t)R) {
+          slot = 0;
+          phase ^= 1;
+        }
+      }
+    } else {
+      stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, nullptr, false, tid, NC * 32);
+      asm volatile("bar.sync 1, %0;\n" ::"r"(NC * 32) : "memory");  // consumers only
+      uint32_t qb[D / 16][2];
+#pragma unroll
+      for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+        uint32_t r4[4];
+        ldsm_qt<RC>(r4, qs, kk2, lane);
+        qb[2 * kk2][0] = r4[0];
+        qb[2 * kk2][1] = r4[1];
+        qb[2 * kk2 + 1][0] = r4[2];
+        qb[2 * kk2 + 1][1] = r4[3];
+      }
+      uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
+      for (int j = warp; j < num_sub; j += NC) {
+        mbar_wait(&full[slot], phase);
+        uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
+        const int pos0 = lo + 16 * j, rows = hi - pos0;
+        uint32_t pb[2];
+        tcn_scores<T, D, RC, true>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb);
+        if (rows < 16) {
+          // Rows past the end: zero their V (whole 128-byte rows of each half).
+          for (int c = lane; c < (16 - rows) * (D / 8); c += 32) {
+            const int r = rows + c / (D / 8), cc = c % (D / 8);
+            *reinterpret_cast<uint4 *>(vb + (cc / 8) * 2048 + r * 128 + (cc % 8) * 16) =
+                make_uint4(0u, 0u, 0u, 0u);
+          }
+          fence_proxy_async_smem();  // before the copy engine refills the slot
+          __syncwarp();
+        }
+        tcn_pv<T, D, RC, true>(st, vb, pb, lane);
+        __syncwarp();  // every lane has read the slot
+        if (lane == 0) mbar_arrive(&empty[slot]);
+        slot += NC;
+        while (slot >= (uint32_t)R) {
+          slot -= R;
+          phase ^= 1;
+        }
+      }
+    }
+    seq += num_sub;
+    __syncthreads();  // every slot of the unit consumed (so every copy landed)
+    tcn_merge_warps<T, D>(p, u, smem, st, head0);
+    fence_proxy_async_smem();  // the merge's stores precede the next unit's tensor copies
+    __syncthreads();
+  }
+#else
+  __trap();  // launched only on sm_90 devices with sm_90 code (decode.cu)
+#endif
+}
+
 // Shared-memory bytes of each kernel (kv_bytes: bytes of one KV element; nw: warps of the
 // tensor-core kernel; transform: fp8 or RoPE staging buffers).
 static inline size_t decode_cc_smem(int D, int kv_bytes, int kv_tile, int stages, int hg) {
@@ -1307,6 +1516,47 @@ static int deepest_stages(SmemOf smem_of, size_t budget) {
   return stages;
 }
 
+// Launches decode_tws_kernel for `grid`. CTAs per SM k from the grid: 1 for grids of at
+// most one CTA per SM, 2 up to two per SM, else 4 (four CTAs per SM: one CTA's unit
+// boundary, when its ring drains for the merge, is covered by the other three). Each CTA
+// takes 1/k of the SM's shared memory for its ring and NW warps with NW - 1 consumers: 14
+// at k = 1 (a single CTA must consume at the SM's share of the bandwidth), 7 at k = 2, 4 at
+// k = 4 (16 warps of <= 128 registers fill the register file). The ring's slot count R is a
+// multiple of the consumers: a consumer then waits on a slot whose previous phase it
+// consumed itself, so the phase it waits for is never two ahead of the barrier's (parity
+// waits would alias). FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS (p.tws_slots)
+// override NW and cap R for sweeps and tests.
+template <typename T, int D>
+static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
+                              cudaStream_t stream) {
+  const long long ctas = (long long)grid.x * grid.y;
+  const long long sms = p.sm_count > 0 ? p.sm_count : 1;
+  int per_sm = ctas <= sms ? 1 : (ctas <= 2 * sms ? 2 : 4);
+  int nw = per_sm == 1 ? 14 : (per_sm == 2 ? 7 : 4);
+  if (p.tcw_warps >= 2 && p.tcw_warps <= kTcw1MaxWarps) nw = p.tcw_warps;
+  if (per_sm > kTcw1MaxWarps / nw) per_sm = kTcw1MaxWarps / nw;  // registers
+  const int consumers = nw - 1;
+  int dev = 0, sm_bytes = 0, reserved = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
+          cudaSuccess)
+    return cudaGetLastError();
+  long long per_cta = (long long)sm_bytes / per_sm - reserved;
+  if (per_cta > (long long)smem_limit) per_cta = (long long)smem_limit;
+  int slots = kTwsMaxSlots / consumers * consumers;
+  while (slots > consumers && (long long)decode_tws_smem(D, nw, slots) > per_cta)
+    slots -= consumers;
+  if (p.tws_slots >= consumers && p.tws_slots < slots)
+    slots = p.tws_slots / consumers * consumers;
+  const size_t smem = decode_tws_smem(D, nw, slots);
+  if (smem > smem_limit) return cudaErrorInvalidConfiguration;
+  p.stages = slots;
+  decode_tws_kernel<T, D><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
+  return cudaGetLastError();
+}
+
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
 // here: the deepest pipeline within `smem_budget` bytes, at least 2 stages).
 template <typename T, typename KVT, int D>
@@ -1355,6 +1605,9 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
       auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
+      // Warp-specialised (sm_90): page-aligned plans, as the single slots below.
+      if (heads_n && p.tws_maps && p.page_size % 16 == 0 && p.window_left < 0)
+        return launch_tws<T, D>(p, grid, smem_limit, stream);
       // Single slots need every unit page-aligned: page size a multiple of 16 and no window
       // (the planner's chunks start on page boundaries).
       if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0)
@@ -1406,6 +1659,8 @@ static cudaError_t decode_prepare_kv(int limit) {
     FI_PREP((decode_tcw_kernel<T, KVT, 128, true, false>))
     FI_PREP((decode_tcw_kernel<T, KVT, 64, true, true>))
     FI_PREP((decode_tcw_kernel<T, KVT, 128, true, true>))
+    FI_PREP((decode_tws_kernel<T, 64>))
+    FI_PREP((decode_tws_kernel<T, 128>))
   }
 #undef FI_PREP
   return e;

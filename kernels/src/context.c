@@ -75,6 +75,8 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.tcw_warps = env_int("FI_DECODE_TCW_WARPS", 0);
   ctx->tuning.heads_n = env_int("FI_DECODE_HEADS_N", -1);
   ctx->tuning.single_slots = env_int("FI_DECODE_SINGLE_SLOTS", -1);
+  ctx->tuning.warp_spec = env_int("FI_DECODE_WARP_SPEC", -1);
+  ctx->tuning.tws_slots = env_int("FI_DECODE_TWS_SLOTS", 0);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

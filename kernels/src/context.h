@@ -43,7 +43,8 @@ struct fi_context {
   /* Decode tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
-   * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS. */
+   * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
+   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -53,6 +54,8 @@ struct fi_context {
     int32_t tcw_warps;   /* 2..16: warps per CTA of the per-warp tensor-core kernel; 0: auto */
     int32_t heads_n;     /* -1 default (on), 0/1: that kernel's heads on the mma N side */
     int32_t single_slots; /* -1 default (on), 0/1: its single K/V slots per warp */
+    int32_t warp_spec;   /* -1 default (on, sm_90), 0: no warp-specialised decode kernel */
+    int32_t tws_slots;   /* >= 2: cap on that kernel's ring slots; 0: as many as fit */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

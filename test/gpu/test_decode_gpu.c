@@ -150,6 +150,9 @@ static void random_case(decode_case *c, int idx) {
   int kvk = gpu_rand_int(0, 9);
   c->p.kv_dtype = kvk < 6 ? c->p.q_dtype : kvk < 8 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
   c->p.page_size = gpu_rand_int(0, 4) == 0 ? gpu_rand_int(1, 1024) : page_sizes[gpu_rand_int(0, 11)];
+  /* FI_TEST_PAGE16: page sizes rounded up to multiples of 16 (the page-aligned kernels:
+   * decode_tcw_kernel's single slots, decode_tws_kernel), same random sequence otherwise. */
+  if (getenv("FI_TEST_PAGE16")) c->p.page_size = (c->p.page_size + 15) / 16 * 16;
   c->layout = gpu_rand_int(0, 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
   c->combined = gpu_rand_int(0, 1);
   c->with_lse = gpu_rand_int(0, 4) != 0;
