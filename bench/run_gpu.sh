@@ -30,6 +30,16 @@ for w in $what; do
         echo "$t: rc $rc ($(( $(date +%s) - start )) s)"
         grep -E "configs|graph|plan hd|passed|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -40
       done
+      # Page-aligned plans (the warp-specialised kernel on sm_90): default CTA shapes, then
+      # 10-warp CTAs with a 9-slot ring (other shapes, ring wrap-around every few tiles).
+      for knobs in "FI_TEST_SEED=77 FI_TEST_CONFIGS=160" \
+                   "FI_TEST_SEED=5 FI_TEST_CONFIGS=80 FI_DECODE_TCW_WARPS=10 FI_DECODE_TWS_SLOTS=9"; do
+        env FI_TEST_PAGE16=1 $knobs ./test_decode_gpu > "$OUT/cur.log" 2>&1
+        rc=$?
+        cat "$OUT/cur.log" >> "$OUT/tests.log"
+        echo "test_decode_gpu (page-aligned, $knobs): rc $rc"
+        grep -E "configs|graph|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -20
+      done
       rm -f "$OUT/cur.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
@@ -41,6 +51,11 @@ for w in $what; do
           cat "$OUT/cur.log" >> "$OUT/san.log"
           echo "$tool $t: rc $rc ($(( $(date +%s) - start )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
         done
+        FI_TEST_PAGE16=1 FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} \
+          compute-sanitizer --tool $tool --error-exitcode 9 ./test_decode_gpu > "$OUT/cur.log" 2>&1
+        rc=$?
+        cat "$OUT/cur.log" >> "$OUT/san.log"
+        echo "$tool test_decode_gpu (page-aligned): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
       done
       rm -f "$OUT/cur.log" ;;
     bench)

@@ -127,11 +127,10 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// ------------------------------------- bulk copies and mbarriers (sm_90 and newer) ----
-// A producer thread copies whole rows into shared memory with cp.async.bulk (the copy
-// engine, one instruction per row) and the copies count their bytes down on an mbarrier
-// (complete_tx); consumers wait on the barrier's phase parity. Callers compile these only
-// under __CUDA_ARCH__ >= 900.
+// ------------------------------------ tensor copies and mbarriers (sm_90 and newer) ----
+// A producer thread copies tensor boxes into shared memory with the copy engine (TMA), the
+// copies count their bytes down on an mbarrier (complete_tx), consumers wait on the
+// barrier's phase parity. Callers compile these only under __CUDA_ARCH__ >= 900.
 
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
@@ -171,12 +170,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
         : "r"(smem_addr(bar)), "r"(parity)
         : "memory");
   } while (!done);
-}
-// One arrival on `bar` once every cp.async this thread issued so far has landed (.noinc:
-// the barrier's expected count includes these arrivals).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t *bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
-               : "memory");
 }
 // The box of the 4-D tensor map `map` (a __grid_constant__ kernel parameter) at
 // coordinates (c0, c1, c2, c3), innermost first, global -> shared through the copy engine,

@@ -1350,7 +1350,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
       };
       int cur = page_batch(0), next = page_batch(32);
       uint32_t slot = seq % R, phase = (seq / R) & 1;
-      for (int s = 0; s < num_sub; ++s) {
+      auto issue = [&](int s) {  // sub-tile s into the next slot
         if (s % 32 == 0 && s > 0) {
           cur = next;
           next = page_batch(s + 32);
@@ -1372,10 +1372,16 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
           slot = 0;
           phase ^= 1;
         }
-      }
+      };
+      // The first ring's worth goes out before the block barrier at which the consumers
+      // have staged Q (every slot was released in the previous unit: no wait).
+      const int first = num_sub < R ? num_sub : R;
+      for (int s = 0; s < first; ++s) issue(s);
+      __syncthreads();
+      for (int s = first; s < num_sub; ++s) issue(s);
     } else {
       stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, nullptr, false, tid, NC * 32);
-      asm volatile("bar.sync 1, %0;\n" ::"r"(NC * 32) : "memory");  // consumers only
+      __syncthreads();  // Q staged (the producer's barrier follows its first copies)
       uint32_t qb[D / 16][2];
 #pragma unroll
       for (int kk2 = 0; kk2 < D / 32; ++kk2) {

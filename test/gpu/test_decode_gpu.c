@@ -10,6 +10,8 @@
  * every element of o and lse is compared with the host backend on the same inputs:
  *   o:   |gpu - host| <= 1e-2 * max(max|host row|, 1e-3)   (per (request, head) row)
  *   lse: |gpu - host| <= 1e-3 * max(1, |host|), -inf exactly
+ * FI_TEST_PAGE16=1 rounds the page sizes up to multiples of 16 (the page-aligned kernels:
+ * on sm_90 the warp-specialised one, decode_tws_kernel).
  * Then: a CUDA graph of a decode run, replayed after re-planning into the same workspace
  * with new lengths (and more work units); and plan errors for unsupported head_dim/dtype.
  * Exit 77 without a GPU. */
