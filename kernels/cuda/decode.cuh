@@ -29,6 +29,10 @@
 //    heads per CTA the heads go on the mma N side instead (S^T = K Q^T, O^T = V^T P^T:
 //    the tokens are the 16 rows, none of them padding); page-aligned units copy each
 //    sub-tile from one page id with a fixed stride per lane.
+//  - Tensor cores, warp-specialised (decode_tws_kernel, sm_90, the default for page-aligned
+//    plans of that kind): the same heads-on-N math in consumer warps, fed by a producer
+//    warp through a ring of TMA tensor copies and mbarriers, so the bytes in flight no
+//    longer follow each warp's instruction chain.
 //
 // Launch order: by default the (kv head, head chunk) index varies fastest (1-D grid), so
 // the CTAs of one unit run together on neighbouring head rows of the same pages.
