@@ -6,6 +6,7 @@
 
 cudaError_t fi_decode_prepare_f16(int smem_limit);
 cudaError_t fi_decode_prepare_bf16(int smem_limit);
+void fi_decode_resolve_tensor_maps(void);
 
 extern "C" int fi_cuda_available(void) {
   int n = 0;
@@ -38,6 +39,7 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   if (err != cudaSuccess)
     return fi_set_error(ctx, FI_ERROR_CUDA, "setting the decode kernels' shared-memory limit "
                         "failed: %s", cudaGetErrorString(err));
+  fi_decode_resolve_tensor_maps();  // the driver's tensor-map encoder (decode.cu)
   target->sm_version = prop.major * 10 + prop.minor;
 #ifdef FI_CUDA_HAS_SM90A
   ctx->wgmma_available = target->sm_version == 90;

@@ -58,6 +58,10 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
+// Resolved once when a CUDA context is created (context.cu), not on a run that may be
+// inside a graph capture.
+void fi_decode_resolve_tensor_maps(void) { (void)tensor_map_encoder(); }
+
 // One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
 // 16-bit, D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps). False when the
 // driver refuses it (the plan then runs the other kernels).
@@ -194,11 +198,12 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
 #else
   const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
 #endif
-  // The warp-specialised kernel (decode.cuh, decode_tws_kernel): page-aligned tensor-core
-  // plans of <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or 128, no RoPE.
+  // The warp-specialised kernel (decode.cuh, decode_tws_kernel): tensor-core plans with
+  // page sizes a multiple of 16, <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or
+  // 128, no RoPE.
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.heads_per_cta <= 8 &&
-                   p.page_size % 16 == 0 && p.window_left < 0 && (D == 64 || D == 128) &&
+                   p.page_size % 16 == 0 && (D == 64 || D == 128) &&
                    ap->kv_dtype == ap->q_dtype && ap->pos_encoding != FI_POS_ROPE_LLAMA &&
                    encode_kv_map(&tws_maps.k, kv->k, kv->layout, D) &&
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D);

@@ -913,14 +913,17 @@ template <int D> __device__ __forceinline__ void tcn_state_init(TcnState<D> &st)
 }
 
 // First half of a 16-token sub-tile (K rows kb, positions pos0 .. pos0 + 15): S^T = K Q^T
-// (qb: the Q^T fragments), scale, logits transform, mask past hi, online softmax per head
-// (o rescaled where a head's max moved); returns P^T as the B fragments pb of tcn_pv.
-// slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1. K is no longer read when it returns.
+// (qb: the Q^T fragments), scale, logits transform, mask past hi (SW: and before lo, the
+// sub-tiles of decode_tws_kernel start on a multiple of 16 below a window's start), online
+// softmax per head (o rescaled where a head's max moved); returns P^T as the B fragments pb
+// of tcn_pv. slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1. K is no longer read when it
+// returns.
 template <typename T, int D, int RC, bool SW = false>
 __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
                                            int pos0, int hi, int q_pos, float slope0,
-                                           float slope1, int lane, uint32_t (&pb)[2]) {
+                                           float slope1, int lane, uint32_t (&pb)[2],
+                                           int lo = 0) {
   const int g = lane / 4;
   float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
   // SW: A fragment rows lane % 16, chunks 2 kk + lane / 16.
@@ -938,9 +941,10 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int pos = pos0 + g + 8 * (j >> 1);
-    const float v = pos < hi ? logits_transform(p, (s[j] + s2[j]) * p.scale, pos, q_pos,
-                                                (j & 1) ? slope1 : slope0) * kLog2e
-                             : -INFINITY;
+    const bool keep = pos < hi && (!SW || pos >= lo);
+    const float v = keep ? logits_transform(p, (s[j] + s2[j]) * p.scale, pos, q_pos,
+                                            (j & 1) ? slope1 : slope0) * kLog2e
+                         : -INFINITY;
     s[j] = v;
     mx[j & 1] = fmaxf(mx[j & 1], v);
   }
@@ -1295,8 +1299,9 @@ struct TwsMaps {
 // refilled as soon as any slot frees, whatever each consumer's chain, the consumers issue
 // no copies and the producer 4 instructions per 8 KiB (16-byte cp.async from one producer
 // warp, 16 per lane per sub-tile, could not keep up: bench/NOTES.md v14).
-// Page-aligned units only (page size a multiple of 16, no window: each sub-tile is one box
-// of one page); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
+// Page sizes a multiple of 16 only (each sub-tile is one box of one page; the planner's
+// chunks start on page boundaries; a sliding window's start is masked inside its first
+// sub-tile); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
 // The rows of a unit's last sub-tile past its end hold whatever the page holds: K rows are
 // masked, and the consumer zeroes those V rows before P V (0 x NaN would be NaN).
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
@@ -1341,9 +1346,12 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     const fi_work_unit u = p.work[w];
     if (u.request < 0) continue;
     const UnitSpan us = unit_span(p, u);
-    const int lo = us.lo, hi = us.hi;
+    // Sub-tiles from the multiple of 16 at or below the range's start (a window's start is
+    // anywhere; the unit's chunk start is a page boundary, so base >= it): positions below
+    // us.lo are masked.
+    const int lo = us.lo / 16 * 16, hi = us.hi;
     const int num_sub = (hi - lo + 15) / 16;
-    if (p.page_size % 16 != 0 || lo % 16 != 0) __trap();  // the launcher guarantees both
+    if (p.page_size % 16 != 0 || u.kv_start % 16 != 0) __trap();  // the launcher's conditions
     TcnState<D> st;
     tcn_state_init(st);
     if (producer) {
@@ -1402,7 +1410,8 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
         const int pos0 = lo + 16 * j, rows = hi - pos0;
         uint32_t pb[2];
-        tcn_scores<T, D, RC, true>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb);
+        tcn_scores<T, D, RC, true>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb,
+                                   us.lo);
         if (rows < 16) {
           // Rows past the end: zero their V (whole 128-byte rows of each half).
           for (int c = lane; c < (16 - rows) * (D / 8); c += 32) {
@@ -1615,8 +1624,8 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
       auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
-      // Warp-specialised (sm_90): page-aligned plans, as the single slots below.
-      if (heads_n && p.tws_maps && p.page_size % 16 == 0 && p.window_left < 0)
+      // Warp-specialised (sm_90): page sizes a multiple of 16 (a window's start is masked).
+      if (heads_n && p.tws_maps && p.page_size % 16 == 0)
         return launch_tws<T, D>(p, grid, smem_limit, stream);
       // Single slots need every unit page-aligned: page size a multiple of 16 and no window
       // (the planner's chunks start on page boundaries).
