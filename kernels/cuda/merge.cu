@@ -173,14 +173,18 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
   const int lanes = blockDim.x / groups;       // chunk lanes
   const int dg = threadIdx.x % groups, lane = threadIdx.x / groups;
   const int h = blockIdx.y, d0 = dg * 8;
+  // The plan's counts and merge units come from the planner's upload, not from the kernel
+  // this one depends on: the first unit is read before the wait below.
+  const int n_units = device_num_units ? *device_num_units : num_units;
+  fi_merge_unit first = {0, 0, 0, 0};
+  if ((int)blockIdx.x < n_units) first = units[blockIdx.x];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched with programmatic stream serialization (PDL): this grid may start before the
   // partial-writing kernel has finished; wait here until its writes are visible.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
-  const int n_units = device_num_units ? *device_num_units : num_units;
   for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
-    const fi_merge_unit mu = units[w];
+    const fi_merge_unit mu = w == (int)blockIdx.x ? first : units[w];
     for (int r = 0; r < mu.rows; ++r) {
       float m = -INFINITY, d = 0.f, acc[8];
 #pragma unroll
