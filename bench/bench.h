@@ -16,6 +16,7 @@ typedef struct fi_bench_ctx {
   fi_context *ctx;          /* CUDA backend, launching on `stream` */
   cudaStream_t stream;
   int warmup, reps;         /* per timed case */
+  double warm_ms;           /* and at least this long a warm-up (bench_main.c) */
   double copy_gbps;         /* device-to-device copy, bytes read + written per second / 1e9 */
   double gemm_tflops;       /* cuBLAS fp16 GEMM 8192^3 (fp32 accumulation) */
   char gpu[256];
