@@ -24,8 +24,9 @@ typedef struct fi_bench_ctx {
   double last_host_ms;      /* host time per call of the last fi_bench_time_ms */
 } fi_bench_ctx;
 
-/* Median milliseconds of `fn(arg)` over ctx->reps runs after ctx->warmup runs, each run
- * bracketed by CUDA events on ctx->stream. fn must only enqueue work on that stream. */
+/* Median milliseconds of `fn(arg)` over ctx->reps runs after a warm-up of at least
+ * ctx->warmup runs and ctx->warm_ms milliseconds, each run bracketed by CUDA events on
+ * ctx->stream. fn must only enqueue work on that stream. */
 double fi_bench_time_ms(fi_bench_ctx *ctx, void (*fn)(void *), void *arg);
 
 /* One table row: case name, kernel variant, median time, bytes moved (GB/s and fraction

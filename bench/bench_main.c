@@ -200,8 +200,9 @@ int main(int argc, char **argv) {
   measure_ceilings(&ctx);
   printf("GPU: %s\n", ctx.gpu);
   printf("ceilings (same run): device-to-device copy %.0f GB/s (read + write), cuBLAS fp16 "
-         "GEMM 8192^3 %.0f TFLOP/s; median of %d repeats after >= %d warm-up repeats and 25 ms\n\n",
-         ctx.copy_gbps, ctx.gemm_tflops, ctx.reps, ctx.warmup);
+         "GEMM 8192^3 %.0f TFLOP/s; median of %d repeats after >= %d warm-up repeats and "
+         "%.0f ms\n\n",
+         ctx.copy_gbps, ctx.gemm_tflops, ctx.reps, ctx.warmup, ctx.warm_ms);
   printf("| suite    | case                               | variant                        "
          "|  time us |    GB/s | %% copy | TFLOP/s | %% gemm |\n");
   printf("|----------|------------------------------------|--------------------------------"

@@ -140,6 +140,8 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
    * the table row and the sweep does not count (bench/NOTES.md, v14b). */
   double chosen_ms = 0, best_ms = 1e30;
   char chosen_name[64] = "", best_name[64] = "";
+  double table_ms = 0;
+  int chosen_from_sweep = 0;  /* else the table row is compared (and counts as a candidate) */
   fi_tiles chosen_tiles;
   memset(&chosen_tiles, 0, sizeof chosen_tiles);
   for (int t = -1; t < (sweep ? NUM_SWEEP_TILES : 0); ++t) {
@@ -180,18 +182,27 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
     const int is_chosen = plan.tiles.q_tile == chosen_tiles.q_tile &&
                           plan.tiles.kv_tile == chosen_tiles.kv_tile &&
                           plan.tiles.cores == chosen_tiles.cores;
-    if (t < 0 || (is_chosen && sweep)) {  /* the sweep's row replaces the table's */
+    if (t < 0 || (t >= 0 && is_chosen)) {  /* the sweep's row replaces the table's */
       chosen_ms = ms;
+      chosen_from_sweep = t >= 0;
       snprintf(chosen_name, sizeof chosen_name, "%s", tn);
     }
-    if (t < 0) chosen_tiles = plan.tiles;
-    if ((t >= 0 || !sweep) && ms < best_ms) {
+    if (t < 0) {
+      chosen_tiles = plan.tiles;
+      table_ms = ms;
+    } else if (ms < best_ms) {
       best_ms = ms;
       snprintf(best_name, sizeof best_name, "%s", tn);
     }
     if (t < 0) a.plan = plan; /* the sweep keeps the chosen plan's split flag */
   }
-  if (sweep)
+  if (sweep && !chosen_from_sweep && table_ms > 0 && table_ms < best_ms) {
+    best_ms = table_ms;  /* the chosen tiles are not in the sweep list: the table row */
+    snprintf(best_name, sizeof best_name, "%s", chosen_name);
+  }
+  if (sweep && chosen_ms <= 0)
+    printf("| prefill  | %-34s | the chosen plan failed: no tile rule |\n", name);
+  else if (sweep && best_ms < 1e30)
     printf("| prefill  | %-34s | chosen %s %.1f us, best %s %.1f us: chosen is %.1f%% slower "
            "(%s) |\n",
            name, chosen_name, chosen_ms * 1e3, best_name, best_ms * 1e3,

@@ -202,7 +202,8 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   // page sizes a multiple of 16, <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or
   // 128, no RoPE.
   fi::TwsMaps tws_maps;
-  const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.heads_per_cta <= 8 &&
+  const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
+                   p.heads_per_cta <= 8 &&
                    p.page_size % 16 == 0 && (D == 64 || D == 128) &&
                    ap->kv_dtype == ap->q_dtype && ap->pos_encoding != FI_POS_ROPE_LLAMA &&
                    encode_kv_map(&tws_maps.k, kv->k, kv->layout, D) &&

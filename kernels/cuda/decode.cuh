@@ -89,8 +89,9 @@ struct DecodeParams {
   // of decode_tcw_kernel / decode_tws_kernel (0: chosen by tcw_warps_for / launch_tws) and
   // a cap on decode_tws_kernel's ring slots (0: as many as fit).
   int32_t sm_count, tcw_warps, tws_slots;
-  // Not NULL: page-aligned heads-on-N plans run decode_tws_kernel with these tensor maps
-  // (the device and the build have sm_90; decode.cu encodes them).
+  // Not NULL: heads-on-N plans with page sizes a multiple of 16 run decode_tws_kernel with
+  // these tensor maps (the device and the build have sm_90; decode.cu encodes them). A host
+  // pointer, read by the launcher only.
   const TwsMaps *tws_maps;
 };
 
@@ -1302,8 +1303,9 @@ struct TwsMaps {
 // Page sizes a multiple of 16 only (each sub-tile is one box of one page; the planner's
 // chunks start on page boundaries; a sliding window's start is masked inside its first
 // sub-tile); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
-// The rows of a unit's last sub-tile past its end hold whatever the page holds: K rows are
-// masked, and the consumer zeroes those V rows before P V (0 x NaN would be NaN).
+// The rows of a box outside the unit's range (past its end, before a window's start) hold
+// whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
+// P V (0 x NaN would be NaN).
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
@@ -1350,50 +1352,55 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     // anywhere; the unit's chunk start is a page boundary, so base >= it): positions below
     // us.lo are masked.
     const int lo = us.lo / 16 * 16, hi = us.hi;
-    const int num_sub = (hi - lo + 15) / 16;
+    const int num_sub = hi > us.lo ? (hi - lo + 15) / 16 : 0;
     if (p.page_size % 16 != 0 || u.kv_start % 16 != 0) __trap();  // the launcher's conditions
     TcnState<D> st;
     tcn_state_init(st);
-    if (producer) {
-      const int32_t *pages = p.kv_indices + us.page_begin;
-      auto page_batch = [&](int s0) {  // lane i: page id of sub-tile s0 + i (0 past the end)
-        const int s = s0 + lane;
-        return s < num_sub ? pages[(lo + 16 * s) / p.page_size] : 0;
-      };
-      int cur = page_batch(0), next = page_batch(32);
-      uint32_t slot = seq % R, phase = (seq / R) & 1;
-      auto issue = [&](int s) {  // sub-tile s into the next slot
-        if (s % 32 == 0 && s > 0) {
-          cur = next;
-          next = page_batch(s + 32);
-        }
-        const int page = __shfl_sync(0xffffffffu, cur, s % 32);
-        if (lane == 0) {
-          const int in_page = (lo + 16 * s) % p.page_size;
-          uint8_t *dst = ring + slot * SLOT;
-          mbar_wait(&empty[slot], phase ^ 1);  // consumed (a fresh slot passes at once)
-          mbar_arrive_expect_tx(&full[slot], SLOT);
+
+    // Producer: sub-tile s into the next slot (one lane issues; every lane takes part in
+    // the page-id batches).
+    const int32_t *pages = p.kv_indices + us.page_begin;
+    auto page_batch = [&](int s0) {  // lane i: page id of sub-tile s0 + i (0 past the end)
+      const int sub = s0 + lane;
+      return sub < num_sub ? pages[(lo + 16 * sub) / p.page_size] : 0;
+    };
+    int cur = 0, next = 0;
+    uint32_t pslot = seq % R, pphase = (seq / R) & 1;
+    auto issue = [&](int s) {
+      if (s % 32 == 0) {
+        cur = s == 0 ? page_batch(0) : next;
+        next = page_batch(s + 32);
+      }
+      const int page = __shfl_sync(0xffffffffu, cur, s % 32);
+      if (lane == 0) {
+        const int in_page = (lo + 16 * s) % p.page_size;
+        uint8_t *dst = ring + pslot * SLOT;
+        mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
+        mbar_arrive_expect_tx(&full[pslot], SLOT);
 #pragma unroll
-          for (int h = 0; h < D / 64; ++h) {
-            tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[slot]);
-            tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
-                        &full[slot]);
-          }
+        for (int h = 0; h < D / 64; ++h) {
+          tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
+          tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
+                      &full[pslot]);
         }
-        if (++slot == (uint32_t)R) {
-          slot = 0;
-          phase ^= 1;
-        }
-      };
-      // The first ring's worth goes out before the block barrier at which the consumers
-      // have staged Q (every slot was released in the previous unit: no wait).
-      const int first = num_sub < R ? num_sub : R;
+      }
+      if (++pslot == (uint32_t)R) {
+        pslot = 0;
+        pphase ^= 1;
+      }
+    };
+    // The first ring's worth of copies goes out while the consumers stage Q (every slot
+    // was released in the previous unit: no wait), then one block barrier for both.
+    const int first = num_sub < R ? num_sub : R;
+    if (producer) {
       for (int s = 0; s < first; ++s) issue(s);
-      __syncthreads();
-      for (int s = first; s < num_sub; ++s) issue(s);
     } else {
       stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, nullptr, false, tid, NC * 32);
-      __syncthreads();  // Q staged (the producer's barrier follows its first copies)
+    }
+    __syncthreads();
+    if (producer) {
+      for (int s = first; s < num_sub; ++s) issue(s);
+    } else {
       uint32_t qb[D / 16][2];
 #pragma unroll
       for (int kk2 = 0; kk2 < D / 32; ++kk2) {
@@ -1408,16 +1415,21 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
       for (int j = warp; j < num_sub; j += NC) {
         mbar_wait(&full[slot], phase);
         uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
-        const int pos0 = lo + 16 * j, rows = hi - pos0;
+        const int pos0 = lo + 16 * j;
+        // Rows of the box outside [us.lo, hi) (a window's start, the unit's end) hold
+        // whatever the page holds there: their K is masked, their V zeroed (P = 0 times a
+        // NaN would be NaN).
+        const int r_lo = us.lo - pos0 > 0 ? us.lo - pos0 : 0;
+        const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
         uint32_t pb[2];
         tcn_scores<T, D, RC, true>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb,
                                    us.lo);
-        if (rows < 16) {
-          // Rows past the end: zero their V (whole 128-byte rows of each half).
-          for (int c = lane; c < (16 - rows) * (D / 8); c += 32) {
-            const int r = rows + c / (D / 8), cc = c % (D / 8);
-            *reinterpret_cast<uint4 *>(vb + (cc / 8) * 2048 + r * 128 + (cc % 8) * 16) =
-                make_uint4(0u, 0u, 0u, 0u);
+        if (r_lo > 0 || r_hi < 16) {
+          for (int c = lane; c < 16 * (D / 8); c += 32) {  // whole 128-byte rows of each half
+            const int r = c / (D / 8), cc = c % (D / 8);
+            if (r < r_lo || r >= r_hi)
+              *reinterpret_cast<uint4 *>(vb + (cc / 8) * 2048 + r * 128 + (cc % 8) * 16) =
+                  make_uint4(0u, 0u, 0u, 0u);
           }
           fence_proxy_async_smem();  // before the copy engine refills the slot
           __syncwarp();
@@ -1541,9 +1553,10 @@ static int deepest_stages(SmemOf smem_of, size_t budget) {
 // takes 1/k of the SM's shared memory for its ring and NW warps with NW - 1 consumers: 14
 // at k = 1 (a single CTA must consume at the SM's share of the bandwidth), 7 at k = 2, 4 at
 // k = 4 (16 warps of <= 128 registers fill the register file). The ring's slot count R is a
-// multiple of the consumers: a consumer then waits on a slot whose previous phase it
-// consumed itself, so the phase it waits for is never two ahead of the barrier's (parity
-// waits would alias). FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS (p.tws_slots)
+// multiple of the consumers: within a unit a consumer then waits on a slot whose previous
+// phase it consumed itself, so the phase it waits for is never two ahead of the barrier's
+// (parity waits would alias); across units the block barrier at each unit's end orders
+// every earlier fill. FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS (p.tws_slots)
 // override NW and cap R for sweeps and tests.
 template <typename T, int D>
 static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
@@ -1625,8 +1638,10 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
       // Warp-specialised (sm_90): page sizes a multiple of 16 (a window's start is masked).
-      if (heads_n && p.tws_maps && p.page_size % 16 == 0)
-        return launch_tws<T, D>(p, grid, smem_limit, stream);
+      if (heads_n && p.tws_maps && p.page_size % 16 == 0) {
+        const cudaError_t e = launch_tws<T, D>(p, grid, smem_limit, stream);
+        if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
+      }
       // Single slots need every unit page-aligned: page size a multiple of 16 and no window
       // (the planner's chunks start on page boundaries).
       if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0)

@@ -55,7 +55,8 @@ struct fi_context {
     int32_t heads_n;     /* -1 default (on), 0/1: that kernel's heads on the mma N side */
     int32_t single_slots; /* -1 default (on), 0/1: its single K/V slots per warp */
     int32_t warp_spec;   /* -1 default (on, sm_90), 0: no warp-specialised decode kernel */
-    int32_t tws_slots;   /* >= 2: cap on that kernel's ring slots; 0: as many as fit */
+    int32_t tws_slots;   /* cap on that kernel's ring slots, rounded down to a multiple of
+                            its consumer warps (at least one each); 0: as many as fit */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -6,7 +6,9 @@
  * kv_len 0..32768 (long KV with small batches so the host oracle stays fast), page tables
  * that are random permutations, RoPE / ALiBi / soft cap / sliding window / sm_scale /
  * LSE alone and combined, automatic / fixed / disabled split-KV, and forced CUDA-core and
- * tensor-core variants with every kv_tile. Outputs are poisoned with NaN before each run;
+ * tensor-core variants with every kv_tile. Cache rows no kernel may read (past each
+ * request's end, before a window's start, unused pages) hold NaN; outputs are poisoned
+ * with NaN before each run;
  * every element of o and lse is compared with the host backend on the same inputs:
  *   o:   |gpu - host| <= 1e-2 * max(max|host row|, 1e-3)   (per (request, head) row)
  *   lse: |gpu - host| <= 1e-3 * max(1, |host|), -inf exactly
@@ -70,7 +72,56 @@ static fi_paged_kv_cache cache_view(const decode_case *c, void *base, int32_t nu
   return kv;
 }
 
-static void data_init(decode_data *d, const decode_case *c) {
+/* Cache rows that no kernel may use hold NaN: past each request's end in its last page,
+ * before a sliding window's start, and unused pages (a kernel that lets one reach o, even
+ * as 0 x NaN, fails the comparison). The host oracle skips masked positions. */
+static void poison_unread_rows(decode_data *d, const decode_case *c) {
+  const fi_attention_params *p = &c->p;
+  const fi_paged_kv_cache *kv = &d->cache_h;
+  const int pos_dim = c->layout == FI_LAYOUT_NHD ? 1 : 2;
+  const int head_dim = c->layout == FI_LAYOUT_NHD ? 2 : 1;
+  const size_t es = fi_dtype_size(p->kv_dtype);
+  const uint16_t nan16 = p->kv_dtype == FI_DTYPE_BF16 ? 0x7FC0 : 0x7E00;
+  const int32_t np = d->pages.num_pages;
+  /* owner[page]: the request holding it (-1: unused), first[page]: its first position */
+  int32_t *owner = (int32_t *)malloc(sizeof(int32_t) * (size_t)(np > 0 ? np : 1));
+  int32_t *first_pos = (int32_t *)malloc(sizeof(int32_t) * (size_t)(np > 0 ? np : 1));
+  for (int32_t page = 0; page < np; ++page) owner[page] = -1;
+  for (int b = 0; b < c->batch; ++b)
+    for (int32_t i = d->pages.indptr[b]; i < d->pages.indptr[b + 1]; ++i) {
+      owner[d->pages.indices[i]] = b;
+      first_pos[d->pages.indices[i]] = (i - d->pages.indptr[b]) * p->page_size;
+    }
+  for (int32_t page = 0; page < np; ++page) {
+    const int b = owner[page];
+    const int32_t first = b >= 0 ? first_pos[page] : 0;
+    for (int32_t off = 0; off < p->page_size; ++off) {
+      if (b >= 0) {
+        const int32_t pos = first + off, kv_len = c->kv_len[b];
+        const int32_t start = p->window_left >= 0 && kv_len - 1 - p->window_left > 0
+                                  ? kv_len - 1 - p->window_left : 0;
+        if (pos < kv_len && pos >= start) continue;
+      }
+      for (int t = 0; t < 2; ++t) {
+        const fi_tensor *x = t ? &kv->v : &kv->k;
+        for (int32_t h = 0; h < p->num_kv_heads; ++h) {
+          int64_t e = page * x->strides[0] + off * x->strides[pos_dim] + h * x->strides[head_dim];
+          for (int32_t dd = 0; dd < p->head_dim; ++dd) {
+            char *at = (char *)x->data + (size_t)(e + dd) * es;
+            if (es == 2) memcpy(at, &nan16, 2);
+            else *(uint8_t *)at = 0x7F; /* e4m3 and e5m2 NaN */
+          }
+        }
+      }
+    }
+  }
+  free(owner);
+  free(first_pos);
+}
+
+/* poison: NaN in the rows no kernel may read (the random cases; the graph test re-plans
+ * the same cache with other lengths, so its rows stay finite). */
+static void data_init(decode_data *d, const decode_case *c, int poison) {
   const fi_attention_params *p = &c->p;
   memset(d, 0, sizeof(*d));
   d->pages = gpu_make_pages(c->batch, c->kv_len, p->page_size, c->spare_pages);
@@ -90,6 +141,8 @@ static void data_init(decode_data *d, const decode_case *c) {
   d->lse_gpu = (float *)malloc(d->lse_bytes + 16);
   gpu_fill_random(d->q_h, p->q_dtype, q_elems);
   gpu_fill_random(d->kv_h, p->kv_dtype, kv_elems);
+  d->cache_h = cache_view(c, d->kv_h, (int32_t)np);
+  if (poison) poison_unread_rows(d, c);
   d->q_d = gpu_upload(d->q_h, d->q_bytes);
   d->kv_d = gpu_upload(d->kv_h, d->kv_bytes);
   d->o_d = gpu_alloc_poisoned(d->o_bytes);
@@ -97,7 +150,6 @@ static void data_init(decode_data *d, const decode_case *c) {
   d->indptr_d = (int32_t *)gpu_upload(d->pages.indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
   d->indices_d = (int32_t *)gpu_upload(d->pages.indices, sizeof(int32_t) * (size_t)(np));
   d->last_d = (int32_t *)gpu_upload(d->pages.last_page_len, sizeof(int32_t) * (size_t)(c->batch > 0 ? c->batch : 1));
-  d->cache_h = cache_view(c, d->kv_h, (int32_t)np);
   d->cache_d = cache_view(c, d->kv_d, (int32_t)np);
 }
 
@@ -154,7 +206,7 @@ static void random_case(decode_case *c, int idx) {
   c->p.page_size = gpu_rand_int(0, 4) == 0 ? gpu_rand_int(1, 1024) : page_sizes[gpu_rand_int(0, 11)];
   /* FI_TEST_PAGE16: page sizes rounded up to multiples of 16 (the page-aligned kernels:
    * decode_tcw_kernel's single slots, decode_tws_kernel), same random sequence otherwise. */
-  if (getenv("FI_TEST_PAGE16")) c->p.page_size = (c->p.page_size + 15) / 16 * 16;
+  if (gpu_env_u64("FI_TEST_PAGE16", 0)) c->p.page_size = (c->p.page_size + 15) / 16 * 16;
   c->layout = gpu_rand_int(0, 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
   c->combined = gpu_rand_int(0, 1);
   c->with_lse = gpu_rand_int(0, 4) != 0;
@@ -222,7 +274,7 @@ typedef struct stats {
 
 static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx, stats *st) {
   decode_data d;
-  data_init(&d, c);
+  data_init(&d, c, 1);
   const fi_attention_params *p = &c->p;
   fi_page_table pt_h = {d.pages.indptr, d.pages.indices, d.pages.last_page_len};
   fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
@@ -336,7 +388,7 @@ static int graph_test(fi_context *hctx) {
   /* Allocate for the larger of both; page tables rewritten in place. */
   c.kv_len = max_len;
   decode_data d;
-  data_init(&d, &c);
+  data_init(&d, &c, 0);
   GPU_CK(cudaDeviceSynchronize()); /* legacy-stream uploads done before the other stream */
   size_t ws = 0;
   FI_CK(ctx, fi_decode_workspace_size(ctx, &c.p, c.batch, &ws));
