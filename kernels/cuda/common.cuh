@@ -136,15 +136,15 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
                : "memory");
 }
+// Orders this thread's generic-proxy shared-memory accesses before later async-proxy ones
+// (a tensor copy into memory the thread wrote or read).
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 // Makes initialised barriers visible to the copy engine (the async proxy) and the CTA.
 __device__ __forceinline__ void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Orders this thread's generic-proxy shared-memory accesses before later async-proxy ones
-// (a bulk copy into memory the thread wrote or read).
-__device__ __forceinline__ void fence_proxy_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  fence_proxy_async_smem();
 }
 // One arrival that also expects `bytes` more bytes of complete_tx in the current phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
@@ -186,16 +186,8 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 
 // ------------------------------------------------------------ tensor cores ------------
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(smem)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(smem)));
-}
+// Four 8 x 8 matrices from the shared-memory address smem (a lane's row address), or from
+// a generic pointer into shared memory.
 __device__ __forceinline__ void ldmatrix_x4_at(uint32_t *r, uint32_t smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -205,6 +197,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t *r, uint32_t smem)
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *smem) {
+  ldmatrix_x4_at(r, smem_addr(smem));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *smem) {
+  ldmatrix_x4_trans_at(r, smem_addr(smem));
 }
 // D(16x8, f32) += A(16x16, row) * B(16x8, col), 16-bit inputs of type T.
 template <typename T>

@@ -48,6 +48,8 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
 #endif
   target->sm_count = prop.multiProcessorCount;
   target->smem_per_block = (int32_t)prop.sharedMemPerBlockOptin;
+  ctx->smem_per_sm = (int32_t)prop.sharedMemPerMultiprocessor;
+  ctx->smem_reserved_per_block = (int32_t)prop.reservedSharedMemPerBlock;
   return FI_SUCCESS;
 }
 

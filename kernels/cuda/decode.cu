@@ -211,6 +211,8 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   p.tws_maps = tws ? &tws_maps : NULL;
   p.tws_slots = ctx->tuning.tws_slots;
   p.sm_count = ctx->target.sm_count;
+  p.smem_per_sm = ctx->smem_per_sm;
+  p.smem_reserved = ctx->smem_reserved_per_block;
   const int tcw_warps = ctx->tuning.tcw_warps;
   p.tcw_warps = tcw_warps >= 2 && tcw_warps <= fi::kTcw1MaxWarps ? tcw_warps : 0;
   cudaStream_t s = fi_cuda_stream(ctx);

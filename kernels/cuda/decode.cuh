@@ -89,6 +89,7 @@ struct DecodeParams {
   // of decode_tcw_kernel / decode_tws_kernel (0: chosen by tcw_warps_for / launch_tws) and
   // a cap on decode_tws_kernel's ring slots (0: as many as fit).
   int32_t sm_count, tcw_warps, tws_slots;
+  int32_t smem_per_sm, smem_reserved;  // the device's shared memory per SM, reserved per block
   // Not NULL: heads-on-N plans with page sizes a multiple of 16 run decode_tws_kernel with
   // these tensor maps (the device and the build have sm_90; decode.cu encodes them). A host
   // pointer, read by the launcher only.
@@ -593,6 +594,12 @@ __device__ __forceinline__ void tc_softmax_pv(const DecodeParams &p, TcState<D> 
   }
 }
 
+// Shared-memory bytes of a merge of nw warps' states: [nw][16][D] fp32 o rows, then
+// [nw][16] (m, d) pairs.
+constexpr __host__ __device__ int decode_merge_bytes(int D, int nw) {
+  return nw * 16 * D * 4 + nw * 16 * 8;
+}
+
 // The last step of a warp merge: every warp has written its o rows ([NW][16][D] floats at
 // eo, row r = head head0 + r) and their (m, d) ([NW][16] at emd); rows 0 .. hg - 1 are
 // combined in warp order and written for unit u. Block-wide; starts and ends with a barrier.
@@ -766,7 +773,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
 
   Pipe pp = pipe_init<KVT, D>(p, smem, transform ? D * (int)sizeof(KVT) : RC, ch.kv_head);
   int raw_bytes = 2 * p.stages * pp.tile_bytes;
-  int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
+  int epi_bytes = decode_merge_bytes(D, NW);
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
   pp.slots = (TokenOffsets *)after;
   uint8_t *qs = after + pp.nslot * T_ * (int)sizeof(TokenOffsets);
@@ -872,11 +879,19 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
 }
-// B fragments (Q^T) of k-slices 2 kk2 and 2 kk2 + 1 from the Q rows 0..7 of qs:
-// r[0], r[1] for slice 2 kk2, r[2], r[3] for slice 2 kk2 + 1.
-template <int RC>
-__device__ __forceinline__ void ldsm_qt(uint32_t *r, const uint8_t *qs, int kk2, int lane) {
-  ldmatrix_x4(r, qs + (lane % 8) * RC + (32 * kk2 + 8 * (lane / 8)) * 2);
+// The B fragments (Q^T) of every k-slice from the Q rows 0..7 of qs: one ldmatrix per two
+// slices (matrices 0, 1 for slice 2 kk2, 2, 3 for slice 2 kk2 + 1).
+template <int RC, int D>
+__device__ __forceinline__ void ldsm_qt(uint32_t (&qb)[D / 16][2], const uint8_t *qs, int lane) {
+#pragma unroll
+  for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+    uint32_t r[4];
+    ldmatrix_x4(r, qs + (lane % 8) * RC + (32 * kk2 + 8 * (lane / 8)) * 2);
+    qb[2 * kk2][0] = r[0];
+    qb[2 * kk2][1] = r[1];
+    qb[2 * kk2 + 1][0] = r[2];
+    qb[2 * kk2 + 1][1] = r[3];
+  }
 }
 // A fragment of V^T block m (dims 16 m .. 16 m + 15 x the 16 tokens of vt), by transposed
 // 8 x 8 loads of the V rows.
@@ -1085,7 +1100,7 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
   const int stage_bytes = 2 * 16 * RC;  // K then V of 16 tokens
   const int warp_bytes = ONE ? stage_bytes : S * stage_bytes;
   const int raw_bytes = NW * warp_bytes;
-  const int epi_bytes = NW * 16 * D * 4 + NW * 16 * 8;
+  const int epi_bytes = decode_merge_bytes(D, NW);
   uint8_t *ring = smem + warp * warp_bytes;
   uint8_t *after = smem + (raw_bytes > epi_bytes ? raw_bytes : epi_bytes);
   TokenOffsets *slots = (TokenOffsets *)after + warp * nslot * 16;
@@ -1118,15 +1133,7 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
     // Q as the A operand (heads as rows) or as Q^T B fragments (HN).
     uint32_t qf[HN ? 1 : D / 16][4], qb[HN ? D / 16 : 1][2];
     if constexpr (HN) {
-#pragma unroll
-      for (int kk2 = 0; kk2 < D / 32; ++kk2) {
-        uint32_t r[4];
-        ldsm_qt<RC>(r, qs, kk2, lane);
-        qb[2 * kk2][0] = r[0];
-        qb[2 * kk2][1] = r[1];
-        qb[2 * kk2 + 1][0] = r[2];
-        qb[2 * kk2 + 1][1] = r[3];
-      }
+      ldsm_qt<RC, D>(qb, qs, lane);
     } else {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) ldsm_q<RC>(qf[kk], qs, kk, lane);
@@ -1268,7 +1275,7 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
 constexpr __host__ __device__ int decode_tws_slot_bytes(int D) { return 2 * 16 * 2 * D; }
 static inline __host__ __device__ int decode_tws_ring_bytes(int D, int nw, int slots) {
   const int ring = slots * decode_tws_slot_bytes(D);
-  const int epi = nw * 16 * D * 4 + nw * 16 * 8;
+  const int epi = decode_merge_bytes(D, nw);
   return ring > epi ? ring : epi;
 }
 static inline size_t decode_tws_smem(int D, int nw, int slots) {
@@ -1314,7 +1321,10 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     decode_tws_kernel(const __grid_constant__ DecodeParams p,
                       const __grid_constant__ TwsMaps maps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  extern __shared__ __align__(1024) uint8_t smem[];
+  // Its own name: the 1024-byte alignment the swizzle needs would be dropped in favour of
+  // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
+  extern __shared__ __align__(1024) uint8_t tws_smem[];
+  uint8_t *const smem = tws_smem;
   allow_dependent_launch();
   constexpr int RC = 2 * D + 16;                     // padded row of the Q tile
   constexpr int SLOT = decode_tws_slot_bytes(D);     // K then V of one sub-tile
@@ -1328,12 +1338,11 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   float slope0, slope1;
   cta_head_slopes(p, head0, 2 * (lane % 4), 2 * (lane % 4) + 1, &slope0, &slope1);
 
-  uint8_t *ring = smem;  // 1024-byte aligned: the swizzle's pattern is absolute
+  uint8_t *ring = smem;  // 1024-byte aligned (tws_smem): the swizzle's pattern is absolute
   uint8_t *qs = smem + decode_tws_ring_bytes(D, NW, R);
   uint64_t *full = reinterpret_cast<uint64_t *>(qs + 16 * RC);
   uint64_t *empty = full + R;
   if (tid == 0) {
-    if (smem_addr(ring) % 1024 != 0) __trap();
     for (int i = 0; i < R; ++i) {
       mbar_init(&full[i], 1);   // the producer's arrive.expect_tx
       mbar_init(&empty[i], 1);  // one lane of the consuming warp
@@ -1402,15 +1411,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
       for (int s = first; s < num_sub; ++s) issue(s);
     } else {
       uint32_t qb[D / 16][2];
-#pragma unroll
-      for (int kk2 = 0; kk2 < D / 32; ++kk2) {
-        uint32_t r4[4];
-        ldsm_qt<RC>(r4, qs, kk2, lane);
-        qb[2 * kk2][0] = r4[0];
-        qb[2 * kk2][1] = r4[1];
-        qb[2 * kk2 + 1][0] = r4[2];
-        qb[2 * kk2 + 1][1] = r4[3];
-      }
+      ldsm_qt<RC, D>(qb, qs, lane);
       uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
       for (int j = warp; j < num_sub; j += NC) {
         mbar_wait(&full[slot], phase);
@@ -1470,7 +1471,7 @@ static inline size_t decode_tc_smem(int D, int kv_bytes, int kv_tile, int stages
   const size_t RC = 2 * (size_t)D + 16;
   size_t row = transform ? (size_t)D * kv_bytes : RC;
   size_t raw = 2 * (size_t)stages * kv_tile * row;
-  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  size_t epi = (size_t)decode_merge_bytes(D, nw);
   size_t s = raw > epi ? raw : epi;
   s += (size_t)(stages + 1 + decode_l2_tiles(D, kv_bytes, kv_tile)) * kv_tile *
        sizeof(TokenOffsets);
@@ -1482,7 +1483,7 @@ static inline size_t decode_tc_smem(int D, int kv_bytes, int kv_tile, int stages
 static inline size_t decode_tcw_smem(int D, int stages, int nw) {
   const size_t RC = 2 * (size_t)D + 16;
   size_t raw = (size_t)nw * stages * 2 * 16 * RC;
-  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  size_t epi = (size_t)decode_merge_bytes(D, nw);
   size_t q = 16 * RC;  // staged in the ring
   size_t ring = raw > epi ? raw : epi;
   if (ring < q) ring = q;
@@ -1492,7 +1493,7 @@ static inline size_t decode_tcw_smem(int D, int stages, int nw) {
 static inline size_t decode_tcw1_smem(int D, int nw) {
   const size_t RC = 2 * (size_t)D + 16;
   size_t raw = (size_t)nw * 2 * 16 * RC;
-  size_t epi = (size_t)nw * 16 * D * 4 + (size_t)nw * 16 * 8;
+  size_t epi = (size_t)decode_merge_bytes(D, nw);
   size_t s = raw > epi ? raw : epi;
   return s > 16 * RC ? s : 16 * RC;
 }
@@ -1568,14 +1569,7 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   if (p.tcw_warps >= 2 && p.tcw_warps <= kTcw1MaxWarps) nw = p.tcw_warps;
   if (per_sm > kTcw1MaxWarps / nw) per_sm = kTcw1MaxWarps / nw;  // registers
   const int consumers = nw - 1;
-  int dev = 0, sm_bytes = 0, reserved = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
-          cudaSuccess)
-    return cudaGetLastError();
-  long long per_cta = (long long)sm_bytes / per_sm - reserved;
+  long long per_cta = (long long)p.smem_per_sm / per_sm - p.smem_reserved;
   if (per_cta > (long long)smem_limit) per_cta = (long long)smem_limit;
   int slots = kTwsMaxSlots / consumers * consumers;
   while (slots > consumers && (long long)decode_tws_smem(D, nw, slots) > per_cta)
@@ -1637,8 +1631,8 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
       auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
-      // Warp-specialised (sm_90): page sizes a multiple of 16 (a window's start is masked).
-      if (heads_n && p.tws_maps && p.page_size % 16 == 0) {
+      // Warp-specialised (sm_90): decode.cu gives it tensor maps where it applies.
+      if (p.tws_maps) {
         const cudaError_t e = launch_tws<T, D>(p, grid, smem_limit, stream);
         if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
       }

@@ -27,6 +27,9 @@ struct fi_context {
   int32_t wgmma_available;
   int32_t num_threads; /* host backend: worker threads of a run */
   int32_t device;     /* CUDA backend: the device ordinal the context was created on */
+  /* CUDA backend: the device's shared memory per SM and the part of it each block reserves
+   * (the warp-specialised decode kernel sizes its ring from them) */
+  int32_t smem_per_sm, smem_reserved_per_block;
   char last_error[FI_ERROR_MESSAGE_BYTES];
 
   /* Host memory the planner builds work / merge units in before they are copied into the
