@@ -182,7 +182,7 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
     const int is_chosen = plan.tiles.q_tile == chosen_tiles.q_tile &&
                           plan.tiles.kv_tile == chosen_tiles.kv_tile &&
                           plan.tiles.cores == chosen_tiles.cores;
-    if (t < 0 || (t >= 0 && is_chosen)) {  /* the sweep's row replaces the table's */
+    if (t < 0 || is_chosen) {  /* the sweep's row replaces the table's */
       chosen_ms = ms;
       chosen_from_sweep = t >= 0;
       snprintf(chosen_name, sizeof chosen_name, "%s", tn);
