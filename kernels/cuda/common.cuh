@@ -171,6 +171,15 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
+// The box of the 3-D tensor map `map` at coordinates (c0, c1, c2), as tma_load_4d.
+__device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2,
+                                            uint64_t *bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
+      : "memory");
+}
 // The box of the 4-D tensor map `map` (a __grid_constant__ kernel parameter) at
 // coordinates (c0, c1, c2, c3), innermost first, global -> shared through the copy engine,
 // its bytes counted on `bar` (complete_tx).

@@ -6,7 +6,23 @@
 
 cudaError_t fi_decode_prepare_f16(int smem_limit);
 cudaError_t fi_decode_prepare_bf16(int smem_limit);
-void fi_decode_resolve_tensor_maps(void);
+
+// cuTensorMapEncodeTiled from the driver (through the runtime: no libcuda link), or NULL.
+// Resolved when a context is created, not on a run that may be inside a graph capture.
+extern "C" void *fi_cuda_tensor_map_encoder(void) {
+  static void *const fn = [] {
+    void *f = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      f = NULL;
+    }
+    return f;
+  }();
+  return fn;
+}
 
 extern "C" int fi_cuda_available(void) {
   int n = 0;
@@ -39,7 +55,7 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   if (err != cudaSuccess)
     return fi_set_error(ctx, FI_ERROR_CUDA, "setting the decode kernels' shared-memory limit "
                         "failed: %s", cudaGetErrorString(err));
-  fi_decode_resolve_tensor_maps();  // the driver's tensor-map encoder (decode.cu)
+  (void)fi_cuda_tensor_map_encoder();  // decode's and prefill's tensor maps
   target->sm_version = prop.major * 10 + prop.minor;
 #ifdef FI_CUDA_HAS_SM90A
   ctx->wgmma_available = target->sm_version == 90;

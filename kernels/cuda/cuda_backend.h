@@ -24,6 +24,10 @@ fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
 fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
                                    const fi_tiles *tiles);
 
+/* The driver's cuTensorMapEncodeTiled (a PFN_cuTensorMapEncodeTiled_v12000), or NULL when
+ * the driver has none; resolved once at context creation (context.cu). */
+void *fi_cuda_tensor_map_encoder(void);
+
 /* Defined in prefill.cu (the prefill kernels' own support check). */
 fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                           const fi_attention_params *params,

@@ -42,25 +42,9 @@ static int aligned16(const void *p, const int64_t *strides, int n, size_t es) {
   return 1;
 }
 
-// cuTensorMapEncodeTiled from the driver (through the runtime: no libcuda link), or NULL.
 static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void *f = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      f = NULL;
-    }
-    return (PFN_cuTensorMapEncodeTiled_v12000)f;
-  }();
-  return fn;
+  return (PFN_cuTensorMapEncodeTiled_v12000)fi_cuda_tensor_map_encoder();
 }
-
-// Resolved once when a CUDA context is created (context.cu), not on a run that may be
-// inside a graph capture.
-void fi_decode_resolve_tensor_maps(void) { (void)tensor_map_encoder(); }
 
 // One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
 // 16-bit, D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps). False when the

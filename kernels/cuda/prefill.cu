@@ -19,6 +19,8 @@
 #include "context.h"
 #include "cuda_backend.h"
 #include "prefill_variants.cuh"
+#include "prefill_ws.cuh"
+#include <cudaTypedefs.h>
 
 namespace {
 
@@ -77,6 +79,74 @@ fi_status check_variant(fi_context *ctx, fi_op_family family, const fi_attention
   return FI_SUCCESS;
 }
 
+// The K/V operands of a run as the warp-specialised kernel maps them.
+struct KvTensors {
+  const fi_tensor *k, *v;
+  bool paged;
+  fi_kv_layout layout;  // paged only
+};
+
+// A 16-bit tensor as a tensor map with the 128-byte swizzle: dims innermost first, strides
+// (bytes) of dims 1.. and the box. False when the driver refuses it (then the other kernel
+// runs).
+bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
+                const cuuint64_t *strides, const cuuint32_t *box) {
+  auto encode = (PFN_cuTensorMapEncodeTiled_v12000)fi_cuda_tensor_map_encoder();
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  return encode &&
+         encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, rank, data, dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
+// of (64, group, 128 / group); ragged k/v (D, kv heads, tokens) with (64, 1, 128); paged
+// k/v (D, kv heads, position, page) with (64, 1, box, 1), box the largest of 128/64/32/16
+// that divides the page size. False when a tensor cannot be mapped.
+bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
+                    int group, int page_size) {
+  if (q->strides[2] != 1 || kv.k->strides[kv.paged ? 3 : 2] != 1 ||
+      kv.v->strides[kv.paged ? 3 : 2] != 1)
+    return false;
+  const cuuint64_t qd[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
+  const cuuint64_t qs[2] = {(cuuint64_t)q->strides[1] * 2, (cuuint64_t)q->strides[0] * 2};
+  const cuuint32_t qb[3] = {64, (cuuint32_t)group, (cuuint32_t)(128 / group)};
+  if (!encode_map(&m->q, q->data, 3, qd, qs, qb)) return false;
+  m->kv_box_rows = 128;
+  for (int i = 0; i < 2; ++i) {
+    const fi_tensor *t = i == 0 ? kv.k : kv.v;
+    CUtensorMap *map = i == 0 ? &m->k : &m->v;
+    if (!kv.paged) {
+      const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
+      const cuuint64_t st[2] = {(cuuint64_t)t->strides[1] * 2, (cuuint64_t)t->strides[0] * 2};
+      const cuuint32_t b[3] = {64, 1, 128};
+      if (!encode_map(map, t->data, 3, d, st, b)) return false;
+    } else {
+      int box = 128;
+      while (page_size % box != 0) box /= 2;
+      if (box < 16) return false;
+      m->kv_box_rows = box;
+      const int pos = kv.layout == FI_LAYOUT_NHD ? 1 : 2, head = kv.layout == FI_LAYOUT_NHD ? 2 : 1;
+      const cuuint64_t d[4] = {(cuuint64_t)D, (cuuint64_t)t->shape[head],
+                               (cuuint64_t)t->shape[pos], (cuuint64_t)t->shape[0]};
+      const cuuint64_t st[3] = {(cuuint64_t)t->strides[head] * 2,
+                                (cuuint64_t)t->strides[pos] * 2, (cuuint64_t)t->strides[0] * 2};
+      const cuuint32_t b[4] = {64, 1, (cuuint32_t)box, 1};
+      if (!encode_map(map, t->data, 4, d, st, b)) return false;
+    }
+  }
+  return true;
+}
+
+fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
+  const bool bf = a->q_dtype == FI_DTYPE_BF16;
+  if (a->head_dim == 64) return bf ? fi_prefill_ws_launch_hd64_bf16 : fi_prefill_ws_launch_hd64_f16;
+  if (a->head_dim == 128)
+    return bf ? fi_prefill_ws_launch_hd128_bf16 : fi_prefill_ws_launch_hd128_f16;
+  return nullptr;
+}
+
 fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
   return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
                       cudaGetErrorString(e));
@@ -84,8 +154,8 @@ fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
 
 // Fills the parts of the argument block shared by both forms and launches.
 fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
-                      const int32_t *qo_indptr, const fi_custom_mask *mask, fi_tensor *o,
-                      fi_tensor *lse, const char *what) {
+                      const KvTensors &kv, const int32_t *qo_indptr, const fi_custom_mask *mask,
+                      fi_tensor *o, fi_tensor *lse, const char *what) {
   const fi_attention_params *a = &plan->params;
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
@@ -110,6 +180,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.mask_indptr = (a->mask_mode == FI_MASK_CUSTOM) ? mask->indptr : nullptr;
   p.work = lay.work;
   p.device_num_units = counts;
+  p.sched = counts ? const_cast<int32_t *>(counts) + 2 : nullptr;
   p.num_units = lay.num_work_units;
   p.partial_o = lay.partial_o;
   p.partial_lse = lay.partial_lse;
@@ -136,7 +207,20 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
 
   cudaStream_t stream = fi_cuda_stream(ctx);
-  cudaError_t e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
+  // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles on
+  // its fast path: 16-bit KV of q's type, no extras, no RoPE, a group dividing 128, paged
+  // page sizes a multiple of 16, tensors the driver can map, a plan in a workspace (its
+  // scheduler counters). FI_PREFILL_WARP_SPEC=0: never.
+  fi_prefill::WsMaps ws_maps;
+  const bool ws = plan->tiles.cores == FI_CORES_WGMMA && ctx->wgmma_available && counts &&
+                  ctx->tuning.prefill_warp_spec != 0 && plan->tiles.q_tile == 128 &&
+                  plan->tiles.kv_tile == 128 && kvk == FI_KV_SAME && !extras &&
+                  a->pos_encoding != FI_POS_ROPE_LLAMA && 128 % p.group == 0 &&
+                  (!p.paged || p.page_size % 16 == 0) && ws_launcher_for(a) &&
+                  encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size);
+  cudaError_t e = ws ? ws_launcher_for(a)(p, ws_maps, lay.num_work_units,
+                                          ctx->target.sm_count, stream)
+                     : launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
                          plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
@@ -174,7 +258,8 @@ extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *p
   p.kv_last_page_len = pages->last_page_len;
   p.paged = 1;
   p.page_size = plan->params.page_size;
-  return run_prefill(ctx, plan, p, q, qo_indptr, mask, o, lse, "paged prefill");
+  const KvTensors kvt = {&kv->k, &kv->v, true, kv->layout};
+  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "paged prefill");
 }
 
 extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan,
@@ -196,5 +281,6 @@ extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *
   p.kv_indptr = kv_indptr;
   p.paged = 0;
   p.page_size = 1;
-  return run_prefill(ctx, plan, p, q, qo_indptr, mask, o, lse, "ragged prefill");
+  const KvTensors kvt = {k, v, false, FI_LAYOUT_NHD};
+  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "ragged prefill");
 }

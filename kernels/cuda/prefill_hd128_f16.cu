@@ -6,3 +6,4 @@
 #define HD_ 128
 #define DT_ __half
 FI_PREFILL_DEFINE(128, f16)
+FI_PREFILL_WS_DEFINE(128, f16)

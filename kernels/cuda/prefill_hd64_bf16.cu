@@ -6,3 +6,4 @@
 #define HD_ 64
 #define DT_ __nv_bfloat16
 FI_PREFILL_DEFINE(64, bf16)
+FI_PREFILL_WS_DEFINE(64, bf16)

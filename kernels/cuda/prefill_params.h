@@ -50,6 +50,9 @@ struct PrefillParams {
   const fi_work_unit *work;
   const int32_t *device_num_units;  // the plan's unit count in the workspace (may be null)
   int32_t num_units;                // host count, used when device_num_units is null
+  // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
+  // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
+  int32_t *sched;
   float *partial_o, *partial_lse;
   int32_t num_qo_heads, num_kv_heads, group;
   int32_t causal, custom_mask, pos_encoding, window_left;

@@ -37,8 +37,33 @@ FI_PREFILL_DECLARE(128, bf16)
 FI_PREFILL_DECLARE(256, f16)
 FI_PREFILL_DECLARE(256, bf16)
 
+// The warp-specialised Hopper kernel (prefill_ws.cuh; sm_90a, head_dim 64 and 128, the
+// fast path only: prefill.cu checks its conditions and encodes the tensor maps).
+namespace fi_prefill {
+struct WsMaps;
+}
+typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
+                                               const fi_prefill::WsMaps &maps,
+                                               int num_work_units, int sm_count,
+                                               cudaStream_t stream);
+#define FI_PREFILL_WS_DECLARE(HD, NAME)                                                    \
+  cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
+                                                   const fi_prefill::WsMaps &maps, int n,  \
+                                                   int sm_count, cudaStream_t stream);
+FI_PREFILL_WS_DECLARE(64, f16)
+FI_PREFILL_WS_DECLARE(64, bf16)
+FI_PREFILL_WS_DECLARE(128, f16)
+FI_PREFILL_WS_DECLARE(128, bf16)
+
 #ifdef FI_PREFILL_DEFINE_LAUNCHER
 #include "prefill_kernel.cuh"
+#include "prefill_ws.cuh"
+#define FI_PREFILL_WS_DEFINE(HD, NAME)                                                     \
+  cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
+                                                   const fi_prefill::WsMaps &maps, int n,  \
+                                                   int sm_count, cudaStream_t stream) {    \
+    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, n, sm_count, stream);          \
+  }
 namespace fi_prefill {
 // The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.
 template <int HD, int Q, int KV, typename DT, bool WG>

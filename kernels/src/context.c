@@ -77,6 +77,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.single_slots = env_int("FI_DECODE_SINGLE_SLOTS", -1);
   ctx->tuning.warp_spec = env_int("FI_DECODE_WARP_SPEC", -1);
   ctx->tuning.tws_slots = env_int("FI_DECODE_TWS_SLOTS", 0);
+  ctx->tuning.prefill_warp_spec = env_int("FI_PREFILL_WARP_SPEC", -1);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

@@ -43,11 +43,11 @@ struct fi_context {
   void *run_scratch;
   size_t run_scratch_bytes;
 
-  /* Decode tuning knobs for benchmark sweeps, read from the environment once when the
+  /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
-   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS. */
+   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -60,6 +60,7 @@ struct fi_context {
     int32_t warp_spec;   /* -1 default (on, sm_90), 0: no warp-specialised decode kernel */
     int32_t tws_slots;   /* cap on that kernel's ring slots, rounded down to a multiple of
                             its consumer warps (at least one each); 0: as many as fit */
+    int32_t prefill_warp_spec; /* -1 default (on, sm_90), 0: no warp-specialised prefill */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -25,7 +25,9 @@
  * Workspace layout (offsets from the workspace base, 256-byte aligned; they depend only
  * on the workspace size and the problem's head counts, so re-planning into the same
  * workspace never moves an array):
- *   counts [2] int32 (work units, merge units of the current plan; 256 bytes reserved) |
+ *   counts [2] int32 (work units, merge units of the current plan), then [2] int32 zeros
+ *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero; 256 bytes
+ *   reserved) |
  *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
  * graph captured with one plan runs the current plan's units after re-planning.
@@ -328,13 +330,14 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                                (size_t)c.merge * sizeof(fi_merge_unit));
     hdr[0] = (int32_t)nu;
     hdr[1] = (int32_t)nm;
+    hdr[2] = hdr[3] = 0; /* scheduler counters (see the layout note) */
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = fi_cuda_upload(ctx, base, hdr, 2 * sizeof(int32_t));
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 4 * sizeof(int32_t));
       if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
-      memcpy(base, hdr, 2 * sizeof(int32_t));
+      memcpy(base, hdr, 4 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }

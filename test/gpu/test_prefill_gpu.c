@@ -460,6 +460,27 @@ static void draw_config(config *c, int i) {
   }
   if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
+  /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel's fast path
+   * (wgmma 128 x 128 tiles, 16-bit KV of q's type, no extras or RoPE, a group dividing 128,
+   * page sizes a multiple of 16), with the other features still drawn at random. */
+  if (hopper && getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0) {
+    static const int ws_pages[] = {16, 32, 48, 64, 128, 256, 1024};
+    c->kv_dtype = c->q_dtype;
+    c->k_scale = c->v_scale = 1.f;
+    if (c->hd > 128) c->hd = 128;
+    if (c->qo_heads % 3 == 0) { c->qo_heads = 8; c->kv_heads = 2; }
+    c->page_size = ws_pages[rnd() % 7];
+    if (c->mask == FI_MASK_CUSTOM) c->mask = FI_MASK_CAUSAL;
+    c->pos = FI_POS_NONE;
+    c->soft_cap = 0.f;
+    c->window_left = -1;
+    c->force_tiles = 1;
+    c->tiles.q_tile = 128;
+    c->tiles.kv_tile = 128;
+    c->tiles.split_kv = rnd() & 1;
+    c->tiles.cores = FI_CORES_WGMMA;
+    return;
+  }
   if (c->force_tiles) {
     /* the mma.sync list, then the wgmma tier (Hopper only; head_dim <= 128) */
     int t = (int)(rnd() % (uint32_t)(hopper ? NUM_TILES + NUM_WG_TILES : NUM_TILES));
@@ -512,6 +533,8 @@ int main(void) {
     wg_missing += wg_seen[t] == 0;
   }
   printf("\n");
+  const char *ws_env = getenv("FI_TEST_PREFILL_WS");
+  if (ws_env && atoi(ws_env) > 0) wg_missing = hopper && wg_seen[NUM_WG_TILES - 1] != num;
   if (hopper && num >= 100 && wg_missing) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
     ++failures;

@@ -1,0 +1,476 @@
+// prefill_ws.cuh -- the warp-specialised Hopper prefill kernel (sm_90a): a producer warp
+// that moves every tile with the copy engine (TMA) and two consumer warpgroups that only
+// compute, on persistent CTAs that run ahead into their next work unit.
+//
+// Work split. Grid = min(work items, SMs), one CTA of 3 warpgroups per SM; a work item is one
+// (KV head, plan work unit), numbered head-major (the CTAs resident at one time work on one
+// or two heads, so the K/V they stream is shared in L2; unit-major order measured up to 30 %
+// slower on the many-head rows, bench/NOTES.md), the units of a head in the plan's order
+// (longest first). CTA b starts with item b, then takes the next item from a counter in the
+// workspace (atomicAdd; the last CTA to finish resets it), so the longest-first order holds
+// across CTAs whatever each item costs. The unit count is read from the workspace, so a
+// graph captured with one plan stays correct after re-planning. Per item the CTA walks the
+// unit's GQA-packed query rows in chunks of CTA_Q = 128 (packed row = token * group +
+// head_in_group, as in prefill_kernel.cuh) and each chunk's KV range in tiles of
+// CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped).
+//   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
+//     their registers to the consumers) walks the items and chunks and hands each chunk's
+//     descriptor (WsChunk) to the consumers in its Q slot's header; per chunk one Q tile,
+//     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots;
+//     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
+//     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one) into one of
+//     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
+//     waits only for a slot to be released, so the next chunk's Q and first K/V tiles land
+//     while the consumers finish the current chunk -- the prologue that the short units of
+//     the one-CTA-per-unit kernel paid in full.
+//   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
+//     S = Q K^T with wgmma from shared memory, masks and online softmax in registers (the
+//     accumulator layout of prefill_kernel.cuh), O += P V with P from registers; each warp
+//     releases a stage (`empty`, 8 arrivals) once its warpgroup's P V has completed.
+// Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
+// one-warpgroup kernel's, two warpgroups share each tile), O written once (staged through
+// the warpgroup's own Q rows for 16-byte stores), split-KV units write fp32 partial rows +
+// LSE for the merge kernel. Rows a box reads past a unit's end (other tokens, or zeros past
+// the tensor) are computed and never stored; K rows past the request's end are masked and
+// V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
+//
+// Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): f16/bf16 KV of the
+// query's type, no soft cap / ALiBi / custom mask / window / RoPE, head_dim 64 or 128, a GQA
+// group that divides 128, paged page sizes a multiple of 16, tensors the driver can map.
+#ifndef FI_CUDA_PREFILL_WS_CUH
+#define FI_CUDA_PREFILL_WS_CUH
+
+#include <cuda.h>
+
+#include "common.cuh"
+#include "prefill_kernel.cuh"
+
+namespace fi_prefill {
+
+// The tensor maps of one run (encoded by prefill.cu): q as (D, qo heads, tokens); k and v
+// ragged as (D, kv heads, tokens) or paged as (D, kv heads, position in page, page).
+struct WsMaps {
+  CUtensorMap q, k, v;
+  int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
+};
+
+// One chunk of query rows as the producer hands it to the consumers (in its Q slot's
+// header): its unit, KV head and ranges; chunk < 0 ends the walk.
+struct WsChunk {
+  fi_work_unit wu;
+  int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;
+  int packed_end, chunk, t_lo, kv_lo, kv_hi, num_tiles;
+};
+
+template <int HD>
+struct WsShape {
+  static constexpr int CTA_Q = 128, CTA_KV = 128;
+  static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
+  static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * 2;
+  static constexpr int Q_SLOTS = 2;
+  // As many ring stages as fit next to the two Q slots (head_dim 128: 2, 64: 4).
+  static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
+                                    ? 4
+                                    : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
+  static constexpr int BARRIERS = 2 * Q_SLOTS + 3 * STAGES;
+  static constexpr int SMEM =
+      Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
+};
+
+template <int HD, typename DT>
+__global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
+    prefill_ws_kernel(const __grid_constant__ PrefillParams p,
+                      const __grid_constant__ WsMaps maps) {
+#if FI_WGMMA_AVAILABLE
+  using W = WsShape<HD>;
+  constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
+  constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
+  extern __shared__ __align__(1024) unsigned char ws_smem[];
+  unsigned char *const q_slots = ws_smem;
+  unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
+  uint64_t *const bars = reinterpret_cast<uint64_t *>(kv_ring + STAGES * 2 * W::KV_BYTES);
+  uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
+  uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
+  uint64_t *const kv_empty = v_full + STAGES;
+  WsChunk *const descs = reinterpret_cast<WsChunk *>(kv_empty + STAGES);  // per Q slot
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
+  auto wg_sync = [](int wg) {
+    if (wg == 0)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  };
+  if (tid == 0) {
+    for (int i = 0; i < W::Q_SLOTS; ++i) {
+      fi::mbar_init(&q_full[i], 1);                   // the producer's arrive.expect_tx
+      fi::mbar_init(&q_empty[i], W::CONSUMER_WARPS);  // lane 0 of every consumer warp
+    }
+    for (int i = 0; i < STAGES; ++i) {
+      fi::mbar_init(&k_full[i], 1);
+      fi::mbar_init(&v_full[i], 1);
+      fi::mbar_init(&kv_empty[i], W::CONSUMER_WARPS);
+    }
+    fi::mbar_init_fence();
+  }
+  __syncthreads();  // the only block barrier: the roles never meet again
+
+  // Registers: the producer warpgroup gives most of its share to the consumers (FA3's
+  // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file).
+  if (warp >= W::CONSUMER_WARPS) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (warp != W::CONSUMER_WARPS) return;  // warps 9-11 only lend their registers
+    // The producer alone walks the work: items from the scheduler (see the header), each
+    // item's chunks in order, one descriptor per chunk in its Q slot's header.
+    const int kvh = p.num_kv_heads;
+    const int num_units = *p.device_num_units;
+    const int num_items = num_units * kvh;
+    uint32_t q_seq = 0, kv_seq = 0;
+    int item = blockIdx.x;
+    while (item < num_items) {
+      int next = 0;  // lane 0 asks for the next item now; the answer is needed at the end
+      if (lane == 0) next = atomicAdd(p.sched, 1) + (int)gridDim.x;
+      WsChunk c;
+      c.kv_head = item / num_units;  // head-major: resident CTAs share one head's K/V in L2
+      c.wu = p.work[item - c.kv_head * num_units];
+      const int req = c.wu.request, group = p.group;
+      c.q_tok_begin = p.qo_indptr[req];
+      const int qo_len = p.qo_indptr[req + 1] - c.q_tok_begin;
+      c.kv_page_begin = 0;
+      c.kv_tok_begin = 0;
+      if (p.paged) {
+        c.kv_page_begin = p.kv_indptr[req];
+        const int pages = p.kv_indptr[req + 1] - c.kv_page_begin;
+        c.kv_len = pages > 0 ? (pages - 1) * p.page_size + p.kv_last_page_len[req] : 0;
+      } else {
+        c.kv_tok_begin = p.kv_indptr[req];
+        c.kv_len = p.kv_indptr[req + 1] - c.kv_tok_begin;
+      }
+      c.q_pos_shift = c.kv_len - qo_len;  // bottom-right alignment
+      const int packed_begin = c.wu.qo_start * group;
+      c.packed_end = (c.wu.qo_start + c.wu.qo_len) * group;
+      for (c.chunk = packed_begin; c.chunk < c.packed_end; c.chunk += CTA_Q) {
+        const int last_pr = min(c.chunk + CTA_Q, c.packed_end) - 1;
+        c.t_lo = (int)p.group_div.div((uint32_t)c.chunk);
+        const int t_hi = (int)p.group_div.div((uint32_t)last_pr);
+        c.kv_lo = c.wu.kv_start;
+        c.kv_hi = c.wu.kv_end;
+        if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + t_hi + 1);
+        c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
+        const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
+        ++q_seq;
+        // Q of the chunk, then K and V of each tile as stages free up.
+        const int kv_head = c.kv_head, kv_len = c.kv_len, kv_lo = c.kv_lo;
+        unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
+        if (lane == 0) {
+          fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
+          descs[qs] = c;  // published by the arrive (release) below
+          fi::mbar_arrive_expect_tx(&q_full[qs], W::Q_BYTES);
+#pragma unroll
+          for (int h = 0; h < HD / 64; ++h)
+            fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, 64 * h, kv_head * group,
+                            c.q_tok_begin + c.t_lo, &q_full[qs]);
+        }
+        for (int tile = 0; tile < c.num_tiles; ++tile, ++kv_seq) {
+          const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+          unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
+          unsigned char *const v_dst = k_dst + W::KV_BYTES;
+          const int kv0 = kv_lo + tile * CTA_KV;
+          if (lane == 0) {
+            fi::mbar_wait(&kv_empty[st], par ^ 1);
+            fi::mbar_arrive_expect_tx(&k_full[st], W::KV_BYTES);
+            fi::mbar_arrive_expect_tx(&v_full[st], W::KV_BYTES);
+          }
+          __syncwarp();  // the expected bytes are set before any lane's copy lands
+          if (!p.paged) {
+            if (lane == 0) {
+#pragma unroll
+              for (int h = 0; h < HD / 64; ++h) {
+                fi::tma_load_3d(k_dst + h * (CTA_KV * 128), &maps.k, 64 * h, kv_head,
+                                c.kv_tok_begin + kv0, &k_full[st]);
+                fi::tma_load_3d(v_dst + h * (CTA_KV * 128), &maps.v, 64 * h, kv_head,
+                                c.kv_tok_begin + kv0, &v_full[st]);
+              }
+            }
+          } else {
+            // Lane b copies box b (BOX tokens of one page); boxes past the request's last
+            // page read its last page again (rows past kv_len: masked and zeroed).
+            const int box = maps.kv_box_rows, boxes = CTA_KV / box;
+            if (lane < boxes) {
+              const int j = kv0 + lane * box;
+              const int last_page = (kv_len - 1) / p.page_size;
+              const int pg = min((int)p.page_div.div((uint32_t)j), last_page);
+              const int page = p.kv_indices[c.kv_page_begin + pg];
+              const int in_page = j - (int)p.page_div.div((uint32_t)j) * p.page_size;
+#pragma unroll
+              for (int h = 0; h < HD / 64; ++h) {
+                fi::tma_load_4d(k_dst + h * (CTA_KV * 128) + lane * box * 128, &maps.k, 64 * h,
+                                kv_head, in_page, page, &k_full[st]);
+                fi::tma_load_4d(v_dst + h * (CTA_KV * 128) + lane * box * 128, &maps.v, 64 * h,
+                                kv_head, in_page, page, &v_full[st]);
+              }
+            }
+          }
+        }
+      }
+      item = __shfl_sync(0xffffffffu, next, 0);
+    }
+    // The end: a descriptor without a chunk, then the scheduler's reset by the last CTA
+    // (every CTA has taken its last item before it counts itself done).
+    if (lane == 0) {
+      const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
+      fi::mbar_wait(&q_empty[qs], q_par ^ 1);
+      descs[qs].chunk = -1;
+      fi::mbar_arrive(&q_full[qs]);
+      __threadfence();
+      if (atomicAdd(p.sched + 1, 1) == (int)gridDim.x - 1) {
+        p.sched[0] = 0;
+        p.sched[1] = 0;
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  uint32_t q_seq = 0, kv_seq = 0;
+  for (;;) {
+    // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
+    const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
+    ++q_seq;
+    fi::mbar_wait(&q_full[qs], q_par);
+    const WsChunk c = descs[qs];
+    if (c.chunk < 0) break;
+    const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
+    const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
+    const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
+    const int num_tiles = c.num_tiles;
+    const fi_work_unit &wu = c.wu;
+    unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
+    const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
+    const int g = lane >> 2, t4 = lane & 3;
+    int row_tok[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int pr = chunk + warp * 16 + g + hh * 8;
+      row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
+    }
+    float o[NB_D][4];
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nb = 0; nb < NB_D; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
+
+    const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
+    fi::mbar_wait(&q_full[qs], q_par);
+    for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
+      const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+      unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
+      unsigned char *const v_cur = k_cur + W::KV_BYTES;
+      const int kv0 = kv_lo + tile * CTA_KV;
+
+      // S = Q K^T: one m64 x 128 x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
+      float s[NB_KV][4];
+      const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
+      fi::mbar_wait(&k_full[st], par);
+      fi_wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        const uint32_t step = (kk & 3) * 32;
+        const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
+        const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
+        if (kk == 0)
+          fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s, da, db);
+        else
+          fi_wgmma::Wgmma<DT, CTA_KV>::template ss<1>(s, da, db);
+      }
+      fi_wgmma::commit();
+      fi_wgmma::wait<0>();
+      fi_wgmma::fence_regs(s);
+
+      // Masks: only tiles that cross the range's end or the causal diagonal.
+      const bool tile_partial = kv0 + CTA_KV > kv_hi;
+      const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+      if (tile_partial || tile_diag) {
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+            const int lim =
+                p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
+            s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
+          }
+      }
+
+      // Online softmax (log2 domain; the scale folded into the FFMA).
+      const float c_log2 = p.sm_scale_log2;
+      float row_scale[2];
+      bool any_rescale = false;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        float part[NB_KV];
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
+        float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(m_run[hh], mx * c_log2);
+        const float m_use = (mx == -INFINITY) ? 0.f : mx;
+        const float scale = exp2f(m_run[hh] - m_use);
+        any_rescale |= scale != 1.f;
+        row_scale[hh] = scale;
+        m_run[hh] = mx;
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb) {
+          const float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, -m_use));
+          const float p1 = exp2f(fmaf(s[nb][2 * hh + 1], c_log2, -m_use));
+          s[nb][2 * hh] = p0;
+          s[nb][2 * hh + 1] = p1;
+          part[nb] = p0 + p1;
+        }
+        l_run[hh] = l_run[hh] * scale + tree_reduce(part, [](float a, float b) { return a + b; });
+      }
+      uint32_t pa[CTA_KV / 16][4];
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb) {
+        pa[kb][0] = MmaOp<DT>::pack(s[2 * kb][0], s[2 * kb][1]);
+        pa[kb][1] = MmaOp<DT>::pack(s[2 * kb][2], s[2 * kb][3]);
+        pa[kb][2] = MmaOp<DT>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]);
+        pa[kb][3] = MmaOp<DT>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3]);
+      }
+      if (__any_sync(0xffffffffu, any_rescale)) {
+#pragma unroll
+        for (int nb = 0; nb < NB_D; ++nb) {
+          o[nb][0] *= row_scale[0];
+          o[nb][1] *= row_scale[0];
+          o[nb][2] *= row_scale[1];
+          o[nb][3] *= row_scale[1];
+        }
+      }
+
+      // O += P V. Rows of the V tile at or past the request's end hold other tokens,
+      // another page's rows or zeros: zeroed first (each warpgroup zeroes the same rows
+      // with the same value before its own read; generic writes, then the proxy fence).
+      fi::mbar_wait(&v_full[st], par);
+      const int v_rows = kv_len - kv0;
+      if (v_rows < CTA_KV) {
+        for (int idx = (tid & 127); idx < (CTA_KV - max(v_rows, 0)) * CH; idx += 128) {
+          const int row = max(v_rows, 0) + idx / CH, c = idx % CH;
+          *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, c)) =
+              make_uint4(0, 0, 0, 0);
+        }
+        fi::fence_proxy_async_smem();
+        wg_sync(wg);
+      }
+      const uint32_t v_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
+      fi_wgmma::fence_regs(o);
+      fi_wgmma::fence();
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+        fi_wgmma::Wgmma<DT, HD>::rs(o, pa[kb], fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
+      fi_wgmma::commit();
+      fi_wgmma::wait<0>();
+      fi_wgmma::fence_regs(o);
+      __syncwarp();
+      if (lane == 0) fi::mbar_arrive(&kv_empty[st]);  // this warp is done with the stage
+    }
+
+    // ---- epilogue: row sums, normalise, write; then release the Q slot.
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float l = l_run[hh];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      l_run[hh] = l;
+    }
+    DT *const q_rows = reinterpret_cast<DT *>(q_tile);
+    if (wu.partial_row < 0) {
+      // Stage O in this warpgroup's own Q rows (its last Q K^T has completed).
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const float l = l_run[hh];
+        const float inv = l > 0.f ? p.v_scale / l : 0.f;
+        const int row = warp * 16 + g + hh * 8;
+#pragma unroll
+        for (int nb = 0; nb < NB_D; ++nb) {
+          const uint32_t v2 = MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+          *reinterpret_cast<uint32_t *>(q_rows + tile_off<HD, CTA_Q, true>(row, nb) + 2 * t4) =
+              v2;
+        }
+        const int pr = chunk + row;
+        if (p.lse != nullptr && t4 == 0 && pr < packed_end) {
+          const int tok = (int)p.group_div.div((uint32_t)pr);
+          const int h = kv_head * group + pr - tok * group;
+          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
+              l > 0.f ? (m_run[hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+        }
+      }
+      wg_sync(wg);
+#pragma unroll
+      for (int it = 0; it < 64 * CH / 128; ++it) {
+        const int idx = (tid & 127) + it * 128;
+        const int row = wg * 64 + idx / CH, c = idx % CH;
+        const int pr = chunk + row;
+        if (pr < packed_end) {
+          const int tok = (int)p.group_div.div((uint32_t)pr);
+          const int h = kv_head * group + pr - tok * group;
+          DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
+                    (int64_t)h * p.o_stride_h + c * 8;
+          *reinterpret_cast<uint4 *>(dst) =
+              *reinterpret_cast<const uint4 *>(q_rows + tile_off<HD, CTA_Q, true>(row, c));
+        }
+      }
+    } else {
+      // Split-KV: fp32 partial rows + natural-log LSE for the merge.
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int pr = chunk + warp * 16 + g + hh * 8;
+        if (pr >= packed_end) continue;
+        const int tok = (int)p.group_div.div((uint32_t)pr);
+        const int h = kv_head * group + pr - tok * group;
+        const int64_t prow = (int64_t)wu.partial_row + (tok - wu.qo_start);
+        const float l = l_run[hh];
+        const float inv = l > 0.f ? p.v_scale / l : 0.f;
+        float *dst = p.partial_o + (prow * p.num_qo_heads + h) * HD;
+#pragma unroll
+        for (int nb = 0; nb < NB_D; ++nb)
+          *reinterpret_cast<float2 *>(dst + nb * 8 + 2 * t4) =
+              make_float2(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+        if (t4 == 0)
+          p.partial_lse[prow * p.num_qo_heads + h] =
+              l > 0.f ? (m_run[hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+      }
+    }
+    // Every generic access to the slot precedes the producer's next copy into it.
+    fi::fence_proxy_async_smem();
+    wg_sync(wg);
+    if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
+  }
+#else
+  __trap();  // launched only on sm_90a builds (prefill.cu)
+#endif
+}
+
+// Launches prefill_ws_kernel on min(items, SMs) persistent CTAs.
+template <int HD, typename DT>
+cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int num_work_units,
+                              int sm_count, cudaStream_t stream) {
+  using W = WsShape<HD>;
+  auto kernel = prefill_ws_kernel<HD, DT>;
+  static bool configured = false;  // benign race: every caller sets the same value
+  if (!configured) {
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
+  const int grid = (int)(items < sm_count ? items : sm_count);
+  kernel<<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
+  return cudaGetLastError();
+}
+
+}  // namespace fi_prefill
+
+#endif
