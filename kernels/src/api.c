@@ -84,7 +84,7 @@ static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int deco
 }
 
 static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
-                                    int64_t total_qo, int64_t total_kv) {
+                                    int64_t total_qo, int64_t total_kv, int paged) {
   fi_tile_problem tp;
   tp.batch = batch;
   tp.num_qo_heads = p->num_qo_heads;
@@ -94,6 +94,9 @@ static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
   tp.kv_dtype_bytes = (int32_t)fi_dtype_size(p->kv_dtype);
   tp.avg_qo_len = batch > 0 ? (total_qo + batch - 1) / batch : 0;
   tp.avg_kv_len = batch > 0 ? (total_kv + batch - 1) / batch : 0;
+  tp.fast_path = p->kv_dtype == p->q_dtype && p->logits_soft_cap == 0.f &&
+                 p->pos_encoding == FI_POS_NONE && p->mask_mode != FI_MASK_CUSTOM &&
+                 p->window_left < 0 && (!paged || p->page_size % 16 == 0);
   return tp;
 }
 
@@ -149,7 +152,7 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                                &total_kv));
   fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
-  fi_tile_problem tp = tile_problem(params, batch, batch, total_kv);
+  fi_tile_problem tp = tile_problem(params, batch, batch, total_kv, 1);
   return finish_plan(ctx, &pb, params, tiles, fi_select_decode_tiles(&ctx->target, &tp),
                      workspace, workspace_bytes, num_pages, plan);
 }
@@ -168,7 +171,7 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
   fi_plan_problem pb = {FI_OP_PAGED_PREFILL, batch, host_qo_indptr, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
-  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
+  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 1);
   return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
                      workspace, workspace_bytes, num_pages, plan);
 }
@@ -185,7 +188,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));
   fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, host_qo_indptr, host_kv_indptr, NULL, 1};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
-  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv);
+  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 0);
   return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
                      workspace, workspace_bytes, 0, plan);
 }

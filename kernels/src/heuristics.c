@@ -46,8 +46,13 @@
  *    first loads behind other CTAs' tiles. Measured (bench/NOTES.md, prefill v7 on an H200,
  *    v11 on an H100): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the
  *    ragged rows; 64 x 64 beat 64 x 128 by 7 % at kv 512 and ~2 % at kv 2048 and lost
- *    4-9 % at kv 4096 and 8192. Other shapes and targets: cores = tensor (mma.sync) with
- *    the kv_tile of the model above.
+ *    4-9 % at kv 4096 and 8192. Ops on the fast path (fi_tile_problem.fast_path) with a
+ *    GQA group that divides 128 take q_tile = kv_tile = FI_WS_TILE instead: the CUDA backend
+ *    runs those plans on its warp-specialised kernel (a TMA producer warp, two consumer
+ *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
+ *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
+ *    Other shapes and targets: cores = tensor (mma.sync) with the kv_tile of the model
+ *    above.
  *
  * 4. Split-KV (fi_select_split_kv): on iff the CTAs of the unsplit problem,
  *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
@@ -63,7 +68,8 @@ enum {
   FI_SPLIT_MIN_AVG_KV = 512,
   FI_WGMMA_Q_TILE = 64,
   FI_WGMMA_KV_TILE = 128,
-  FI_WGMMA_SHORT_KV = 2048
+  FI_WGMMA_SHORT_KV = 2048,
+  FI_WS_TILE = 128
 };
 
 fi_target fi_target_default(void) {
@@ -183,9 +189,14 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
   tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, 0);
   if (t->sm_version == 90 && tiles.q_tile >= 64 && (p->head_dim == 64 || p->head_dim == 128)) {
     tiles.cores = FI_CORES_WGMMA;
-    tiles.q_tile = FI_WGMMA_Q_TILE;
-    tiles.kv_tile =
-        p->avg_kv_len > 0 && p->avg_kv_len <= FI_WGMMA_SHORT_KV ? 64 : FI_WGMMA_KV_TILE;
+    if (p->fast_path && FI_WS_TILE % group_size(p) == 0) {
+      tiles.q_tile = FI_WS_TILE; /* the warp-specialised kernel */
+      tiles.kv_tile = FI_WS_TILE;
+    } else {
+      tiles.q_tile = FI_WGMMA_Q_TILE;
+      tiles.kv_tile =
+          p->avg_kv_len > 0 && p->avg_kv_len <= FI_WGMMA_SHORT_KV ? 64 : FI_WGMMA_KV_TILE;
+    }
   }
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
   return tiles;

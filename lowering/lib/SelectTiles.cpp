@@ -57,6 +57,21 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
                         static_cast<Cores>(t.cores)); // same values as fi_core_kind
 }
 
+/// The runtime's fi_tile_problem.fast_path of a prefill op: no soft cap, ALiBi, custom
+/// mask, window or RoPE, KV of q's element type, paged page sizes a multiple of 16.
+static bool isFastPath(Operation *op, const AttentionInfo &info) {
+  auto plain = [&](auto attn) {
+    return attn.getPosEncoding() == PosEncoding::none &&
+           attn.getLogitsSoftCap().isZero() &&
+           static_cast<int64_t>(attn.getWindowLeft()) < 0;
+  };
+  bool attrs = false;
+  if (auto p = dyn_cast<PagedPrefillOp>(op)) attrs = plain(p);
+  else if (auto r = dyn_cast<RaggedPrefillOp>(op)) attrs = plain(r);
+  return attrs && info.mask != MaskMode::custom && info.kvType == info.qType &&
+         (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
+}
+
 /// The tiles of one op, or nullopt when the query length is unknown (plan time).
 std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
                                const fi_target &target) {
@@ -68,6 +83,7 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
   p.q_dtype_bytes = dtypeBytes(info.qType);
   p.kv_dtype_bytes = dtypeBytes(info.kvType);
   p.avg_kv_len = hint(op, kAvgKvLenHint);
+  p.fast_path = isFastPath(op, info);
   if (info.family == PlanFamily::decode) {
     p.avg_qo_len = 1;
     return fi_select_decode_tiles(&target, &p);

@@ -44,10 +44,11 @@ func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>
 
 // Prefill with static shapes: 512 rows over 4 requests = 128 per request, group 4 ->
 // packed 512 -> q tile >= 64; the default target is Hopper (sm 90) and head_dim 128: the
-// wgmma tier, q tile 64 x kv tile 128.
+// wgmma tier. Causal, f16 KV, page 16, no extras: the fast path of the warp-specialised
+// kernel, q tile 128 x kv tile 128.
 // CHECK-LABEL: func.func @prefill_static
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
@@ -56,6 +57,45 @@ func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
       pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
       outs(%o : tensor<512x32x128xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// The same op with a soft cap (or a window, ALiBi, RoPE, a custom mask, fp8 KV, a page
+// size that is not a multiple of 16) is off that path: the one-warpgroup wgmma kernel,
+// q tile 64 x kv tile 128.
+// CHECK-LABEL: func.func @prefill_static_soft_cap
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_soft_cap(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, logits_soft_cap = 30.0 : f32}
+      -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// Page size 8: off the fast path too.
+// CHECK-LABEL: func.func @prefill_static_page8
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_page8(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x8x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x8x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = nhd>,
        mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
   return %r : tensor<512x32x128xf16>
 }

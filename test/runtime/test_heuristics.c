@@ -125,6 +125,32 @@ int main(void) {
       ts = fi_select_prefill_tiles(&h100, &ps);
       EXPECT(ts.kv_tile == 128, "unknown-kv hopper prefill kv %d", ts.kv_tile);
     }
+    /* the fast path (no extras, 16-bit KV of q's type): the warp-specialised kernel's
+     * 128 x 128 tiles on Hopper at every KV length, when the GQA group divides 128 */
+    {
+      fi_tile_problem pf = prob(32, 32, 8, 128, 2, 2, 512, 512);
+      pf.fast_path = 1;
+      fi_tiles tf = fi_select_prefill_tiles(&h100, &pf);
+      EXPECT(tf.q_tile == 128 && tf.kv_tile == 128 && tf.cores == FI_CORES_WGMMA,
+             "fast-path hopper prefill: q %d kv %d cores %d", tf.q_tile, tf.kv_tile, tf.cores);
+      EXPECT(strcmp(fi_tiles_name(tf, 0, buf, sizeof buf), "prefill_wg_q128_kv128") == 0,
+             "fast-path prefill name %s", buf);
+      pf.avg_kv_len = 8192;
+      tf = fi_select_prefill_tiles(&h100, &pf);
+      EXPECT(tf.q_tile == 128 && tf.kv_tile == 128, "fast-path long kv: q %d kv %d", tf.q_tile,
+             tf.kv_tile);
+      fi_tile_problem pg = prob(4, 24, 8, 128, 2, 2, 4096, 4096); /* group 3 */
+      pg.fast_path = 1;
+      fi_tiles tg = fi_select_prefill_tiles(&h100, &pg);
+      EXPECT(tg.q_tile == 64 && tg.cores == FI_CORES_WGMMA, "group 3 fast path: q %d cores %d",
+             tg.q_tile, tg.cores);
+      fi_target a100t = {80, 108, 166912};
+      fi_tiles ta = fi_select_prefill_tiles(&a100t, &pf);
+      EXPECT(ta.cores == FI_CORES_TENSOR, "a100 fast-path prefill cores %d", ta.cores);
+      pf.head_dim = 256;
+      tf = fi_select_prefill_tiles(&h100, &pf);
+      EXPECT(tf.cores == FI_CORES_TENSOR, "hd 256 fast-path prefill cores %d", tf.cores);
+    }
     /* short packed queries stay on the mma.sync kernel on Hopper too */
     EXPECT(tp.cores == FI_CORES_TENSOR, "q16 prefill cores %d", tp.cores);
   }
