@@ -15,7 +15,8 @@
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped).
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
-//     descriptor (WsChunk) to the consumers in its Q slot's header; per chunk one Q tile,
+//     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
+//     chunk, see desc_sync); per chunk one Q tile,
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots;
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one) into one of
@@ -25,8 +26,10 @@
 //     the one-CTA-per-unit kernel paid in full.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, masks and online softmax in registers (the
-//     accumulator layout of prefill_kernel.cuh), O += P V with P from registers; each warp
-//     releases a stage (`empty`, 8 arrivals) once its warpgroup's P V has completed.
+//     accumulator layout of prefill_kernel.cuh), O += P V with P from registers, issued one
+//     tile late so that it runs under the next tile's softmax (FA3's intra-warpgroup
+//     overlap); each warp releases a stage's K (`k_empty`, 8 arrivals) once its S has
+//     landed and its V (`v_empty`) once its P V has.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once (staged through
 // the warpgroup's own Q rows for 16-byte stores), split-KV units write fp32 partial rows +
@@ -62,6 +65,15 @@ struct WsChunk {
   int packed_end, chunk, t_lo, kv_lo, kv_hi, num_tiles;
 };
 
+// The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
+// consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
+// The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
+// STAGES K/V tiles, then syncs; the consumers sync when chunk k - 1 is done (every stage
+// released) and read descriptor k. Neither side can wait for the other across the sync.
+// (barrier 4 of 288 threads: the 8 consumer warps and the producer warp; 1 and 2 are the
+// consumer warpgroups', 3 their joint V zeroing.)
+__device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" ::: "memory"); }
+
 template <int HD>
 struct WsShape {
   static constexpr int CTA_Q = 128, CTA_KV = 128;
@@ -72,7 +84,7 @@ struct WsShape {
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
-  static constexpr int BARRIERS = 2 * Q_SLOTS + 3 * STAGES;
+  static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   static constexpr int SMEM =
       Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
 };
@@ -91,8 +103,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   uint64_t *const bars = reinterpret_cast<uint64_t *>(kv_ring + STAGES * 2 * W::KV_BYTES);
   uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
   uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
-  uint64_t *const kv_empty = v_full + STAGES;
-  WsChunk *const descs = reinterpret_cast<WsChunk *>(kv_empty + STAGES);  // per Q slot
+  uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
+  WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);  // per Q slot
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
@@ -110,7 +122,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     for (int i = 0; i < STAGES; ++i) {
       fi::mbar_init(&k_full[i], 1);
       fi::mbar_init(&v_full[i], 1);
-      fi::mbar_init(&kv_empty[i], W::CONSUMER_WARPS);
+      fi::mbar_init(&k_empty[i], W::CONSUMER_WARPS);  // after S = Q K^T
+      fi::mbar_init(&v_empty[i], W::CONSUMER_WARPS);  // after O += P V
     }
     fi::mbar_init_fence();
   }
@@ -163,9 +176,9 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         // Q of the chunk, then K and V of each tile as stages free up.
         const int kv_head = c.kv_head, kv_len = c.kv_len, kv_lo = c.kv_lo;
         unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
+        if (lane == 0) descs[qs] = c;  // read after this chunk's desc_sync
         if (lane == 0) {
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
-          descs[qs] = c;  // published by the arrive (release) below
           fi::mbar_arrive_expect_tx(&q_full[qs], W::Q_BYTES);
 #pragma unroll
           for (int h = 0; h < HD / 64; ++h)
@@ -173,56 +186,54 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
         }
         for (int tile = 0; tile < c.num_tiles; ++tile, ++kv_seq) {
+          if (tile == STAGES) desc_sync();
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
-          unsigned char *const v_dst = k_dst + W::KV_BYTES;
           const int kv0 = kv_lo + tile * CTA_KV;
-          if (lane == 0) {
-            fi::mbar_wait(&kv_empty[st], par ^ 1);
-            fi::mbar_arrive_expect_tx(&k_full[st], W::KV_BYTES);
-            fi::mbar_arrive_expect_tx(&v_full[st], W::KV_BYTES);
+          // Paged: lane b copies box b (BOX tokens of one page); boxes past the request's
+          // last page read its last page again (rows past kv_len: masked and zeroed).
+          const int box = maps.kv_box_rows, boxes = CTA_KV / box;
+          int page = 0, in_page = 0;
+          if (p.paged && lane < boxes) {
+            const int j = kv0 + lane * box;
+            const int pg = (int)p.page_div.div((uint32_t)j);
+            page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
+            in_page = j - pg * p.page_size;
           }
-          __syncwarp();  // the expected bytes are set before any lane's copy lands
-          if (!p.paged) {
+          // K (its stage is released after S = Q K^T), then V (after O += P V).
+#pragma unroll
+          for (int part = 0; part < 2; ++part) {
+            uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
+            const CUtensorMap *const map = part == 0 ? &maps.k : &maps.v;
+            unsigned char *const dst = k_dst + part * W::KV_BYTES;
             if (lane == 0) {
-#pragma unroll
-              for (int h = 0; h < HD / 64; ++h) {
-                fi::tma_load_3d(k_dst + h * (CTA_KV * 128), &maps.k, 64 * h, kv_head,
-                                c.kv_tok_begin + kv0, &k_full[st]);
-                fi::tma_load_3d(v_dst + h * (CTA_KV * 128), &maps.v, 64 * h, kv_head,
-                                c.kv_tok_begin + kv0, &v_full[st]);
-              }
+              fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
+              fi::mbar_arrive_expect_tx(full, W::KV_BYTES);
             }
-          } else {
-            // Lane b copies box b (BOX tokens of one page); boxes past the request's last
-            // page read its last page again (rows past kv_len: masked and zeroed).
-            const int box = maps.kv_box_rows, boxes = CTA_KV / box;
-            if (lane < boxes) {
-              const int j = kv0 + lane * box;
-              const int last_page = (kv_len - 1) / p.page_size;
-              const int pg = min((int)p.page_div.div((uint32_t)j), last_page);
-              const int page = p.kv_indices[c.kv_page_begin + pg];
-              const int in_page = j - (int)p.page_div.div((uint32_t)j) * p.page_size;
+            __syncwarp();  // the expected bytes are set before any lane's copy lands
+            if (!p.paged) {
+              if (lane == 0)
 #pragma unroll
-              for (int h = 0; h < HD / 64; ++h) {
-                fi::tma_load_4d(k_dst + h * (CTA_KV * 128) + lane * box * 128, &maps.k, 64 * h,
-                                kv_head, in_page, page, &k_full[st]);
-                fi::tma_load_4d(v_dst + h * (CTA_KV * 128) + lane * box * 128, &maps.v, 64 * h,
-                                kv_head, in_page, page, &v_full[st]);
-              }
+                for (int h = 0; h < HD / 64; ++h)
+                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, 64 * h, kv_head,
+                                  c.kv_tok_begin + kv0, full);
+            } else if (lane < boxes) {
+#pragma unroll
+              for (int h = 0; h < HD / 64; ++h)
+                fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
+                                kv_head, in_page, page, full);
             }
           }
         }
+        if (c.num_tiles <= STAGES) desc_sync();  // (else synced in the loop)
       }
       item = __shfl_sync(0xffffffffu, next, 0);
     }
     // The end: a descriptor without a chunk, then the scheduler's reset by the last CTA
     // (every CTA has taken its last item before it counts itself done).
+    if (lane == 0) descs[q_seq & 1].chunk = -1;
+    desc_sync();
     if (lane == 0) {
-      const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
-      fi::mbar_wait(&q_empty[qs], q_par ^ 1);
-      descs[qs].chunk = -1;
-      fi::mbar_arrive(&q_full[qs]);
       __threadfence();
       if (atomicAdd(p.sched + 1, 1) == (int)gridDim.x - 1) {
         p.sched[0] = 0;
@@ -237,9 +248,10 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
     const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
     ++q_seq;
-    fi::mbar_wait(&q_full[qs], q_par);
+    desc_sync();
     const WsChunk c = descs[qs];
     if (c.chunk < 0) break;
+    fi::mbar_wait(&q_full[qs], q_par);
     const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
     const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
@@ -261,13 +273,26 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
 
+    // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
+    // S(tile) has landed and runs on the tensor cores while this warpgroup computes the
+    // softmax of tile; the waits stay unconditional (ptxas serialises every wgmma when it
+    // cannot match a wait to an issue).
     const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
-    fi::mbar_wait(&q_full[qs], q_par);
+    uint32_t pa_prev[CTA_KV / 16][4];
+    uint32_t v_prev_lo = 0, st_prev = 0;
     for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
       const int kv0 = kv_lo + tile * CTA_KV;
+
+      // The descriptors of P(tile-1) V(tile-1), defined before the fence.
+      uint64_t v_prev_desc[CTA_KV / 16];
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+        v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024);
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
 
       // S = Q K^T: one m64 x 128 x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
       float s[NB_KV][4];
@@ -287,6 +312,15 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(s);
+      __syncwarp();
+      if (lane == 0) fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
+      if (tile > 0) {
+        fi_wgmma::fence();
+#pragma unroll
+        for (int kb = 0; kb < CTA_KV / 16; ++kb)
+          fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+        fi_wgmma::commit();
+      }
 
       // Masks: only tiles that cross the range's end or the causal diagonal.
       const bool tile_partial = kv0 + CTA_KV > kv_hi;
@@ -339,6 +373,17 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         pa[kb][2] = MmaOp<DT>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]);
         pa[kb][3] = MmaOp<DT>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3]);
       }
+      // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
+      fi_wgmma::wait<0>();
+      fi_wgmma::fence_regs(o);
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
+      if (tile > 0) {
+        __syncwarp();
+        if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+      }
       if (__any_sync(0xffffffffu, any_rescale)) {
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb) {
@@ -349,31 +394,39 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         }
       }
 
-      // O += P V. Rows of the V tile at or past the request's end hold other tokens,
-      // another page's rows or zeros: zeroed first (each warpgroup zeroes the same rows
-      // with the same value before its own read; generic writes, then the proxy fence).
+      // V(tile) for the next step's P V. Rows at or past the request's end hold other
+      // tokens, another page's rows or zeros: both warpgroups zero them together (generic
+      // writes, the proxy fence, one barrier of the 256 consumer threads) before either
+      // issues a read of the stage.
       fi::mbar_wait(&v_full[st], par);
       const int v_rows = kv_len - kv0;
       if (v_rows < CTA_KV) {
-        for (int idx = (tid & 127); idx < (CTA_KV - max(v_rows, 0)) * CH; idx += 128) {
-          const int row = max(v_rows, 0) + idx / CH, c = idx % CH;
-          *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, c)) =
+        for (int idx = tid; idx < (CTA_KV - v_rows) * CH; idx += 32 * W::CONSUMER_WARPS) {
+          const int row = v_rows + idx / CH, ch = idx % CH;
+          *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
               make_uint4(0, 0, 0, 0);
         }
         fi::fence_proxy_async_smem();
-        wg_sync(wg);
+        asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
       }
-      const uint32_t v_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
+#pragma unroll
+      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
+      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
+      st_prev = st;
+    }
+    if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
       fi_wgmma::fence();
 #pragma unroll
       for (int kb = 0; kb < CTA_KV / 16; ++kb)
-        fi_wgmma::Wgmma<DT, HD>::rs(o, pa[kb], fi_wgmma::desc_at(v_lo, kb * 16 * 128, 1024));
+        fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024));
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
       __syncwarp();
-      if (lane == 0) fi::mbar_arrive(&kv_empty[st]);  // this warp is done with the stage
+      if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
     }
 
     // ---- epilogue: row sums, normalise, write; then release the Q slot.
