@@ -4,7 +4,8 @@
 # test_prefill_gpu, fi_bench, wgmma_layout_probe from bench/probes/), in the order asked:
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
-#   tests     test_prefill_gpu (240 random configurations vs the host backend)
+#   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
+#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1)
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
 # Logs under $OUT; a short summary on stdout.
@@ -24,14 +25,19 @@ for w in ${*:-probe sass tests bench}; do
       echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
       gzip -f "$OUT/sass.txt" ;;
     tests)
-      ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
-      echo "test_prefill_gpu rc $?"
-      grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30 ;;
+      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path.
+      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9"; do
+        env $knobs ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
+        echo "test_prefill_gpu [$knobs] rc $?"
+        grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30
+      done ;;
     sanitize)
       for tool in memcheck racecheck; do
-        FI_TEST_CONFIGS=${SAN_CONFIGS:-16} FI_TEST_MAXLEN=300 compute-sanitizer --tool $tool \
-          --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
-        echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.log" | tail -1)"
+        for knobs in "" "FI_TEST_PREFILL_WS=1" "FI_TEST_PREFILL_WS=1 FI_TEST_SEED=11"; do
+          env $knobs FI_TEST_CONFIGS=${SAN_CONFIGS:-16} FI_TEST_MAXLEN=300 compute-sanitizer \
+            --tool $tool --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
+          echo "$tool [$knobs] rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.log" | tail -1)"
+        done
       done ;;
     bench)
       ./fi_bench prefill ${BENCH_ARGS:-} > "$OUT/prefill_bench.log" 2>&1

@@ -4,7 +4,8 @@
 // Work split: one CTA per (plan work unit, KV head) runs the tensor-core kernel of
 // prefill_kernel.cuh (see there for the tile walk and memory traffic; tiles.cores picks its
 // mma.sync or its Hopper wgmma engine, the latter checked against the device and the build
-// here at plan time); work units that
+// here at plan time), or, for wgmma 128 x 128 plans on the fast path, persistent CTAs run the
+// warp-specialised kernel of prefill_ws.cuh (tensor maps encoded here per run); work units that
 // the planner split along KV write fp32 partial rows + LSE into the workspace, and the
 // shared split-KV merge (merge.cu, fi_cuda_merge_partials) combines each merge unit's
 // chunks in chunk order (deterministic, no atomics), reading every partial row once and

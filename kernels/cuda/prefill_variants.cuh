@@ -3,7 +3,7 @@
 // pair so that the builds of the six files run in parallel: the mma.sync tiles
 // (FI_CUDA_PREFILL_TILE_LIST) for every head_dim and, for head_dim 64 and 128, the Hopper
 // tier's wgmma tiles (FI_CUDA_PREFILL_WGMMA_TILE_LIST; sm_90a code only, chosen per plan by
-// tiles.cores).
+// tiles.cores) and the warp-specialised kernel of prefill_ws.cuh.
 #ifndef FI_CUDA_PREFILL_VARIANTS_CUH
 #define FI_CUDA_PREFILL_VARIANTS_CUH
 

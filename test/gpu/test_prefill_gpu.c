@@ -322,32 +322,39 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   int32_t *dmi = dcopy(mask_indptr, (size_t)(B + 1) * 4);
   void *dout = dmalloc((size_t)nnz_qo * Hq * hd * qb);
   float *dlse = dmalloc((size_t)nnz_qo * Hq * 4 + 4);
-  CK(cudaMemset(dout, 0xff, (size_t)nnz_qo * Hq * hd * qb)); /* NaN in f16 and bf16 */
-  CK(cudaMemset(dlse, 0xff, (size_t)nnz_qo * Hq * 4 + 4));   /* NaN in f32 */
   fi_tensor dtq = fi_tensor_contiguous(dq, c->q_dtype, 3, q_shape);
   fi_tensor dto = fi_tensor_contiguous(dout, c->q_dtype, 3, q_shape);
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lse_shape);
   fi_custom_mask dmask = {dmb, dmi};
   const fi_custom_mask *dmask_p = c->mask == FI_MASK_CUSTOM ? &dmask : NULL;
-  if (c->paged) {
-    fi_page_table dpages = {dpi, dind, dll};
-    fi_paged_kv_cache kv = {fi_tensor_contiguous(dk, c->kv_dtype, 4, kv_shape),
-                            fi_tensor_contiguous(dv, c->kv_dtype, 4, kv_shape), c->layout};
-    s = fi_paged_prefill_run(cuda, &pd, &dtq, dqo, &kv, &dpages, dmask_p, &dto,
-                             c->with_lse ? &dtl : NULL);
-  } else {
-    fi_tensor tk = fi_tensor_contiguous(dk, c->kv_dtype, 3, rk_shape);
-    fi_tensor tv = fi_tensor_contiguous(dv, c->kv_dtype, 3, rk_shape);
-    s = fi_ragged_prefill_run(cuda, &pd, &dtq, &tk, &tv, dqo, dkv, dmask_p, &dto,
-                              c->with_lse ? &dtl : NULL);
+  const size_t o_bytes = (size_t)nnz_qo * Hq * hd * qb, l_bytes = (size_t)nnz_qo * Hq * 4;
+  void *od = malloc(o_bytes), *od2 = malloc(o_bytes);
+  float *ld = malloc(l_bytes + 4), *ld2 = malloc(l_bytes + 4);
+  /* Two runs of the same plan, outputs poisoned before each: the second must equal the
+   * first bit for bit (the persistent kernel's scheduler starts from zero every run). */
+  for (int rep = 0; rep < 2; ++rep) {
+    CK(cudaMemset(dout, 0xff, o_bytes));    /* NaN in f16 and bf16 */
+    CK(cudaMemset(dlse, 0xff, l_bytes + 4)); /* NaN in f32 */
+    if (c->paged) {
+      fi_page_table dpages = {dpi, dind, dll};
+      fi_paged_kv_cache kv = {fi_tensor_contiguous(dk, c->kv_dtype, 4, kv_shape),
+                              fi_tensor_contiguous(dv, c->kv_dtype, 4, kv_shape), c->layout};
+      s = fi_paged_prefill_run(cuda, &pd, &dtq, dqo, &kv, &dpages, dmask_p, &dto,
+                               c->with_lse ? &dtl : NULL);
+    } else {
+      fi_tensor tk = fi_tensor_contiguous(dk, c->kv_dtype, 3, rk_shape);
+      fi_tensor tv = fi_tensor_contiguous(dv, c->kv_dtype, 3, rk_shape);
+      s = fi_ragged_prefill_run(cuda, &pd, &dtq, &tk, &tv, dqo, dkv, dmask_p, &dto,
+                                c->with_lse ? &dtl : NULL);
+    }
+    describe(c, desc, sizeof desc);
+    if (s) { fprintf(stderr, "config %d: cuda run: %s\n  %s\n", idx, fi_last_error(cuda), desc); return 1; }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(rep ? od2 : od, dout, o_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(rep ? ld2 : ld, dlse, l_bytes, cudaMemcpyDeviceToHost));
   }
-  describe(c, desc, sizeof desc);
-  if (s) { fprintf(stderr, "config %d: cuda run: %s\n  %s\n", idx, fi_last_error(cuda), desc); return 1; }
-  CK(cudaDeviceSynchronize());
-  void *od = malloc((size_t)nnz_qo * Hq * hd * qb);
-  float *ld = malloc((size_t)nnz_qo * Hq * 4 + 4);
-  CK(cudaMemcpy(od, dout, (size_t)nnz_qo * Hq * hd * qb, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(ld, dlse, (size_t)nnz_qo * Hq * 4, cudaMemcpyDeviceToHost));
+  const int rerun_differs =
+      memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
   /* Compare every element. */
   const size_t n = (size_t)nnz_qo * Hq * hd;
@@ -380,12 +387,13 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
       }
     }
   }
-  int fail = bad > 0 || lbad > 0 || !(rel <= rtol);
+  int fail = bad > 0 || lbad > 0 || !(rel <= rtol) || rerun_differs;
   if (fail) {
     fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu elements off (first %zu: gpu %g host %g), rel %.3g; lse: %zu off",
             idx, desc, bad, n, first_bad, bad ? load_elem(od, c->q_dtype, first_bad) : 0.0,
             bad ? load_elem(oh, c->q_dtype, first_bad) : 0.0, rel, lbad);
     if (lbad) fprintf(stderr, " (first %zu: gpu %g host %g)", first_lbad, ld[first_lbad], lh[first_lbad]);
+    if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
     printf("ok config %d: rel %.2e  %s\n", idx, rel, desc);
@@ -395,7 +403,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   cudaFree(dll); cudaFree(dind); cudaFree(dmb); cudaFree(dmi); cudaFree(dout); cudaFree(dlse);
   cudaFree(wd);
   free(wh); free(q); free(kbuf); free(vbuf); free(mask_bits); free(oh); free(lh); free(od);
-  free(ld); free(qo_indptr); free(kv_indptr); free(mask_indptr); free(page_indptr);
+  free(ld); free(od2); free(ld2); free(qo_indptr); free(kv_indptr); free(mask_indptr); free(page_indptr);
   free(last_len); free(indices);
   return fail;
 }

@@ -3,7 +3,7 @@
 #include "test_util.h"
 
 static fi_tile_problem prob(int batch, int hq, int hkv, int hd, int qb, int kb, int64_t qo, int64_t kv) {
-  fi_tile_problem p = {batch, hq, hkv, hd, qb, kb, qo, kv};
+  fi_tile_problem p = {batch, hq, hkv, hd, qb, kb, qo, kv, 0};
   return p;
 }
 
