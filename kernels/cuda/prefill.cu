@@ -211,9 +211,17 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles on
   // its fast path: 16-bit KV of q's type, no extras, no RoPE, a group dividing 128, paged
   // page sizes a multiple of 16, tensors the driver can map, a plan in a workspace (its
-  // scheduler counters). FI_PREFILL_WARP_SPEC=0: never.
+  // scheduler counters), a stream that is not capturing. FI_PREFILL_WARP_SPEC=0: never.
+  // Not in a CUDA-graph capture: the tensor maps hold the tensors' extents of this run, and a
+  // graph replayed after re-planning (more tokens, same buffers) must read the new rows.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    capture = cudaStreamCaptureStatusActive;  // unknown: the kernel without tensor maps
+  }
   fi_prefill::WsMaps ws_maps;
-  const bool ws = plan->tiles.cores == FI_CORES_WGMMA && ctx->wgmma_available && counts &&
+  const bool ws = capture == cudaStreamCaptureStatusNone && plan->tiles.cores == FI_CORES_WGMMA &&
+                  ctx->wgmma_available && counts &&
                   ctx->tuning.prefill_warp_spec != 0 && plan->tiles.q_tile == 128 &&
                   plan->tiles.kv_tile == 128 && kvk == FI_KV_SAME && !extras &&
                   a->pos_encoding != FI_POS_ROPE_LLAMA && 128 % p.group == 0 &&

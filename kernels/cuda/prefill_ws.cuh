@@ -8,9 +8,10 @@
 // slower on the many-head rows, bench/NOTES.md), the units of a head in the plan's order
 // (longest first). CTA b starts with item b, then takes the next item from a counter in the
 // workspace (atomicAdd; the last CTA to finish resets it), so the longest-first order holds
-// across CTAs whatever each item costs. The unit count is read from the workspace, so a
-// graph captured with one plan stays correct after re-planning. Per item the CTA walks the
-// unit's GQA-packed query rows in chunks of CTA_Q = 128 (packed row = token * group +
+// across CTAs whatever each item costs. The scheduler makes the workspace one run's at a
+// time (as split-KV partial rows already did). prefill.cu does not launch this kernel into a
+// graph capture: its tensor maps hold the extents of one run's tensors. Per item the CTA
+// walks the unit's GQA-packed query rows in chunks of CTA_Q = 128 (packed row = token * group +
 // head_in_group, as in prefill_kernel.cuh) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped).
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
@@ -186,7 +187,10 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
         }
         for (int tile = 0; tile < c.num_tiles; ++tile, ++kv_seq) {
-          if (tile == STAGES) desc_sync();
+          if (tile == STAGES) {
+            __syncwarp();  // (lanes that issued copies and lanes that did not)
+            desc_sync();
+          }
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
           const int kv0 = kv_lo + tile * CTA_KV;
@@ -225,13 +229,17 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
             }
           }
         }
-        if (c.num_tiles <= STAGES) desc_sync();  // (else synced in the loop)
+        if (c.num_tiles <= STAGES) {  // (else synced in the loop)
+          __syncwarp();
+          desc_sync();
+        }
       }
       item = __shfl_sync(0xffffffffu, next, 0);
     }
     // The end: a descriptor without a chunk, then the scheduler's reset by the last CTA
     // (every CTA has taken its last item before it counts itself done).
     if (lane == 0) descs[q_seq & 1].chunk = -1;
+    __syncwarp();
     desc_sync();
     if (lane == 0) {
       __threadfence();
@@ -421,7 +429,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       fi_wgmma::fence();
 #pragma unroll
       for (int kb = 0; kb < CTA_KV / 16; ++kb)
-        fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024));
+        fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb],
+                                    fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024));
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
@@ -511,13 +520,10 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int nu
                               int sm_count, cudaStream_t stream) {
   using W = WsShape<HD>;
   auto kernel = prefill_ws_kernel<HD, DT>;
-  static bool configured = false;  // benign race: every caller sets the same value
-  if (!configured) {
-    cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  // Every launch (a host-side call, per current device; never inside a graph capture).
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM);
+  if (e != cudaSuccess) return e;
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
   kernel<<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);

@@ -23,7 +23,9 @@
  *    the device copies (the same pointers on the host backend) and launches. A plan is
  *    reused by every layer of a step. Run allocates nothing, uses no atomics in
  *    reductions (deterministic), and is CUDA-graph capturable: re-planning into the same
- *    workspace changes what a captured run computes, never where it reads.
+ *    workspace changes what a captured run computes, never where it reads. A workspace
+ *    serves one run at a time (runs on one stream, or ordered between streams): split-KV
+ *    partial rows and the CUDA prefill kernel's work counter live in it.
  */
 #ifndef FI_RUNTIME_H
 #define FI_RUNTIME_H
