@@ -6,6 +6,7 @@
 
 cudaError_t fi_decode_prepare_f16(int smem_limit);
 cudaError_t fi_decode_prepare_bf16(int smem_limit);
+cudaError_t fi_prefill_ws_prepare();
 
 // cuTensorMapEncodeTiled from the driver (through the runtime: no libcuda link), or NULL.
 // Resolved when a context is created, not on a run that may be inside a graph capture.
@@ -59,6 +60,9 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   target->sm_version = prop.major * 10 + prop.minor;
 #ifdef FI_CUDA_HAS_SM90A
   ctx->wgmma_available = target->sm_version == 90;
+  if (ctx->wgmma_available && (err = fi_prefill_ws_prepare()) != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "setting the warp-specialised prefill kernel's "
+                        "shared-memory limit failed: %s", cudaGetErrorString(err));
 #else
   ctx->wgmma_available = 0;  // no sm_90a code in this build: no Hopper tier
 #endif

@@ -148,6 +148,19 @@ fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
   return nullptr;
 }
 
+}  // namespace
+
+// The warp-specialised kernels' shared-memory attribute (context.cu, Hopper contexts).
+cudaError_t fi_prefill_ws_prepare() {
+  cudaError_t e = fi_prefill_ws_prepare_hd64_f16();
+  if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd64_bf16();
+  if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_f16();
+  if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_bf16();
+  return e;
+}
+
+namespace {
+
 fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
   return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
                       cudaGetErrorString(e));
@@ -220,14 +233,15 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     capture = cudaStreamCaptureStatusActive;  // unknown: the kernel without tensor maps
   }
   fi_prefill::WsMaps ws_maps;
+  const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   const bool ws = capture == cudaStreamCaptureStatusNone && plan->tiles.cores == FI_CORES_WGMMA &&
                   ctx->wgmma_available && counts &&
                   ctx->tuning.prefill_warp_spec != 0 && plan->tiles.q_tile == 128 &&
                   plan->tiles.kv_tile == 128 && kvk == FI_KV_SAME && !extras &&
                   a->pos_encoding != FI_POS_ROPE_LLAMA && 128 % p.group == 0 &&
-                  (!p.paged || p.page_size % 16 == 0) && ws_launcher_for(a) &&
+                  (!p.paged || p.page_size % 16 == 0) && ws_launch &&
                   encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size);
-  cudaError_t e = ws ? ws_launcher_for(a)(p, ws_maps, lay.num_work_units,
+  cudaError_t e = ws ? ws_launch(p, ws_maps, lay.num_work_units,
                                           ctx->target.sm_count, stream)
                      : launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
                          plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);

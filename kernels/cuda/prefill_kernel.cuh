@@ -193,6 +193,81 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
   return row * HD + ((chunk ^ (row & 7)) << 3);
 }
 
+// ------------------------------------------ per-tile steps shared with prefill_ws.cuh ---
+
+// wgmma S = Q K^T of one warpgroup: one m64 x CTA_KV x 16 wgmma per 16 head dims, Q (64 rows
+// of a CTA_Q-row tile) and K both K-major from the swizzled slabs whose descriptor low words
+// are q_lo and k_lo; 32 bytes along a 128-byte row per step. Issue only (the caller fences,
+// commits and waits).
+template <typename DT, int HD, int CTA_Q, int CTA_KV>
+__device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t q_lo,
+                                            uint32_t k_lo) {
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    const uint32_t step = (kk & 3) * 32;
+    const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
+    const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
+    if (kk == 0)
+      fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s, da, db);
+    else
+      fi_wgmma::Wgmma<DT, CTA_KV>::template ss<1>(s, da, db);
+  }
+}
+
+// Online softmax of accumulator rows hh (0: row g, 1: row g + 8) of one 16-row m-tile in
+// the log2 domain (x * c_log2 is the scaled logit / ln 2): updates the running max and sum,
+// turns s into P, and returns the factor O must be scaled by. Tree reductions (max, then
+// sum): a chain of NB dependent ops would stall the few warps per scheduler these kernels
+// run with.
+template <int NB>
+__device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
+                                                    float &l_run, float c_log2) {
+  float part[NB];
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
+  float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  mx = fmaxf(m_run, mx * c_log2);  // log2 domain
+  const float m_use = (mx == -INFINITY) ? 0.f : mx;
+  const float scale = exp2f(m_run - m_use);
+  m_run = mx;
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+    float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, -m_use));
+    float p1 = exp2f(fmaf(s[nb][2 * hh + 1], c_log2, -m_use));
+    s[nb][2 * hh] = p0;
+    s[nb][2 * hh + 1] = p1;
+    part[nb] = p0 + p1;
+  }
+  l_run = l_run * scale + tree_reduce(part, [](float a, float b) { return a + b; });
+  return scale;
+}
+
+// P (fp32 accumulators of one m-tile) as the A operand of the P V MMA, 16 keys per step.
+template <typename DT, int NB>
+__device__ __forceinline__ void pack_p(const float (&s)[NB][4], uint32_t (&pa)[NB / 2][4]) {
+#pragma unroll
+  for (int kb = 0; kb < NB / 2; ++kb) {
+    pa[kb][0] = MmaOp<DT>::pack(s[2 * kb][0], s[2 * kb][1]);
+    pa[kb][1] = MmaOp<DT>::pack(s[2 * kb][2], s[2 * kb][3]);
+    pa[kb][2] = MmaOp<DT>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]);
+    pa[kb][3] = MmaOp<DT>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3]);
+  }
+}
+
+// O rows g and g + 8 of one m-tile times their softmax rescale factors.
+template <int NB>
+__device__ __forceinline__ void rescale_o(float (&o)[NB][4], const float (&row_scale)[2]) {
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+    o[nb][0] *= row_scale[0];
+    o[nb][1] *= row_scale[0];
+    o[nb][2] *= row_scale[1];
+    o[nb][3] *= row_scale[1];
+  }
+}
+
 // --------------------------------------------------------------- the kernel -----------
 
 // WG: the Hopper tier. Each warpgroup (4 warps) issues wgmma for 64 query rows, so every
@@ -656,16 +731,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
             asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
         }
         fi_wgmma::fence();
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint32_t step = (kk & 3) * 32;
-          const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
-          const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
-          if (kk == 0)
-            fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s[0], da, db);
-          else
-            fi_wgmma::Wgmma<DT, CTA_KV>::template ss<1>(s[0], da, db);
-        }
+        wg_qk_issue<DT, HD, CTA_Q, CTA_KV>(s[0], q_lo, k_lo);
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(s[0]);
@@ -749,44 +815,15 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          // Tree reductions (max here, sum below): a chain of NB_KV dependent ops would stall
-          // the few warps per scheduler this kernel runs with.
-          float part[NB_KV];
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-            part[nb] = fmaxf(s[mq][nb][2 * hh], s[mq][nb][2 * hh + 1]);
-          float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          mx = fmaxf(m_run[mq][hh], mx * c_log2);  // log2 domain
-          const float m_use = (mx == -INFINITY) ? 0.f : mx;
-          const float scale = exp2f(m_run[mq][hh] - m_use);
-          any_rescale |= scale != 1.f;
-          row_scale[mq][hh] = scale;
-          m_run[mq][hh] = mx;
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb) {
-            float p0 = exp2f(fmaf(s[mq][nb][2 * hh], c_log2, -m_use));
-            float p1 = exp2f(fmaf(s[mq][nb][2 * hh + 1], c_log2, -m_use));
-            s[mq][nb][2 * hh] = p0;
-            s[mq][nb][2 * hh + 1] = p1;
-            part[nb] = p0 + p1;
-          }
-          l_run[mq][hh] =
-              l_run[mq][hh] * scale + tree_reduce(part, [](float a, float b) { return a + b; });
+          row_scale[mq][hh] =
+              online_softmax_row(s[mq], hh, m_run[mq][hh], l_run[mq][hh], c_log2);
+          any_rescale |= row_scale[mq][hh] != 1.f;
         }
       // P as the A operand of the PV mma (half the registers of the fp32 S, before the
       // K(tile+1) gather below needs its address registers).
       uint32_t pa[MMA_Q][CTA_KV / 16][4];
 #pragma unroll
-      for (int mq = 0; mq < MMA_Q; ++mq)
-#pragma unroll
-        for (int kb = 0; kb < CTA_KV / 16; ++kb) {
-          pa[mq][kb][0] = MmaOp<DT>::pack(s[mq][2 * kb][0], s[mq][2 * kb][1]);
-          pa[mq][kb][1] = MmaOp<DT>::pack(s[mq][2 * kb][2], s[mq][2 * kb][3]);
-          pa[mq][kb][2] = MmaOp<DT>::pack(s[mq][2 * kb + 1][0], s[mq][2 * kb + 1][1]);
-          pa[mq][kb][3] = MmaOp<DT>::pack(s[mq][2 * kb + 1][2], s[mq][2 * kb + 1][3]);
-        }
+      for (int mq = 0; mq < MMA_Q; ++mq) pack_p<DT>(s[mq], pa[mq]);
       if (OVERLAP) {
         // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev). Unconditional:
         // ptxas cannot correlate a conditional wait with the conditional issue.
@@ -800,14 +837,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       // Rescale O only when some row's maximum moved (rare after the first tiles).
       if (__any_sync(0xffffffffu, any_rescale)) {
 #pragma unroll
-        for (int mq = 0; mq < MMA_Q; ++mq)
-#pragma unroll
-          for (int nb = 0; nb < NB_D; ++nb) {
-            o[mq][nb][0] *= row_scale[mq][0];
-            o[mq][nb][1] *= row_scale[mq][0];
-            o[mq][nb][2] *= row_scale[mq][1];
-            o[mq][nb][3] *= row_scale[mq][1];
-          }
+        for (int mq = 0; mq < MMA_Q; ++mq) rescale_o(o[mq], row_scale[mq]);
       }
 
       if (!RING) {

@@ -46,10 +46,12 @@ typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
                                                const fi_prefill::WsMaps &maps,
                                                int num_work_units, int sm_count,
                                                cudaStream_t stream);
+// ..._prepare sets the kernel's shared-memory attribute (once per context, sm_90 only).
 #define FI_PREFILL_WS_DECLARE(HD, NAME)                                                    \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
                                                    const fi_prefill::WsMaps &maps, int n,  \
-                                                   int sm_count, cudaStream_t stream);
+                                                   int sm_count, cudaStream_t stream);     \
+  cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME();
 FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
 FI_PREFILL_WS_DECLARE(128, f16)
@@ -63,6 +65,9 @@ FI_PREFILL_WS_DECLARE(128, bf16)
                                                    const fi_prefill::WsMaps &maps, int n,  \
                                                    int sm_count, cudaStream_t stream) {    \
     return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, n, sm_count, stream);          \
+  }                                                                                        \
+  cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
+    return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \
   }
 namespace fi_prefill {
 // The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.

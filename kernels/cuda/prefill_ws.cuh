@@ -307,16 +307,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
       fi::mbar_wait(&k_full[st], par);
       fi_wgmma::fence();
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) {
-        const uint32_t step = (kk & 3) * 32;
-        const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
-        const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
-        if (kk == 0)
-          fi_wgmma::Wgmma<DT, CTA_KV>::template ss<0>(s, da, db);
-        else
-          fi_wgmma::Wgmma<DT, CTA_KV>::template ss<1>(s, da, db);
-      }
+      wg_qk_issue<DT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(s);
@@ -351,36 +342,11 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        float part[NB_KV];
-#pragma unroll
-        for (int nb = 0; nb < NB_KV; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
-        float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(m_run[hh], mx * c_log2);
-        const float m_use = (mx == -INFINITY) ? 0.f : mx;
-        const float scale = exp2f(m_run[hh] - m_use);
-        any_rescale |= scale != 1.f;
-        row_scale[hh] = scale;
-        m_run[hh] = mx;
-#pragma unroll
-        for (int nb = 0; nb < NB_KV; ++nb) {
-          const float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, -m_use));
-          const float p1 = exp2f(fmaf(s[nb][2 * hh + 1], c_log2, -m_use));
-          s[nb][2 * hh] = p0;
-          s[nb][2 * hh + 1] = p1;
-          part[nb] = p0 + p1;
-        }
-        l_run[hh] = l_run[hh] * scale + tree_reduce(part, [](float a, float b) { return a + b; });
+        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh], c_log2);
+        any_rescale |= row_scale[hh] != 1.f;
       }
       uint32_t pa[CTA_KV / 16][4];
-#pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb) {
-        pa[kb][0] = MmaOp<DT>::pack(s[2 * kb][0], s[2 * kb][1]);
-        pa[kb][1] = MmaOp<DT>::pack(s[2 * kb][2], s[2 * kb][3]);
-        pa[kb][2] = MmaOp<DT>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]);
-        pa[kb][3] = MmaOp<DT>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3]);
-      }
+      pack_p<DT>(s, pa);
       // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
@@ -392,15 +358,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         __syncwarp();
         if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
       }
-      if (__any_sync(0xffffffffu, any_rescale)) {
-#pragma unroll
-        for (int nb = 0; nb < NB_D; ++nb) {
-          o[nb][0] *= row_scale[0];
-          o[nb][1] *= row_scale[0];
-          o[nb][2] *= row_scale[1];
-          o[nb][3] *= row_scale[1];
-        }
-      }
+      if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
 
       // V(tile) for the next step's P V. Rows at or past the request's end hold other
       // tokens, another page's rows or zeros: both warpgroups zero them together (generic
@@ -514,19 +472,21 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 #endif
 }
 
-// Launches prefill_ws_kernel on min(items, SMs) persistent CTAs.
+// Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
+template <int HD, typename DT>
+cudaError_t prepare_prefill_ws() {
+  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
+}
+
+// Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int num_work_units,
                               int sm_count, cudaStream_t stream) {
   using W = WsShape<HD>;
-  auto kernel = prefill_ws_kernel<HD, DT>;
-  // Every launch (a host-side call, per current device; never inside a graph capture).
-  cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, W::SMEM);
-  if (e != cudaSuccess) return e;
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
-  kernel<<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
+  prefill_ws_kernel<HD, DT><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
   return cudaGetLastError();
 }
 

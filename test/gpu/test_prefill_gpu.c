@@ -167,6 +167,23 @@ static void describe(const config *c, char *buf, size_t n) {
 }
 
 /* Returns 0 on pass. `cost` accumulates qo*kv*heads*hd for the work budget. */
+/* One prefill run of config c on ctx (host or device pointers alike): paged or ragged K/V
+ * of shape kv_dims, o and (when the config asks for it) lse. */
+static fi_status run_on(fi_context *ctx, const fi_plan *plan, const config *c, const fi_tensor *q,
+                        void *k, void *v, const int64_t *kv_dims, const int32_t *qo_indptr,
+                        const int32_t *kv_indptr, const fi_page_table *pages,
+                        const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse) {
+  fi_tensor *l = c->with_lse ? lse : NULL;
+  if (c->paged) {
+    fi_paged_kv_cache kv = {fi_tensor_contiguous(k, c->kv_dtype, 4, kv_dims),
+                            fi_tensor_contiguous(v, c->kv_dtype, 4, kv_dims), c->layout};
+    return fi_paged_prefill_run(ctx, plan, q, qo_indptr, &kv, pages, mask, o, l);
+  }
+  fi_tensor tk = fi_tensor_contiguous(k, c->kv_dtype, 3, kv_dims);
+  fi_tensor tv = fi_tensor_contiguous(v, c->kv_dtype, 3, kv_dims);
+  return fi_ragged_prefill_run(ctx, plan, q, &tk, &tv, qo_indptr, kv_indptr, mask, o, l);
+}
+
 static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int B = c->batch, hd = c->hd, Hq = c->qo_heads, Hk = c->kv_heads;
   const size_t qb = 2, kvb = (c->kv_dtype == FI_DTYPE_E4M3 || c->kv_dtype == FI_DTYPE_E5M2) ? 1 : 2;
@@ -299,17 +316,9 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   int64_t lse_shape[2] = {nnz_qo, Hq};
   fi_tensor tlh = fi_tensor_contiguous(lh, FI_DTYPE_F32, 2, lse_shape);
   int64_t rk_shape[3] = {nnz_kv, Hk, hd};
-  if (c->paged) {
-    fi_paged_kv_cache kv = {fi_tensor_contiguous(kbuf, c->kv_dtype, 4, kv_shape),
-                            fi_tensor_contiguous(vbuf, c->kv_dtype, 4, kv_shape), c->layout};
-    s = fi_paged_prefill_run(host, &ph, &tq, qo_indptr, &kv, &hpages, hmask_p, &toh,
-                             c->with_lse ? &tlh : NULL);
-  } else {
-    fi_tensor tk = fi_tensor_contiguous(kbuf, c->kv_dtype, 3, rk_shape);
-    fi_tensor tv = fi_tensor_contiguous(vbuf, c->kv_dtype, 3, rk_shape);
-    s = fi_ragged_prefill_run(host, &ph, &tq, &tk, &tv, qo_indptr, kv_indptr, hmask_p, &toh,
-                              c->with_lse ? &tlh : NULL);
-  }
+  const int64_t *kv_dims = c->paged ? kv_shape : rk_shape;
+  s = run_on(host, &ph, c, &tq, kbuf, vbuf, kv_dims, qo_indptr, kv_indptr, &hpages, hmask_p,
+             &toh, &tlh);
   if (s) { fprintf(stderr, "config %d: host run: %s\n", idx, fi_last_error(host)); return 1; }
 
   /* CUDA run on poisoned outputs. */
@@ -327,6 +336,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lse_shape);
   fi_custom_mask dmask = {dmb, dmi};
   const fi_custom_mask *dmask_p = c->mask == FI_MASK_CUSTOM ? &dmask : NULL;
+  const fi_page_table dpages = {dpi, dind, dll};
   const size_t o_bytes = (size_t)nnz_qo * Hq * hd * qb, l_bytes = (size_t)nnz_qo * Hq * 4;
   void *od = malloc(o_bytes), *od2 = malloc(o_bytes);
   float *ld = malloc(l_bytes + 4), *ld2 = malloc(l_bytes + 4);
@@ -335,18 +345,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   for (int rep = 0; rep < 2; ++rep) {
     CK(cudaMemset(dout, 0xff, o_bytes));    /* NaN in f16 and bf16 */
     CK(cudaMemset(dlse, 0xff, l_bytes + 4)); /* NaN in f32 */
-    if (c->paged) {
-      fi_page_table dpages = {dpi, dind, dll};
-      fi_paged_kv_cache kv = {fi_tensor_contiguous(dk, c->kv_dtype, 4, kv_shape),
-                              fi_tensor_contiguous(dv, c->kv_dtype, 4, kv_shape), c->layout};
-      s = fi_paged_prefill_run(cuda, &pd, &dtq, dqo, &kv, &dpages, dmask_p, &dto,
-                               c->with_lse ? &dtl : NULL);
-    } else {
-      fi_tensor tk = fi_tensor_contiguous(dk, c->kv_dtype, 3, rk_shape);
-      fi_tensor tv = fi_tensor_contiguous(dv, c->kv_dtype, 3, rk_shape);
-      s = fi_ragged_prefill_run(cuda, &pd, &dtq, &tk, &tv, dqo, dkv, dmask_p, &dto,
-                                c->with_lse ? &dtl : NULL);
-    }
+    s = run_on(cuda, &pd, c, &dtq, dk, dv, kv_dims, dqo, dkv, &dpages, dmask_p, &dto, &dtl);
     describe(c, desc, sizeof desc);
     if (s) { fprintf(stderr, "config %d: cuda run: %s\n  %s\n", idx, fi_last_error(cuda), desc); return 1; }
     CK(cudaDeviceSynchronize());
