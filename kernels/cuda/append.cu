@@ -11,6 +11,7 @@
 // Memory traffic: the new K and V read once and written once; the page table read once
 // per token (cached).
 #include "common.cuh"
+#include "internal.h"
 
 namespace fi {
 
@@ -20,8 +21,12 @@ struct AppendParams {
   uint8_t *k_cache, *v_cache;
   int64_t kc_page, kc_pos, kc_head, vc_page, vc_pos, vc_head;  // byte strides of the cache
   const int32_t *append_indptr, *kv_indptr, *kv_indices, *kv_last_page_len;
-  int32_t batch, page_size, heads, row_bytes;
+  int32_t batch, page_size, heads, row_bytes, num_pages;
   int64_t nnz;
+  // Device-planned appends (no host validation): a token whose slot is not in the cache is
+  // skipped and the first such token recorded here as {1, token, page id} (NULL: plans
+  // made on the host validated the arrays already).
+  int32_t *status;
 };
 
 template <typename U>
@@ -40,6 +45,18 @@ __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
     const int kv_len = pages == 0 ? 0 : (pages - 1) * p.page_size + p.kv_last_page_len[b];
     const int append_len = p.append_indptr[b + 1] - p.append_indptr[b];
     const int pos = kv_len - append_len + (int)(i - p.append_indptr[b]);
+    if (p.status) {  // device plan: the page table was not validated on the host
+      const int64_t at = (int64_t)p.kv_indptr[b] + (pos < 0 ? -1 : pos / p.page_size);
+      const bool ok = pos >= 0 && pos < kv_len && at < p.kv_indptr[b + 1] &&
+                      p.kv_indices[at] >= 0 && p.kv_indices[at] < p.num_pages;
+      if (!ok) {
+        if (threadIdx.x == 0 && atomicCAS(&p.status[0], 0, 1) == 0) {
+          p.status[1] = (int32_t)i;
+          p.status[2] = pos < 0 || pos >= kv_len || at >= p.kv_indptr[b + 1] ? -1 : p.kv_indices[at];
+        }
+        continue;
+      }
+    }
     const int64_t page = p.kv_indices[p.kv_indptr[b] + pos / p.page_size];
     const int slot = pos % p.page_size;
     for (int it = threadIdx.x; it < items; it += blockDim.x) {
@@ -103,6 +120,8 @@ extern "C" fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan 
   p.kv_last_page_len = pages->last_page_len;
   p.batch = plan->batch;
   p.page_size = (int32_t)kv->k.shape[pos_dim];
+  p.num_pages = (int32_t)kv->k.shape[0];
+  p.status = (int32_t *)(uintptr_t)plan->private_[FI_PLAN_STATUS];
 
   // The widest copy unit every address allows.
   int64_t g = 16;

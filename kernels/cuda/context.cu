@@ -73,11 +73,32 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   return FI_SUCCESS;
 }
 
+extern "C" fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
+  if (!stream) return FI_SUCCESS;  // the legacy default stream of the current device
+  int dev = -1;
+  cudaError_t err = cudaStreamGetDevice((cudaStream_t)stream, &dev);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_context_set_stream: the stream is not a valid CUDA stream (%s)",
+                        cudaGetErrorString(err));
+  }
+  if (dev != ctx->device)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_context_set_stream: the stream belongs to device %d but the "
+                        "context was created on device %d; create a context per device "
+                        "(cudaSetDevice before fi_context_create)", dev, ctx->device);
+  return FI_SUCCESS;
+}
+
 extern "C" void fi_cuda_context_release(fi_context *ctx) { ctx->backend_state = NULL; }
 
 extern "C" fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
                                     size_t bytes) {
   if (bytes == 0) return FI_SUCCESS;
+  // From pageable memory the copy is staged before the call returns: it waits for the
+  // stream's earlier work (a host plan therefore cannot run ahead of the device).
+  ++ctx->sync_count;
   cudaError_t err = cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice,
                                     fi_cuda_stream(ctx));
   if (err != cudaSuccess)
@@ -85,6 +106,18 @@ extern "C" fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const voi
                         "uploading the plan (%zu bytes) into the workspace failed: %s; is "
                         "the workspace device memory of at least the size "
                         "fi_*_workspace_size returned?", bytes, cudaGetErrorString(err));
+  return FI_SUCCESS;
+}
+
+extern "C" fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst,
+                                           const void *device_src, size_t bytes) {
+  cudaStream_t st = fi_cuda_stream(ctx);
+  ++ctx->sync_count;
+  cudaError_t err = cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, st);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(st);
+  if (err != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "reading %zu bytes of the workspace back failed: %s",
+                        bytes, cudaGetErrorString(err));
   return FI_SUCCESS;
 }
 

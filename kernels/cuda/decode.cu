@@ -6,6 +6,7 @@
 #include "common.cuh"
 #include "decode.cuh"
 #include "cuda_backend.h"
+#include "internal.h"
 #include "fi/cuda_variants.h"
 
 #include <cudaTypedefs.h>
@@ -157,8 +158,12 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   p.rope_rcp_scale = 1.0f / ap->rope_scale;
   p.rope_log2_theta = log2f(ap->rope_theta);
 
-  // Blocks: one per work unit of this plan (graph replays with more units loop).
-  int grid_x = l.num_work_units > 0 ? l.num_work_units : 1;
+  // Blocks: one per unit slot of the plan's launch size (planner.c,
+  // fi_plan_decode_launch_units: the same for a host and a device plan of one problem, so
+  // both launch the same kernel shape; slots past the device's unit count leave at once,
+  // and graph replays with more units loop).
+  const int64_t launch = (int64_t)plan->private_[FI_PLAN_LAUNCH_UNITS];
+  int grid_x = launch > 0 ? (int)launch : (l.num_work_units > 0 ? l.num_work_units : 1);
   if (grid_x > 65535 * 4) grid_x = 65535 * 4;
   const size_t limit = (size_t)ctx->target.smem_per_block;
   // Shared-memory budget per CTA (the deepest pipeline that fits), measured on an H200

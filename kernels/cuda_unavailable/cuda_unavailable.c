@@ -71,3 +71,23 @@ fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, cons
   (void)plan, (void)k, (void)v, (void)append_indptr, (void)kv, (void)pages;
   return UNAVAILABLE(ctx);
 }
+
+fi_status fi_cuda_decode_plan_device(fi_context *ctx, const fi_page_table *pages,
+                                     int32_t batch, int32_t page_size, int32_t num_pages,
+                                     int64_t indices_len, const fi_cuda_device_plan_caps *caps,
+                                     const fi_plan *plan) {
+  (void)pages, (void)batch, (void)page_size, (void)num_pages, (void)indices_len, (void)caps,
+      (void)plan;
+  return UNAVAILABLE(ctx);
+}
+
+fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *device_src,
+                                size_t bytes) {
+  (void)host_dst, (void)device_src, (void)bytes;
+  return UNAVAILABLE(ctx);
+}
+
+fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
+  (void)stream;
+  return UNAVAILABLE(ctx);
+}

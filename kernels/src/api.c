@@ -157,6 +157,61 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                      workspace, workspace_bytes, num_pages, plan);
 }
 
+fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                int32_t batch, const fi_page_table *device_pages,
+                                int64_t num_indices, int32_t num_pages, const fi_tiles *tiles,
+                                void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  CHECK(check_plan_args(ctx, plan, params, 1, batch));
+  if (params->mask_mode == FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
+                        "fi_paged_prefill_* with one query row per request");
+  if (!tiles)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_decode_plan_device: tiles is NULL: a device plan needs the variant "
+                        "chosen on the host (fi_select_decode_tiles, or #fi.tiles from "
+                        "fi-select-tiles)");
+  if (!device_pages || !device_pages->indptr || !device_pages->indices ||
+      !device_pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "device_pages (kv_indptr, kv_indices, kv_last_page_len) must not be "
+                        "NULL");
+  if (num_indices < 0 || num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "num_indices = %lld, num_pages = %d: both must be >= 0",
+                        (long long)num_indices, (int)num_pages);
+  if (ctx->backend == FI_BACKEND_HOST) {
+    /* Host memory is the device's: the host planner makes the same partition. */
+    CHECK(fi_validate_indptr(ctx, "kv_indptr", device_pages->indptr, batch, NULL));
+    if (device_pages->indptr[batch] > num_indices)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "kv_indptr[%d] = %d but kv_indices holds %lld elements", (int)batch,
+                          (int)device_pages->indptr[batch], (long long)num_indices);
+    return fi_decode_plan(ctx, params, batch, device_pages, num_pages, tiles, workspace,
+                          workspace_bytes, plan);
+  }
+  CHECK(check_forced_tiles(ctx, tiles, 1));
+  CHECK(fi_cuda_check_supported(ctx, FI_OP_DECODE, params, tiles));
+  fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, NULL, NULL, params->page_size};
+  fi_cuda_device_plan_caps caps;
+  CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, workspace, workspace_bytes, plan,
+                               &caps));
+  plan->num_pages = num_pages;
+  return fi_cuda_decode_plan_device(ctx, device_pages, batch, params->page_size, num_pages,
+                                    num_indices, &caps, plan);
+}
+
+fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  if (!(plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE) || !plan->workspace)
+    return FI_SUCCESS;
+  int32_t hdr[8];
+  CHECK(fi_cuda_download_sync(ctx, hdr, plan->workspace, sizeof hdr));
+  return fi_device_plan_error(ctx, hdr + 4);
+}
+
 fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
                                 int32_t batch, const int32_t *host_qo_indptr,
                                 const fi_page_table *host_pages, int32_t num_pages,
@@ -391,6 +446,28 @@ fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_s
   return FI_SUCCESS;
 }
 
+fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t page_size,
+                                         int32_t num_pages, int32_t *device_status,
+                                         fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  if (batch < 0 || page_size <= 0 || num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "batch = %d, page_size = %d, num_pages = %d: batch and num_pages must "
+                        "be >= 0, page_size >= 1", (int)batch, (int)page_size, (int)num_pages);
+  memset(plan, 0, sizeof(*plan));
+  plan->family = FI_OP_APPEND_PAGED_KV;
+  plan->batch = batch;
+  plan->total_qo_rows = -1; /* known to the device only */
+  plan->total_kv = -1;
+  plan->num_pages = num_pages;
+  plan->params.page_size = page_size;
+  plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
+  plan->private_[FI_PLAN_STATUS] = (uint64_t)(uintptr_t)device_status;
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+  return FI_SUCCESS;
+}
+
 fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,
                                  const fi_tensor *v, const int32_t *append_indptr,
                                  fi_paged_kv_cache *kv, const fi_page_table *pages) {
@@ -405,7 +482,8 @@ fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_
                                                       (int32_t)k->shape[2]);
   p.page_size = plan->params.page_size;
   p.kv_dtype = kv->k.dtype;
-  int64_t shape[3] = {plan->total_qo_rows, k->shape[1], k->shape[2]};
+  const int device_plan = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE) != 0;
+  int64_t shape[3] = {device_plan ? k->shape[0] : plan->total_qo_rows, k->shape[1], k->shape[2]};
   if (k->shape[1] <= 0 || k->shape[2] <= 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "k.shape = [%lld, %lld, %lld]: kv_heads and head_dim must be >= 1",
@@ -430,7 +508,11 @@ fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_
                             "request %d appends more tokens than its page table holds: "
                             "re-plan when the index arrays change", (int)i);
     }
-    if (total != plan->total_qo_rows || total_kv != plan->total_kv)
+    if (device_plan && total != k->shape[0])
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "append_indptr[%d] = %lld new tokens but k holds %lld rows",
+                          (int)plan->batch, (long long)total, (long long)k->shape[0]);
+    if (!device_plan && (total != plan->total_qo_rows || total_kv != plan->total_kv))
       return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
                           "run arrays describe %lld appended and %lld KV tokens but the plan "
                           "was made for %lld and %lld: re-plan when the index arrays change",

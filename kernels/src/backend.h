@@ -91,9 +91,28 @@ FI_BACKEND_DECLS(fi_cuda)
 /* CUDA backend context hooks (stubs returning FI_ERROR_BACKEND_UNAVAILABLE when CUDA is
  * not built). */
 fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target);
+/* FI_SUCCESS if `stream` (a cudaStream_t) belongs to the context's device. */
+fi_status fi_cuda_check_stream(fi_context *ctx, void *stream);
 /* Copies `bytes` host -> device on the context's stream (planner output). */
 fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
                          size_t bytes);
+/* The device planner's inputs beyond the page table (planner.c computes them on the host
+ * from facts the host knows: batch, workspace size, tiles). */
+typedef struct fi_cuda_device_plan_caps {
+  int64_t units, merge, partial; /* the workspace's capacities */
+  int64_t target;                /* work-unit target of the automatic split */
+  int64_t fixed_chunk;           /* > 0: fixed split chunk in tokens */
+  int32_t auto_split;            /* 1: the automatic split may split */
+} fi_cuda_device_plan_caps;
+/* Launches the decode planning kernels (kernels/cuda/plan_device.cu) on ctx's stream;
+ * `plan` holds the workspace offsets (fi_plan_prepare_device). */
+fi_status fi_cuda_decode_plan_device(fi_context *ctx, const fi_page_table *pages,
+                                     int32_t batch, int32_t page_size, int32_t num_pages,
+                                     int64_t indices_len, const fi_cuda_device_plan_caps *caps,
+                                     const fi_plan *plan);
+/* Copies `bytes` device -> host on ctx's stream and waits for it (fi_plan_device_status). */
+fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *device_src,
+                                size_t bytes);
 /* The backend's tile support: FI_SUCCESS or FI_ERROR_UNSUPPORTED with a message. */
 fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
                                   const fi_attention_params *params, const fi_tiles *tiles);

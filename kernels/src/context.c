@@ -125,6 +125,8 @@ fi_status fi_context_set_stream(fi_context *ctx, void *cuda_stream) {
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_context_set_stream: this is a host context; streams belong to "
                         "CUDA contexts");
+  fi_status st = fi_cuda_check_stream(ctx, cuda_stream);
+  if (st != FI_SUCCESS) return st;
   ctx->stream = cuda_stream;
   return FI_SUCCESS;
 }

@@ -31,6 +31,10 @@ struct fi_context {
    * (the warp-specialised decode kernel sizes its ring from them) */
   int32_t smem_per_sm, smem_reserved_per_block;
   char last_error[FI_ERROR_MESSAGE_BYTES];
+  /* Stream or device synchronisations the runtime made on this context (CUDA: a plan's
+   * upload from pageable host memory waits for the stream; reading a plan's status back),
+   * for fi_rt_sync_count. */
+  long sync_count;
 
   /* Host memory the planner builds work / merge units in before they are copied into the
    * workspace (memcpy on the host backend, fi_cuda_upload on CUDA). Grown on demand by

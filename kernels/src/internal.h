@@ -77,6 +77,10 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         const fi_attention_params *params, fi_tiles tiles, void *workspace,
                         size_t workspace_bytes, fi_plan *plan);
 
+/* The message of a device planner's status record {code, index, value} (plan_device.cu's
+ * PlanError codes): FI_SUCCESS for code 0, else the status with ctx's last error set. */
+fi_status fi_device_plan_error(fi_context *ctx, const int32_t *status);
+
 /* Private words of fi_plan. */
 enum {
   FI_PLAN_OFF_WORK = 0,
@@ -87,7 +91,27 @@ enum {
   FI_PLAN_KV_CHUNK = 5,     /* split chunk in tokens, 0 = no split */
   FI_PLAN_ROWS_PER_UNIT = 6,
   FI_PLAN_MAGIC = 7,        /* FI_PLAN_MAGIC_VALUE | backend */
+  FI_PLAN_LAUNCH_UNITS = 8, /* decode: the grid's unit slots (0: num_work_units) */
+  FI_PLAN_FLAGS = 9,        /* FI_PLAN_FLAG_* */
+  FI_PLAN_STATUS = 10,      /* append planned on the device: int32[4] device status or 0 */
 };
+enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
+
+/* The decode grid's unit slots, the same for a host and a device plan of one problem (so
+ * that both launch identical kernels and their outputs are bit-identical): the batch when
+ * no split can happen, the target when the automatic split may split, the workspace's
+ * unit capacity for a device plan with a fixed split size (the host plan: its count). */
+int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
+                                    fi_tiles tiles, int32_t batch, int64_t cap_units,
+                                    int device);
+
+/* What the device planner needs beyond the arrays: capacities of the workspace, the unit
+ * target and the split rule; fills `plan` like fi_plan_build except the counts (the
+ * device writes them). Decode only. */
+fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
+                                 const fi_attention_params *params, fi_tiles tiles,
+                                 void *workspace, size_t workspace_bytes, fi_plan *plan,
+                                 fi_cuda_device_plan_caps *caps);
 #define FI_PLAN_MAGIC_VALUE 0x46495f504c414e00ULL /* "FI_PLAN\0" */
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fi/mlir_adapters.h"
+#include "internal.h"
 
 #ifdef FI_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -35,15 +36,30 @@ fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler) {
   return old;
 }
 
-static void report(const char *op, fi_status status, const char *message) {
-  error_handler(op, status, message);
+/* The name of the last op whose kernels compiled code launched: an asynchronous CUDA
+ * error found at the next synchronisation point is reported with it. */
+static const char *last_launched_op = "(none)";
+
+static void report(const char *op, fi_status status, const char *message);
+
+/* ---------------------------------------------------------------- context --------- */
+
+static fi_context *embedder_ctx = NULL;
+
+fi_status fi_rt_set_context(fi_context *ctx) {
+  embedder_ctx = ctx;
+  return FI_SUCCESS;
 }
 
+fi_context *fi_rt_context(void) { return embedder_ctx ? embedder_ctx : fi_default_context(); }
+
 static fi_context *context_or_report(const char *op) {
-  fi_context *ctx = fi_default_context();
+  fi_context *ctx = fi_rt_context();
   if (!ctx) report(op, FI_ERROR_BACKEND_UNAVAILABLE, fi_last_error(NULL));
   return ctx;
 }
+
+static int is_cuda(const fi_context *ctx) { return fi_context_backend(ctx) == FI_BACKEND_CUDA; }
 
 /* Reports a failed runtime call; returns 1 if `status` is a failure. */
 static int failed(const char *op, fi_context *ctx, fi_status status) {
@@ -55,19 +71,88 @@ static int failed(const char *op, fi_context *ctx, fi_status status) {
 struct plan_record;
 static int plan_failed(const char *op, fi_context *ctx, struct plan_record *r, fi_status status);
 
+/* ---------------------------------------------------------------- graphs ---------- */
+
+/* A captured step: the CUDA graph and the buffers compiled code allocated while it was
+ * captured (owned by the graph, at fixed addresses for every replay). */
+struct fi_rt_graph {
+#ifdef FI_HAVE_CUDA
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+#endif
+  void **buffers;
+  int num_buffers, cap_buffers;
+  struct plan_record **records; /* plans whose workspaces the graph uses (kept in place) */
+  int num_records;
+  int failed; /* an error was reported while capturing */
+};
+
+static fi_rt_graph *capturing = NULL; /* the graph being captured, if any */
+
+static void report(const char *op, fi_status status, const char *message) {
+  if (capturing) capturing->failed = 1;
+  error_handler(op, status, message);
+}
+static fi_rt_graph *graphs[64];       /* live graphs (for fi_rt_free of their buffers) */
+static int num_graphs = 0;
+
+static int graph_owns(const void *p) {
+  for (int g = 0; g < num_graphs; ++g)
+    for (int i = 0; i < graphs[g]->num_buffers; ++i)
+      if (graphs[g]->buffers[i] == p) return 1;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- memory ---------- */
 
-static void *backend_alloc(fi_context *ctx, size_t bytes, int managed) {
+static fi_rt_alloc_hook alloc_hook = NULL;
+static fi_rt_free_hook free_hook = NULL;
+static void *hook_user = NULL;
+
+void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *user_data) {
+  alloc_hook = alloc && release ? alloc : NULL;
+  free_hook = alloc && release ? release : NULL;
+  hook_user = alloc && release ? user_data : NULL;
+}
+
+#ifdef FI_HAVE_CUDA
+/* The stream-ordered pool of compiled code's results and temporaries (its own pool, so the
+ * device's default pool keeps its settings); memory freed back to it stays reserved
+ * (release threshold: unlimited), so steady-state steps map no memory. */
+static cudaMemPool_t result_pool = NULL;
+static int result_pool_device = -1;
+
+static cudaMemPool_t pool_for(fi_context *ctx) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return NULL;
+  if (result_pool && result_pool_device == dev) return result_pool;
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = dev;
+  cudaMemPool_t pool;
+  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) return NULL;
+  uint64_t keep = UINT64_MAX;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  result_pool = pool;
+  result_pool_device = dev;
+  (void)ctx;
+  return pool;
+}
+#endif
+
+/* Memory of the plan records (workspaces): persistent, outside stream order. */
+static void *backend_alloc(fi_context *ctx, size_t bytes) {
   if (bytes == 0) bytes = 1;
 #ifdef FI_HAVE_CUDA
-  if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+  if (is_cuda(ctx)) {
     void *p = NULL;
-    cudaError_t e = managed ? cudaMallocManaged(&p, bytes, cudaMemAttachGlobal)
-                            : cudaMalloc(&p, bytes);
-    return e == cudaSuccess ? p : NULL;
+    return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
   }
 #else
-  (void)ctx, (void)managed;
+  (void)ctx;
 #endif
   size_t rounded = (bytes + 255) / 256 * 256;
   return aligned_alloc(256, rounded);
@@ -76,7 +161,7 @@ static void *backend_alloc(fi_context *ctx, size_t bytes, int managed) {
 static void backend_free(fi_context *ctx, void *p) {
   if (!p) return;
 #ifdef FI_HAVE_CUDA
-  if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+  if (is_cuda(ctx)) {
     cudaFree(p);
     return;
   }
@@ -86,39 +171,131 @@ static void backend_free(fi_context *ctx, void *p) {
   free(p);
 }
 
-void *fi_rt_alloc(size_t bytes) {
-  fi_context *ctx = context_or_report("fi_rt_alloc");
-  if (!ctx) return NULL;
-  void *p = backend_alloc(ctx, bytes, 1);
-  /* Tests poison what compiled code allocates, so that an output the code fails to
-   * write shows up as NaN. */
+static int poison_enabled(void) {
   static int poison = -1;
   if (poison < 0) {
     const char *env = getenv("FI_RT_POISON");
     poison = env && env[0] == '1';
   }
-  if (p && poison && fi_context_backend(ctx) == FI_BACKEND_HOST) memset(p, 0xff, bytes);
+  return poison;
+}
+
+void *fi_rt_alloc(size_t bytes) {
+  fi_context *ctx = context_or_report("fi_rt_alloc");
+  if (!ctx) return NULL;
+  if (bytes == 0) bytes = 1;
+  void *p = NULL;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    if (capturing) {
+      /* Owned by the graph: the same address in every replay, freed with the graph. */
+      if (alloc_hook) p = alloc_hook(hook_user, bytes, stream);
+      else if (cudaMalloc(&p, bytes) != cudaSuccess) p = NULL;
+      if (p) {
+        fi_rt_graph *g = capturing;
+        if (g->num_buffers == g->cap_buffers) {
+          int cap = g->cap_buffers ? 2 * g->cap_buffers : 16;
+          void **b = (void **)realloc(g->buffers, (size_t)cap * sizeof(void *));
+          if (!b) {
+            report("fi_rt_alloc", FI_ERROR_OUT_OF_MEMORY, "could not grow the graph's buffer list");
+            return NULL;
+          }
+          g->buffers = b;
+          g->cap_buffers = cap;
+        }
+        g->buffers[g->num_buffers++] = p;
+      }
+    } else if (alloc_hook) {
+      p = alloc_hook(hook_user, bytes, stream);
+    } else {
+      cudaMemPool_t pool = pool_for(ctx);
+      if (!pool || cudaMallocFromPoolAsync(&p, bytes, pool, stream) != cudaSuccess) p = NULL;
+    }
+    if (p && poison_enabled()) cudaMemsetAsync(p, 0xff, bytes, stream);
+  } else
+#endif
+  {
+    p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    /* Tests poison what compiled code allocates, so that an output the code fails to write
+     * shows up as NaN. */
+    if (p && poison_enabled()) memset(p, 0xff, bytes);
+  }
   if (!p) {
-    char msg[128];
-    snprintf(msg, sizeof(msg), "could not allocate %zu bytes", bytes);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "could not allocate %zu bytes%s", bytes,
+             alloc_hook ? " (the embedder's allocation hook returned NULL)" : "");
     report("fi_rt_alloc", FI_ERROR_OUT_OF_MEMORY, msg);
   }
   return p;
 }
 
 void fi_rt_free(void *ptr) {
-  fi_context *ctx = fi_default_context();
-  if (ctx) backend_free(ctx, ptr);
-}
-
-void fi_rt_synchronize(void) {
+  fi_context *ctx = fi_rt_context();
+  if (!ctx || !ptr) return;
 #ifdef FI_HAVE_CUDA
-  fi_context *ctx = fi_default_context();
-  if (ctx && fi_context_backend(ctx) == FI_BACKEND_CUDA) {
-    cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) report("fi_rt_synchronize", FI_ERROR_CUDA, cudaGetErrorString(e));
+  if (is_cuda(ctx)) {
+    if (capturing || graph_owns(ptr)) return; /* the graph frees its buffers */
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    if (free_hook) free_hook(hook_user, ptr, stream);
+    else cudaFreeAsync(ptr, stream);
+    return;
   }
 #endif
+  free(ptr);
+}
+
+void *fi_rt_alloc_managed(size_t bytes) {
+  fi_context *ctx = context_or_report("fi_rt_alloc_managed");
+  if (!ctx) return NULL;
+  if (bytes == 0) bytes = 1;
+  void *p = NULL;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) != cudaSuccess) p = NULL;
+  } else
+#endif
+    p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p) {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "could not allocate %zu bytes of managed memory", bytes);
+    report("fi_rt_alloc_managed", FI_ERROR_OUT_OF_MEMORY, msg);
+  }
+  return p;
+}
+
+void fi_rt_free_managed(void *ptr) {
+  fi_context *ctx = fi_rt_context();
+  if (!ctx || !ptr) return;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    cudaFree(ptr);
+    return;
+  }
+#endif
+  free(ptr);
+}
+
+fi_status fi_rt_copy(void *dst, const void *src, size_t bytes) {
+  fi_context *ctx = context_or_report("fi_rt_copy");
+  if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  if (bytes == 0 || dst == src) return FI_SUCCESS;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                    (cudaStream_t)ctx->stream);
+    if (e != cudaSuccess) {
+      char msg[256];
+      snprintf(msg, sizeof(msg), "cudaMemcpyAsync of %zu bytes failed: %s", bytes,
+               cudaGetErrorString(e));
+      report("fi_rt_copy", FI_ERROR_CUDA, msg);
+      return FI_ERROR_CUDA;
+    }
+    return FI_SUCCESS;
+  }
+#endif
+  memmove(dst, src, bytes);
+  return FI_SUCCESS;
 }
 
 /* The allocation functions of code lowered with finalize-memref-to-llvm
@@ -131,26 +308,20 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
 }
 void _mlir_memref_to_llvm_free(void *ptr) { fi_rt_free(ptr); }
 
-/* CUDA: compiled host code may read or copy a buffer right after an fi op (memref.copy,
- * the caller), so every run adapter waits for its kernels unless FI_RT_ASYNC=1. */
+/* Stream order: run adapters return as soon as their kernels are launched; the embedder
+ * synchronises (fi_rt_synchronize, or its own stream sync then fi_rt_check). */
 static void after_run(const char *op, fi_context *ctx) {
-#ifdef FI_HAVE_CUDA
-  static int async = -1;
-  if (async < 0) {
-    const char *env = getenv("FI_RT_ASYNC");
-    async = env && env[0] == '1';
-  }
-  if (!async && fi_context_backend(ctx) == FI_BACKEND_CUDA) {
-    cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) report(op, FI_ERROR_CUDA, cudaGetErrorString(e));
-  }
-#else
-  (void)op, (void)ctx;
-#endif
+  (void)ctx;
+  last_launched_op = op;
 }
 
 static long workspace_allocations = 0;
 long fi_rt_workspace_allocations(void) { return workspace_allocations; }
+
+long fi_rt_sync_count(void) {
+  fi_context *ctx = fi_rt_context();
+  return ctx ? ctx->sync_count : 0;
+}
 
 /* ---------------------------------------------------------------- plan log -------- */
 
@@ -243,7 +414,23 @@ typedef struct plan_record {
   int32_t valid;
   fi_status failure;       /* why the last plan failed (reported again by its runs) */
   char failure_message[256];
+  /* Plans made on the device: the planner's verdict {code, index, value} is copied into
+   * host_status (pinned memory) on the stream; fi_rt_check reads it once the stream has
+   * reached it. The append plan's kernel writes its verdict into device_status. */
+  int32_t on_device;
+  const char *op;
+  int32_t *host_status;
+  int32_t *device_status;
+  int32_t graph_uses; /* captured graphs that use the workspace at its current address */
+  int32_t runs_checked; /* runs whose buffers were checked to be device memory */
+  struct plan_record *next;
 } plan_record;
+
+static plan_record *all_records = NULL;
+
+static int refuse_host_plan_in_capture(const char *op, fi_context *ctx);
+static int require_device_memory(const char *op, fi_context *ctx, const char *name,
+                                 const void *p);
 
 static plan_record *record_of(const char *op, const fi_memref *slot, int create) {
   int64_t *cell = (int64_t *)slot->aligned + slot->offset;
@@ -254,6 +441,9 @@ static plan_record *record_of(const char *op, const fi_memref *slot, int create)
       report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a plan record");
       return NULL;
     }
+    r->op = op;
+    r->next = all_records;
+    all_records = r;
     *cell = (int64_t)(intptr_t)r;
   }
   if (!r && !create)
@@ -279,8 +469,17 @@ static int32_t round_up_pow2(int64_t v, int32_t floor) {
 /* Makes the record's workspace hold `bytes`; replaces it only when it is too small. */
 static int ensure_workspace(const char *op, fi_context *ctx, plan_record *r, size_t bytes) {
   if (r->workspace && r->workspace_bytes >= bytes) return 1;
+  if (r->graph_uses) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "the step needs a workspace of %zu bytes but a captured CUDA "
+             "graph uses this plan's workspace of %zu bytes: destroy the graph "
+             "(fi_rt_graph_destroy) and capture the larger step again", bytes,
+             r->workspace_bytes);
+    report(op, FI_ERROR_WORKSPACE_TOO_SMALL, msg);
+    return 0;
+  }
   backend_free(ctx, r->workspace);
-  r->workspace = backend_alloc(ctx, bytes, 0);
+  r->workspace = backend_alloc(ctx, bytes);
   r->workspace_bytes = r->workspace ? bytes : 0;
   ++workspace_allocations;
   if (!r->workspace) {
@@ -364,9 +563,11 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   int32_t batch;
-  if (!r || !batch_of(op, "kv_indptr", indptr, &batch)) return;
+  if (!r || refuse_host_plan_in_capture(op, ctx) || !batch_of(op, "kv_indptr", indptr, &batch))
+    return;
   fi_page_table pages;
   if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages)) return;
+  r->on_device = 0;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_tiles t;
@@ -406,7 +607,8 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   int32_t batch;
-  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  if (!r || refuse_host_plan_in_capture(op, ctx) || !batch_of(op, "qo_indptr", qo_indptr, &batch))
+    return;
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
   fi_page_table pages;
   if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages)) return;
@@ -440,7 +642,8 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   int32_t batch;
-  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  if (!r || refuse_host_plan_in_capture(op, ctx) || !batch_of(op, "qo_indptr", qo_indptr, &batch))
+    return;
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
   const int32_t *kv = array_of(op, "kv_indptr", kv_indptr, 4);
   if (!qo || !kv) return;
@@ -472,14 +675,186 @@ void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   int32_t batch;
+  if (!r || refuse_host_plan_in_capture(op, ctx) ||
+      !batch_of(op, "append_indptr", append_indptr, &batch))
+    return;
+  const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
+  fi_page_table pages;
+  if (!ap || !page_table_of(op, indptr, indices, last, batch, "append_indptr", &pages)) return;
+  r->valid = 0;
+  r->on_device = 0;
+  if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
+                                              (int32_t)num_pages, &r->plan)))
+    return;
+  r->valid = 1;
+  log_plan(&r->plan);
+}
+
+/* ------------------------------------------------------- plans made on the device -- */
+
+/* 1 after reporting if the context's stream is being captured into a CUDA graph: a plan
+ * made on the host reads the page table once, at capture time, so every replay would run
+ * the partition of the captured step. */
+static int refuse_host_plan_in_capture(const char *op, fi_context *ctx) {
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx)) return 0;
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (capturing || (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) == cudaSuccess &&
+                    cs != cudaStreamCaptureStatusNone)) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "a plan made on the host cannot be captured in a CUDA graph (it reads the index "
+           "arrays once, at capture, so replays would use stale lengths): give the plan op "
+           "the `on_device` attribute (fi.decode_plan, fi.append_plan), or make the plan "
+           "outside the captured function");
+    return 1;
+  }
+#else
+  (void)op, (void)ctx;
+#endif
+  return 0;
+}
+
+/* 1 if `p` can be read by the CUDA kernels, else 0 after reporting: plain (pageable) host
+ * memory is the mistake this catches. Host backend: always 1. */
+static int require_device_memory(const char *op, fi_context *ctx, const char *name,
+                                 const void *p) {
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx) || !p) return 1;
+  struct cudaPointerAttributes a;
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) cudaGetLastError();
+  if (e == cudaSuccess && a.type != cudaMemoryTypeUnregistered) return 1;
+  char msg[320];
+  snprintf(msg, sizeof(msg), "%s is host memory that the GPU cannot read (%p): pass device "
+           "memory (cudaMalloc, the embedder's allocator, fi_rt_alloc) on the CUDA backend",
+           name, p);
+  report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+  return 0;
+#else
+  (void)op, (void)ctx, (void)name, (void)p;
+  return 1;
+#endif
+}
+
+/* The graph being captured keeps the record's workspace at its address (see
+ * ensure_workspace). */
+static void note_capture_use(plan_record *r);
+
+/* Pinned host memory the device planner's verdict is copied into (CUDA). */
+static int ensure_status(const char *op, fi_context *ctx, plan_record *r, int device_too) {
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx)) return 1;
+  if (!r->host_status && cudaMallocHost((void **)&r->host_status, 4 * sizeof(int32_t)) != cudaSuccess) {
+    r->host_status = NULL;
+    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's pinned status word");
+    return 0;
+  }
+  if (device_too && !r->device_status &&
+      cudaMalloc((void **)&r->device_status, 4 * sizeof(int32_t)) != cudaSuccess) {
+    r->device_status = NULL;
+    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's device status word");
+    return 0;
+  }
+  memset(r->host_status, 0, 4 * sizeof(int32_t));
+#else
+  (void)op, (void)ctx, (void)r, (void)device_too;
+#endif
+  return 1;
+}
+
+/* Queues the copy of a device verdict into the record's pinned status (read by fi_rt_check
+ * once the stream is past it). */
+static void stage_status(const char *op, fi_context *ctx, plan_record *r, const void *device) {
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx) || !r->host_status) return;
+  cudaError_t e = cudaMemcpyAsync(r->host_status, device, 4 * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream);
+  if (e != cudaSuccess) {
+    char msg[192];
+    snprintf(msg, sizeof(msg), "queueing the copy of the device planner's status failed: %s",
+             cudaGetErrorString(e));
+    report(op, FI_ERROR_CUDA, msg);
+  }
+#else
+  (void)op, (void)ctx, (void)r, (void)device;
+#endif
+}
+
+void _mlir_ciface_fi_rt_decode_plan_device(
+    fi_memref *slot, fi_memref *indptr, fi_memref *indices, fi_memref *last, int64_t num_pages,
+    int32_t layout, int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size,
+    int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+    int32_t split_kv, int32_t cores) {
+  const char *op = "fi.decode_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "kv_indptr", indptr, &batch)) return;
+  fi_page_table pages;
+  if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages)) return;
+  r->valid = 0;
+  if (q_tile == 0) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "a plan made on the device needs its tiles at compile time (it never sees the "
+           "lengths on the host): run --fi-select-tiles before lowering (fi-to-llvm does)");
+    return;
+  }
+  if (!require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
+      !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
+      !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
+    return;
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
+  if (!ensure_status(op, ctx, r, 0)) return;
+  if (plan_failed(op, ctx, r,
+                  fi_decode_plan_device(ctx, &p, batch, &pages, length_of(indices),
+                                        (int32_t)num_pages, tiles, r->workspace,
+                                        r->workspace_bytes, &r->plan)))
+    return;
+  /* The planner's verdict lives at words 4..6 of the workspace header (planner.c). */
+  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
+  r->on_device = is_cuda(ctx);
+  r->layout = (fi_kv_layout)layout;
+  r->valid = 1;
+  note_capture_use(r);
+  log_plan(&r->plan);
+}
+
+void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_indptr,
+                                           fi_memref *indptr, fi_memref *indices,
+                                           fi_memref *last, int64_t num_pages,
+                                           int32_t page_size) {
+  const char *op = "fi.append_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
   if (!r || !batch_of(op, "append_indptr", append_indptr, &batch)) return;
   const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
   fi_page_table pages;
   if (!ap || !page_table_of(op, indptr, indices, last, batch, "append_indptr", &pages)) return;
   r->valid = 0;
-  if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
-                                              (int32_t)num_pages, &r->plan)))
-    return;
+  if (!is_cuda(ctx)) { /* the host backend plans (and validates) on the host as always */
+    if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
+                                                        (int32_t)num_pages, &r->plan)))
+      return;
+  } else {
+    if (!ensure_status(op, ctx, r, 1)) return;
+#ifdef FI_HAVE_CUDA
+    if (cudaMemsetAsync(r->device_status, 0, 4 * sizeof(int32_t), (cudaStream_t)ctx->stream) !=
+        cudaSuccess) {
+      report(op, FI_ERROR_CUDA, "clearing the append plan's device status failed");
+      return;
+    }
+#endif
+    if (plan_failed(op, ctx, r, fi_append_paged_kv_plan_device(ctx, batch, page_size,
+                                                               (int32_t)num_pages,
+                                                               r->device_status, &r->plan)))
+      return;
+    r->on_device = 1;
+  }
   r->valid = 1;
   log_plan(&r->plan);
 }
@@ -543,6 +918,22 @@ static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
   return 1;
 }
 
+/* The CUDA kernels read every buffer of a run: the first runs of each plan and every run
+ * in a graph capture check that none is plain host memory (a later run with other
+ * pointers is not checked, to keep steady-state steps free of driver queries). */
+enum { RUNS_CHECKED = 4 };
+static int run_buffers_on_device(const char *op, fi_context *ctx, const fi_memref *slot,
+                                 const void *const *ptrs, const char *const *names, int n) {
+  if (!is_cuda(ctx)) return 1;
+  plan_record *r = record_of(op, slot, 0);
+  if (!r) return 0;
+  if (!capturing && r->runs_checked >= RUNS_CHECKED) return 1;
+  for (int i = 0; i < n; ++i)
+    if (!require_device_memory(op, ctx, names[i], ptrs[i])) return 0;
+  ++r->runs_checked;
+  return 1;
+}
+
 static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
                        fi_memref *indptr, fi_memref *indices, fi_memref *last, fi_memref *o,
                        fi_memref *lse, int32_t has_lse, int32_t layout, attention_attrs a,
@@ -558,6 +949,12 @@ static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v
                          array_of(op, "kv_indices", indices, 4),
                          array_of(op, "kv_last_page_len", last, 4)};
   if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, kv.k.data,
+                             kv.v.data, pages.indptr, pages.indices, pages.last_page_len,
+                             to.data, has_lse ? tl.data : NULL},
+                             (const char *const[]){"q", "k_cache", "v_cache", "kv_indptr",
+                             "kv_indices", "kv_last_page_len", "o", "lse"}, 8))
+    return;
   if (!failed(op, ctx, fi_decode_run(ctx, &plan, &tq, &kv, &pages, &to, has_lse ? &tl : NULL)))
     after_run(op, ctx);
 }
@@ -640,12 +1037,18 @@ static void merge_state(fi_memref *va, fi_memref *sa, fi_memref *vb, fi_memref *
   fi_tensor tva = tensor_of(va, 3, d), tvb = tensor_of(vb, 3, d), tvo = tensor_of(vo, 3, d);
   fi_tensor tsa = tensor_of(sa, 2, FI_DTYPE_F32), tsb = tensor_of(sb, 2, FI_DTYPE_F32);
   fi_tensor tso = tensor_of(so, 2, FI_DTYPE_F32);
-  if (!has_so) {
+  if (!has_so && capturing) {
+    /* The graph owns its own scratch: the shared one may be replaced after the capture. */
+    int64_t shape[2] = {tva.shape[0], tva.shape[1]};
+    void *scratch = fi_rt_alloc((size_t)(shape[0] * shape[1]) * sizeof(float));
+    if (!scratch) return;
+    tso = fi_tensor_contiguous(scratch, FI_DTYPE_F32, 2, shape);
+  } else if (!has_so) {
     int64_t shape[2] = {tva.shape[0], tva.shape[1]};
     size_t bytes = (size_t)(shape[0] * shape[1]) * sizeof(float);
     if (bytes > merge_scratch_bytes || !merge_scratch) {
       backend_free(ctx, merge_scratch);
-      merge_scratch = backend_alloc(ctx, bytes, 0);
+      merge_scratch = backend_alloc(ctx, bytes);
       merge_scratch_bytes = merge_scratch ? bytes : 0;
       if (!merge_scratch) {
         report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the s_out scratch");
@@ -685,8 +1088,17 @@ static void append_run(fi_memref *slot, fi_memref *k_new, fi_memref *v_new,
                          array_of(op, "kv_last_page_len", last, 4)};
   const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
   if (!ap || !pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (!failed(op, ctx, fi_append_paged_kv_run(ctx, &plan, &tk, &tv, ap, &kv, &pages)))
-    after_run(op, ctx);
+  if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tk.data, tv.data, ap,
+                             kv.k.data, kv.v.data, pages.indptr, pages.indices,
+                             pages.last_page_len},
+                             (const char *const[]){"k_new", "v_new", "append_indptr",
+                             "k_cache", "v_cache", "kv_indptr", "kv_indices",
+                             "kv_last_page_len"}, 8))
+    return;
+  if (failed(op, ctx, fi_append_paged_kv_run(ctx, &plan, &tk, &tv, ap, &kv, &pages))) return;
+  after_run(op, ctx);
+  plan_record *r = record_of(op, slot, 0);
+  if (r && r->on_device) stage_status(op, ctx, r, r->device_status);
 }
 
 /* ------------------------------------------- one entry point per element type ----- */
@@ -763,3 +1175,269 @@ FI_FLOAT_TYPES(DEF_MERGE)
                layout, d);                                                                 \
   }
 FI_CACHE_TYPES(DEF_APPEND)
+
+/* -------------------------------------------------------- synchronisation --------- */
+
+fi_status fi_rt_check(void) {
+  fi_context *ctx = fi_rt_context();
+  if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  fi_status worst = FI_SUCCESS;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      char msg[256];
+      snprintf(msg, sizeof(msg), "asynchronous CUDA error after the kernels of the last op "
+               "compiled code launched: %s", cudaGetErrorString(e));
+      report(last_launched_op, FI_ERROR_CUDA, msg);
+      worst = FI_ERROR_CUDA;
+    }
+  }
+#endif
+  for (plan_record *r = all_records; r; r = r->next) {
+    if (!r->on_device || !r->host_status || r->host_status[0] == 0) continue;
+    int32_t verdict[4];
+    memcpy(verdict, r->host_status, sizeof(verdict));
+    memset(r->host_status, 0, sizeof(verdict)); /* reported once */
+    fi_status st = fi_device_plan_error(ctx, verdict);
+    if (st == FI_SUCCESS) continue;
+    char msg[FI_ERROR_MESSAGE_BYTES + 96];
+    snprintf(msg, sizeof(msg), "%s (found on the device; the step's runs of this plan "
+             "computed nothing)", fi_last_error(ctx));
+    report(r->op, st, msg);
+    if (worst == FI_SUCCESS) worst = st;
+  }
+  return worst;
+}
+
+fi_status fi_rt_synchronize(void) {
+  fi_context *ctx = fi_rt_context();
+  if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx)) {
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
+    if (e != cudaSuccess) {
+      char msg[256];
+      snprintf(msg, sizeof(msg), "the stream failed after the kernels of the last op "
+               "compiled code launched: %s", cudaGetErrorString(e));
+      report(last_launched_op, FI_ERROR_CUDA, msg);
+      return FI_ERROR_CUDA;
+    }
+  }
+#endif
+  return fi_rt_check();
+}
+
+/* ------------------------------------------------------------------ copies -------- */
+
+/* An unranked memref descriptor: the rank and a pointer to the ranked one. */
+typedef struct fi_unranked_memref {
+  int64_t rank;
+  fi_memref *desc;
+} fi_unranked_memref;
+
+/* memref.copy of compiled code (fi-lower-to-runtime rewrites it to this call): a stream-
+ * ordered device copy on CUDA (one per contiguous run of elements), memmove on the host. */
+void _mlir_ciface_fi_rt_memref_copy(int64_t elem_bytes, fi_unranked_memref *src,
+                                    fi_unranked_memref *dst) {
+  const char *op = "memref.copy";
+  fi_context *ctx = context_or_report(op);
+  if (!ctx) return;
+  int64_t rank = src->rank;
+  if (rank != dst->rank || rank > 8 || elem_bytes <= 0) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "source and target of a copy must have one rank "
+           "(at most 8) and a positive element size");
+    return;
+  }
+  const fi_memref *s = src->desc, *d = dst->desc;
+  int64_t total = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (s->dims[i] != d->dims[i]) {
+      report(op, FI_ERROR_INVALID_ARGUMENT, "source and target of a copy differ in shape");
+      return;
+    }
+    total *= s->dims[i];
+  }
+  if (total == 0) return;
+  char *sb = (char *)s->aligned + s->offset * elem_bytes;
+  char *db = (char *)d->aligned + d->offset * elem_bytes;
+  /* The innermost dimensions that are contiguous in both form one block. */
+  int64_t block = 1, expect = 1;
+  int64_t outer = rank;
+  while (outer > 0 && s->dims[rank + outer - 1] == expect && d->dims[rank + outer - 1] == expect) {
+    block *= s->dims[outer - 1];
+    expect *= s->dims[outer - 1];
+    --outer;
+  }
+  int64_t index[8] = {0};
+  for (int64_t done = 0; done < total; done += block) {
+    int64_t so = 0, dof = 0;
+    for (int64_t i = 0; i < outer; ++i) {
+      so += index[i] * s->dims[rank + i];
+      dof += index[i] * d->dims[rank + i];
+    }
+    if (fi_rt_copy(db + dof * elem_bytes, sb + so * elem_bytes, (size_t)(block * elem_bytes)) !=
+        FI_SUCCESS)
+      return;
+    for (int64_t i = outer - 1; i >= 0; --i) { /* next outer index */
+      if (++index[i] < s->dims[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ graphs -------- */
+
+static plan_record **capture_records = NULL; /* records the capture planned, to pin */
+static int num_capture_records = 0, cap_capture_records = 0;
+
+static void note_capture_use(plan_record *r) {
+  if (!capturing) return;
+  for (int i = 0; i < num_capture_records; ++i)
+    if (capture_records[i] == r) return;
+  if (num_capture_records == cap_capture_records) {
+    int cap = cap_capture_records ? 2 * cap_capture_records : 16;
+    plan_record **b = (plan_record **)realloc(capture_records, (size_t)cap * sizeof(*b));
+    if (!b) {
+      report(r->op, FI_ERROR_OUT_OF_MEMORY, "could not grow the capture's plan list");
+      return;
+    }
+    capture_records = b;
+    cap_capture_records = cap;
+  }
+  capture_records[num_capture_records++] = r;
+}
+
+static void free_graph(fi_context *ctx, fi_rt_graph *g) {
+  if (!g) return;
+#ifdef FI_HAVE_CUDA
+  if (g->exec) cudaGraphExecDestroy(g->exec);
+  if (g->graph) cudaGraphDestroy(g->graph);
+  cudaStream_t stream = ctx ? (cudaStream_t)ctx->stream : 0;
+  if (g->num_buffers) cudaStreamSynchronize(stream); /* a replay may still use them */
+  for (int i = 0; i < g->num_buffers; ++i) {
+    if (free_hook) free_hook(hook_user, g->buffers[i], stream);
+    else cudaFree(g->buffers[i]);
+  }
+#else
+  (void)ctx;
+#endif
+  for (int i = 0; i < g->num_records; ++i) --g->records[i]->graph_uses;
+  free(g->records);
+  free(g->buffers);
+  free(g);
+}
+
+fi_status fi_rt_graph_capture(fi_rt_step_fn step, void *user_data, fi_rt_graph **out) {
+  const char *op = "fi_rt_graph_capture";
+  if (out) *out = NULL;
+  fi_context *ctx = context_or_report(op);
+  if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  if (!step || !out) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "step and out must not be NULL");
+    return FI_ERROR_INVALID_ARGUMENT;
+  }
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx)) {
+    report(op, FI_ERROR_UNSUPPORTED, "CUDA graphs need the CUDA backend (the context is a host "
+           "context): call the step function directly");
+    return FI_ERROR_UNSUPPORTED;
+  }
+  if (!ctx->stream) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "the legacy default stream cannot be captured: give "
+           "the context a stream of yours (fi_context_set_stream) before capturing");
+    return FI_ERROR_INVALID_ARGUMENT;
+  }
+  if (capturing) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "a capture is already in progress (captures do not nest)");
+    return FI_ERROR_INVALID_ARGUMENT;
+  }
+  if (num_graphs == (int)(sizeof(graphs) / sizeof(graphs[0]))) {
+    report(op, FI_ERROR_OUT_OF_MEMORY, "64 graphs are alive: destroy one (fi_rt_graph_destroy)");
+    return FI_ERROR_OUT_OF_MEMORY;
+  }
+  fi_rt_graph *g = (fi_rt_graph *)calloc(1, sizeof(fi_rt_graph));
+  if (!g) {
+    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the graph");
+    return FI_ERROR_OUT_OF_MEMORY;
+  }
+  cudaStream_t stream = (cudaStream_t)ctx->stream;
+  /* Relaxed: the first step of a capture may allocate a workspace (cudaMalloc). */
+  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    free(g);
+    char msg[192];
+    snprintf(msg, sizeof(msg), "cudaStreamBeginCapture failed: %s", cudaGetErrorString(e));
+    report(op, FI_ERROR_CUDA, msg);
+    return FI_ERROR_CUDA;
+  }
+  capturing = g;
+  num_capture_records = 0;
+  step(user_data);
+  capturing = NULL;
+  e = cudaStreamEndCapture(stream, &g->graph);
+  g->records = (plan_record **)malloc((size_t)(num_capture_records + 1) * sizeof(plan_record *));
+  if (g->records) {
+    for (int i = 0; i < num_capture_records; ++i) {
+      g->records[i] = capture_records[i];
+      ++capture_records[i]->graph_uses;
+    }
+    g->num_records = num_capture_records;
+  }
+  num_capture_records = 0;
+  if (e == cudaSuccess && !g->failed && g->records)
+    e = cudaGraphInstantiate(&g->exec, g->graph, 0);
+  if (e != cudaSuccess || g->failed || !g->records) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "%s", g->failed ? "the step reported an error while it was "
+             "captured (see the error above); nothing was captured"
+             : cudaGetErrorString(e));
+    fi_status st = g->failed ? FI_ERROR_INVALID_ARGUMENT : FI_ERROR_CUDA;
+    cudaGetLastError();
+    free_graph(ctx, g);
+    if (st == FI_ERROR_CUDA) report(op, st, msg);
+    return st;
+  }
+  graphs[num_graphs++] = g;
+  *out = g;
+  return FI_SUCCESS;
+#else
+  report(op, FI_ERROR_UNSUPPORTED, "this runtime was built without CUDA: CUDA graphs are not "
+         "available; call the step function directly");
+  return FI_ERROR_UNSUPPORTED;
+#endif
+}
+
+fi_status fi_rt_graph_replay(fi_rt_graph *g) {
+  const char *op = "fi_rt_graph_replay";
+  fi_context *ctx = context_or_report(op);
+  if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  if (!g) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "graph is NULL");
+    return FI_ERROR_INVALID_ARGUMENT;
+  }
+#ifdef FI_HAVE_CUDA
+  cudaError_t e = cudaGraphLaunch(g->exec, (cudaStream_t)ctx->stream);
+  if (e != cudaSuccess) {
+    char msg[192];
+    snprintf(msg, sizeof(msg), "cudaGraphLaunch failed: %s", cudaGetErrorString(e));
+    report(op, FI_ERROR_CUDA, msg);
+    return FI_ERROR_CUDA;
+  }
+  last_launched_op = "a replayed graph";
+  return FI_SUCCESS;
+#else
+  report(op, FI_ERROR_UNSUPPORTED, "this runtime was built without CUDA");
+  return FI_ERROR_UNSUPPORTED;
+#endif
+}
+
+void fi_rt_graph_destroy(fi_rt_graph *g) {
+  if (!g) return;
+  for (int i = 0; i < num_graphs; ++i)
+    if (graphs[i] == g) {
+      graphs[i] = graphs[--num_graphs];
+      break;
+    }
+  free_graph(fi_rt_context(), g);
+}

@@ -26,8 +26,9 @@
  * on the workspace size and the problem's head counts, so re-planning into the same
  * workspace never moves an array):
  *   counts [2] int32 (work units, merge units of the current plan), then [2] int32 zeros
- *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero; 256 bytes
- *   reserved) |
+ *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero), then
+ *   [4] int32 status {code, index, value, 0} of the device planner (plan_device.cu; zero
+ *   from the host planner); 256 bytes reserved |
  *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
  * graph captured with one plan runs the current plan's units after re-planning.
@@ -287,7 +288,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 
   counts c = count_for_chunk(pb, rpu, chunk);
   size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
-                         (size_t)c.merge * sizeof(fi_merge_unit) + 16;
+                         (size_t)c.merge * sizeof(fi_merge_unit) + 32;
   char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
   if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
   fi_work_unit *work = (fi_work_unit *)scratch;
@@ -331,13 +332,14 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     hdr[0] = (int32_t)nu;
     hdr[1] = (int32_t)nm;
     hdr[2] = hdr[3] = 0; /* scheduler counters (see the layout note) */
+    hdr[4] = hdr[5] = hdr[6] = hdr[7] = 0; /* the device planner's status (none here) */
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = fi_cuda_upload(ctx, base, hdr, 4 * sizeof(int32_t));
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 8 * sizeof(int32_t));
       if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
-      memcpy(base, hdr, 4 * sizeof(int32_t));
+      memcpy(base, hdr, 8 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }
@@ -362,6 +364,69 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+  if (pb->family == FI_OP_DECODE) {
+    int64_t launch = fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units, 0);
+    plan->private_[FI_PLAN_LAUNCH_UNITS] = (uint64_t)(launch > nu ? launch : nu);
+  }
+  return FI_SUCCESS;
+}
+
+int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
+                                    fi_tiles tiles, int32_t batch, int64_t cap_units,
+                                    int device) {
+  if (p->fixed_split_size > 0) return device ? cap_units : -1;
+  int64_t target = decode_target_units(ctx, p, tiles, batch);
+  if (p->fixed_split_size == 0 && tiles.split_kv && batch < target) return target;
+  return batch;
+}
+
+fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
+                                 const fi_attention_params *params, fi_tiles tiles,
+                                 void *workspace, size_t workspace_bytes, fi_plan *plan,
+                                 fi_cuda_device_plan_caps *dc) {
+  caps k = caps_from_bytes(FI_OP_DECODE, params, &ctx->target, workspace ? workspace_bytes : 0);
+  if (!workspace || k.units < pb->batch)
+    return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                        "workspace of %zu bytes holds %lld work units but this batch needs "
+                        "%lld: allocate fi_decode_workspace_size(max_batch >= %d) = %zu bytes "
+                        "or more", workspace ? workspace_bytes : (size_t)0, (long long)k.units,
+                        (long long)pb->batch, (int)pb->batch,
+                        fi_plan_workspace_bytes(ctx, FI_OP_DECODE, params, pb->batch, pb->batch));
+  /* The units are staged in the partial-o region before they are sorted. */
+  if ((size_t)k.units * sizeof(fi_work_unit) > k.off_plse - k.off_po)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "device planning stages its units in the partial-o area, which is too "
+                        "small for num_qo_heads * head_dim = %d: plan on the host",
+                        (int)(params->num_qo_heads * params->head_dim));
+  int64_t g = pb->page_size;
+  dc->units = k.units;
+  dc->merge = k.merge;
+  dc->partial = k.partial;
+  dc->target = decode_target_units(ctx, params, tiles, pb->batch);
+  dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
+  dc->auto_split = params->fixed_split_size == 0 && tiles.split_kv && pb->batch < dc->target;
+  memset(plan, 0, sizeof(*plan));
+  plan->family = FI_OP_DECODE;
+  plan->tiles = tiles;
+  plan->batch = pb->batch;
+  plan->num_work_units =
+      (int32_t)fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units, 1);
+  plan->num_partial_rows = -1;
+  plan->params = *params;
+  plan->total_qo_rows = pb->batch;
+  plan->total_kv = -1;
+  plan->workspace = workspace;
+  plan->workspace_bytes = workspace_bytes;
+  plan->private_[FI_PLAN_OFF_WORK] = k.off_work;
+  plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
+  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
+  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
+  plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)pb->batch; /* merge grid: <= one per request */
+  plan->private_[FI_PLAN_KV_CHUNK] = 0;                    /* known on the device only */
+  plan->private_[FI_PLAN_ROWS_PER_UNIT] = 1;
+  plan->private_[FI_PLAN_LAUNCH_UNITS] = (uint64_t)plan->num_work_units;
+  plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   return FI_SUCCESS;
 }
 
@@ -383,4 +448,37 @@ fi_plan_layout fi_plan_get_layout(const fi_plan *plan) {
   l.partial_o = (float *)(base + plan->private_[FI_PLAN_OFF_PARTIAL_O]);
   l.partial_lse = (float *)(base + plan->private_[FI_PLAN_OFF_PARTIAL_LSE]);
   return l;
+}
+
+fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
+  const int idx = st[1], val = st[2];
+  switch (st[0]) {
+  case 0: return FI_SUCCESS;
+  case 1:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indptr[0] = %d: it must be 0 (device plan; nothing was computed)", val);
+  case 2:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indptr[%d] = %d is below kv_indptr[%d]: indptr must be "
+                        "non-decreasing (device plan; nothing was computed)", idx + 1, val, idx);
+  case 3:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indptr[%d] = %d is more pages than kv_indices holds: pass a "
+                        "kv_indices buffer of at least that many elements (device plan; "
+                        "nothing was computed)", idx, val);
+  case 4:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_last_page_len[%d] = %d: must be in 1..page_size (device plan; "
+                        "nothing was computed)", idx, val);
+  case 5:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indices[%d] = %d is not a page of the cache: page ids must be in "
+                        "[0, num_pages) (device plan; nothing was computed)", idx, val);
+  case 6:
+    return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                        "fixed_split_size splits this batch into more work units than the "
+                        "workspace's %d: use a larger fixed_split_size or a larger workspace "
+                        "(device plan; nothing was computed)", val);
+  }
+  return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "device plan status %d", (int)st[0]);
 }

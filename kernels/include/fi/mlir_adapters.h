@@ -12,29 +12,50 @@
  * program never continues with a half-computed result. Install another handler (which
  * may longjmp or exit) with fi_rt_set_error_handler.
  *
+ * Context: the adapters run on fi_rt_context(): the embedder's (fi_rt_set_context), else
+ * fi_default_context() (host backend, or CUDA when the environment variable FI_BACKEND is
+ * "cuda"). Give a CUDA context your stream with fi_context_set_stream.
+ *
  * Plans and workspaces: every plan op of a compiled module owns a module-level slot
  * (memref.global @__fi_plan_slot_N, one pointer). The plan adapter keeps there a record
  * with the fi_plan and the workspace; the workspace is allocated (host memory, or CUDA
- * device memory) with fi_*_workspace_size for a capacity rounded up to a power of two
- * (batch >= 16, query rows >= 64) at the first call and replaced only when a later step
- * is larger than that capacity, so steady-state steps allocate nothing. Slots live for
- * the whole process. A compiled function is therefore
- * not reentrant: do not run the same compiled function from two threads at once.
+ * device memory, outside stream order) with fi_*_workspace_size for a capacity rounded up
+ * to a power of two (batch >= 16, query rows >= 64) at the first call and replaced only
+ * when a later step is larger than that capacity, so steady-state steps allocate nothing.
+ * Slots live for the whole process. A compiled function is therefore not reentrant: do
+ * not run the same compiled function from two threads at once.
  *
  * Layers sharing a plan: a plan op carries the shape attributes only; the per-op
  * attention attributes (sm_scale, soft cap, window, RoPE/ALiBi, fp8 scales), which do
  * not affect the runtime's work partition, are applied by each run adapter to its own
  * copy of the plan, so that layers with different attributes can share one plan.
  *
- * CUDA backend: plans read the index arrays on the host and runs read every buffer on the
- * device, so the memrefs passed to a compiled function must be visible to both: allocate
- * them with fi_rt_alloc (cudaMallocManaged; plain aligned host memory on the host
- * backend). Each run adapter waits for its kernels (compiled host code may read a buffer
- * next) unless the environment variable FI_RT_ASYNC is 1; then call fi_rt_synchronize
- * before reading results on the host. Buffers that compiled code allocates itself
- * (memref.alloc: results, temporaries) come from fi_rt_alloc too: the fi-to-llvm
- * pipeline lowers allocations to _mlir_memref_to_llvm_alloc/free, which the runtime
- * defines. Free a result buffer a compiled function returns with fi_rt_free(allocated).
+ * CUDA backend -- the execution model of compiled code:
+ *  - Memory. Buffers passed to a compiled function are device memory (the first runs of
+ *    each plan and every captured run check that none is plain host memory). Buffers the
+ *    compiled code allocates itself (memref.alloc: results, temporaries; fi-to-llvm
+ *    lowers them to _mlir_memref_to_llvm_alloc/free, defined here) come from the
+ *    embedder's hooks (fi_rt_set_allocator) or, by default, from a stream-ordered pool
+ *    of the runtime's (cudaMallocFromPoolAsync on the context's stream; freed memory stays
+ *    reserved, so steady-state steps map nothing). memref.copy becomes fi_rt_copy: a
+ *    stream-ordered device copy. Host code never reads device memory.
+ *  - Stream order. Every adapter only enqueues work on the context's stream and returns;
+ *    nothing waits for the device. fi_rt_sync_count counts the waits the runtime made
+ *    itself (a plan made on the host uploads from pageable memory, which waits for the
+ *    stream; plans made on the device never wait).
+ *  - Where metadata lives. A host plan (fi.decode_plan etc. without `on_device`) reads
+ *    its index arrays on the host: they must be host memory, and such a plan cannot be
+ *    captured in a graph. A plan op with `on_device` (decode, append) reads them on the
+ *    device: a planning kernel writes the partition into the workspace, and a bad page
+ *    table is found there and reported at the next fi_rt_synchronize / fi_rt_check.
+ *  - Errors of asynchronous work reach the error handler at fi_rt_synchronize (which
+ *    waits for the stream) or at fi_rt_check (after the embedder's own synchronisation),
+ *    with the name of the last op that launched kernels, or of the plan the device
+ *    rejected.
+ *  - Graphs. fi_rt_graph_capture runs a step function once under stream capture; buffers
+ *    the step allocates while captured belong to the graph (fixed addresses for every
+ *    replay, freed with it). Replays read whatever the step's input buffers hold at replay
+ *    time: update page tables and lengths in place, then replay.
  */
 #ifndef FI_MLIR_ADAPTERS_H
 #define FI_MLIR_ADAPTERS_H
@@ -54,15 +75,59 @@ typedef void (*fi_rt_error_handler)(const char *op, fi_status status, const char
 /* Installs `handler` (NULL restores the default); returns the previous one. */
 fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler);
 
-/* Memory for the buffers of compiled functions that the default context's backend can
- * read: 256-byte aligned host memory on the host backend, managed memory on CUDA.
- * Returns NULL (and reports through the handler) on failure. With the environment
- * variable FI_RT_POISON=1 (tests), host allocations are filled with 0xff bytes (NaN in
- * every float type), so an output compiled code fails to write is caught. */
+/* The context compiled code runs on: `ctx` (owned by the caller, who keeps it alive),
+ * or NULL for fi_default_context(). */
+fi_status fi_rt_set_context(fi_context *ctx);
+fi_context *fi_rt_context(void);
+
+/* The embedder's allocator for buffers compiled code allocates on the CUDA backend: alloc
+ * returns device memory usable in stream order on `stream` (NULL: out of memory), release
+ * takes it back. Both NULL restores the runtime's pool. */
+typedef void *(*fi_rt_alloc_hook)(void *user_data, size_t bytes, void *cuda_stream);
+typedef void (*fi_rt_free_hook)(void *user_data, void *ptr, void *cuda_stream);
+void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *user_data);
+
+/* Memory of compiled code's buffers (what memref.alloc lowers to): the backend's memory
+ * (see the CUDA notes above; 256-byte aligned host memory on the host backend). Returns
+ * NULL (and reports through the handler) on failure. With the environment variable
+ * FI_RT_POISON=1 (tests), allocations are filled with 0xff bytes (NaN in every float
+ * type), so an output compiled code fails to write is caught. */
 void *fi_rt_alloc(size_t bytes);
 void fi_rt_free(void *ptr);
-/* Waits for the work launched by compiled code (CUDA); nothing on the host backend. */
-void fi_rt_synchronize(void);
+/* Memory both the host and the device can read (cudaMallocManaged; host memory on the host
+ * backend), for test drivers that fill inputs on the host. Not for serving: plans made on
+ * the host and kernels then migrate pages back and forth. */
+void *fi_rt_alloc_managed(size_t bytes);
+void fi_rt_free_managed(void *ptr);
+/* Copies `bytes` between any two buffers in stream order (cudaMemcpyAsync on the
+ * context's stream; memmove on the host backend). A copy to pageable host memory is
+ * complete after fi_rt_synchronize. */
+fi_status fi_rt_copy(void *dst, const void *src, size_t bytes);
+
+/* Waits for the context's stream, then fi_rt_check. Nothing to wait for on the host
+ * backend. Returns the first error reported (also passed to the handler). */
+fi_status fi_rt_synchronize(void);
+/* Reports, through the handler, a CUDA error of asynchronous work and every page table a
+ * device plan rejected since the last check. Call it after the stream has been
+ * synchronised by you (fi_rt_synchronize calls it). */
+fi_status fi_rt_check(void);
+/* Stream or device waits the runtime made on its own on the current context (not those
+ * of fi_rt_synchronize): a serving loop asserts it stays flat across steady-state steps. */
+long fi_rt_sync_count(void);
+
+/* Whole-step CUDA graphs. fi_rt_graph_capture calls step(user_data) once, capturing
+ * everything it enqueues on the context's stream (which must be the embedder's, not the
+ * legacy default stream); every plan the step makes must be made on the device
+ * (`on_device`). fi_rt_graph_replay launches the graph on the context's stream. A graph
+ * keeps the workspaces of its plans at their addresses: a later direct call that needs a
+ * larger workspace fails with a message to recapture. CUDA backend only
+ * (FI_ERROR_UNSUPPORTED on the host backend). */
+typedef struct fi_rt_graph fi_rt_graph;
+typedef void (*fi_rt_step_fn)(void *user_data);
+fi_status fi_rt_graph_capture(fi_rt_step_fn step, void *user_data, fi_rt_graph **graph);
+fi_status fi_rt_graph_replay(fi_rt_graph *graph);
+/* Waits for the stream when the graph owns buffers, then frees the graph and them. */
+void fi_rt_graph_destroy(fi_rt_graph *graph);
 
 /* Number of workspace (re)allocations the plan adapters have made so far; a program
  * can check that its steady-state steps make none. */

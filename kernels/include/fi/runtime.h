@@ -220,7 +220,7 @@ typedef struct fi_plan {
   int32_t num_pages;
   void *workspace;              /* as passed to plan */
   size_t workspace_bytes;
-  uint64_t private_[8];
+  uint64_t private_[12];
 } fi_plan;
 
 /* Workspace sizes are exact upper bounds for every problem up to `max_batch` requests
@@ -243,6 +243,27 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
 fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                         const fi_paged_kv_cache *kv, const fi_page_table *pages,
                         fi_tensor *o, fi_tensor *lse);
+
+/* Batch paged decode planned ON THE DEVICE: a planning kernel on the context's stream
+ * reads the page table from `device_pages` (device memory; kv_indices holds
+ * `num_indices` elements) and writes into the workspace the same partition
+ * fi_decode_plan makes from host copies, so the runs of both are bit-identical. Nothing
+ * is read on the host, so a step that re-plans every time is captured in a CUDA graph once
+ * and replayed with new lengths and page tables. `tiles` is required (the variant cannot
+ * depend on lengths the host never sees). The page table is validated on the device: a
+ * bad one leaves the plan with no work (the run computes nothing) and an error record
+ * that fi_plan_device_status reports. Host backend: the same as fi_decode_plan. The
+ * returned plan's num_work_units is the launch size (>= the device's unit count) and
+ * num_partial_rows / total_kv are unknown (-1). */
+fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                int32_t batch, const fi_page_table *device_pages,
+                                int64_t num_indices, int32_t num_pages, const fi_tiles *tiles,
+                                void *workspace, size_t workspace_bytes, fi_plan *plan);
+/* The device planner's verdict on `plan` (waits for the context's stream): FI_SUCCESS, or
+ * FI_ERROR_INVALID_ARGUMENT with a message naming the array, index and value it rejected
+ * (or FI_ERROR_WORKSPACE_TOO_SMALL for a fixed split that does not fit). Plans made on the
+ * host: FI_SUCCESS. */
+fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan);
 
 /* Batch paged prefill (append attention): ragged q against the paged cache.
  * qo_indptr [batch+1]; mask may be NULL unless params->mask_mode == FI_MASK_CUSTOM. */
@@ -289,6 +310,14 @@ fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_s
                                   const int32_t *host_append_indptr,
                                   const fi_page_table *host_pages, int32_t num_pages,
                                   fi_plan *plan);
+/* The append plan without host arrays (for steps planned on the device and CUDA graphs):
+ * the run's kernel bounds-checks every token's slot instead (page id in [0, num_pages),
+ * position inside its request's pages), skips a token that has none and records the first
+ * such token as {1, token, page id or -1} in `device_status` (int32[4] of device memory,
+ * zeroed by the caller; may be NULL). Host backend: the run validates as always. */
+fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t page_size,
+                                         int32_t num_pages, int32_t *device_status,
+                                         fi_plan *plan);
 /* k, v [nnz_append, kv_heads, head_dim] with the cache's dtype. */
 fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,
                                  const fi_tensor *v, const int32_t *append_indptr,
