@@ -659,11 +659,42 @@ LogicalResult checkPlanMaskIndptr(Checker &c, MaskMode mode, Value maskIndptr,
 }
 } // namespace
 
+/// Where a plan reads its index arrays must match where they live, when the IR says it
+/// (a memref in #fi.memory<...>).
+static LogicalResult checkPlanMemory(Checker &c, bool onDevice,
+                              ArrayRef<std::pair<Value, StringRef>> arrays) {
+  for (auto [value, name] : arrays) {
+    auto memref = dyn_cast<MemRefType>(value.getType());
+    auto space = memref ? dyn_cast_or_null<MemoryKindAttr>(memref.getMemorySpace()) : nullptr;
+    if (!space)
+      continue;
+    if (space.getValue() == MemoryKind::device && !onDevice)
+      return c.error() << "operand '" << name
+                       << "' is device memory (#fi.memory<device>) but this plan reads it on "
+                          "the host; add the `on_device` attribute to plan on the GPU, or "
+                          "pass a host copy (#fi.memory<host>)";
+    if (space.getValue() == MemoryKind::host && onDevice)
+      return c.error() << "operand '" << name
+                       << "' is host memory (#fi.memory<host>) but an `on_device` plan reads "
+                          "it on the GPU; pass it in device memory (#fi.memory<device>) or "
+                          "drop `on_device`";
+  }
+  return success();
+}
+
+static LogicalResult checkHostPlanMemory(Checker &c, ArrayRef<std::pair<Value, StringRef>> arrays) {
+  return checkPlanMemory(c, false, arrays);
+}
+
 LogicalResult DecodePlanOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"kv_indptr", "kv_indices", "kv_last_page_len", "num_pages"}))) ||
-      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(checkPlanMemory(c, getOnDevice(),
+                             {{getKvIndptr(), "kv_indptr"},
+                              {getKvIndices(), "kv_indices"},
+                              {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
   return checkPlanShape(c, *this);
 }
@@ -677,7 +708,11 @@ LogicalResult PagedPrefillPlanOp::verify() {
       failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
-      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())))
+      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())) ||
+      failed(checkHostPlanMemory(c, {{getQoIndptr(), "qo_indptr"},
+                                     {getKvIndptr(), "kv_indptr"},
+                                     {getKvIndices(), "kv_indices"},
+                                     {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
   return checkPlanShape(c, *this);
 }
@@ -689,7 +724,8 @@ LogicalResult RaggedPrefillPlanOp::verify() {
       failed(c.indexArray(getKvIndptr(), "kv_indptr", "[batch + 1]")) ||
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
-      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())))
+      failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())) ||
+      failed(checkHostPlanMemory(c, {{getQoIndptr(), "qo_indptr"}, {getKvIndptr(), "kv_indptr"}})))
     return failure();
   return checkPlanShape(c, *this);
 }
@@ -700,7 +736,12 @@ LogicalResult AppendPlanOp::verify() {
           *this, {"append_indptr", "kv_indptr", "kv_indices", "kv_last_page_len",
                   "num_pages"}))) ||
       failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
-      failed(c.indexArray(getAppendIndptr(), "append_indptr", "[batch + 1]")))
+      failed(c.indexArray(getAppendIndptr(), "append_indptr", "[batch + 1]")) ||
+      failed(checkPlanMemory(c, getOnDevice(),
+                             {{getAppendIndptr(), "append_indptr"},
+                              {getKvIndptr(), "kv_indptr"},
+                              {getKvIndices(), "kv_indices"},
+                              {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
   return c.sameLength(getAppendIndptr(), "append_indptr", getKvIndptr(), "kv_indptr",
                       "both have batch + 1 entries");

@@ -1238,8 +1238,8 @@ typedef struct fi_unranked_memref {
 
 /* memref.copy of compiled code (fi-lower-to-runtime rewrites it to this call): a stream-
  * ordered device copy on CUDA (one per contiguous run of elements), memmove on the host. */
-void _mlir_ciface_fi_rt_memref_copy(int64_t elem_bytes, fi_unranked_memref *src,
-                                    fi_unranked_memref *dst) {
+static void memref_copy(int64_t elem_bytes, const fi_unranked_memref *src,
+                        const fi_unranked_memref *dst) {
   const char *op = "memref.copy";
   fi_context *ctx = context_or_report(op);
   if (!ctx) return;
@@ -1285,6 +1285,15 @@ void _mlir_ciface_fi_rt_memref_copy(int64_t elem_bytes, fi_unranked_memref *src,
     }
   }
 }
+
+/* One entry per element type (the lowering names the type; the bytes come as elem_bytes). */
+#define DEF_COPY(n)                                                                        \
+  void _mlir_ciface_fi_rt_memref_copy_##n(int64_t elem_bytes, fi_unranked_memref *src,     \
+                                          fi_unranked_memref *dst) {                       \
+    memref_copy(elem_bytes, src, dst);                                                     \
+  }
+DEF_COPY(f16) DEF_COPY(bf16) DEF_COPY(f32) DEF_COPY(f64) DEF_COPY(f8E4M3FN) DEF_COPY(f8E5M2)
+DEF_COPY(i1) DEF_COPY(i8) DEF_COPY(i16) DEF_COPY(i32) DEF_COPY(i64) DEF_COPY(index)
 
 /* ------------------------------------------------------------------ graphs -------- */
 

@@ -13,6 +13,7 @@
 #include "fi/heuristics.h"
 #include "fi/runtime.h"
 
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -37,6 +38,8 @@ public:
   LogicalResult run();
 
 private:
+  LogicalResult lowerCopies();
+
   ModuleOp module;
   MLIRContext *ctx;
   OpBuilder b;
@@ -206,7 +209,12 @@ private:
       pushShape(loc, args, d.getNumQoHeads(), d.getNumKvHeads(), d.getHeadDim(),
                 d.getBsr().getBlockCols(), d.getQType(), d.getKvType(), MaskMode::none,
                 d.getTilesAttr());
-      callee = "fi_rt_decode_plan";
+      callee = d.getOnDevice() ? "fi_rt_decode_plan_device" : "fi_rt_decode_plan";
+      if (d.getOnDevice() && !d.getTilesAttr())
+        return op->emitOpError()
+               << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
+                  "them from lengths the host never sees; run --fi-select-tiles first "
+                  "(fi-to-llvm does) or set `tiles`";
       variant = variantName(d.getTilesAttr(), true);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
       if (failed(checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(),
@@ -241,7 +249,7 @@ private:
         args.push_back(canonical(loc, v));
       args.push_back(i64FromIndex(loc, a.getNumPages()));
       args.push_back(i32(loc, a.getBsr().getBlockCols()));
-      callee = "fi_rt_append_plan";
+      callee = a.getOnDevice() ? "fi_rt_append_plan_device" : "fi_rt_append_plan";
     } else {
       return success();
     }
@@ -424,10 +432,79 @@ private:
   }
 };
 
+/// #fi.memory<...> has done its work (the plan verifiers checked it): the runtime takes
+/// plain pointers, so every memref in it becomes a memref in the default memory space.
+static void eraseMemorySpaces(ModuleOp module) {
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([](MemRefType t) -> std::optional<Type> {
+    if (!isa_and_nonnull<MemoryKindAttr>(t.getMemorySpace()))
+      return std::nullopt;
+    return MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), Attribute());
+  });
+  replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+}
+
+/// The adapter name suffix of a copy's element type, or "" when the runtime has none.
+static std::string copySuffix(Type t) {
+  if (t.isIndex())
+    return "index";
+  if (isa<Float8E4M3FNType>(t))
+    return "f8E4M3FN";
+  if (isa<Float8E5M2Type>(t))
+    return "f8E5M2";
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() || t.isInteger(1) || t.isInteger(8) ||
+      t.isInteger(16) || t.isInteger(32) || t.isInteger(64)) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    t.print(os);
+    return s;
+  }
+  return "";
+}
+
+/// memref.copy -> fi_rt_memref_copy_<type>(elem_bytes, src, dst): a stream-ordered device
+/// copy on CUDA (the default lowering would copy with a host loop or memcpy, reading
+/// device memory on the host). A self-copy (bufferization's write-back in place) goes.
+LogicalResult Lowerer::lowerCopies() {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp c) { copies.push_back(c); });
+  for (memref::CopyOp c : copies) {
+    if (c.getSource() == c.getTarget()) {
+      c.erase();
+      continue;
+    }
+    auto src = cast<MemRefType>(c.getSource().getType());
+    std::string suffix = copySuffix(src.getElementType());
+    if (suffix.empty())
+      return c.emitOpError() << "copies elements of type " << src.getElementType()
+                             << ", for which the fi runtime has no copy; copy f16, bf16, "
+                                "f32, f64, fp8, i1-i64 or index";
+    Location loc = c.getLoc();
+    b.setInsertionPoint(c);
+    auto unranked = [&](Value v) -> Value {
+      auto t = cast<MemRefType>(v.getType());
+      return memref::CastOp::create(
+          b, loc, UnrankedMemRefType::get(t.getElementType(), t.getMemorySpace()), v);
+    };
+    unsigned bits = src.getElementType().isIndex() ? 64
+                                                   : src.getElementType().getIntOrFloatBitWidth();
+    Value elemBytes =
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(), std::max(1u, (bits + 7) / 8));
+    call(loc, "fi_rt_memref_copy_" + suffix,
+         {elemBytes, unranked(c.getSource()), unranked(c.getTarget())});
+    c.erase();
+  }
+  return success();
+}
+
 LogicalResult Lowerer::run() {
   if (backend != "any" && backend != "host" && backend != "cuda")
     return module.emitError() << "fi-lower-to-runtime: backend=" << backend
                               << " is unknown; use any, host or cuda";
+  eraseMemorySpaces(module);
+  if (failed(lowerCopies()))
+    return failure();
   // Ops without a plan get their own first (as fi-materialize-plans would).
   SmallVector<Operation *> needPlan;
   module.walk([&](Operation *op) {

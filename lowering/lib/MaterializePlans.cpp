@@ -92,7 +92,9 @@ Value numPagesFor(OpBuilder &b, Operation *op, Value indptr, Value indices, Valu
 
 } // namespace
 
-Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *known) {
+Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *known,
+                                bool onDevice) {
+  UnitAttr device = onDevice ? b.getUnitAttr() : UnitAttr();
   OpBuilder::InsertionGuard guard(b);
   Location loc = op->getLoc();
   MLIRContext *ctx = op->getContext();
@@ -107,7 +109,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
     auto plan = AppendPlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::append),
                                      append.getAppendIndptr(), append.getKvIndptr(),
                                      append.getKvIndices(), append.getKvLastPageLen(),
-                                     numPages, append.getBsr());
+                                     numPages, append.getBsr(), device);
     append.getPlanMutable().assign(plan);
     return plan;
   }
@@ -126,7 +128,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
                               {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(), numPages});
     plan = DecodePlanOp::create(b, loc, PlanType::get(ctx, PlanFamily::decode),
                                 d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(),
-                                numPages, d.getBsr(), i64(b, info->qoHeads),
+                                numPages, d.getBsr(), device, i64(b, info->qoHeads),
                                 i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
                                 info->tiles);
     d.getPlanMutable().assign(plan);
@@ -164,6 +166,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
 namespace {
 struct FiMaterializePlansPass
     : public mlir::fi::impl::FiMaterializePlansBase<FiMaterializePlansPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
@@ -173,7 +176,7 @@ struct FiMaterializePlansPass
     OpBuilder b(&getContext());
     NumPagesCache numPages;
     for (Operation *op : ops)
-      materializePlan(b, op, &numPages);
+      materializePlan(b, op, &numPages, onDevice);
   }
 };
 } // namespace

@@ -34,7 +34,9 @@ void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &o
     pm.addPass(createFiEmitCInterface());
   // Tensor level: choose tiles, make plans explicit, share identical plans.
   pm.addPass(createFiSelectTiles());
-  pm.addPass(createFiMaterializePlans());
+  FiMaterializePlansOptions plans;
+  plans.onDevice = options.plansOnDevice;
+  pm.addPass(createFiMaterializePlans(plans));
   pm.addPass(createCSEPass());
 
   if (options.bufferize) {

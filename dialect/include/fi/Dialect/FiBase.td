@@ -116,4 +116,20 @@ def Fi_PlanFamilyAttr : EnumAttr<Fi_Dialect, Fi_PlanFamily, "plan_family"> {
   let summary = "op family of a plan: decode, paged_prefill, ragged_prefill or append";
 }
 
+def Fi_MemoryKind : I32EnumAttr<"MemoryKind", "where an array lives", [
+    I32EnumAttrCase<"host", 0>, I32EnumAttrCase<"device", 1>]> {
+  let cppNamespace = "::mlir::fi";
+  let genSpecializedAttr = 0;
+}
+def Fi_MemoryKindAttr : EnumAttr<Fi_Dialect, Fi_MemoryKind, "memory"> {
+  let assemblyFormat = "`<` $value `>`";
+  let summary = "memory space of a memref: host (read by the CPU: plans made on the host) "
+                "or device (read by the GPU: kernels, plans made `on_device`)";
+  let description = [{
+    Used as the memory space of a memref (`memref<?xi32, #fi.memory<device>>`) to state
+    where an index array lives. The plan ops' verifiers check it against where the plan
+    reads its arrays; fi-lower-to-runtime erases it (the runtime takes plain pointers).
+  }];
+}
+
 #endif // FI_BASE_TD

@@ -429,6 +429,13 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
     * `kv_indptr`, `kv_indices`, `kv_last_page_len`: the page table (i32).
     * `num_pages`: pages in the cache (page ids must be below it).
     * `bsr`: page size and layout.
+    * `on_device` (unit): plan on the GPU. Without it the plan reads the page table on
+      the host (host memory; the step cannot be captured in a CUDA graph). With it a
+      planning kernel reads the page table from device memory and writes the same
+      partition into the workspace, so nothing waits for the device and a step whose
+      lengths change is captured once and replayed. Needs the tiles at compile time
+      (fi-select-tiles). A memref operand in `#fi.memory<device>` needs `on_device`; one
+      in `#fi.memory<host>` forbids it.
   }], Fi_PlanShapeDoc, [{
 
     Example:
@@ -442,7 +449,7 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
   }]);
   let arguments = !con((ins Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices,
                             Fi_Shaped:$kv_last_page_len, Index:$num_pages,
-                            Fi_BsrAttr:$bsr), Fi_PlanShapeAttrs);
+                            Fi_BsrAttr:$bsr, UnitAttr:$on_device), Fi_PlanShapeAttrs);
   let assemblyFormat = [{
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
@@ -529,6 +536,9 @@ def Fi_AppendPlanOp : Fi_PlanOp<"append_plan", "append"> {
       including the new tokens.
     * `num_pages`: pages in the cache.
     * `bsr`: page size and layout.
+    * `on_device` (unit): no host planning; the append kernel bounds-checks every token's
+      slot on the device instead (the arrays are device memory; a bad one is reported at
+      the next synchronisation). The same memory-space rule as `fi.decode_plan`.
 
     Example:
 
@@ -540,7 +550,7 @@ def Fi_AppendPlanOp : Fi_PlanOp<"append_plan", "append"> {
   }];
   let arguments = (ins Fi_Shaped:$append_indptr, Fi_Shaped:$kv_indptr,
                        Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
-                       Index:$num_pages, Fi_BsrAttr:$bsr);
+                       Index:$num_pages, Fi_BsrAttr:$bsr, UnitAttr:$on_device);
   let assemblyFormat = [{
     `append_indptr` `(` $append_indptr `:` type($append_indptr) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`

@@ -47,6 +47,12 @@ struct FiToLLVMOptions : public PassPipelineOptions<FiToLLVMOptions> {
       *this, "c-interface",
       llvm::cl::desc("Give every public function a C interface (_mlir_ciface_<name>)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> plansOnDevice{
+      *this, "plans-on-device",
+      llvm::cl::desc("Plans that fi-materialize-plans creates for decode and append ops "
+                     "are made on the device (`on_device`): no host planning, capturable "
+                     "in CUDA graphs; their index arrays must be device memory"),
+      llvm::cl::init(false)};
 };
 
 /// tensors -> fi-select-tiles -> fi-materialize-plans -> cse -> one-shot-bufferize ->
@@ -64,7 +70,9 @@ using NumPagesCache = llvm::DenseMap<std::tuple<Value, Value, Value>, Value>;
 
 /// Inserts the plan op of `op` (an fi op with an optional plan operand but none given)
 /// and sets it as the op's plan. Returns the plan value, or null for ops without plans.
-Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages = nullptr);
+/// With `onDevice`, decode and append plans are made on the device (`on_device`).
+Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages = nullptr,
+                      bool onDevice = false);
 
 } // namespace fi
 } // namespace mlir

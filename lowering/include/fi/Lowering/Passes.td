@@ -34,7 +34,14 @@ def FiMaterializePlans : Pass<"fi-materialize-plans", "ModuleOp"> {
     right after the last definition of its operands, so that the plans of all layers of
     a step sit next to each other and `-cse` folds identical ones into one ("plan once,
     run per layer"), in the tensor and in the memref form.
+
+    With `on-device`, the decode and append plans it creates carry `on_device` (planned
+    by a kernel on the GPU from device arrays; see `fi.decode_plan`).
   }];
+  let options = [
+    Option<"onDevice", "on-device", "bool", /*default=*/"false",
+           "Create decode and append plans with `on_device`">,
+  ];
   let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::memref::MemRefDialect"];
 }
