@@ -9,6 +9,11 @@
 // the new token), append_indptr (one new token per request: 0, 1, ..., batch) and the
 // number of pages of the cache. Results: the attention output of each layer.
 //
+// The plans are made `on_device`: on the CUDA backend a planning kernel reads the page
+// table from device memory, so the step never waits for the GPU and is captured once in a
+// CUDA graph and replayed with new lengths (examples/drivers/decode_step.c). The page table
+// is therefore device memory (on the host backend: host memory, planned on the host).
+//
 // The caches are the caller's buffers, updated in place: each comes in as a memref,
 // enters tensor land through `bufferization.to_tensor ... restrict writable` (the only
 // tensor view of that buffer, which the step may write), and the appended cache is
@@ -46,7 +51,7 @@ func.func @decode_step(
   // Layer 0.
   %append_plan0 = fi.append_plan append_indptr(%append_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device}
   %cache0 = bufferization.to_tensor %cache0_buf restrict writable : memref<?x2x16x8x128xf16> to tensor<?x2x16x8x128xf16>
   %new_cache0 = fi.append_paged_kv kv_new(%k0, %v0 : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
       append_indptr(%append_indptr : tensor<?xi32>)
@@ -56,7 +61,7 @@ func.func @decode_step(
   bufferization.materialize_in_destination %new_cache0 in restrict writable %cache0_buf
       : (tensor<?x2x16x8x128xf16>, memref<?x2x16x8x128xf16>) -> ()
   %decode_plan0 = fi.decode_plan pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device,
       num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
   %o0 = fi.paged_decode q(%q0 : tensor<?x32x128xf16>) kv(%new_cache0 : tensor<?x2x16x8x128xf16>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -66,7 +71,7 @@ func.func @decode_step(
   // Layer 1.
   %append_plan1 = fi.append_plan append_indptr(%append_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device}
   %cache1 = bufferization.to_tensor %cache1_buf restrict writable : memref<?x2x16x8x128xf16> to tensor<?x2x16x8x128xf16>
   %new_cache1 = fi.append_paged_kv kv_new(%k1, %v1 : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
       append_indptr(%append_indptr : tensor<?xi32>)
@@ -76,7 +81,7 @@ func.func @decode_step(
   bufferization.materialize_in_destination %new_cache1 in restrict writable %cache1_buf
       : (tensor<?x2x16x8x128xf16>, memref<?x2x16x8x128xf16>) -> ()
   %decode_plan1 = fi.decode_plan pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device,
       num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
   %o1 = fi.paged_decode q(%q1 : tensor<?x32x128xf16>) kv(%new_cache1 : tensor<?x2x16x8x128xf16>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -86,7 +91,7 @@ func.func @decode_step(
   // Layer 2.
   %append_plan2 = fi.append_plan append_indptr(%append_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device}
   %cache2 = bufferization.to_tensor %cache2_buf restrict writable : memref<?x2x16x8x128xf16> to tensor<?x2x16x8x128xf16>
   %new_cache2 = fi.append_paged_kv kv_new(%k2, %v2 : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
       append_indptr(%append_indptr : tensor<?xi32>)
@@ -96,7 +101,7 @@ func.func @decode_step(
   bufferization.materialize_in_destination %new_cache2 in restrict writable %cache2_buf
       : (tensor<?x2x16x8x128xf16>, memref<?x2x16x8x128xf16>) -> ()
   %decode_plan2 = fi.decode_plan pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device,
       num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
   %o2 = fi.paged_decode q(%q2 : tensor<?x32x128xf16>) kv(%new_cache2 : tensor<?x2x16x8x128xf16>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -106,7 +111,7 @@ func.func @decode_step(
   // Layer 3.
   %append_plan3 = fi.append_plan append_indptr(%append_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device}
   %cache3 = bufferization.to_tensor %cache3_buf restrict writable : memref<?x2x16x8x128xf16> to tensor<?x2x16x8x128xf16>
   %new_cache3 = fi.append_paged_kv kv_new(%k3, %v3 : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
       append_indptr(%append_indptr : tensor<?xi32>)
@@ -116,7 +121,7 @@ func.func @decode_step(
   bufferization.materialize_in_destination %new_cache3 in restrict writable %cache3_buf
       : (tensor<?x2x16x8x128xf16>, memref<?x2x16x8x128xf16>) -> ()
   %decode_plan3 = fi.decode_plan pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+      num_pages(%num_pages) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device,
       num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
   %o3 = fi.paged_decode q(%q3 : tensor<?x32x128xf16>) kv(%new_cache3 : tensor<?x2x16x8x128xf16>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)

@@ -43,27 +43,33 @@ else
   lib=/tmp/fi-gpu/kernels
 fi
 flags=(-std=c11 -O2 -w -Ikernels/include -Ikernels/src -Itest/runtime -Itest/E2E/drivers)
-link() { cc "${flags[@]}" "$1" "$carry/$2.o" -L$lib -lfi_runtime -Wl,-rpath,$lib -lm -o "/tmp/$2"; }
+cuda_home=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+link() { cc "${flags[@]}" "$1" "$carry/$2.o" -L$lib -lfi_runtime -Wl,-rpath,$lib -lm -o "/tmp/$2" "${@:3}"; }
 link test/E2E/drivers/decode.c decode
 link test/E2E/drivers/prefill.c prefill
 link test/E2E/drivers/merge_append.c merge_append
 link test/E2E/drivers/embed_decode.c embed_decode
-link examples/drivers/decode_step.c decode_step
+# The decode step driver owns a CUDA stream and captures the step in a graph.
+link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
+  -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
 link examples/drivers/prefill_step.c prefill_step
 link examples/drivers/cascade.c cascade
-status=0
+status=0; runs=0
 run() { # name backend args...
   local name=$1 backend=$2; shift 2
   local t=$(date +%s%N)
-  FI_BACKEND=$backend timeout 300 "/tmp/$name" "$@" > "$OUT/$name.$backend.log" 2>&1
+  runs=$((runs + 1))
+  FI_BACKEND=$backend timeout 300 "/tmp/$name" "$@" > "$OUT/$name.$backend.$runs.log" 2>&1
   local rc=$?
   echo "== $name on $backend: rc $rc, $(( ($(date +%s%N) - t) / 1000000 )) ms"
-  grep -vE "^  +(o|lse|v|s|k cache|v cache|kv cache|layer [0-9]+ [a-z]+|o \(layer 2\)): " "$OUT/$name.$backend.log" | head -60
+  grep -vE "^  +(o|lse|v|s|k cache|v cache|kv cache|layer [0-9]+ [a-z]+|o \(layer 2\)|replay [0-9]+ layer [0-9]+ o|graph layer [0-9]+ cache): " "$OUT/$name.$backend.$runs.log" | head -60
   [ $rc = 0 ] || status=1
 }
 for name in decode prefill merge_append embed_decode; do run $name cuda; done
-run decode_step cuda --batch=32 --max-kv=4096 --steps=10
-run decode_step host --batch=32 --max-kv=4096 --steps=1
+run decode_step cuda --batch=32 --max-kv=4096 --steps=20 --replays=50
+run decode_step cuda --batch=128 --max-kv=4096 --steps=20 --replays=10
+run decode_step cuda --batch=1 --max-kv=32768 --steps=20 --replays=50
+run decode_step host --batch=8 --max-kv=512 --steps=1 --replays=0
 run prefill_step cuda --batch=8 --max-kv=1024 --max-q=256 --steps=10
 run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1
 run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10

@@ -27,6 +27,7 @@ struct AppendParams {
   // skipped and the first such token recorded here as {1, token, page id} (NULL: plans
   // made on the host validated the arrays already).
   int32_t *status;
+  int64_t num_indices;
 };
 
 template <typename U>
@@ -47,12 +48,13 @@ __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
     const int pos = kv_len - append_len + (int)(i - p.append_indptr[b]);
     if (p.status) {  // device plan: the page table was not validated on the host
       const int64_t at = (int64_t)p.kv_indptr[b] + (pos < 0 ? -1 : pos / p.page_size);
-      const bool ok = pos >= 0 && pos < kv_len && at < p.kv_indptr[b + 1] &&
-                      p.kv_indices[at] >= 0 && p.kv_indices[at] < p.num_pages;
+      const bool in_table = pos >= 0 && pos < kv_len && at >= 0 && at < p.kv_indptr[b + 1] &&
+                            at < p.num_indices;
+      const bool ok = in_table && p.kv_indices[at] >= 0 && p.kv_indices[at] < p.num_pages;
       if (!ok) {
-        if (threadIdx.x == 0 && atomicCAS(&p.status[0], 0, 1) == 0) {
+        if (threadIdx.x == 0 && atomicCAS(&p.status[0], 0, 7) == 0) {
           p.status[1] = (int32_t)i;
-          p.status[2] = pos < 0 || pos >= kv_len || at >= p.kv_indptr[b + 1] ? -1 : p.kv_indices[at];
+          p.status[2] = in_table ? p.kv_indices[at] : -1;
         }
         continue;
       }
@@ -122,6 +124,7 @@ extern "C" fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan 
   p.page_size = (int32_t)kv->k.shape[pos_dim];
   p.num_pages = (int32_t)kv->k.shape[0];
   p.status = (int32_t *)(uintptr_t)plan->private_[FI_PLAN_STATUS];
+  p.num_indices = (int64_t)plan->private_[FI_PLAN_NUM_INDICES];
 
   // The widest copy unit every address allows.
   int64_t g = 16;

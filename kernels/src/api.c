@@ -447,14 +447,15 @@ fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_s
 }
 
 fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t page_size,
-                                         int32_t num_pages, int32_t *device_status,
-                                         fi_plan *plan) {
+                                         int32_t num_pages, int64_t num_indices,
+                                         int32_t *device_status, fi_plan *plan) {
   NEED_CTX(ctx);
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  if (batch < 0 || page_size <= 0 || num_pages < 0)
+  if (batch < 0 || page_size <= 0 || num_pages < 0 || num_indices < 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "batch = %d, page_size = %d, num_pages = %d: batch and num_pages must "
-                        "be >= 0, page_size >= 1", (int)batch, (int)page_size, (int)num_pages);
+                        "batch = %d, page_size = %d, num_pages = %d, num_indices = %lld: batch, "
+                        "num_pages and num_indices must be >= 0, page_size >= 1", (int)batch,
+                        (int)page_size, (int)num_pages, (long long)num_indices);
   memset(plan, 0, sizeof(*plan));
   plan->family = FI_OP_APPEND_PAGED_KV;
   plan->batch = batch;
@@ -464,6 +465,7 @@ fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t
   plan->params.page_size = page_size;
   plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
   plan->private_[FI_PLAN_STATUS] = (uint64_t)(uintptr_t)device_status;
+  plan->private_[FI_PLAN_NUM_INDICES] = (uint64_t)num_indices;
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   return FI_SUCCESS;
 }

@@ -236,6 +236,12 @@ void fi_rt_free(void *ptr) {
 #ifdef FI_HAVE_CUDA
   if (is_cuda(ctx)) {
     if (capturing || graph_owns(ptr)) return; /* the graph frees its buffers */
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) == cudaSuccess && a.type == cudaMemoryTypeManaged) {
+      cudaFree(ptr); /* fi_rt_alloc_managed's */
+      return;
+    }
+    cudaGetLastError();
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     if (free_hook) free_hook(hook_user, ptr, stream);
     else cudaFreeAsync(ptr, stream);
@@ -429,6 +435,7 @@ typedef struct plan_record {
 static plan_record *all_records = NULL;
 
 static int refuse_host_plan_in_capture(const char *op, fi_context *ctx);
+static int host_readable(const char *op, fi_context *ctx, const char *name, const void *p);
 static int require_device_memory(const char *op, fi_context *ctx, const char *name,
                                  const void *p);
 
@@ -553,6 +560,12 @@ static int page_table_of(const char *op, fi_memref *indptr, fi_memref *indices,
   return 1;
 }
 
+static int host_page_table(const char *op, fi_context *ctx, const fi_page_table *pages) {
+  return host_readable(op, ctx, "kv_indptr", pages->indptr) &&
+         host_readable(op, ctx, "kv_indices", pages->indices) &&
+         host_readable(op, ctx, "kv_last_page_len", pages->last_page_len);
+}
+
 void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
                                     fi_memref *last, int64_t num_pages, int32_t layout,
                                     int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
@@ -566,7 +579,9 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   if (!r || refuse_host_plan_in_capture(op, ctx) || !batch_of(op, "kv_indptr", indptr, &batch))
     return;
   fi_page_table pages;
-  if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages)) return;
+  if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages) ||
+      !host_page_table(op, ctx, &pages))
+    return;
   r->on_device = 0;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
@@ -611,7 +626,9 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
     return;
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
   fi_page_table pages;
-  if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages)) return;
+  if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages) ||
+      !host_readable(op, ctx, "qo_indptr", qo) || !host_page_table(op, ctx, &pages))
+    return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_custom_mask mask;
@@ -646,7 +663,9 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
     return;
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
   const int32_t *kv = array_of(op, "kv_indptr", kv_indptr, 4);
-  if (!qo || !kv) return;
+  if (!qo || !kv || !host_readable(op, ctx, "qo_indptr", qo) ||
+      !host_readable(op, ctx, "kv_indptr", kv))
+    return;
   if (length_of(kv_indptr) != batch + 1) {
     report(op, FI_ERROR_INVALID_ARGUMENT,
            "kv_indptr and qo_indptr must have the same length (batch + 1)");
@@ -681,6 +700,7 @@ void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
   const int32_t *ap = array_of(op, "append_indptr", append_indptr, 4);
   fi_page_table pages;
   if (!ap || !page_table_of(op, indptr, indices, last, batch, "append_indptr", &pages)) return;
+  if (!host_readable(op, ctx, "append_indptr", ap) || !host_page_table(op, ctx, &pages)) return;
   r->valid = 0;
   r->on_device = 0;
   if (plan_failed(op, ctx, r, fi_append_paged_kv_plan(ctx, batch, page_size, ap, &pages,
@@ -728,6 +748,27 @@ static int require_device_memory(const char *op, fi_context *ctx, const char *na
   snprintf(msg, sizeof(msg), "%s is host memory that the GPU cannot read (%p): pass device "
            "memory (cudaMalloc, the embedder's allocator, fi_rt_alloc) on the CUDA backend",
            name, p);
+  report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+  return 0;
+#else
+  (void)op, (void)ctx, (void)name, (void)p;
+  return 1;
+#endif
+}
+
+/* 1 if the host can read `p`, else 0 after reporting: a plan made on the host reads its
+ * arrays on the CPU, and device memory there would fault. Host backend: always 1. */
+static int host_readable(const char *op, fi_context *ctx, const char *name, const void *p) {
+#ifdef FI_HAVE_CUDA
+  if (!is_cuda(ctx) || !p) return 1;
+  struct cudaPointerAttributes a;
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) cudaGetLastError();
+  if (e != cudaSuccess || a.type != cudaMemoryTypeDevice) return 1;
+  char msg[320];
+  snprintf(msg, sizeof(msg), "%s is device memory, but a plan made on the host reads it on "
+           "the CPU: give the plan op `on_device` (fi.decode_plan, fi.append_plan) or pass "
+           "the index arrays in host (or managed) memory", name);
   report(op, FI_ERROR_INVALID_ARGUMENT, msg);
   return 0;
 #else
@@ -849,8 +890,14 @@ void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_in
       return;
     }
 #endif
+    if (!require_device_memory(op, ctx, "append_indptr", ap) ||
+        !require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
+        !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
+        !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
+      return;
     if (plan_failed(op, ctx, r, fi_append_paged_kv_plan_device(ctx, batch, page_size,
                                                                (int32_t)num_pages,
+                                                               length_of(indices),
                                                                r->device_status, &r->plan)))
       return;
     r->on_device = 1;

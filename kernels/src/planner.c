@@ -474,6 +474,16 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "kv_indices[%d] = %d is not a page of the cache: page ids must be in "
                         "[0, num_pages) (device plan; nothing was computed)", idx, val);
+  case 7:
+    if (val >= 0)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "new token %d goes to page %d, which is not a page of the cache: page "
+                          "ids must be in [0, num_pages) (device append; the token was not "
+                          "written)", idx, val);
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "new token %d has no slot in its request's pages: kv_indptr, "
+                        "kv_last_page_len and append_indptr disagree, or kv_indptr points past "
+                        "kv_indices (device append; the token was not written)", idx);
   case 6:
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "fixed_split_size splits this batch into more work units than the "

@@ -270,7 +270,48 @@ typedef struct stats {
   gpu_err f16, bf16;
   int configs, failed_configs, split_plans, tc_plans, cc_plans, unsupported_forced;
   int rerun_differs; /* configs whose second run was not bitwise equal to the first */
+  int device_plans, device_differs; /* the same problem planned on the device */
 } stats;
+
+/* The problem of `c` planned on the device (fi_decode_plan_device, kv_indices given with
+ * its capacity) and run into freshly poisoned outputs must equal the host-planned run
+ * (d->o_gpu, d->lse_gpu) bit for bit. Returns 1 on a difference or an error. */
+static int device_plan_matches(fi_context *dctx, const decode_case *c, decode_data *d,
+                               const fi_plan *host_plan, void *w, size_t ws, int idx) {
+  const fi_attention_params *p = &c->p;
+  fi_page_table pt_d = {d->indptr_d, d->indices_d, d->last_d};
+  int64_t cap_indices = d->pages.num_pages > 0 ? d->pages.num_pages : 1;
+  GPU_CK(cudaMemset(w, 0xff, ws));
+  GPU_CK(cudaMemset(d->o_d, 0xff, d->o_bytes));
+  GPU_CK(cudaMemset(d->lse_d, 0xff, d->lse_bytes));
+  fi_plan plan;
+  fi_status s = fi_decode_plan_device(dctx, p, c->batch, &pt_d, cap_indices, d->pages.num_pages,
+                                      &host_plan->tiles, w, ws, &plan);
+  int64_t qshape[3] = {c->batch, p->num_qo_heads, p->head_dim}, lshape[2] = {c->batch, p->num_qo_heads};
+  fi_tensor q = fi_tensor_contiguous(d->q_d, p->q_dtype, 3, qshape);
+  fi_tensor o = fi_tensor_contiguous(d->o_d, p->q_dtype, 3, qshape);
+  fi_tensor l = fi_tensor_contiguous(d->lse_d, FI_DTYPE_F32, 2, lshape);
+  if (s == FI_SUCCESS)
+    s = fi_decode_run(dctx, &plan, &q, &d->cache_d, &pt_d, &o, c->with_lse ? &l : NULL);
+  GPU_CK(cudaDeviceSynchronize());
+  if (s == FI_SUCCESS) s = fi_plan_device_status(dctx, &plan);
+  if (s != FI_SUCCESS) {
+    fprintf(stderr, "case %d: device plan failed: %s: %s\n", idx, fi_status_string(s),
+            fi_last_error(dctx));
+    return 1;
+  }
+  void *o2 = malloc(d->o_bytes + 16), *l2 = malloc(d->lse_bytes + 16);
+  gpu_download(o2, d->o_d, d->o_bytes);
+  gpu_download(l2, d->lse_d, d->lse_bytes);
+  int differs = memcmp(o2, d->o_gpu, d->o_bytes) != 0 ||
+                (c->with_lse && memcmp(l2, d->lse_gpu, d->lse_bytes) != 0);
+  if (differs)
+    fprintf(stderr, "case %d: the device-planned run differs bitwise from the host-planned one "
+            "(host plan: %d work units)\n", idx, host_plan->num_work_units);
+  free(o2);
+  free(l2);
+  return differs;
+}
 
 static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx, stats *st) {
   decode_data d;
@@ -344,6 +385,10 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
       if (c->with_lse)
         bad += gpu_compare_lse(d.lse_gpu, d.lse_ref, (int64_t)c->batch * p->num_qo_heads, LSE_TOL, e);
       failed = bad > 0 || rerun_differs;
+      int dev_differs = device_plan_matches(dctx, c, &d, &plan, w, ws, idx);
+      st->device_plans++;
+      st->device_differs += dev_differs;
+      failed |= dev_differs;
       if (plan.num_partial_rows > 0) st->split_plans++;
       if (plan.tiles.cores == FI_CORES_TENSOR) st->tc_plans++;
       else st->cc_plans++;
@@ -511,6 +556,82 @@ static int split_rule_test(fi_context *dctx) {
   return failed;
 }
 
+/* Bad page tables given to the device planner: each is reported by fi_plan_device_status
+ * with a message naming the array, and the run computes nothing (outputs stay poisoned). */
+static int device_plan_errors(fi_context *dctx) {
+  int failed = 0;
+  int32_t lens[3] = {40, 17, 33};
+  fi_attention_params p = fi_attention_params_default(32, 8, 128);
+  p.page_size = 16;
+  fi_tiles tiles; /* the variant a host plan of the valid table chooses */
+  {
+    gpu_pages pg = gpu_make_pages(3, lens, 16, 0);
+    fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
+    size_t ws = 0;
+    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, 3, &ws));
+    void *w = NULL;
+    GPU_CK(cudaMalloc(&w, ws));
+    fi_plan plan;
+    FI_CK(dctx, fi_decode_plan(dctx, &p, 3, &pt, pg.num_pages, NULL, w, ws, &plan));
+    tiles = plan.tiles;
+    cudaFree(w);
+    gpu_free_pages(&pg);
+  }
+  struct { const char *what, *expect; int which, at, value; } cases[] = {
+      {"indptr[0] != 0", "kv_indptr[0]", 0, 0, 1},
+      {"decreasing indptr", "non-decreasing", 0, 2, 0},
+      {"indptr past kv_indices", "more pages than kv_indices holds", 0, 3, 1000},
+      {"last_page_len 0", "kv_last_page_len[1]", 2, 1, 0},
+      {"last_page_len > page", "kv_last_page_len[2]", 2, 2, 17},
+      {"page id >= num_pages", "kv_indices[4]", 1, 4, 999},
+      {"negative page id", "kv_indices[0]", 1, 0, -1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    gpu_pages pg = gpu_make_pages(3, lens, 16, 0);
+    int32_t *arr[3] = {pg.indptr, pg.indices, pg.last_page_len};
+    arr[cases[i].which][cases[i].at] = cases[i].value;
+    int32_t *ip = (int32_t *)gpu_upload(pg.indptr, 4 * sizeof(int32_t));
+    int32_t *ix = (int32_t *)gpu_upload(pg.indices, (size_t)pg.num_pages * sizeof(int32_t));
+    int32_t *lp = (int32_t *)gpu_upload(pg.last_page_len, 3 * sizeof(int32_t));
+    size_t ws = 0;
+    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, 3, &ws));
+    void *w = NULL, *q = NULL, *kv = NULL, *o = NULL;
+    GPU_CK(cudaMalloc(&w, ws));
+    size_t qb = 3 * 32 * 128 * 2, kvb = (size_t)pg.num_pages * 2 * 16 * 8 * 128 * 2;
+    GPU_CK(cudaMalloc(&q, qb));
+    GPU_CK(cudaMemset(q, 0, qb));
+    GPU_CK(cudaMalloc(&kv, kvb));
+    GPU_CK(cudaMemset(kv, 0, kvb));
+    o = gpu_alloc_poisoned(qb);
+    fi_page_table pt = {ip, ix, lp};
+    fi_plan plan;
+    FI_CK(dctx, fi_decode_plan_device(dctx, &p, 3, &pt, pg.num_pages, pg.num_pages, &tiles, w,
+                                      ws, &plan));
+    int64_t qs[3] = {3, 32, 128}, cs[5] = {pg.num_pages, 2, 16, 8, 128};
+    fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
+    fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
+    fi_tensor tc = fi_tensor_contiguous(kv, FI_DTYPE_F16, 5, cs);
+    fi_paged_kv_cache cache;
+    FI_CK(dctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &cache));
+    FI_CK(dctx, fi_decode_run(dctx, &plan, &tq, &cache, &pt, &to, NULL));
+    GPU_CK(cudaDeviceSynchronize());
+    fi_status s = fi_plan_device_status(dctx, &plan);
+    uint16_t *oh = (uint16_t *)malloc(qb);
+    gpu_download(oh, o, qb);
+    int untouched = 1;
+    for (size_t e = 0; e < qb / 2; ++e) untouched &= oh[e] == 0xffff;
+    int ok = s == FI_ERROR_INVALID_ARGUMENT && strstr(fi_last_error(dctx), cases[i].expect) &&
+             untouched;
+    printf("device plan, %s -> %s (%s)%s: %s\n", cases[i].what, fi_status_string(s),
+           fi_last_error(dctx), untouched ? "" : " [outputs written]", ok ? "ok" : "FAIL");
+    failed |= !ok;
+    free(oh);
+    cudaFree(w); cudaFree(q); cudaFree(kv); cudaFree(o);
+    cudaFree(ip); cudaFree(ix); cudaFree(lp);
+    gpu_free_pages(&pg);
+  }
+  return failed;
+}
+
 static int unsupported_test(fi_context *dctx) {
   int failed = 0;
   int32_t lens[1] = {10};
@@ -582,7 +703,10 @@ int main(void) {
          st.f16.elements, st.f16.max_rel, O_TOL, st.f16.max_lse, LSE_TOL);
   printf("  bf16: %lld values checked, max o err %.3g (bound %.0e x row max), max lse err %.3g (bound %.0e)\n",
          st.bf16.elements, st.bf16.max_rel, O_TOL, st.bf16.max_lse, LSE_TOL);
+  printf("  device planning: %d configs planned on the device too, %d not bitwise equal to the "
+         "host-planned run\n", st.device_plans, st.device_differs);
   int failed = st.failed_configs > 0;
+  failed |= device_plan_errors(dctx);
   failed |= graph_test(hctx);
   failed |= unsupported_test(dctx);
   failed |= split_rule_test(dctx);

@@ -93,6 +93,7 @@ void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *
  * FI_RT_POISON=1 (tests), allocations are filled with 0xff bytes (NaN in every float
  * type), so an output compiled code fails to write is caught. */
 void *fi_rt_alloc(size_t bytes);
+/* Frees memory of fi_rt_alloc (stream-ordered on CUDA) or of fi_rt_alloc_managed. */
 void fi_rt_free(void *ptr);
 /* Memory both the host and the device can read (cudaMallocManaged; host memory on the host
  * backend), for test drivers that fill inputs on the host. Not for serving: plans made on

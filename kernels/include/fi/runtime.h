@@ -311,13 +311,14 @@ fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_s
                                   const fi_page_table *host_pages, int32_t num_pages,
                                   fi_plan *plan);
 /* The append plan without host arrays (for steps planned on the device and CUDA graphs):
- * the run's kernel bounds-checks every token's slot instead (page id in [0, num_pages),
- * position inside its request's pages), skips a token that has none and records the first
- * such token as {1, token, page id or -1} in `device_status` (int32[4] of device memory,
- * zeroed by the caller; may be NULL). Host backend: the run validates as always. */
+ * the run's kernel bounds-checks every token's slot instead (position inside its request's
+ * pages, page-table entry inside kv_indices' `num_indices` elements, page id in
+ * [0, num_pages)), skips a token that has none and records the first such token as
+ * {7, token, page id or -1} in `device_status` (int32[4] of device memory, zeroed by the
+ * caller; may be NULL). Host backend: the run validates as always. */
 fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t page_size,
-                                         int32_t num_pages, int32_t *device_status,
-                                         fi_plan *plan);
+                                         int32_t num_pages, int64_t num_indices,
+                                         int32_t *device_status, fi_plan *plan);
 /* k, v [nnz_append, kv_heads, head_dim] with the cache's dtype. */
 fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,
                                  const fi_tensor *v, const int32_t *append_indptr,

@@ -50,9 +50,10 @@ static inline int64_t numel(int rank, const int64_t *shape) {
   return n;
 }
 
-/* A buffer the default context's backend can read (managed memory on CUDA). */
+/* A buffer both the host (which fills and checks it) and the default context's backend can
+ * read: managed memory on CUDA. (Buffers compiled code allocates are device memory.) */
 static inline void *e2e_alloc(size_t bytes) {
-  void *p = fi_rt_alloc(bytes ? bytes : 1);
+  void *p = fi_rt_alloc_managed(bytes ? bytes : 1);
   if (!p) {
     fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
     exit(2);
@@ -118,9 +119,9 @@ static inline void make_pages(rng *r, pages_t *pg, int32_t batch, int32_t page_s
 
 static inline void free_pages(pages_t *pg) {
   free(pg->kv_len);
-  fi_rt_free(pg->indptr);
-  fi_rt_free(pg->indices);
-  fi_rt_free(pg->last);
+  fi_rt_free_managed(pg->indptr);
+  fi_rt_free_managed(pg->indices);
+  fi_rt_free_managed(pg->last);
 }
 
 /* A random ragged indptr of `batch` segments with lengths in [lo, hi]. */
@@ -133,11 +134,25 @@ static inline int32_t *random_indptr(rng *r, int32_t batch, int64_t lo, int64_t 
   return p;
 }
 
+/* A host copy (malloc) of `bytes` at `p`, which may be device memory. */
+static inline void *host_copy_of(const void *p, size_t bytes) {
+  void *h = xmalloc(bytes ? bytes : 1);
+  if (fi_rt_copy(h, p, bytes) != FI_SUCCESS || fi_rt_synchronize() != FI_SUCCESS) exit(2);
+  return h;
+}
+
 /* Counts the elements where got and want differ (bits, then 1e-6 relative); prints the
  * first few. NaN in got (poison never overwritten) always counts. */
-static inline int64_t compare(const char *what, const void *got, const void *want,
+static inline int64_t compare(const char *what, const void *got_any, const void *want,
                               fi_dtype dtype, int64_t n) {
   size_t es = fi_dtype_size(dtype);
+  /* `got` may be device memory (what compiled code allocated): read a copy. */
+  void *got = xmalloc((size_t)n * es + 1);
+  if (fi_rt_copy(got, got_any, (size_t)n * es) != FI_SUCCESS || fi_rt_synchronize() != FI_SUCCESS) {
+    printf("MISMATCH %s: could not read the compiled result back\n", what);
+    free(got);
+    return n ? n : 1;
+  }
   int64_t bad = 0, exact = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (memcmp((const char *)got + i * (int64_t)es, (const char *)want + i * (int64_t)es, es) == 0) {
@@ -156,6 +171,7 @@ static inline int64_t compare(const char *what, const void *got, const void *wan
   }
   printf("  %s: %lld elements, %lld bit-exact, %lld mismatches\n", what, (long long)n,
          (long long)exact, (long long)bad);
+  free(got);
   return bad;
 }
 
