@@ -55,8 +55,9 @@ link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/i
 link examples/drivers/prefill_step.c prefill_step
 link examples/drivers/cascade.c cascade
 status=0; runs=0
-run() { # name backend args...
+run() { # name backend args...  (FI_E2E_ONLY=<name>: run only that program)
   local name=$1 backend=$2; shift 2
+  [ -z "${FI_E2E_ONLY:-}" ] || [ "$FI_E2E_ONLY" = "$name" ] || return 0
   local t=$(date +%s%N)
   runs=$((runs + 1))
   FI_BACKEND=$backend timeout 300 "/tmp/$name" "$@" > "$OUT/$name.$backend.$runs.log" 2>&1

@@ -225,6 +225,7 @@ static inline int e2e_skipped(const char *name) {
 }
 
 static inline void e2e_setup(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach the log even if a handler aborts */
   setenv("FI_RT_POISON", "1", 1);
   fi_rt_set_error_handler(e2e_error_handler);
   fi_context *ctx = fi_default_context();
