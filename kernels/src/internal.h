@@ -101,7 +101,7 @@ enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so
  * that both launch identical kernels and their outputs are bit-identical): the batch when
  * no split can happen, the target when the automatic split may split, the workspace's
- * unit capacity for a device plan with a fixed split size (the host plan: its count). */
+ * unit capacity with a fixed split size (so one workspace gives both the same grid). */
 int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
                                     fi_tiles tiles, int32_t batch, int64_t cap_units,
                                     int device);

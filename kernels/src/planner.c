@@ -374,7 +374,11 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
                                     fi_tiles tiles, int32_t batch, int64_t cap_units,
                                     int device) {
-  if (p->fixed_split_size > 0) return device ? cap_units : -1;
+  /* A fixed split: the device cannot know the count before it plans, so both launch the
+   * workspace's capacity (the kernels pick their warps per CTA by the grid's size, so
+   * equal grids are what makes the two plans' runs bit-identical). */
+  (void)device;
+  if (p->fixed_split_size > 0) return cap_units;
   int64_t target = decode_target_units(ctx, p, tiles, batch);
   if (p->fixed_split_size == 0 && tiles.split_kv && batch < target) return target;
   return batch;
