@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
     CHECK_OK(ctx, fi_paged_prefill_run(ctx, &pplan, &tq, p_qo, &kvc, &pt, NULL, &top, &tlp));
     CHECK_OK(ctx, fi_decode_run(ctx, &splan, &tq, &kvc, &st, &tos, &tls));
     CHECK_OK(ctx, fi_merge_state(ctx, &top, &tlp, &tos, &tls, &tw, &tlo));
-    fi_rt_free(op), fi_rt_free(os), fi_rt_free(lp), fi_rt_free(lsf), fi_rt_free(ls_out);
+    e2e_free(op), e2e_free(os), e2e_free(lp), e2e_free(lsf), e2e_free(ls_out);
   }
   fi_rt_synchronize();
   double direct_ms = now_ms() - t1;

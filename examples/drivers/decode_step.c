@@ -72,22 +72,34 @@ static void direct_plan(direct_t *d, const pages_t *pg, const int32_t *append_in
                                   d->ws_bytes, &d->dplan));
 }
 
+/* One step's runs through the runtime: per layer the append (unless `aplan` is NULL),
+ * then the decode. */
+static void step_runs(fi_context *ctx, const fi_plan *aplan, const fi_plan *dplan,
+                      const fi_page_table *table, const int32_t *append_indptr,
+                      void *const *q, void *const *k, void *const *v, void *const *cache,
+                      void *const *o, const int64_t *qs, const int64_t *ns, const int64_t *cs) {
+  for (int l = 0; l < LAYERS; ++l) {
+    fi_tensor tc = fi_tensor_contiguous(cache[l], FI_DTYPE_F16, 5, cs);
+    fi_paged_kv_cache kvc;
+    CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
+    if (aplan) {
+      fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_F16, 3, ns);
+      fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_F16, 3, ns);
+      CHECK_OK(ctx, fi_append_paged_kv_run(ctx, aplan, &tk, &tv, append_indptr, &kvc, table));
+    }
+    fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_F16, 3, qs);
+    fi_tensor to = fi_tensor_contiguous(o[l], FI_DTYPE_F16, 3, qs);
+    CHECK_OK(ctx, fi_decode_run(ctx, dplan, &tq, &kvc, table, &to, NULL));
+  }
+}
+
+/* The direct runtime's step on the driver's (managed) buffers with its host plans. */
 static void direct_runs(direct_t *d, const pages_t *pg, const int32_t *append_indptr,
                         void *const *q, void *const *k, void *const *v, void *const *cache,
                         void *const *o, const int64_t *qs, const int64_t *ns,
                         const int64_t *cs) {
   fi_page_table table = {pg->indptr, pg->indices, pg->last};
-  for (int l = 0; l < LAYERS; ++l) {
-    fi_tensor tc = fi_tensor_contiguous(cache[l], FI_DTYPE_F16, 5, cs);
-    fi_paged_kv_cache kvc;
-    CHECK_OK(d->ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
-    fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_F16, 3, ns);
-    fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_F16, 3, ns);
-    CHECK_OK(d->ctx, fi_append_paged_kv_run(d->ctx, &d->aplan, &tk, &tv, append_indptr, &kvc, &table));
-    fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_F16, 3, qs);
-    fi_tensor to = fi_tensor_contiguous(o[l], FI_DTYPE_F16, 3, qs);
-    CHECK_OK(d->ctx, fi_decode_run(d->ctx, &d->dplan, &tq, &kvc, &table, &to, NULL));
-  }
+  step_runs(d->ctx, &d->aplan, &d->dplan, &table, append_indptr, q, k, v, cache, o, qs, ns, cs);
 }
 
 #ifdef FI_DRIVER_CUDA
@@ -274,39 +286,21 @@ int main(int argc, char **argv) {
     direct_plan(&d, &pg, append_indptr, &decode_tiles);
     void *runs_o[LAYERS];
     for (int l = 0; l < LAYERS; ++l) runs_o[l] = fi_rt_alloc((size_t)nq * 2);
-    double tr[256];
+    double tr[256], tn[256];
     for (int s = 0; s < steps; ++s) {
       double b = now_ms();
-      for (int l = 0; l < LAYERS; ++l) {
-        fi_tensor tc = fi_tensor_contiguous(dcache[l], FI_DTYPE_F16, 5, cs);
-        fi_paged_kv_cache kvc;
-        CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
-        fi_tensor tk = fi_tensor_contiguous(dk[l], FI_DTYPE_F16, 3, ns);
-        fi_tensor tv = fi_tensor_contiguous(dv[l], FI_DTYPE_F16, 3, ns);
-        CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &d.aplan, &tk, &tv, dappend, &kvc, &dtable));
-        fi_tensor tq = fi_tensor_contiguous(dq[l], FI_DTYPE_F16, 3, qs);
-        fi_tensor to = fi_tensor_contiguous(runs_o[l], FI_DTYPE_F16, 3, qs);
-        CHECK_OK(ctx, fi_decode_run(ctx, &d.dplan, &tq, &kvc, &dtable, &to, NULL));
-      }
+      step_runs(ctx, &d.aplan, &d.dplan, &dtable, dappend, dq, dk, dv, dcache, runs_o, qs, ns, cs);
       fi_rt_synchronize();
       tr[s] = now_ms() - b;
     }
     double runs_ms = median(tr, steps);
-    /* The same runs without RoPE (the plan's copy with pos_encoding none): how much of the
-     * kernel time is the rotary embedding of K. */
+    /* The decode runs alone without RoPE (the plan's copy with pos_encoding none): how much
+     * of the kernel time is the rotary embedding of K. */
     fi_plan norope = d.dplan;
     norope.params.pos_encoding = FI_POS_NONE;
-    double tn[256];
     for (int s = 0; s < steps; ++s) {
       double b = now_ms();
-      for (int l = 0; l < LAYERS; ++l) {
-        fi_tensor tc = fi_tensor_contiguous(dcache[l], FI_DTYPE_F16, 5, cs);
-        fi_paged_kv_cache kvc;
-        CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
-        fi_tensor tq = fi_tensor_contiguous(dq[l], FI_DTYPE_F16, 3, qs);
-        fi_tensor to = fi_tensor_contiguous(runs_o[l], FI_DTYPE_F16, 3, qs);
-        CHECK_OK(ctx, fi_decode_run(ctx, &norope, &tq, &kvc, &dtable, &to, NULL));
-      }
+      step_runs(ctx, NULL, &norope, &dtable, dappend, dq, dk, dv, dcache, runs_o, qs, ns, cs);
       fi_rt_synchronize();
       tn[s] = now_ms() - b;
     }
@@ -331,7 +325,7 @@ int main(int argc, char **argv) {
      * driver's own table grows to the cache's capacity first). */
     int32_t *grown = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)pg.num_pages);
     memcpy(grown, pg.indices, sizeof(int32_t) * (size_t)used);
-    fi_rt_free_managed(pg.indices);
+    e2e_free(pg.indices);
     pg.indices = grown;
     fi_rt_graph *graph = NULL;
     if (fi_rt_graph_capture(run_step, &dev, &graph) != FI_SUCCESS) {
@@ -426,7 +420,7 @@ int main(int argc, char **argv) {
     fi_rt_graph_destroy(g2);
     fi_rt_graph_destroy(graph);
     for (int l = 0; l < LAYERS; ++l) fi_rt_free(runs_o[l]);
-    fi_rt_free_managed(first_indptr), fi_rt_free_managed(first_indices), fi_rt_free_managed(first_last);
+    e2e_free(first_indptr), e2e_free(first_indices), e2e_free(first_last);
   }
 #else
   if (cuda) printf("  graph: not built (compile the driver with -DFI_DRIVER_CUDA)\n");

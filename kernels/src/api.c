@@ -137,16 +137,23 @@ static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
   return FI_SUCCESS;
 }
 
-fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
-                         const fi_page_table *host_pages, int32_t num_pages,
-                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
-                         fi_plan *plan) {
-  NEED_CTX(ctx);
+/* What a decode plan checks wherever it is made (host or device). */
+static fi_status check_decode_plan_args(fi_context *ctx, fi_plan *plan,
+                                        const fi_attention_params *params, int32_t batch) {
   CHECK(check_plan_args(ctx, plan, params, 1, batch));
   if (params->mask_mode == FI_MASK_CUSTOM)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
                         "fi_paged_prefill_* with one query row per request");
+  return FI_SUCCESS;
+}
+
+fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
+                         const fi_page_table *host_pages, int32_t num_pages,
+                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
+                         fi_plan *plan) {
+  NEED_CTX(ctx);
+  CHECK(check_decode_plan_args(ctx, plan, params, batch));
   int64_t total_kv = 0;
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
                                &total_kv));
@@ -162,11 +169,7 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
                                 int64_t num_indices, int32_t num_pages, const fi_tiles *tiles,
                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 1, batch));
-  if (params->mask_mode == FI_MASK_CUSTOM)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
-                        "fi_paged_prefill_* with one query row per request");
+  CHECK(check_decode_plan_args(ctx, plan, params, batch));
   if (!tiles)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_decode_plan_device: tiles is NULL: a device plan needs the variant "

@@ -103,8 +103,7 @@ enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on 
  * no split can happen, the target when the automatic split may split, the workspace's
  * unit capacity with a fixed split size (so one workspace gives both the same grid). */
 int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
-                                    fi_tiles tiles, int32_t batch, int64_t cap_units,
-                                    int device);
+                                    fi_tiles tiles, int32_t batch, int64_t cap_units);
 
 /* What the device planner needs beyond the arrays: capacities of the workspace, the unit
  * target and the split rule; fills `plan` like fi_plan_build except the counts (the

@@ -61,6 +61,16 @@ static fi_context *context_or_report(const char *op) {
 
 static int is_cuda(const fi_context *ctx) { return fi_context_backend(ctx) == FI_BACKEND_CUDA; }
 
+#ifdef FI_HAVE_CUDA
+/* What CUDA knows of `p` (cudaMemoryTypeUnregistered: plain host memory, or unknown). */
+static enum cudaMemoryType memory_type_of(const void *p) {
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess) return a.type;
+  cudaGetLastError();
+  return cudaMemoryTypeUnregistered;
+}
+#endif
+
 /* Reports a failed runtime call; returns 1 if `status` is a failure. */
 static int failed(const char *op, fi_context *ctx, fi_status status) {
   if (status == FI_SUCCESS) return 0;
@@ -236,12 +246,6 @@ void fi_rt_free(void *ptr) {
 #ifdef FI_HAVE_CUDA
   if (is_cuda(ctx)) {
     if (capturing || graph_owns(ptr)) return; /* the graph frees its buffers */
-    struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, ptr) == cudaSuccess && a.type == cudaMemoryTypeManaged) {
-      cudaFree(ptr); /* fi_rt_alloc_managed's */
-      return;
-    }
-    cudaGetLastError();
     cudaStream_t stream = (cudaStream_t)ctx->stream;
     if (free_hook) free_hook(hook_user, ptr, stream);
     else cudaFreeAsync(ptr, stream);
@@ -739,11 +743,7 @@ static int refuse_host_plan_in_capture(const char *op, fi_context *ctx) {
 static int require_device_memory(const char *op, fi_context *ctx, const char *name,
                                  const void *p) {
 #ifdef FI_HAVE_CUDA
-  if (!is_cuda(ctx) || !p) return 1;
-  struct cudaPointerAttributes a;
-  cudaError_t e = cudaPointerGetAttributes(&a, p);
-  if (e != cudaSuccess) cudaGetLastError();
-  if (e == cudaSuccess && a.type != cudaMemoryTypeUnregistered) return 1;
+  if (!is_cuda(ctx) || !p || memory_type_of(p) != cudaMemoryTypeUnregistered) return 1;
   char msg[320];
   snprintf(msg, sizeof(msg), "%s is host memory that the GPU cannot read (%p): pass device "
            "memory (cudaMalloc, the embedder's allocator, fi_rt_alloc) on the CUDA backend",
@@ -760,11 +760,7 @@ static int require_device_memory(const char *op, fi_context *ctx, const char *na
  * arrays on the CPU, and device memory there would fault. Host backend: always 1. */
 static int host_readable(const char *op, fi_context *ctx, const char *name, const void *p) {
 #ifdef FI_HAVE_CUDA
-  if (!is_cuda(ctx) || !p) return 1;
-  struct cudaPointerAttributes a;
-  cudaError_t e = cudaPointerGetAttributes(&a, p);
-  if (e != cudaSuccess) cudaGetLastError();
-  if (e != cudaSuccess || a.type != cudaMemoryTypeDevice) return 1;
+  if (!is_cuda(ctx) || !p || memory_type_of(p) != cudaMemoryTypeDevice) return 1;
   char msg[320];
   snprintf(msg, sizeof(msg), "%s is device memory, but a plan made on the host reads it on "
            "the CPU: give the plan op `on_device` (fi.decode_plan, fi.append_plan) or pass "
@@ -785,10 +781,14 @@ static void note_capture_use(plan_record *r);
 static int ensure_status(const char *op, fi_context *ctx, plan_record *r, int device_too) {
 #ifdef FI_HAVE_CUDA
   if (!is_cuda(ctx)) return 1;
-  if (!r->host_status && cudaMallocHost((void **)&r->host_status, 4 * sizeof(int32_t)) != cudaSuccess) {
-    r->host_status = NULL;
-    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's pinned status word");
-    return 0;
+  if (!r->host_status) {
+    if (cudaMallocHost((void **)&r->host_status, 4 * sizeof(int32_t)) != cudaSuccess) {
+      r->host_status = NULL;
+      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's pinned status word");
+      return 0;
+    }
+    /* Zeroed once: each step's copy overwrites it, fi_rt_check clears what it reported. */
+    memset(r->host_status, 0, 4 * sizeof(int32_t));
   }
   if (device_too && !r->device_status &&
       cudaMalloc((void **)&r->device_status, 4 * sizeof(int32_t)) != cudaSuccess) {
@@ -796,7 +796,6 @@ static int ensure_status(const char *op, fi_context *ctx, plan_record *r, int de
     report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's device status word");
     return 0;
   }
-  memset(r->host_status, 0, 4 * sizeof(int32_t));
 #else
   (void)op, (void)ctx, (void)r, (void)device_too;
 #endif

@@ -210,6 +210,25 @@ static const char *size_fn(fi_op_family f) {
   return f == FI_OP_DECODE ? "fi_decode_workspace_size" : "fi_prefill_workspace_size";
 }
 
+/* What a host and a device plan share: the problem, the workspace and its offsets, the
+ * magic word. Each planner then sets the counts it knows. */
+static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_problem *pb,
+                      const fi_attention_params *params, fi_tiles tiles, const caps *k,
+                      void *workspace, size_t workspace_bytes) {
+  memset(plan, 0, sizeof(*plan));
+  plan->family = pb->family;
+  plan->tiles = tiles;
+  plan->batch = pb->batch;
+  plan->params = *params;
+  plan->workspace = workspace;
+  plan->workspace_bytes = workspace_bytes;
+  plan->private_[FI_PLAN_OFF_WORK] = k->off_work;
+  plan->private_[FI_PLAN_OFF_MERGE] = k->off_merge;
+  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k->off_po;
+  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k->off_plse;
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+}
+
 fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         const fi_attention_params *params, fi_tiles tiles, void *workspace,
                         size_t workspace_bytes, fi_plan *plan) {
@@ -345,39 +364,26 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     }
   }
 
-  memset(plan, 0, sizeof(*plan));
-  plan->family = pb->family;
-  plan->tiles = tiles;
-  plan->batch = pb->batch;
+  fill_plan(ctx, plan, pb, params, tiles, &k, workspace, workspace_bytes);
   plan->num_work_units = (int32_t)nu;
   plan->num_partial_rows = (int32_t)next_partial;
-  plan->params = *params;
   plan->total_qo_rows = total_qo;
   plan->total_kv = total_kv;
-  plan->workspace = workspace;
-  plan->workspace_bytes = workspace_bytes;
-  plan->private_[FI_PLAN_OFF_WORK] = k.off_work;
-  plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
-  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
-  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
   plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
-  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   if (pb->family == FI_OP_DECODE) {
-    int64_t launch = fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units, 0);
+    int64_t launch = fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units);
     plan->private_[FI_PLAN_LAUNCH_UNITS] = (uint64_t)(launch > nu ? launch : nu);
   }
   return FI_SUCCESS;
 }
 
 int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_params *p,
-                                    fi_tiles tiles, int32_t batch, int64_t cap_units,
-                                    int device) {
+                                    fi_tiles tiles, int32_t batch, int64_t cap_units) {
   /* A fixed split: the device cannot know the count before it plans, so both launch the
    * workspace's capacity (the kernels pick their warps per CTA by the grid's size, so
    * equal grids are what makes the two plans' runs bit-identical). */
-  (void)device;
   if (p->fixed_split_size > 0) return cap_units;
   int64_t target = decode_target_units(ctx, p, tiles, batch);
   if (p->fixed_split_size == 0 && tiles.split_kv && batch < target) return target;
@@ -409,28 +415,17 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
   dc->target = decode_target_units(ctx, params, tiles, pb->batch);
   dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
   dc->auto_split = params->fixed_split_size == 0 && tiles.split_kv && pb->batch < dc->target;
-  memset(plan, 0, sizeof(*plan));
-  plan->family = FI_OP_DECODE;
-  plan->tiles = tiles;
-  plan->batch = pb->batch;
+  fill_plan(ctx, plan, pb, params, tiles, &k, workspace, workspace_bytes);
   plan->num_work_units =
-      (int32_t)fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units, 1);
+      (int32_t)fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units);
   plan->num_partial_rows = -1;
-  plan->params = *params;
   plan->total_qo_rows = pb->batch;
   plan->total_kv = -1;
-  plan->workspace = workspace;
-  plan->workspace_bytes = workspace_bytes;
-  plan->private_[FI_PLAN_OFF_WORK] = k.off_work;
-  plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
-  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
-  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)pb->batch; /* merge grid: <= one per request */
   plan->private_[FI_PLAN_KV_CHUNK] = 0;                    /* known on the device only */
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = 1;
   plan->private_[FI_PLAN_LAUNCH_UNITS] = (uint64_t)plan->num_work_units;
   plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
-  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   return FI_SUCCESS;
 }
 

@@ -93,12 +93,13 @@ void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *
  * FI_RT_POISON=1 (tests), allocations are filled with 0xff bytes (NaN in every float
  * type), so an output compiled code fails to write is caught. */
 void *fi_rt_alloc(size_t bytes);
-/* Frees memory of fi_rt_alloc (stream-ordered on CUDA) or of fi_rt_alloc_managed. */
+/* Frees memory of fi_rt_alloc (stream-ordered on CUDA). */
 void fi_rt_free(void *ptr);
 /* Memory both the host and the device can read (cudaMallocManaged; host memory on the host
  * backend), for test drivers that fill inputs on the host. Not for serving: plans made on
  * the host and kernels then migrate pages back and forth. */
 void *fi_rt_alloc_managed(size_t bytes);
+/* Frees memory of fi_rt_alloc_managed (not stream-ordered: cudaFree waits for the device). */
 void fi_rt_free_managed(void *ptr);
 /* Copies `bytes` between any two buffers in stream order (cudaMemcpyAsync on the
  * context's stream; memmove on the host backend). A copy to pageable host memory is

@@ -126,8 +126,8 @@ static int64_t run_case(const decode_case *c, rng *r, int trial) {
     fi_rt_synchronize();
     bad += compare(l ? "o (layer 2)" : "o", got_o[l], want_o, p->q_dtype, nq);
     if (c->has_lse) bad += compare("lse", got_lse, want_lse, FI_DTYPE_F32, nl);
-    fi_rt_free(want_o);
-    fi_rt_free(want_lse);
+    e2e_free(want_o);
+    e2e_free(want_lse);
   }
   printf("  %s trial %d: batch %d, %lld KV tokens, variant %s, %d plan(s)\n", c->name, trial,
          (int)batch, (long long)pg.total_kv, tiles_str(tiles, 1), plans);
@@ -137,14 +137,14 @@ static int64_t run_case(const decode_case *c, rng *r, int trial) {
   }
   for (int i = 0; i < 3; ++i) fi_rt_free(alloc[i]);
   for (int l = 0; l < layers; ++l) {
-    fi_rt_free(q[l]);
+    e2e_free(q[l]);
     if (!c->combined) {
-      fi_rt_free(k[l]);
-      fi_rt_free(v[l]);
+      e2e_free(k[l]);
+      e2e_free(v[l]);
     }
   }
-  fi_rt_free(kv);
-  fi_rt_free(ws);
+  e2e_free(kv);
+  e2e_free(ws);
   free_pages(&pg);
   return bad;
 }

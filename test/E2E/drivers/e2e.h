@@ -61,6 +61,8 @@ static inline void *e2e_alloc(size_t bytes) {
   return p;
 }
 
+static inline void e2e_free(void *p) { fi_rt_free_managed(p); }
+
 static inline void *random_tensor(rng *r, fi_dtype dtype, int64_t n, double lo, double hi) {
   void *p = e2e_alloc((size_t)n * fi_dtype_size(dtype));
   fill_random(p, dtype, n, r, lo, hi);
@@ -119,9 +121,9 @@ static inline void make_pages(rng *r, pages_t *pg, int32_t batch, int32_t page_s
 
 static inline void free_pages(pages_t *pg) {
   free(pg->kv_len);
-  fi_rt_free_managed(pg->indptr);
-  fi_rt_free_managed(pg->indices);
-  fi_rt_free_managed(pg->last);
+  e2e_free(pg->indptr);
+  e2e_free(pg->indices);
+  e2e_free(pg->last);
 }
 
 /* A random ragged indptr of `batch` segments with lengths in [lo, hi]. */

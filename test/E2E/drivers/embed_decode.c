@@ -65,11 +65,11 @@ int main(void) {
       ++bad;
     }
     fi_rt_free(res.allocated);
-    fi_rt_free(o[0]);
-    fi_rt_free(o[1]);
-    fi_rt_free(q);
-    for (int i = 0; i < 4; ++i) fi_rt_free(kv[i]);
-    fi_rt_free(ws);
+    e2e_free(o[0]);
+    e2e_free(o[1]);
+    e2e_free(q);
+    for (int i = 0; i < 4; ++i) e2e_free(kv[i]);
+    e2e_free(ws);
     free_pages(&pg);
   }
   printf("E2E embedded decode step: %s\n", bad ? "FAIL" : "PASS");

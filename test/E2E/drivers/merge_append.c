@@ -59,12 +59,12 @@ static int64_t merge_two(rng *r, int trial, int with_s, fi_dtype dt, int64_t hea
   if (with_s) bad += compare("s", data_of(&res.s, FI_DTYPE_F32), want_s, FI_DTYPE_F32, ns);
   fi_rt_free(res.v.allocated);
   fi_rt_free(res.s.allocated);
-  fi_rt_free(want_v);
-  fi_rt_free(want_s);
-  fi_rt_free(va);
-  fi_rt_free(vb);
-  fi_rt_free(sa);
-  fi_rt_free(sb);
+  e2e_free(want_v);
+  e2e_free(want_s);
+  e2e_free(va);
+  e2e_free(vb);
+  e2e_free(sa);
+  e2e_free(sb);
   return bad;
 }
 
@@ -95,10 +95,10 @@ static int64_t merge_n(rng *r) {
   bad += compare("s", data_of(&res.s, FI_DTYPE_F32), want_s, FI_DTYPE_F32, numel(2, lshape));
   fi_rt_free(res.v.allocated);
   fi_rt_free(res.s.allocated);
-  fi_rt_free(want_v);
-  fi_rt_free(want_s);
-  fi_rt_free(v);
-  fi_rt_free(s);
+  e2e_free(want_v);
+  e2e_free(want_s);
+  e2e_free(v);
+  e2e_free(s);
   return bad;
 }
 
@@ -190,13 +190,13 @@ static int64_t append(rng *r, int combined) {
          (long long)nnz, (long long)pg.total_kv);
   fi_rt_free(alloc1);
   fi_rt_free(alloc2);
-  fi_rt_free(kn);
-  fi_rt_free(vn);
-  fi_rt_free(kc);
-  fi_rt_free(vc);
-  fi_rt_free(want_k);
-  fi_rt_free(want_v);
-  fi_rt_free(ap);
+  e2e_free(kn);
+  e2e_free(vn);
+  e2e_free(kc);
+  e2e_free(vc);
+  e2e_free(want_k);
+  e2e_free(want_v);
+  e2e_free(ap);
   free(orig_k);
   free_pages(&pg);
   return bad;

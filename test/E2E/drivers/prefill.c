@@ -210,17 +210,17 @@ static int64_t run_case(const prefill_case *c, rng *r, int trial) {
 
   fi_rt_free(res_o.allocated);
   fi_rt_free(res_l.allocated);
-  fi_rt_free(want_o);
-  fi_rt_free(want_l);
-  fi_rt_free(ws);
-  fi_rt_free(q);
-  fi_rt_free(k);
-  fi_rt_free(v);
-  fi_rt_free(kv);
-  fi_rt_free(qo_indptr);
-  fi_rt_free(kv_indptr);
-  fi_rt_free(mask_indptr);
-  fi_rt_free(mask_bits);
+  e2e_free(want_o);
+  e2e_free(want_l);
+  e2e_free(ws);
+  e2e_free(q);
+  e2e_free(k);
+  e2e_free(v);
+  e2e_free(kv);
+  e2e_free(qo_indptr);
+  e2e_free(kv_indptr);
+  e2e_free(mask_indptr);
+  e2e_free(mask_bits);
   if (c->paged) free_pages(&pg);
   free(kv_len);
   return bad;
