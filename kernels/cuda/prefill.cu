@@ -221,30 +221,43 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
 
   cudaStream_t stream = fi_cuda_stream(ctx);
-  // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles on
-  // its fast path: 16-bit KV of q's type, no extras, no RoPE, a group dividing 128, paged
-  // page sizes a multiple of 16, tensors the driver can map, a plan in a workspace (its
-  // scheduler counters), a stream that is not capturing. FI_PREFILL_WARP_SPEC=0: never.
-  // Not in a CUDA-graph capture: the tensor maps hold the tensors' extents of this run, and a
-  // graph replayed after re-planning (more tokens, same buffers) must read the new rows.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-    cudaGetLastError();
-    capture = cudaStreamCaptureStatusActive;  // unknown: the kernel without tensor maps
-  }
+  // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
+  // with or without the extras, in and out of CUDA-graph captures (its tensor maps span the
+  // tensors as declared at capture, as every kernel's bounds do; rows and pages come from
+  // the plan in the workspace at replay). Not for fp8 KV, RoPE, a GQA group above 128,
+  // paged page sizes that are not a multiple of 16 or tensors the driver cannot map.
+  // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
+  // take fails, naming why; for tests).
+  const char *ws_refusal = nullptr;
+  if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
+      plan->tiles.kv_tile != 128)
+    ws_refusal = "the plan's tiles are not the wgmma 128 x 128 tiles";
+  else if (!ctx->wgmma_available || !counts)
+    ws_refusal = "no sm_90a device or no plan counters in the workspace";
+  else if (kvk != FI_KV_SAME)
+    ws_refusal = "fp8 KV";
+  else if (a->pos_encoding == FI_POS_ROPE_LLAMA)
+    ws_refusal = "RoPE";
+  else if (p.group > 128)
+    ws_refusal = "a GQA group above 128";
+  else if (p.paged && p.page_size % 16 != 0)
+    ws_refusal = "a page size that is not a multiple of 16";
   fi_prefill::WsMaps ws_maps;
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
-  const bool ws = capture == cudaStreamCaptureStatusNone && plan->tiles.cores == FI_CORES_WGMMA &&
-                  ctx->wgmma_available && counts &&
-                  ctx->tuning.prefill_warp_spec != 0 && plan->tiles.q_tile == 128 &&
-                  plan->tiles.kv_tile == 128 && kvk == FI_KV_SAME && !extras &&
-                  a->pos_encoding != FI_POS_ROPE_LLAMA && 128 % p.group == 0 &&
-                  (!p.paged || p.page_size % 16 == 0) && ws_launch &&
-                  encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size);
-  cudaError_t e = ws ? ws_launch(p, ws_maps, lay.num_work_units,
+  if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
+  if (!ws_refusal && !encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size))
+    ws_refusal = "tensors the driver cannot map (strides or alignment)";
+  if (ctx->tuning.prefill_warp_spec == 0) ws_refusal = ws_refusal ? ws_refusal : "turned off";
+  if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the warp-specialised prefill kernel is required "
+                        "(FI_PREFILL_WARP_SPEC=2) but cannot run: %s",
+                        what, ws_refusal);
+  cudaError_t e = !ws_refusal ? ws_launch(p, ws_maps, extras, lay.num_work_units,
                                           ctx->target.sm_count, stream)
-                     : launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
-                         plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
+                              : launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
+                                       plan->tiles.cores == FI_CORES_WGMMA,
+                                       lay.num_work_units, stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }

@@ -37,20 +37,22 @@ FI_PREFILL_DECLARE(128, bf16)
 FI_PREFILL_DECLARE(256, f16)
 FI_PREFILL_DECLARE(256, bf16)
 
-// The warp-specialised Hopper kernel (prefill_ws.cuh; sm_90a, head_dim 64 and 128, the
-// fast path only: prefill.cu checks its conditions and encodes the tensor maps).
+// The warp-specialised Hopper kernel (prefill_ws.cuh; sm_90a, head_dim 64 and 128, 16-bit
+// KV, with or without the extras: prefill.cu checks its conditions and encodes the tensor
+// maps).
 namespace fi_prefill {
 struct WsMaps;
 }
 typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
-                                               const fi_prefill::WsMaps &maps,
+                                               const fi_prefill::WsMaps &maps, bool extras,
                                                int num_work_units, int sm_count,
                                                cudaStream_t stream);
 // ..._prepare sets the kernel's shared-memory attribute (once per context, sm_90 only).
 #define FI_PREFILL_WS_DECLARE(HD, NAME)                                                    \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
-                                                   const fi_prefill::WsMaps &maps, int n,  \
-                                                   int sm_count, cudaStream_t stream);     \
+                                                   const fi_prefill::WsMaps &maps,         \
+                                                   bool extras, int n, int sm_count,       \
+                                                   cudaStream_t stream);                   \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME();
 FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
@@ -62,9 +64,10 @@ FI_PREFILL_WS_DECLARE(128, bf16)
 #include "prefill_ws.cuh"
 #define FI_PREFILL_WS_DEFINE(HD, NAME)                                                     \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
-                                                   const fi_prefill::WsMaps &maps, int n,  \
-                                                   int sm_count, cudaStream_t stream) {    \
-    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, n, sm_count, stream);          \
+                                                   const fi_prefill::WsMaps &maps,         \
+                                                   bool extras, int n, int sm_count,       \
+                                                   cudaStream_t stream) {                  \
+    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, extras, n, sm_count, stream);  \
   }                                                                                        \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
     return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \

@@ -9,11 +9,14 @@
 // (longest first). CTA b starts with item b, then takes the next item from a counter in the
 // workspace (atomicAdd; the last CTA to finish resets it), so the longest-first order holds
 // across CTAs whatever each item costs. The scheduler makes the workspace one run's at a
-// time (as split-KV partial rows already did). prefill.cu does not launch this kernel into a
-// graph capture: its tensor maps hold the extents of one run's tensors. Per item the CTA
-// walks the unit's GQA-packed query rows in chunks of CTA_Q = 128 (packed row = token * group +
-// head_in_group, as in prefill_kernel.cuh) and each chunk's KV range in tiles of
-// CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped).
+// time (as split-KV partial rows already did). In a CUDA graph the tensor maps (kernel
+// parameters) keep the tensors' extents as captured; rows, pages and work come from the
+// plan in the workspace at replay. Per item the CTA walks the unit's GQA-packed query rows
+// (packed row = token * group + head_in_group, as in prefill_kernel.cuh) in chunks of the
+// whole tokens that fit CTA_Q = 128 rows (128 - 128 % group rows; a group that does not
+// divide 128 leaves the last rows of the tile unused) and each chunk's KV range in tiles of
+// CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
+// sliding window: tiles wholly left of every row's window are never loaded).
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
@@ -26,8 +29,10 @@
 //     while the consumers finish the current chunk -- the prologue that the short units of
 //     the one-CTA-per-unit kernel paid in full.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
-//     S = Q K^T with wgmma from shared memory, masks and online softmax in registers (the
-//     accumulator layout of prefill_kernel.cuh), O += P V with P from registers, issued one
+//     S = Q K^T with wgmma from shared memory, the logits transform (EXTRAS: soft cap with
+//     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the tiles
+//     that cross them; a custom mask: every tile, one bit per pair) and online softmax in
+//     registers (the accumulator layout of prefill_kernel.cuh), O += P V with P from registers, issued one
 //     tile late so that it runs under the next tile's softmax (FA3's intra-warpgroup
 //     overlap); each warp releases a stage's K (`k_empty`, 8 arrivals) once its S has
 //     landed and its V (`v_empty`) once its P V has.
@@ -39,8 +44,9 @@
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
 //
 // Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): f16/bf16 KV of the
-// query's type, no soft cap / ALiBi / custom mask / window / RoPE, head_dim 64 or 128, a GQA
-// group that divides 128, paged page sizes a multiple of 16, tensors the driver can map.
+// query's type, no RoPE, head_dim 64 or 128, a GQA group of at most 128, paged page sizes a
+// multiple of 16, tensors the driver can map. EXTRAS = false is the plain kernel (no soft
+// cap, ALiBi, custom mask or window: none of their per-element work is compiled in).
 #ifndef FI_CUDA_PREFILL_WS_CUH
 #define FI_CUDA_PREFILL_WS_CUH
 
@@ -63,8 +69,17 @@ struct WsMaps {
 struct WsChunk {
   fi_work_unit wu;
   int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;
-  int packed_end, chunk, t_lo, kv_lo, kv_hi, num_tiles;
+  int packed_end, chunk, t_lo, t_hi, kv_lo, kv_hi, num_tiles;
 };
+
+// tanh on the special-function unit (max relative error 2^-11): soft-capped logits cost
+// one MUFU op beside the softmax's exp2, not tanhf's dozen instructions (the softmax is
+// already near the SFU's rate at head_dim 128, FA3's paper).
+__device__ __forceinline__ float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
 // consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
@@ -90,7 +105,7 @@ struct WsShape {
       Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
 };
 
-template <int HD, typename DT>
+template <int HD, typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
@@ -138,6 +153,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     // The producer alone walks the work: items from the scheduler (see the header), each
     // item's chunks in order, one descriptor per chunk in its Q slot's header.
     const int kvh = p.num_kv_heads;
+    const int chunk_rows = CTA_Q - CTA_Q % p.group;  // whole tokens of GQA-packed rows
+    const int q_bytes = chunk_rows * HD * 2;
     const int num_units = *p.device_num_units;
     const int num_items = num_units * kvh;
     uint32_t q_seq = 0, kv_seq = 0;
@@ -164,13 +181,20 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       c.q_pos_shift = c.kv_len - qo_len;  // bottom-right alignment
       const int packed_begin = c.wu.qo_start * group;
       c.packed_end = (c.wu.qo_start + c.wu.qo_len) * group;
-      for (c.chunk = packed_begin; c.chunk < c.packed_end; c.chunk += CTA_Q) {
-        const int last_pr = min(c.chunk + CTA_Q, c.packed_end) - 1;
+      for (c.chunk = packed_begin; c.chunk < c.packed_end; c.chunk += chunk_rows) {
+        const int last_pr = min(c.chunk + chunk_rows, c.packed_end) - 1;
         c.t_lo = (int)p.group_div.div((uint32_t)c.chunk);
-        const int t_hi = (int)p.group_div.div((uint32_t)last_pr);
+        c.t_hi = (int)p.group_div.div((uint32_t)last_pr);
         c.kv_lo = c.wu.kv_start;
         c.kv_hi = c.wu.kv_end;
-        if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + t_hi + 1);
+        if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
+        // Sliding window: tiles wholly left of every row's window are never loaded (paged:
+        // the range starts on a tile boundary, so each box stays inside one page).
+        if (EXTRAS && p.window_left >= 0) {
+          int lo = c.q_pos_shift + c.t_lo - p.window_left;
+          if (p.paged) lo &= ~(CTA_KV - 1);
+          c.kv_lo = max(c.kv_lo, lo);
+        }
         c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
         ++q_seq;
@@ -180,7 +204,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         if (lane == 0) descs[qs] = c;  // read after this chunk's desc_sync
         if (lane == 0) {
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
-          fi::mbar_arrive_expect_tx(&q_full[qs], W::Q_BYTES);
+          fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
 #pragma unroll
           for (int h = 0; h < HD / 64; ++h)
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, 64 * h, kv_head * group,
@@ -264,16 +288,33 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
     const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
     const int num_tiles = c.num_tiles;
+    // Rows past chunk_rows (a group that does not divide CTA_Q) hold no query of this
+    // chunk: computed, never stored.
+    const int chunk_rows = CTA_Q - CTA_Q % group;
     const fi_work_unit &wu = c.wu;
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
     const int g = lane >> 2, t4 = lane & 3;
     int row_tok[2];
+    float row_slope[2] = {0.f, 0.f};
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int pr = chunk + warp * 16 + g + hh * 8;
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
+      if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
+        const int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
+        const int n = 1 << (31 - __clz(p.num_qo_heads));  // 2^floor(log2(heads))
+        row_slope[hh] = exp2f(h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n);
+      }
     }
+    // The softmax's factor to the log2 domain: the scale folded in (plain), the soft cap's
+    // cap (S holds tanh(scaled / cap)), or 1 (ALiBi: S holds the biased logits already).
+    float c_log2 = p.sm_scale_log2;
+    if (EXTRAS && p.pos_encoding == FI_POS_ALIBI)
+      c_log2 = 1.f;
+    else if (EXTRAS && p.logits_soft_cap > 0.f)
+      c_log2 = p.logits_soft_cap * 1.4426950408889634f;
+    const float cap_in = p.sm_scale * p.soft_cap_rcp;
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 #pragma unroll
@@ -321,10 +362,49 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         fi_wgmma::commit();
       }
 
-      // Masks: only tiles that cross the range's end or the causal diagonal.
+      // Masks: only tiles that cross the range's end, the causal diagonal or the window's
+      // left edge (a custom mask: every tile).
       const bool tile_partial = kv0 + CTA_KV > kv_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
-      if (tile_partial || tile_diag) {
+      if constexpr (EXTRAS) {
+        const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
+        if (p.pos_encoding == FI_POS_ALIBI) {
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              float x = s[nb][e] * p.sm_scale +
+                        row_slope[e >> 1] * (float)(j - q_pos_shift - row_tok[e >> 1]);
+              if (p.logits_soft_cap > 0.f)
+                x = p.logits_soft_cap * tanh_approx(x * p.soft_cap_rcp);
+              s[nb][e] = x * 1.4426950408889634f;
+            }
+        } else if (p.logits_soft_cap > 0.f) {
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[nb][e] = tanh_approx(s[nb][e] * cap_in);
+        }
+        if (tile_partial || tile_diag || tile_window || p.custom_mask) {
+          const int64_t mask_base = p.custom_mask ? (int64_t)p.mask_indptr[wu.request] : 0;
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[e >> 1];
+              bool keep = j < kv_hi;
+              if (p.causal) keep = keep && j <= qpos;
+              if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
+              if (p.custom_mask && keep) {
+                const int64_t bit = mask_base + (int64_t)row_tok[e >> 1] * kv_len + j;
+                keep = (p.mask_bits[bit >> 3] >> (bit & 7)) & 1;
+              }
+              s[nb][e] = keep ? s[nb][e] : -INFINITY;
+            }
+        }
+      } else if (tile_partial || tile_diag) {
 #pragma unroll
         for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -336,8 +416,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           }
       }
 
-      // Online softmax (log2 domain; the scale folded into the FFMA).
-      const float c_log2 = p.sm_scale_log2;
+      // Online softmax (log2 domain; c_log2 folded into the FFMA).
       float row_scale[2];
       bool any_rescale = false;
 #pragma unroll
@@ -419,7 +498,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
               v2;
         }
         const int pr = chunk + row;
-        if (p.lse != nullptr && t4 == 0 && pr < packed_end) {
+        if (p.lse != nullptr && t4 == 0 && row < chunk_rows && pr < packed_end) {
           const int tok = (int)p.group_div.div((uint32_t)pr);
           const int h = kv_head * group + pr - tok * group;
           p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
@@ -432,7 +511,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         const int idx = (tid & 127) + it * 128;
         const int row = wg * 64 + idx / CH, c = idx % CH;
         const int pr = chunk + row;
-        if (pr < packed_end) {
+        if (row < chunk_rows && pr < packed_end) {
           const int tok = (int)p.group_div.div((uint32_t)pr);
           const int h = kv_head * group + pr - tok * group;
           DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
@@ -445,8 +524,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       // Split-KV: fp32 partial rows + natural-log LSE for the merge.
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const int pr = chunk + warp * 16 + g + hh * 8;
-        if (pr >= packed_end) continue;
+        const int row = warp * 16 + g + hh * 8, pr = chunk + row;
+        if (row >= chunk_rows || pr >= packed_end) continue;
         const int tok = (int)p.group_div.div((uint32_t)pr);
         const int h = kv_head * group + pr - tok * group;
         const int64_t prow = (int64_t)wu.partial_row + (tok - wu.qo_start);
@@ -475,18 +554,26 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
 template <int HD, typename DT>
 cudaError_t prepare_prefill_ws() {
-  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT>,
+  cudaError_t e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       WsShape<HD>::SMEM);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
 }
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
+// extras: soft cap, ALiBi, custom mask or sliding window in use.
 template <int HD, typename DT>
-cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int num_work_units,
-                              int sm_count, cudaStream_t stream) {
+cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool extras,
+                              int num_work_units, int sm_count, cudaStream_t stream) {
   using W = WsShape<HD>;
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
-  prefill_ws_kernel<HD, DT><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
+  if (extras)
+    prefill_ws_kernel<HD, DT, true><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
+  else
+    prefill_ws_kernel<HD, DT, false><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
   return cudaGetLastError();
 }
 

@@ -94,9 +94,8 @@ static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
   tp.kv_dtype_bytes = (int32_t)fi_dtype_size(p->kv_dtype);
   tp.avg_qo_len = batch > 0 ? (total_qo + batch - 1) / batch : 0;
   tp.avg_kv_len = batch > 0 ? (total_kv + batch - 1) / batch : 0;
-  tp.fast_path = p->kv_dtype == p->q_dtype && p->logits_soft_cap == 0.f &&
-                 p->pos_encoding == FI_POS_NONE && p->mask_mode != FI_MASK_CUSTOM &&
-                 p->window_left < 0 && (!paged || p->page_size % 16 == 0);
+  tp.fast_path = p->kv_dtype == p->q_dtype && p->pos_encoding != FI_POS_ROPE_LLAMA &&
+                 (!paged || p->page_size % 16 == 0);
   return tp;
 }
 
@@ -270,13 +269,27 @@ static fi_status check_plan(fi_context *ctx, const fi_plan *plan, fi_op_family f
   return FI_SUCCESS;
 }
 
+/* Row-indexed tensors (q, o, lse, ragged k and v) may hold more rows than the plan's:
+ * buffers at their capacity, as a CUDA graph replayed after re-planning needs. Rows past
+ * the plan's are neither read nor written. `shape[0]` < 0: unknown to the host. */
+static fi_status check_rows(fi_context *ctx, const char *name, const fi_tensor *t,
+                            fi_dtype dtype, int32_t rank, const int64_t *shape) {
+  int64_t any_rows[3] = {-1, shape[1], rank > 2 ? shape[2] : -1};
+  CHECK(fi_validate_tensor(ctx, name, t, dtype, rank, any_rows));
+  if (shape[0] >= 0 && t->shape[0] < shape[0])
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s.shape[0] = %lld: expected %lld (the plan's rows; more are allowed)",
+                        name, (long long)t->shape[0], (long long)shape[0]);
+  return FI_SUCCESS;
+}
+
 static fi_status check_q_o_lse(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                const fi_tensor *o, const fi_tensor *lse) {
   const fi_attention_params *p = &plan->params;
   int64_t shape[3] = {plan->total_qo_rows, p->num_qo_heads, p->head_dim};
-  CHECK(fi_validate_tensor(ctx, "q [nnz_qo, qo_heads, head_dim]", q, p->q_dtype, 3, shape));
-  CHECK(fi_validate_tensor(ctx, "o [nnz_qo, qo_heads, head_dim]", o, p->q_dtype, 3, shape));
-  if (lse) CHECK(fi_validate_tensor(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
+  CHECK(check_rows(ctx, "q [nnz_qo, qo_heads, head_dim]", q, p->q_dtype, 3, shape));
+  CHECK(check_rows(ctx, "o [nnz_qo, qo_heads, head_dim]", o, p->q_dtype, 3, shape));
+  if (lse) CHECK(check_rows(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
   return FI_SUCCESS;
 }
 
@@ -370,8 +383,8 @@ fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_t
   CHECK(check_q_o_lse(ctx, plan, q, o, lse));
   const fi_attention_params *p = &plan->params;
   int64_t kshape[3] = {plan->total_kv, p->num_kv_heads, p->head_dim};
-  CHECK(fi_validate_tensor(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
-  CHECK(fi_validate_tensor(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
+  CHECK(check_rows(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
+  CHECK(check_rows(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
   if (!qo_indptr || !kv_indptr)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "qo_indptr and kv_indptr must not be NULL");
   if (p->mask_mode == FI_MASK_CUSTOM && (!mask || !mask->bits || !mask->indptr))

@@ -47,7 +47,7 @@
  *    v11 on an H100): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the
  *    ragged rows; 64 x 64 beat 64 x 128 by 7 % at kv 512 and ~2 % at kv 2048 and lost
  *    4-9 % at kv 4096 and 8192. Ops on the fast path (fi_tile_problem.fast_path) with a
- *    GQA group that divides 128 take q_tile = kv_tile = FI_WS_TILE instead: the CUDA backend
+ *    GQA group of at most 128 take q_tile = kv_tile = FI_WS_TILE instead: the CUDA backend
  *    runs those plans on its warp-specialised kernel (a TMA producer warp, two consumer
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
@@ -189,7 +189,7 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
   tiles.kv_tile = select_kv_tile(t, p, tiles.q_tile, 0);
   if (t->sm_version == 90 && tiles.q_tile >= 64 && (p->head_dim == 64 || p->head_dim == 128)) {
     tiles.cores = FI_CORES_WGMMA;
-    if (p->fast_path && FI_WS_TILE % group_size(p) == 0) {
+    if (p->fast_path && group_size(p) <= FI_WS_TILE) {
       tiles.q_tile = FI_WS_TILE; /* the warp-specialised kernel */
       tiles.kv_tile = FI_WS_TILE;
     } else {

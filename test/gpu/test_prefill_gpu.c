@@ -2,13 +2,14 @@
  *
  * Random configurations (seeded; FI_TEST_SEED overrides, FI_TEST_CONFIGS the count):
  * ragged and paged forms, f16/bf16 queries, same-dtype or fp8 (e4m3/e5m2) KV with scales,
- * head_dim 64/128/256, GQA groups 1..8, NHD/HND, page sizes 1..1024, ragged lengths
+ * head_dim 64/128/256, GQA groups 1..32 (3, 5, 6, 7, 12: not dividing 128), NHD/HND, page sizes 1..1024, ragged lengths
  * 1..8192 with qo_len <= kv_len and qo_len == kv_len, random page tables, every mask
  * (none/causal/custom) and variant (RoPE, ALiBi, soft cap, sliding window, sm_scale, LSE)
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs. Exit 77 without a GPU.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
@@ -407,6 +408,124 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   return fail;
 }
 
+/* Graph capture: one ragged prefill run (soft cap + window + causal + LSE, a GQA group of 3
+ * that does not divide 128; on Hopper the warp-specialised kernel is required) captured
+ * with plan A, then re-planned with plan B (other batch and lengths, more work units, same
+ * tensors at their capacity) into the same workspace with the indptrs rewritten in place;
+ * each replay's output (poisoned before) is compared with the host backend's. */
+static int graph_test(fi_context *host) {
+  enum { HQ = 6, HK = 2, HD = 128, CAP_Q = 1024, CAP_KV = 2048 };
+  const char *saved = getenv("FI_PREFILL_WARP_SPEC");
+  if (hopper) setenv("FI_PREFILL_WARP_SPEC", "2", 1);
+  fi_context *cuda = NULL;
+  if (fi_context_create(FI_BACKEND_CUDA, &cuda)) { fprintf(stderr, "graph: context\n"); return 1; }
+  if (hopper) { if (saved) setenv("FI_PREFILL_WARP_SPEC", saved, 1); else unsetenv("FI_PREFILL_WARP_SPEC"); }
+  cudaStream_t stream;
+  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (fi_context_set_stream(cuda, stream)) { fprintf(stderr, "graph: %s\n", fi_last_error(cuda)); return 1; }
+  fi_attention_params prm = fi_attention_params_default(HQ, HK, HD);
+  prm.mask_mode = FI_MASK_CAUSAL;
+  prm.logits_soft_cap = 30.f;
+  prm.window_left = 300;
+  const size_t qn = (size_t)CAP_Q * HQ * HD, kn = (size_t)CAP_KV * HK * HD;
+  uint16_t *q = malloc(qn * 2), *k = malloc(kn * 2), *v = malloc(kn * 2), *oh = malloc(qn * 2);
+  uint16_t *og = malloc(qn * 2);
+  float *lh = malloc((size_t)CAP_Q * HQ * 4), *lg = malloc((size_t)CAP_Q * HQ * 4);
+  fill_random(q, FI_DTYPE_F16, qn);
+  fill_random(k, FI_DTYPE_F16, kn);
+  fill_random(v, FI_DTYPE_F16, kn);
+  void *dq = dcopy(q, qn * 2), *dk = dcopy(k, kn * 2), *dv = dcopy(v, kn * 2);
+  void *dout = dmalloc(qn * 2);
+  float *dlse = dmalloc((size_t)CAP_Q * HQ * 4);
+  int32_t *dqo = dmalloc(4 * 4), *dkv = dmalloc(4 * 4);
+  const int64_t qs[3] = {CAP_Q, HQ, HD}, ks[3] = {CAP_KV, HK, HD}, ls[2] = {CAP_Q, HQ};
+  fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
+  fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, ks);
+  fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, ks);
+  fi_tensor to = fi_tensor_contiguous(oh, FI_DTYPE_F16, 3, qs);
+  fi_tensor tl = fi_tensor_contiguous(lh, FI_DTYPE_F32, 2, ls);
+  fi_tensor dtq = fi_tensor_contiguous(dq, FI_DTYPE_F16, 3, qs);
+  fi_tensor dtk = fi_tensor_contiguous(dk, FI_DTYPE_F16, 3, ks);
+  fi_tensor dtv = fi_tensor_contiguous(dv, FI_DTYPE_F16, 3, ks);
+  fi_tensor dto = fi_tensor_contiguous(dout, FI_DTYPE_F16, 3, qs);
+  fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, ls);
+  /* A: 2 requests, B: 3 (q and kv totals within the capacities) */
+  static const int32_t qo_a[] = {0, 300, 400}, kv_a[] = {0, 600, 1000};
+  static const int32_t qo_b[] = {0, 500, 520, 920}, kv_b[] = {0, 900, 1400, 2000};
+  size_t ws = 0;
+  fi_tiles ws_tiles = {128, 128, 1, FI_CORES_WGMMA};
+  int failed = 0, units[2] = {0, 0};
+  void *w = NULL, *wh = NULL;
+  size_t wsh = 0;
+  cudaGraphExec_t exec = NULL;
+  if (fi_prefill_workspace_size(cuda, &prm, 3, CAP_Q, &ws) ||
+      fi_prefill_workspace_size(host, &prm, 3, CAP_Q, &wsh)) {
+    fprintf(stderr, "graph: workspace size: %s\n", fi_last_error(cuda));
+    return 1;
+  }
+  w = dmalloc(ws);
+  wh = malloc(wsh);
+  for (int phase = 0; phase < 2; ++phase) {
+    const int32_t *qo = phase ? qo_b : qo_a, *kv = phase ? kv_b : kv_a;
+    const int batch = phase ? 3 : 2;
+    CK(cudaMemcpyAsync(dqo, qo, 4 * (size_t)(batch + 1), cudaMemcpyHostToDevice, stream));
+    CK(cudaMemcpyAsync(dkv, kv, 4 * (size_t)(batch + 1), cudaMemcpyHostToDevice, stream));
+    fi_plan pd, ph;
+    if (fi_ragged_prefill_plan(cuda, &prm, batch, qo, kv, NULL, hopper ? &ws_tiles : NULL, w, ws,
+                               &pd) ||
+        fi_ragged_prefill_plan(host, &prm, batch, qo, kv, NULL, NULL, wh, wsh, &ph)) {
+      fprintf(stderr, "graph: plan: %s / %s\n", fi_last_error(cuda), fi_last_error(host));
+      return 1;
+    }
+    units[phase] = pd.num_work_units;
+    if (phase == 0) {
+      cudaGraph_t graph;
+      CK(cudaStreamSynchronize(stream));
+      CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      fi_status s = fi_ragged_prefill_run(cuda, &pd, &dtq, &dtk, &dtv, dqo, dkv, NULL, &dto, &dtl);
+      CK(cudaStreamEndCapture(stream, &graph));
+      if (s) { fprintf(stderr, "graph: captured run: %s\n", fi_last_error(cuda)); return 1; }
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      CK(cudaGraphDestroy(graph));
+    }
+    CK(cudaMemsetAsync(dout, 0xff, qn * 2, stream));
+    CK(cudaMemsetAsync(dlse, 0xff, (size_t)CAP_Q * HQ * 4, stream));
+    CK(cudaGraphLaunch(exec, stream));
+    CK(cudaStreamSynchronize(stream));
+    CK(cudaMemcpy(og, dout, qn * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(lg, dlse, (size_t)CAP_Q * HQ * 4, cudaMemcpyDeviceToHost));
+    if (fi_ragged_prefill_run(host, &ph, &tq, &tk, &tv, qo, kv, NULL, &to, &tl)) {
+      fprintf(stderr, "graph: host run: %s\n", fi_last_error(host));
+      return 1;
+    }
+    const size_t n = (size_t)qo[batch] * HQ * HD;
+    double maxref = 0;
+    for (size_t i = 0; i < n; ++i) maxref = fmax(maxref, fabs(load_elem(oh, FI_DTYPE_F16, i)));
+    size_t bad = 0, lbad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double r = load_elem(oh, FI_DTYPE_F16, i), g = load_elem(og, FI_DTYPE_F16, i);
+      bad += !(fabs(g - r) <= 1e-2 * maxref + 1e-2 * fabs(r));
+    }
+    for (size_t i = 0; i < (size_t)qo[batch] * HQ; ++i)
+      lbad += !(fabs(lg[i] - lh[i]) <= 1e-2 * (1 + fabs(lh[i])));
+    printf("prefill graph replay %s (%d work units): %zu/%zu o, %zu lse elements off: %s\n",
+           phase ? "after re-plan" : "as captured", pd.num_work_units, bad, n, lbad,
+           bad || lbad ? "FAIL" : "ok");
+    failed |= bad || lbad;
+  }
+  if (units[0] == units[1]) {
+    printf("prefill graph test: plans A and B have the same unit count; the test proves less\n");
+    failed = 1;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaFree(w); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse);
+  cudaFree(dqo); cudaFree(dkv);
+  free(wh); free(q); free(k); free(v); free(oh); free(og); free(lh); free(lg);
+  cudaStreamDestroy(stream);
+  fi_context_destroy(cuda);
+  return failed;
+}
+
 /* Draws config number i; about a sixth of the configs exercise one feature alone, the rest
  * combine them at random. */
 static void draw_config(config *c, int i) {
@@ -423,8 +542,9 @@ static void draw_config(config *c, int i) {
   /* {32, 1} and {16, 1}: a GQA group larger than a 16/32-row tile, so one work unit's
    * packed rows span several query chunks of the CTA. */
   static const int heads[][2] = {{1, 1}, {4, 4}, {4, 1}, {8, 2}, {8, 1}, {6, 2},
-                                 {32, 8}, {16, 2}, {12, 4}, {32, 1}, {16, 1}};
-  int hsel = (int)(rnd() % 11);
+                                 {32, 8}, {16, 2}, {12, 4}, {32, 1}, {16, 1},
+                                 {10, 2}, {14, 2}, {12, 1}, {6, 1}};
+  int hsel = (int)(rnd() % 15);
   c->qo_heads = heads[hsel][0];
   c->kv_heads = heads[hsel][1];
   c->layout = (rnd() & 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
@@ -467,20 +587,18 @@ static void draw_config(config *c, int i) {
   }
   if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
-  /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel's fast path
-   * (wgmma 128 x 128 tiles, 16-bit KV of q's type, no extras or RoPE, a group dividing 128,
-   * page sizes a multiple of 16), with the other features still drawn at random. */
+  /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel (wgmma
+   * 128 x 128 tiles, 16-bit KV of q's type, no RoPE, page sizes a multiple of 16), with
+   * soft cap, ALiBi, custom masks, windows and every GQA group still drawn at random; the
+   * CUDA context then requires that kernel (FI_PREFILL_WARP_SPEC=2, set in main), so a run
+   * that would fall back fails. */
   if (hopper && getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0) {
     static const int ws_pages[] = {16, 32, 48, 64, 128, 256, 1024};
     c->kv_dtype = c->q_dtype;
     c->k_scale = c->v_scale = 1.f;
     if (c->hd > 128) c->hd = 128;
-    if (c->qo_heads % 3 == 0) { c->qo_heads = 8; c->kv_heads = 2; }
     c->page_size = ws_pages[rnd() % 7];
-    if (c->mask == FI_MASK_CUSTOM) c->mask = FI_MASK_CAUSAL;
-    c->pos = FI_POS_NONE;
-    c->soft_cap = 0.f;
-    c->window_left = -1;
+    if (c->pos == FI_POS_ROPE_LLAMA) c->pos = FI_POS_NONE;
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = 128;
@@ -508,6 +626,8 @@ int main(void) {
   const char *seed = getenv("FI_TEST_SEED"), *count = getenv("FI_TEST_CONFIGS");
   if (seed) rng_state ^= strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull;
   int num = count ? atoi(count) : 240;
+  if (getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0)
+    setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
@@ -546,6 +666,8 @@ int main(void) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
     ++failures;
   }
+
+  failures += graph_test(host);
 
   /* Unsupported shapes fail at plan with a message, never run. */
   failures += expect_refused(cuda, 96, NULL, "head_dim 96");

@@ -125,8 +125,8 @@ int main(void) {
       ts = fi_select_prefill_tiles(&h100, &ps);
       EXPECT(ts.kv_tile == 128, "unknown-kv hopper prefill kv %d", ts.kv_tile);
     }
-    /* the fast path (no extras, 16-bit KV of q's type): the warp-specialised kernel's
-     * 128 x 128 tiles on Hopper at every KV length, when the GQA group divides 128 */
+    /* the fast path (16-bit KV of q's type, no RoPE): the warp-specialised kernel's
+     * 128 x 128 tiles on Hopper at every KV length */
     {
       fi_tile_problem pf = prob(32, 32, 8, 128, 2, 2, 512, 512);
       pf.fast_path = 1;
@@ -139,10 +139,15 @@ int main(void) {
       tf = fi_select_prefill_tiles(&h100, &pf);
       EXPECT(tf.q_tile == 128 && tf.kv_tile == 128, "fast-path long kv: q %d kv %d", tf.q_tile,
              tf.kv_tile);
+      /* a group that does not divide 128 runs on that kernel too (126 of its 128 rows) */
       fi_tile_problem pg = prob(4, 24, 8, 128, 2, 2, 4096, 4096); /* group 3 */
       pg.fast_path = 1;
       fi_tiles tg = fi_select_prefill_tiles(&h100, &pg);
-      EXPECT(tg.q_tile == 64 && tg.cores == FI_CORES_WGMMA, "group 3 fast path: q %d cores %d",
+      EXPECT(tg.q_tile == 128 && tg.kv_tile == 128 && tg.cores == FI_CORES_WGMMA,
+             "group 3 fast path: q %d kv %d cores %d", tg.q_tile, tg.kv_tile, tg.cores);
+      pg.fast_path = 0; /* RoPE or fp8 KV: the one-warpgroup wgmma kernel */
+      tg = fi_select_prefill_tiles(&h100, &pg);
+      EXPECT(tg.q_tile == 64 && tg.cores == FI_CORES_WGMMA, "group 3 off the fast path: q %d cores %d",
              tg.q_tile, tg.cores);
       fi_target a100t = {80, 108, 166912};
       fi_tiles ta = fi_select_prefill_tiles(&a100t, &pf);

@@ -46,9 +46,9 @@ typedef struct fi_tile_problem {
   int32_t kv_dtype_bytes; /* 1 for fp8, 2, 4 */
   int64_t avg_qo_len;     /* 1 for decode */
   int64_t avg_kv_len;
-  /* 1 when the op is on the fast path of the Hopper tier's warp-specialised prefill kernel:
-   * no soft cap, ALiBi, custom mask, sliding window or RoPE, KV of the query's dtype and,
-   * paged, a page size that is a multiple of 16. 0 when not (or not known). */
+  /* 1 when the Hopper tier's warp-specialised prefill kernel can run the op: KV of the
+   * query's dtype, no RoPE and, paged, a page size that is a multiple of 16 (soft cap,
+   * ALiBi, custom masks and sliding windows run on it). 0 when not (or not known). */
   int32_t fast_path;
 } fi_tile_problem;
 

@@ -233,6 +233,9 @@ fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *
 
 /* `tiles` (may be NULL) forces the variant chosen at compile time; plan fails with
  * FI_ERROR_UNSUPPORTED if the backend has no such variant. */
+/* Row-indexed tensors of a run (q, o, lse; ragged k, v) hold at least the plan's rows; more
+ * are allowed (buffers at capacity, e.g. captured once in a CUDA graph and replayed after
+ * re-planning with other lengths): rows past the plan's are neither read nor written. */
 
 /* Batch paged decode: one query row per request. */
 fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
