@@ -31,7 +31,7 @@
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, the logits transform (EXTRAS: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the tiles
-//     that cross them; a custom mask: every tile, one bit per pair) and online softmax in
+//     that cross them; a custom mask: every tile, its bits read as 32-bit words) and online softmax in
 //     registers (the accumulator layout of prefill_kernel.cuh), O += P V with P from registers, issued one
 //     tile late so that it runs under the next tile's softmax (FA3's intra-warpgroup
 //     overlap); each warp releases a stage's K (`k_empty`, 8 arrivals) once its S has
@@ -79,6 +79,34 @@ __device__ __forceinline__ float tanh_approx(float x) {
   float y;
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+// 128 bits of a custom mask from bit b0 on (one row's bits of one K/V tile): five aligned
+// 32-bit loads and four funnel shifts instead of a byte load per pair. Only bytes in
+// [lo_byte, hi_byte] (the request's own) are read: a word that crosses them is gathered
+// byte by byte, the bytes outside reading as zero (their bits belong to no pair used).
+__device__ __forceinline__ void load_mask_bits128(const uint8_t *bits, int64_t b0,
+                                                  int64_t lo_byte, int64_t hi_byte,
+                                                  uint32_t out[4]) {
+  const int mis = (int)((uintptr_t)bits & 3);  // the mask may start off a word boundary
+  const uint32_t *words = reinterpret_cast<const uint32_t *>(bits - mis);
+  const int64_t a0 = b0 + 8 * mis, w0 = a0 >> 5;
+  const uint32_t sh = (uint32_t)(a0 & 31);
+  uint32_t w[5];
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    const int64_t byte0 = (w0 + k) * 4 - mis;  // relative to bits
+    if (byte0 >= lo_byte && byte0 + 3 <= hi_byte) {
+      w[k] = __ldg(words + w0 + k);
+    } else {
+      w[k] = 0;
+      for (int b = 0; b < 4; ++b)
+        if (byte0 + b >= lo_byte && byte0 + b <= hi_byte)
+          w[k] |= (uint32_t)__ldg(bits + byte0 + b) << (8 * b);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
 }
 
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
@@ -304,16 +332,15 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
         const int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
         const int n = 1 << (31 - __clz(p.num_qo_heads));  // 2^floor(log2(heads))
-        row_slope[hh] = exp2f(h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n);
+        // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
+        row_slope[hh] =
+            exp2f(h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n) / p.sm_scale;
       }
     }
-    // The softmax's factor to the log2 domain: the scale folded in (plain), the soft cap's
-    // cap (S holds tanh(scaled / cap)), or 1 (ALiBi: S holds the biased logits already).
+    // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
+    // (S holds tanh(scaled / cap)).
     float c_log2 = p.sm_scale_log2;
-    if (EXTRAS && p.pos_encoding == FI_POS_ALIBI)
-      c_log2 = 1.f;
-    else if (EXTRAS && p.logits_soft_cap > 0.f)
-      c_log2 = p.logits_soft_cap * 1.4426950408889634f;
+    if (EXTRAS && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
@@ -329,11 +356,31 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
     uint32_t pa_prev[CTA_KV / 16][4];
     uint32_t v_prev_lo = 0, st_prev = 0;
+    // A custom mask: each row's first bit, and the request's bytes of the packed mask.
+    int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
+    if (EXTRAS && p.custom_mask) {
+      const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
+      mask_lo_byte = req_lo >> 3;
+      mask_hi_byte = (req_hi - 1) >> 3;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
+    }
     for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
       const int kv0 = kv_lo + tile * CTA_KV;
+      // A custom mask's bits of this tile, loaded before the K wait so that the loads run
+      // under it and under S = Q K^T.
+      uint32_t mask_w[2][4];
+      if constexpr (EXTRAS) {
+        if (p.custom_mask) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            load_mask_bits128(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
+                              mask_w[hh]);
+        }
+      }
 
       // The descriptors of P(tile-1) V(tile-1), defined before the fence.
       uint64_t v_prev_desc[CTA_KV / 16];
@@ -369,25 +416,24 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       if constexpr (EXTRAS) {
         const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
         if (p.pos_encoding == FI_POS_ALIBI) {
+          // slope * (key - query position), the row's part once per tile: an FMA per pair
+          float row_bias[2];
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            row_bias[hh] = row_slope[hh] * (float)(kv0 + 2 * t4 - q_pos_shift - row_tok[hh]);
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-              float x = s[nb][e] * p.sm_scale +
-                        row_slope[e >> 1] * (float)(j - q_pos_shift - row_tok[e >> 1]);
-              if (p.logits_soft_cap > 0.f)
-                x = p.logits_soft_cap * tanh_approx(x * p.soft_cap_rcp);
-              s[nb][e] = x * 1.4426950408889634f;
-            }
-        } else if (p.logits_soft_cap > 0.f) {
+            for (int e = 0; e < 4; ++e)
+              s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)), row_bias[e >> 1]);
+        }
+        if (p.logits_soft_cap > 0.f) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[nb][e] = tanh_approx(s[nb][e] * cap_in);
         }
         if (tile_partial || tile_diag || tile_window || p.custom_mask) {
-          const int64_t mask_base = p.custom_mask ? (int64_t)p.mask_indptr[wu.request] : 0;
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -397,10 +443,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
               bool keep = j < kv_hi;
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if (p.custom_mask && keep) {
-                const int64_t bit = mask_base + (int64_t)row_tok[e >> 1] * kv_len + j;
-                keep = (p.mask_bits[bit >> 3] >> (bit & 7)) & 1;
-              }
+              if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
+                keep = keep && ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }
         }

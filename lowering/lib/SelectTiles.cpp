@@ -57,18 +57,15 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
                         static_cast<Cores>(t.cores)); // same values as fi_core_kind
 }
 
-/// The runtime's fi_tile_problem.fast_path of a prefill op: no soft cap, ALiBi, custom
-/// mask, window or RoPE, KV of q's element type, paged page sizes a multiple of 16.
+/// The runtime's fi_tile_problem.fast_path of a prefill op (the warp-specialised Hopper
+/// kernel can run it): no RoPE, KV of q's element type, paged page sizes a multiple of 16.
+/// Soft cap, ALiBi, custom masks and windows run on that kernel.
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
-  auto plain = [&](auto attn) {
-    return attn.getPosEncoding() == PosEncoding::none &&
-           attn.getLogitsSoftCap().isZero() &&
-           static_cast<int64_t>(attn.getWindowLeft()) < 0;
-  };
+  auto noRope = [&](auto attn) { return attn.getPosEncoding() != PosEncoding::rope_llama; };
   bool attrs = false;
-  if (auto p = dyn_cast<PagedPrefillOp>(op)) attrs = plain(p);
-  else if (auto r = dyn_cast<RaggedPrefillOp>(op)) attrs = plain(r);
-  return attrs && info.mask != MaskMode::custom && info.kvType == info.qType &&
+  if (auto p = dyn_cast<PagedPrefillOp>(op)) attrs = noRope(p);
+  else if (auto r = dyn_cast<RaggedPrefillOp>(op)) attrs = noRope(r);
+  return attrs && info.kvType == info.qType &&
          (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
 }
 

@@ -63,12 +63,11 @@ func.func @prefill_static(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
-// The same op with a soft cap (or a window, ALiBi, RoPE, a custom mask, fp8 KV, a page
-// size that is not a multiple of 16) is off that path: the one-warpgroup wgmma kernel,
-// q tile 64 x kv tile 128.
+// Soft cap, sliding window, ALiBi and custom masks run on the warp-specialised kernel too:
+// the same 128 x 128 tiles.
 // CHECK-LABEL: func.func @prefill_static_soft_cap
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static_soft_cap(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
@@ -78,6 +77,118 @@ func.func @prefill_static_soft_cap(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32
       outs(%o : tensor<512x32x128xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
        mask_mode = #fi.mask_mode<causal>, logits_soft_cap = 30.0 : f32}
+      -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @prefill_static_window
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_window(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, window_left = 1024 : i64}
+      -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @prefill_static_alibi
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_alibi(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, pos_encoding = #fi.pos_encoding<alibi>}
+      -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @prefill_static_custom_mask
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_custom_mask(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %m: tensor<?xui8>, %mi: tensor<5xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      mask(%m, %mi : tensor<?xui8>, tensor<5xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<custom>}
+      -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
+}
+
+// -----
+
+// GQA groups that do not divide 128 (3, 5): the same kernel, 126 and 125 of its 128 rows
+// per chunk.
+// CHECK-LABEL: func.func @prefill_static_group3
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_group3(%q: tensor<512x24x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x24x128xf16>) -> tensor<512x24x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x24x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x24x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>}
+      -> tensor<512x24x128xf16>
+  return %r : tensor<512x24x128xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @prefill_static_group5
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_group5(%q: tensor<512x40x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x40x128xf16>) -> tensor<512x40x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x40x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x40x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>}
+      -> tensor<512x40x128xf16>
+  return %r : tensor<512x40x128xf16>
+}
+
+// -----
+
+// RoPE is off that path: the one-warpgroup wgmma kernel, q tile 64 x kv tile 128.
+// CHECK-LABEL: func.func @prefill_static_rope
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_rope(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, pos_encoding = #fi.pos_encoding<rope_llama>}
       -> tensor<512x32x128xf16>
   return %r : tensor<512x32x128xf16>
 }

@@ -1,0 +1,153 @@
+/* bench/bench_prefill_extras.c -- prefill with each extra beside the plain causal run of
+ * the same row: fp16, head_dim 128, qo_len = kv_len, causal (bottom-right aligned), then
+ * the same row with a logits soft cap (30), a sliding window (window_left 1024), ALiBi, a
+ * custom mask (the causal pattern as bits: the same kept pairs, read from memory) and GQA
+ * groups that do not divide 128 (heads scaled, KV heads fixed). Each row runs the plan the
+ * heuristics choose; the variant column adds its TFLOP/s over the base row's (the plain
+ * row of the same shape; for the groups, group 4).
+ *
+ * FLOPs: 4 * head_dim * qo_heads * (kept (query, key) pairs), counted exactly: query i of a
+ * request sees keys max(0, p - window_left) .. p with p = kv_len - qo_len + i. Bytes: q, k,
+ * v read once and o written once. */
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct extras_arg {
+  fi_context *ctx;
+  fi_plan plan;
+  fi_tensor q, k, v, o;
+  int32_t *qo_indptr, *kv_indptr;
+  fi_custom_mask mask;
+  int custom;
+} extras_arg;
+
+static void run_extras(void *p) {
+  extras_arg *a = (extras_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_ragged_prefill_run(a->ctx, &a->plan, &a->q, &a->k, &a->v,
+                                            a->qo_indptr, a->kv_indptr,
+                                            a->custom ? &a->mask : NULL, &a->o, NULL));
+}
+
+enum { EX_PLAIN, EX_CAP, EX_WINDOW, EX_ALIBI, EX_MASK, EX_COUNT };
+static const char *const extra_names[EX_COUNT] = {"plain", "soft cap 30", "window 1024",
+                                                  "alibi", "custom mask (causal bits)"};
+
+/* Runs one (row, extra) and returns its rate in FLOP per ms (0 when skipped or refused);
+ * `base_rate` > 0: the row also prints its rate over that one. */
+static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int kv_heads,
+                          int extra, double base_rate) {
+  const int hd = 128, window = 1024;
+  char name[96];
+  snprintf(name, sizeof name, "causal b%d L%d h%d/%d %s", batch, len, qo_heads, kv_heads,
+           extra_names[extra]);
+  if (!fi_bench_selected(b, name)) return 0;
+  fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
+  p.mask_mode = extra == EX_MASK ? FI_MASK_CUSTOM : FI_MASK_CAUSAL;
+  if (extra == EX_CAP) p.logits_soft_cap = 30.f;
+  if (extra == EX_WINDOW) p.window_left = window;
+  if (extra == EX_ALIBI) p.pos_encoding = FI_POS_ALIBI;
+
+  int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *mask_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+  for (int i = 0; i <= batch; ++i) {
+    qo_indptr[i] = i * len;
+    mask_indptr[i] = (int32_t)((int64_t)i * len * len);
+  }
+  extras_arg a;
+  memset(&a, 0, sizeof a);
+  a.ctx = b->ctx;
+  const int64_t nnz = (int64_t)batch * len;
+  const int64_t qshape[3] = {nnz, qo_heads, hd}, kshape[3] = {nnz, kv_heads, hd};
+  const size_t qbytes = (size_t)nnz * qo_heads * hd * 2, kbytes = (size_t)nnz * kv_heads * hd * 2;
+  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
+  void *obuf = NULL;
+  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
+  a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  FI_BENCH_CK(cudaMalloc((void **)&a.qo_indptr, sizeof(int32_t) * (size_t)(batch + 1)));
+  FI_BENCH_CK(cudaMemcpy(a.qo_indptr, qo_indptr, sizeof(int32_t) * (size_t)(batch + 1),
+                         cudaMemcpyHostToDevice));
+  a.kv_indptr = a.qo_indptr; /* qo_len = kv_len */
+  uint8_t *bits = NULL;
+  size_t mask_bytes = 0;
+  if (extra == EX_MASK) { /* the causal pattern, request by request */
+    mask_bytes = ((size_t)mask_indptr[batch] + 7) / 8;
+    bits = calloc(mask_bytes, 1);
+    for (int r = 0; r < batch; ++r)
+      for (int i = 0; i < len; ++i)
+        for (int j = 0; j <= i; ++j) {
+          const int64_t bit = (int64_t)mask_indptr[r] + (int64_t)i * len + j;
+          bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+        }
+    void *dbits = NULL, *dind = NULL;
+    FI_BENCH_CK(cudaMalloc(&dbits, mask_bytes));
+    FI_BENCH_CK(cudaMemcpy(dbits, bits, mask_bytes, cudaMemcpyHostToDevice));
+    FI_BENCH_CK(cudaMalloc(&dind, sizeof(int32_t) * (size_t)(batch + 1)));
+    FI_BENCH_CK(cudaMemcpy(dind, mask_indptr, sizeof(int32_t) * (size_t)(batch + 1),
+                           cudaMemcpyHostToDevice));
+    a.mask.bits = dbits;
+    a.mask.indptr = dind;
+    a.custom = 1;
+  }
+  fi_custom_mask host_mask = {bits, mask_indptr};
+
+  size_t ws_bytes = 0;
+  FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, batch, nnz, &ws_bytes));
+  void *ws = NULL;
+  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
+  double ms = 0; /* then the rate */
+  fi_status s = fi_ragged_prefill_plan(b->ctx, &p, batch, qo_indptr, qo_indptr,
+                                       extra == EX_MASK ? &host_mask : NULL, NULL, ws, ws_bytes,
+                                       &a.plan);
+  if (s != FI_SUCCESS) {
+    printf("| prefill+ | %-34s | plan refused: %s\n", name, fi_last_error(b->ctx));
+  } else {
+    double pairs = 0;
+    for (int i = 0; i < len; ++i) {
+      const int lo = extra == EX_WINDOW && i - window > 0 ? i - window : 0;
+      pairs += i - lo + 1;
+    }
+    pairs *= batch;
+    ms = fi_bench_time_ms(b, run_extras, &a);
+    char tn[64], variant[96];
+    fi_tiles_name(a.plan.tiles, 0, tn, sizeof tn);
+    if (base_rate > 0)
+      snprintf(variant, sizeof variant, "%s %.2fx base", tn,
+               (4.0 * hd * qo_heads * pairs / ms) / base_rate);
+    else
+      snprintf(variant, sizeof variant, "%s", tn);
+    fi_bench_row(b, "prefill+", name, variant, ms, 2.0 * qbytes + 2.0 * kbytes,
+                 4.0 * hd * qo_heads * pairs);
+    ms = 4.0 * hd * qo_heads * pairs / ms; /* returned as FLOP per ms for the ratio */
+  }
+  cudaFree(ws);
+  cudaFree((void *)(uintptr_t)a.q.data);
+  cudaFree(obuf);
+  cudaFree(a.k.data);
+  cudaFree(a.v.data);
+  cudaFree(a.qo_indptr);
+  if (a.custom) {
+    cudaFree((void *)(uintptr_t)a.mask.bits);
+    cudaFree((void *)(uintptr_t)a.mask.indptr);
+  }
+  free(bits);
+  free(qo_indptr);
+  free(mask_indptr);
+  return ms;
+}
+
+void fi_bench_prefill_extras(fi_bench_ctx *b) {
+  static const int rows[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}};
+  for (int r = 0; r < 2; ++r) {
+    const double plain = extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3],
+                                     EX_PLAIN, 0);
+    for (int e = EX_CAP; e < EX_COUNT; ++e)
+      extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], e, plain);
+  }
+  /* GQA groups 3, 5, 6, 7, 12 beside group 4 (8 KV heads; TFLOP/s compare like for like) */
+  static const int groups[] = {4, 3, 5, 6, 7, 12};
+  const double g4 = extras_case(b, 4, 4096, 32, 8, EX_PLAIN, 0);
+  for (int g = 1; g < 6; ++g) extras_case(b, 4, 4096, 8 * groups[g], 8, EX_PLAIN, g4);
+}
