@@ -28,6 +28,9 @@ if(FI_ENABLE_MLIR)
   if(TARGET FiCAPI)
     set_target_properties(FiCAPI PROPERTIES INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
   endif()
+  if(TARGET FiPlugin)  # for mlir-opt --load-dialect-plugin / --load-pass-plugin
+    install(TARGETS FiPlugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
 endif()
 
 install(TARGETS ${FI_EXPORTED_TARGETS} EXPORT FiMLIRTargets

@@ -31,3 +31,9 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fi_tools_dir, append_path=True)
+
+# FiPlugin.so (tools/fi-plugin): fi loaded into the stock mlir-opt.
+fi_plugin = os.path.join(config.fi_obj_root, "lib", "FiPlugin.so")
+if os.path.exists(fi_plugin):
+    config.available_features.add("fi-plugin")
+    config.substitutions.append(("%fi_plugin", fi_plugin))
