@@ -5,6 +5,12 @@
 // to fully dynamic strided memrefs, so one declaration serves every static shape; the
 // element types are part of the adapter's name (fi_rt_decode_run_f16_f16).
 //
+// The rewrites are dialect-conversion patterns (populateFiToRuntimeConversionPatterns),
+// so that a compiler with its own conversion pipeline adds them to it; the pass applies
+// them after the pre-steps a module needs (memory spaces erased, plans materialized).
+// A `!fi.plan` value becomes its plan's slot: a module-level memref<1xi64> in which the
+// adapters keep the runtime plan and workspace across calls.
+//
 //===----------------------------------------------------------------------===//
 #include "fi/Lowering/Passes.h"
 
@@ -15,7 +21,10 @@
 
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/STLExtras.h"
+
+#include <memory>
 
 namespace mlir {
 namespace fi {
@@ -29,25 +38,19 @@ using namespace mlir::fi;
 
 namespace {
 
-class Lowerer {
+/// Builds the runtime calls of one op: the helpers every pattern shares. `b` is the
+/// pattern's rewriter; ops are created at its insertion point, declarations and slots at
+/// the top of the module.
+class CallBuilder {
 public:
-  Lowerer(ModuleOp module, StringRef backend)
-      : module(module), ctx(module.getContext()), b(module.getContext()),
-        symbols(module), backend(backend) {}
-
-  LogicalResult run();
-
-private:
-  LogicalResult lowerCopies();
+  CallBuilder(OpBuilder &b, Operation *anchor, StringRef backend)
+      : module(anchor->getParentOfType<ModuleOp>()), ctx(b.getContext()), b(b),
+        backend(backend) {}
 
   ModuleOp module;
   MLIRContext *ctx;
-  OpBuilder b;
-  SymbolTable symbols;
-  std::string backend;
-  DenseMap<Value, Value> planSlots; // !fi.plan value -> its slot memref
-  DenseMap<Value, std::string> planVariants;
-  unsigned numSlots = 0;
+  OpBuilder &b;
+  StringRef backend;
 
   // ---------------------------------------------------------------- helpers --
   Value i32(Location loc, int64_t v) {
@@ -97,40 +100,47 @@ private:
     return canonical(loc, view);
   }
 
-  func::CallOp call(Location loc, StringRef name, ArrayRef<Value> args) {
+  /// A call of adapter `name`, declared (private, C interface) at the first use. A symbol
+  /// of that name that is not a function is an error, not a silent clash.
+  FailureOr<func::CallOp> call(Operation *op, StringRef name, ArrayRef<Value> args) {
+    Location loc = op->getLoc();
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
     auto fnType = FunctionType::get(ctx, types, {});
-    auto fn = symbols.lookup<func::FuncOp>(name);
+    Operation *existing = SymbolTable::lookupSymbolIn(module, name);
+    auto fn = dyn_cast_or_null<func::FuncOp>(existing);
+    if (existing && (!fn || fn.getFunctionType() != fnType))
+      return op->emitOpError() << "lowers to a call of `" << name << "` " << fnType
+                               << ", but the module already has a symbol of that name ("
+                               << existing->getName() << "); rename it";
     if (!fn) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
       fn = func::FuncOp::create(b, loc, name, fnType);
       fn.setPrivate();
       fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-      symbols.insert(fn);
     }
     return func::CallOp::create(b, loc, fn, args);
   }
 
   /// A module-level slot in which the adapters keep one plan op's runtime plan and
-  /// workspace across calls.
-  Value newSlot(Location loc) {
+  /// workspace across calls: `__fi_plan_slot_<n>`, the first free n from `next` on.
+  Value newSlot(Location loc, unsigned &next) {
     auto type = MemRefType::get({1}, b.getI64Type());
-    memref::GlobalOp global;
+    std::string name;
+    do
+      name = "__fi_plan_slot_" + std::to_string(next++);
+    while (SymbolTable::lookupSymbolIn(module, name));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
       auto init = DenseElementsAttr::get(RankedTensorType::get({1}, b.getI64Type()),
                                          b.getI64IntegerAttr(0).getValue());
-      std::string name = "__fi_plan_slot_" + std::to_string(numSlots++);
-      global = memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"),
-                                        type, init, /*constant=*/false,
-                                        /*alignment=*/b.getI64IntegerAttr(8));
-      symbols.insert(global); // renames it if the name is taken
+      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), type, init,
+                               /*constant=*/false, /*alignment=*/b.getI64IntegerAttr(8));
     }
-    return memref::GetGlobalOp::create(b, loc, type, global.getSymName());
+    return memref::GetGlobalOp::create(b, loc, type, name);
   }
 
   static std::string variantName(TilesAttr tiles, bool decode) {
@@ -188,23 +198,24 @@ private:
     args.push_back(i32(loc, tiles ? static_cast<int64_t>(tiles.getCores()) : 0));
   }
 
-  LogicalResult lowerPlan(Operation *op) {
+  /// The plan call of plan op `op` (converted operands `operands`); returns its slot.
+  FailureOr<Value> lowerPlan(Operation *op, ValueRange operands, unsigned &nextSlot) {
     Location loc = op->getLoc();
-    for (Value operand : op->getOperands())
+    for (Value operand : operands)
       if (isa<TensorType>(operand.getType()))
         return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                     "run one-shot-bufferize first (or use fi-to-llvm)";
-    b.setInsertionPoint(op);
-    Value slot = newSlot(loc);
+    Value slot = newSlot(loc, nextSlot);
     SmallVector<Value> args = {slot};
     std::string callee, variant;
     if (auto d = dyn_cast<DecodePlanOp>(op)) {
+      DecodePlanOp::Adaptor dA(operands, d);
       if (failed(checkBackend(op, d.getHeadDim(), d.getQType(), d.getKvType(), MaskMode::none,
                               d.getTilesAttr(), true)))
         return failure();
-      for (Value v : {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen()})
+      for (Value v : {dA.getKvIndptr(), dA.getKvIndices(), dA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
-      args.push_back(i64FromIndex(loc, d.getNumPages()));
+      args.push_back(i64FromIndex(loc, dA.getNumPages()));
       args.push_back(i32(loc, static_cast<int64_t>(d.getBsr().getLayout())));
       pushShape(loc, args, d.getNumQoHeads(), d.getNumKvHeads(), d.getHeadDim(),
                 d.getBsr().getBlockCols(), d.getQType(), d.getKvType(), MaskMode::none,
@@ -217,14 +228,15 @@ private:
                   "(fi-to-llvm does) or set `tiles`";
       variant = variantName(d.getTilesAttr(), true);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
+      PagedPrefillPlanOp::Adaptor pA(operands, p);
       if (failed(checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(),
                               p.getMaskMode(), p.getTilesAttr(), false)))
         return failure();
-      for (Value v : {p.getQoIndptr(), p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen()})
+      for (Value v : {pA.getQoIndptr(), pA.getKvIndptr(), pA.getKvIndices(), pA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
-      args.push_back(p.getMaskIndptr() ? canonical(loc, p.getMaskIndptr())
+      args.push_back(pA.getMaskIndptr() ? canonical(loc, pA.getMaskIndptr())
                                        : absent(loc, b.getI32Type(), 1));
-      args.push_back(i64FromIndex(loc, p.getNumPages()));
+      args.push_back(i64FromIndex(loc, pA.getNumPages()));
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       pushShape(loc, args, p.getNumQoHeads(), p.getNumKvHeads(), p.getHeadDim(),
                 p.getBsr().getBlockCols(), p.getQType(), p.getKvType(), p.getMaskMode(),
@@ -232,46 +244,58 @@ private:
       callee = "fi_rt_paged_prefill_plan";
       variant = variantName(p.getTilesAttr(), false);
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
+      RaggedPrefillPlanOp::Adaptor rA(operands, r);
       if (failed(checkBackend(op, r.getHeadDim(), r.getQType(), r.getKvType(),
                               r.getMaskMode(), r.getTilesAttr(), false)))
         return failure();
-      for (Value v : {r.getQoIndptr(), r.getKvIndptr()})
+      for (Value v : {rA.getQoIndptr(), rA.getKvIndptr()})
         args.push_back(canonical(loc, v));
-      args.push_back(r.getMaskIndptr() ? canonical(loc, r.getMaskIndptr())
+      args.push_back(rA.getMaskIndptr() ? canonical(loc, rA.getMaskIndptr())
                                        : absent(loc, b.getI32Type(), 1));
       pushShape(loc, args, r.getNumQoHeads(), r.getNumKvHeads(), r.getHeadDim(), 0,
                 r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr());
       callee = "fi_rt_ragged_prefill_plan";
       variant = variantName(r.getTilesAttr(), false);
     } else if (auto a = dyn_cast<AppendPlanOp>(op)) {
-      for (Value v : {a.getAppendIndptr(), a.getKvIndptr(), a.getKvIndices(),
-                      a.getKvLastPageLen()})
+      AppendPlanOp::Adaptor aA(operands, a);
+      for (Value v : {aA.getAppendIndptr(), aA.getKvIndptr(), aA.getKvIndices(),
+                      aA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
-      args.push_back(i64FromIndex(loc, a.getNumPages()));
+      args.push_back(i64FromIndex(loc, aA.getNumPages()));
       args.push_back(i32(loc, a.getBsr().getBlockCols()));
       callee = a.getOnDevice() ? "fi_rt_append_plan_device" : "fi_rt_append_plan";
     } else {
-      return success();
+      return op->emitOpError() << "is not an fi plan op";
     }
-    func::CallOp c = call(loc, callee, args);
-    if (!variant.empty()) {
-      c->setAttr("fi.variant", b.getStringAttr(variant));
-      planVariants[op->getResult(0)] = variant;
-    }
-    planSlots[op->getResult(0)] = slot;
-    return success();
+    FailureOr<func::CallOp> c = call(op, callee, args);
+    if (failed(c))
+      return failure();
+    if (!variant.empty())
+      (*c)->setAttr("fi.variant", b.getStringAttr(variant));
+    return slot;
   }
 
   // ------------------------------------------------------------------- runs ---
-  LogicalResult slotOf(Operation *op, Value plan, Value &slot, std::string &variant) {
-    auto it = planSlots.find(plan);
-    if (it == planSlots.end())
+  /// The slot of run op `op`'s plan: `converted`, the plan operand after conversion; the
+  /// original `plan` must come from a plan op, whose tiles name the variant.
+  LogicalResult slotOf(Operation *op, Value plan, Value converted, Value &slot,
+                       std::string &variant) {
+    if (!plan)
+      return op->emitOpError() << "has no plan operand; run fi-materialize-plans before "
+                                  "the fi-to-runtime patterns (fi-lower-to-runtime does)";
+    Operation *def = plan.getDefiningOp();
+    if (!isa_and_nonnull<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp>(def))
       return op->emitOpError()
              << "takes a plan that does not come from an fi plan op of this module (a "
                 "function argument or a value passed through control flow); make the plan "
                 "in the function that runs the op";
-    slot = it->second;
-    variant = planVariants.lookup(plan);
+    if (auto d = dyn_cast<DecodePlanOp>(def))
+      variant = variantName(d.getTilesAttr(), true);
+    else if (auto p = dyn_cast<PagedPrefillPlanOp>(def))
+      variant = variantName(p.getTilesAttr(), false);
+    else if (auto r = dyn_cast<RaggedPrefillPlanOp>(def))
+      variant = variantName(r.getTilesAttr(), false);
+    slot = converted;
     return success();
   }
 
@@ -329,105 +353,112 @@ private:
                : "";
   }
 
-  LogicalResult lowerRun(Operation *op) {
+  /// The run call of fi op `op` (converted operands `operands`).
+  LogicalResult lowerRun(Operation *op, ValueRange operands) {
     Location loc = op->getLoc();
     if (op->getNumResults() != 0)
       return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                   "run one-shot-bufferize first (or use fi-to-llvm)";
-    b.setInsertionPoint(op);
     SmallVector<Value> args;
     std::string callee, variant;
     Value slot;
     if (auto d = dyn_cast<PagedDecodeOp>(op)) {
-      if (failed(slotOf(op, d.getPlan(), slot, variant)))
+      PagedDecodeOp::Adaptor dA(operands, d);
+      if (failed(slotOf(op, d.getPlan(), dA.getPlan(), slot, variant)))
         return failure();
       args.push_back(slot);
-      args.push_back(canonical(loc, d.getQ()));
-      pushKv(loc, args, d.getK(), d.getV());
-      for (Value v : {d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(), d.getO()})
+      args.push_back(canonical(loc, dA.getQ()));
+      pushKv(loc, args, dA.getK(), dA.getV());
+      for (Value v : {dA.getKvIndptr(), dA.getKvIndices(), dA.getKvLastPageLen(), dA.getO()})
         args.push_back(canonical(loc, v));
-      pushLse(loc, args, d.getLse());
+      pushLse(loc, args, dA.getLse());
       args.push_back(i32(loc, static_cast<int64_t>(d.getBsr().getLayout())));
-      pushAttention(loc, args, op, d.getQ());
-      callee = "fi_rt_decode_run" + suffix({d.getQ(), d.getK()});
+      pushAttention(loc, args, op, dA.getQ());
+      callee = "fi_rt_decode_run" + suffix({dA.getQ(), dA.getK()});
     } else if (auto p = dyn_cast<PagedPrefillOp>(op)) {
-      if (failed(slotOf(op, p.getPlan(), slot, variant)))
+      PagedPrefillOp::Adaptor pA(operands, p);
+      if (failed(slotOf(op, p.getPlan(), pA.getPlan(), slot, variant)))
         return failure();
       args.push_back(slot);
-      args.push_back(canonical(loc, p.getQ()));
-      args.push_back(canonical(loc, p.getQoIndptr()));
-      pushKv(loc, args, p.getK(), p.getV());
-      for (Value v : {p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen()})
+      args.push_back(canonical(loc, pA.getQ()));
+      args.push_back(canonical(loc, pA.getQoIndptr()));
+      pushKv(loc, args, pA.getK(), pA.getV());
+      for (Value v : {pA.getKvIndptr(), pA.getKvIndices(), pA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
-      pushMask(loc, args, p.getMask(), p.getMaskIndptr());
-      args.push_back(canonical(loc, p.getO()));
-      pushLse(loc, args, p.getLse());
+      pushMask(loc, args, pA.getMask(), pA.getMaskIndptr());
+      args.push_back(canonical(loc, pA.getO()));
+      pushLse(loc, args, pA.getLse());
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       args.push_back(i32(loc, static_cast<int64_t>(p.getMaskMode())));
-      pushAttention(loc, args, op, p.getQ());
-      callee = "fi_rt_paged_prefill_run" + suffix({p.getQ(), p.getK()}) + maskSuffix(p.getMask());
+      pushAttention(loc, args, op, pA.getQ());
+      callee = "fi_rt_paged_prefill_run" + suffix({pA.getQ(), pA.getK()}) + maskSuffix(pA.getMask());
     } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
-      if (failed(slotOf(op, r.getPlan(), slot, variant)))
+      RaggedPrefillOp::Adaptor rA(operands, r);
+      if (failed(slotOf(op, r.getPlan(), rA.getPlan(), slot, variant)))
         return failure();
       args.push_back(slot);
-      args.push_back(canonical(loc, r.getQ()));
-      if (r.getV()) {
-        args.push_back(canonical(loc, r.getK()));
-        args.push_back(canonical(loc, r.getV()));
+      args.push_back(canonical(loc, rA.getQ()));
+      if (rA.getV()) {
+        args.push_back(canonical(loc, rA.getK()));
+        args.push_back(canonical(loc, rA.getV()));
       } else {
         // Combined [nnz_kv, 2, kv_heads, head_dim]: K and V are index 0 and 1 of dim 1.
         for (int64_t part = 0; part < 2; ++part) {
-          auto t = cast<MemRefType>(r.getK().getType());
+          auto t = cast<MemRefType>(rA.getK().getType());
           SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
           offsets[1] = b.getIndexAttr(part);
-          SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, r.getK());
+          SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, rA.getK());
           sizes[1] = b.getIndexAttr(1);
           SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
           SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(2), t.getDimSize(3)};
           MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
               shape, t, offsets, sizes, strides);
           args.push_back(canonical(
-              loc, memref::SubViewOp::create(b, loc, viewType, r.getK(), offsets, sizes,
+              loc, memref::SubViewOp::create(b, loc, viewType, rA.getK(), offsets, sizes,
                                              strides)));
         }
       }
-      args.push_back(canonical(loc, r.getQoIndptr()));
-      args.push_back(canonical(loc, r.getKvIndptr()));
-      pushMask(loc, args, r.getMask(), r.getMaskIndptr());
-      args.push_back(canonical(loc, r.getO()));
-      pushLse(loc, args, r.getLse());
+      args.push_back(canonical(loc, rA.getQoIndptr()));
+      args.push_back(canonical(loc, rA.getKvIndptr()));
+      pushMask(loc, args, rA.getMask(), rA.getMaskIndptr());
+      args.push_back(canonical(loc, rA.getO()));
+      pushLse(loc, args, rA.getLse());
       args.push_back(i32(loc, static_cast<int64_t>(r.getMaskMode())));
-      pushAttention(loc, args, op, r.getQ());
-      callee = "fi_rt_ragged_prefill_run" + suffix({r.getQ(), r.getK()}) + maskSuffix(r.getMask());
+      pushAttention(loc, args, op, rA.getQ());
+      callee = "fi_rt_ragged_prefill_run" + suffix({rA.getQ(), rA.getK()}) + maskSuffix(rA.getMask());
     } else if (auto m = dyn_cast<MergeStateOp>(op)) {
-      for (Value v : {m.getVA(), m.getSA(), m.getVB(), m.getSB(), m.getVOut()})
+      MergeStateOp::Adaptor mA(operands, m);
+      for (Value v : {mA.getVA(), mA.getSA(), mA.getVB(), mA.getSB(), mA.getVOut()})
         args.push_back(canonical(loc, v));
-      pushLse(loc, args, m.getSOut());
-      callee = "fi_rt_merge_state" + suffix({m.getVA()});
+      pushLse(loc, args, mA.getSOut());
+      callee = "fi_rt_merge_state" + suffix({mA.getVA()});
     } else if (auto m = dyn_cast<MergeStatesOp>(op)) {
-      for (Value v : {m.getV(), m.getS(), m.getVOut()})
+      MergeStatesOp::Adaptor mA(operands, m);
+      for (Value v : {mA.getV(), mA.getS(), mA.getVOut()})
         args.push_back(canonical(loc, v));
-      pushLse(loc, args, m.getSOut());
-      callee = "fi_rt_merge_states" + suffix({m.getV()});
+      pushLse(loc, args, mA.getSOut());
+      callee = "fi_rt_merge_states" + suffix({mA.getV()});
     } else if (auto a = dyn_cast<AppendPagedKvOp>(op)) {
-      if (failed(slotOf(op, a.getPlan(), slot, variant)))
+      AppendPagedKvOp::Adaptor aA(operands, a);
+      if (failed(slotOf(op, a.getPlan(), aA.getPlan(), slot, variant)))
         return failure();
       args.push_back(slot);
-      args.push_back(canonical(loc, a.getKNew()));
-      args.push_back(canonical(loc, a.getVNew()));
-      args.push_back(canonical(loc, a.getAppendIndptr()));
-      pushKv(loc, args, a.getKCache(), a.getVCache());
-      for (Value v : {a.getKvIndptr(), a.getKvIndices(), a.getKvLastPageLen()})
+      args.push_back(canonical(loc, aA.getKNew()));
+      args.push_back(canonical(loc, aA.getVNew()));
+      args.push_back(canonical(loc, aA.getAppendIndptr()));
+      pushKv(loc, args, aA.getKCache(), aA.getVCache());
+      for (Value v : {aA.getKvIndptr(), aA.getKvIndices(), aA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
       args.push_back(i32(loc, static_cast<int64_t>(a.getBsr().getLayout())));
-      callee = "fi_rt_append_run" + suffix({a.getKNew()});
+      callee = "fi_rt_append_run" + suffix({aA.getKNew()});
     } else {
-      return success();
+      return op->emitOpError() << "has no runtime adapter";
     }
-    func::CallOp c = call(loc, callee, args);
+    FailureOr<func::CallOp> c = call(op, callee, args);
+    if (failed(c))
+      return failure();
     if (!variant.empty())
-      c->setAttr("fi.variant", b.getStringAttr(variant));
-    op->erase();
+      (*c)->setAttr("fi.variant", b.getStringAttr(variant));
     return success();
   }
 };
@@ -466,94 +497,173 @@ static std::string copySuffix(Type t) {
 /// memref.copy -> fi_rt_memref_copy_<type>(elem_bytes, src, dst): a stream-ordered device
 /// copy on CUDA (the default lowering would copy with a host loop or memcpy, reading
 /// device memory on the host). A self-copy (bufferization's write-back in place) goes.
-LogicalResult Lowerer::lowerCopies() {
-  SmallVector<memref::CopyOp> copies;
-  module.walk([&](memref::CopyOp c) { copies.push_back(c); });
-  for (memref::CopyOp c : copies) {
-    if (c.getSource() == c.getTarget()) {
-      c.erase();
-      continue;
+/// memref.copy -> fi_rt_memref_copy_<t>(element bytes, unranked source, unranked target):
+/// a stream-ordered copy on the CUDA backend (never a host loop over device memory).
+struct MemrefCopyToRuntime : public OpConversionPattern<memref::CopyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::CopyOp c, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (adaptor.getSource() == adaptor.getTarget()) {
+      rewriter.eraseOp(c);
+      return success();
     }
-    auto src = cast<MemRefType>(c.getSource().getType());
+    auto src = cast<MemRefType>(adaptor.getSource().getType());
     std::string suffix = copySuffix(src.getElementType());
     if (suffix.empty())
       return c.emitOpError() << "copies elements of type " << src.getElementType()
                              << ", for which the fi runtime has no copy; copy f16, bf16, "
                                 "f32, f64, fp8, i1-i64 or index";
     Location loc = c.getLoc();
-    b.setInsertionPoint(c);
     auto unranked = [&](Value v) -> Value {
       auto t = cast<MemRefType>(v.getType());
       return memref::CastOp::create(
-          b, loc, UnrankedMemRefType::get(t.getElementType(), t.getMemorySpace()), v);
+          rewriter, loc, UnrankedMemRefType::get(t.getElementType(), t.getMemorySpace()), v);
     };
     unsigned bits = src.getElementType().isIndex() ? 64
                                                    : src.getElementType().getIntOrFloatBitWidth();
-    Value elemBytes =
-        arith::ConstantIntOp::create(b, loc, b.getI64Type(), std::max(1u, (bits + 7) / 8));
-    call(loc, "fi_rt_memref_copy_" + suffix,
-         {elemBytes, unranked(c.getSource()), unranked(c.getTarget())});
-    c.erase();
-  }
-  return success();
-}
-
-LogicalResult Lowerer::run() {
-  if (backend != "any" && backend != "host" && backend != "cuda")
-    return module.emitError() << "fi-lower-to-runtime: backend=" << backend
-                              << " is unknown; use any, host or cuda";
-  eraseMemorySpaces(module);
-  if (failed(lowerCopies()))
-    return failure();
-  // Ops without a plan get their own first (as fi-materialize-plans would).
-  SmallVector<Operation *> needPlan;
-  module.walk([&](Operation *op) {
-    if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
-      needPlan.push_back(op);
-  });
-  NumPagesCache numPages;
-  for (Operation *op : needPlan) {
-    if (op->getNumResults() != 0)
-      return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
-                                  "run one-shot-bufferize first (or use fi-to-llvm)";
-    materializePlan(b, op, &numPages);
-  }
-
-  SmallVector<Operation *> plans, runs;
-  module.walk([&](Operation *op) {
-    if (isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp>(op))
-      plans.push_back(op);
-    else if (op->getDialect() && isa<FiDialect>(op->getDialect()))
-      runs.push_back(op);
-  });
-  for (Operation *op : plans)
-    if (failed(lowerPlan(op)))
+    Value elemBytes = arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                                   std::max(1u, (bits + 7) / 8));
+    CallBuilder cb(rewriter, c, "any");
+    if (failed(cb.call(c, "fi_rt_memref_copy_" + suffix,
+                       {elemBytes, unranked(adaptor.getSource()), unranked(adaptor.getTarget())})))
       return failure();
-  // Attention ops are checked against the backend too: their tiles may have been set by
-  // hand, and the plan op's check does not see ops that took no plan attributes.
-  for (Operation *op : runs) {
+    rewriter.eraseOp(c);
+    return success();
+  }
+};
+
+/// A plan op -> its plan call; the `!fi.plan` result becomes the call's slot.
+template <typename PlanOp>
+struct PlanToRuntime : public OpConversionPattern<PlanOp> {
+  // Arguments by const reference: patterns.add<A, B, ...> passes the same ones to each.
+  PlanToRuntime(const TypeConverter &converter, MLIRContext *ctx, StringRef backend,
+                const std::shared_ptr<unsigned> &nextSlot)
+      : OpConversionPattern<PlanOp>(converter, ctx), backend(backend.str()),
+        nextSlot(nextSlot) {}
+  LogicalResult matchAndRewrite(PlanOp op, typename PlanOp::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    CallBuilder cb(rewriter, op, backend);
+    FailureOr<Value> slot = cb.lowerPlan(op, adaptor.getOperands(), *nextSlot);
+    if (failed(slot))
+      return failure();
+    rewriter.replaceOp(op, *slot);
+    return success();
+  }
+  std::string backend;
+  std::shared_ptr<unsigned> nextSlot; // slot names, shared by the plan patterns
+};
+
+/// An attention, merge or append op -> its run call (the plan operand is its slot).
+template <typename RunOp>
+struct RunToRuntime : public OpConversionPattern<RunOp> {
+  RunToRuntime(const TypeConverter &converter, MLIRContext *ctx, StringRef backend)
+      : OpConversionPattern<RunOp>(converter, ctx), backend(backend.str()) {}
+  LogicalResult matchAndRewrite(RunOp op, typename RunOp::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    CallBuilder cb(rewriter, op, backend);
     if (std::optional<AttentionInfo> info = getAttentionInfo(op))
-      if (failed(checkBackend(op, info->headDim, info->qType, info->kvType, info->mask,
-                              info->tiles, info->family == PlanFamily::decode)))
+      if (failed(cb.checkBackend(op, info->headDim, info->qType, info->kvType, info->mask,
+                                 info->tiles, info->family == PlanFamily::decode)))
         return failure();
-    if (failed(lowerRun(op)))
+    if (failed(cb.lowerRun(op, adaptor.getOperands())))
       return failure();
+    rewriter.eraseOp(op);
+    return success();
   }
-  for (Operation *op : llvm::reverse(plans)) {
-    if (!op->use_empty())
-      return op->emitOpError() << "result is still used after lowering (by "
-                               << (*op->getUsers().begin())->getName()
-                               << "); plans may only feed fi ops";
-    op->erase();
-  }
-  return success();
+  std::string backend;
+};
+
+} // namespace
+
+void mlir::fi::populateFiToRuntimeTypeConversions(TypeConverter &converter) {
+  converter.addConversion([](PlanType t) -> Type {
+    return MemRefType::get({1}, IntegerType::get(t.getContext(), 64));
+  });
 }
 
+void mlir::fi::populateFiToRuntimeConversionPatterns(const TypeConverter &converter,
+                                                     RewritePatternSet &patterns,
+                                                     StringRef backend) {
+  MLIRContext *ctx = patterns.getContext();
+  auto nextSlot = std::make_shared<unsigned>(0);
+  patterns.add<PlanToRuntime<DecodePlanOp>, PlanToRuntime<PagedPrefillPlanOp>,
+               PlanToRuntime<RaggedPrefillPlanOp>, PlanToRuntime<AppendPlanOp>>(
+      converter, ctx, backend, nextSlot);
+  patterns.add<RunToRuntime<PagedDecodeOp>, RunToRuntime<PagedPrefillOp>,
+               RunToRuntime<RaggedPrefillOp>, RunToRuntime<MergeStateOp>,
+               RunToRuntime<MergeStatesOp>, RunToRuntime<AppendPagedKvOp>>(converter, ctx, backend);
+}
+
+void mlir::fi::populateMemrefCopyToFiRuntimePatterns(const TypeConverter &converter,
+                                                     RewritePatternSet &patterns) {
+  patterns.add<MemrefCopyToRuntime>(converter, patterns.getContext());
+}
+
+namespace {
 struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowerToRuntimePass> {
   using Base::Base;
   void runOnOperation() override {
-    Lowerer lowerer(getOperation(), backend);
-    if (failed(lowerer.run()))
+    ModuleOp module = getOperation();
+    if (backend != "any" && backend != "host" && backend != "cuda") {
+      module.emitError() << "fi-lower-to-runtime: backend=" << backend
+                         << " is unknown; use any, host or cuda";
+      return signalPassFailure();
+    }
+    // Pre-steps: memory spaces are facts for the verifiers, not for the calls; every op
+    // that needs a plan gets one; a plan may feed only fi ops.
+    eraseMemorySpaces(module);
+    SmallVector<Operation *> needPlan;
+    module.walk([&](Operation *op) {
+      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
+        needPlan.push_back(op);
+    });
+    OpBuilder b(module.getContext());
+    NumPagesCache numPages;
+    for (Operation *op : needPlan) {
+      if (op->getNumResults() != 0) {
+        op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: run "
+                             "one-shot-bufferize first (or use fi-to-llvm)";
+        return signalPassFailure();
+      }
+      materializePlan(b, op, &numPages);
+    }
+    WalkResult users = module.walk([&](Operation *op) {
+      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp>(op))
+        return WalkResult::advance();
+      for (Operation *user : op->getUsers())
+        if (!user->getDialect() || !isa<FiDialect>(user->getDialect())) {
+          op->emitOpError() << "result is used by " << user->getName()
+                            << "; plans may only feed fi ops";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (users.wasInterrupted())
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    populateFiToRuntimeTypeConversions(converter);
+    RewritePatternSet patterns(ctx);
+    populateFiToRuntimeConversionPatterns(converter, patterns, backend);
+    populateMemrefCopyToFiRuntimePatterns(converter, patterns);
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<FiDialect>();
+    target.addIllegalOp<memref::CopyOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // A pattern that fails has named the op and the fix; the driver's generic "failed to
+    // legalize" after it would only repeat the location.
+    bool reported = false;
+    ScopedDiagnosticHandler quietDriver(ctx, [&](Diagnostic &d) -> LogicalResult {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      if (reported && StringRef(d.str()).starts_with("failed to legalize operation"))
+        return success(); // consumed
+      reported = true;
+      return failure(); // on to the next handler
+    });
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -24,6 +24,9 @@
 #include <string>
 
 namespace mlir {
+class RewritePatternSet;
+class TypeConverter;
+
 namespace fi {
 
 #define GEN_PASS_DECL
@@ -73,6 +76,27 @@ using NumPagesCache = llvm::DenseMap<std::tuple<Value, Value, Value>, Value>;
 /// With `onDevice`, decode and append plans are made on the device (`on_device`).
 Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages = nullptr,
                       bool onDevice = false);
+
+/// fi's lowering as patterns, for a compiler with its own dialect-conversion pipeline (as
+/// upstream conversions offer populate...Patterns): every fi op in memref form becomes a
+/// func.call of a runtime adapter; plan ops become calls whose `!fi.plan` result is
+/// replaced by the plan's slot (a module-level memref<1xi64>). Mark the fi dialect
+/// illegal and func, memref and arith legal. Preconditions (fi-lower-to-runtime meets them
+/// before it applies the same patterns): every run op has its plan operand
+/// (materializePlan / fi-materialize-plans), plans feed only fi ops, and `#fi.memory`
+/// spaces are gone from memref types (or converted by `converter`). `backend` = "cuda"
+/// rejects ops the CUDA kernels do not cover, naming the op.
+void populateFiToRuntimeConversionPatterns(const TypeConverter &converter,
+                                           RewritePatternSet &patterns,
+                                           StringRef backend = "any");
+
+/// `!fi.plan` -> memref<1xi64> (the plan's slot), for the converter of the patterns above.
+void populateFiToRuntimeTypeConversions(TypeConverter &converter);
+
+/// memref.copy -> fi_rt_memref_copy_<type>: a stream-ordered copy on the CUDA backend
+/// (memref-to-llvm's copy is a host loop or memcpy, wrong for device memory).
+void populateMemrefCopyToFiRuntimePatterns(const TypeConverter &converter,
+                                           RewritePatternSet &patterns);
 
 } // namespace fi
 } // namespace mlir
