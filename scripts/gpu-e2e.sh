@@ -21,7 +21,10 @@ if [ "${1:-}" = --prepare ]; then
   for e in decode_step prefill_step cascade; do compile "examples/$e.mlir" "$e"; done
   "$build/bin/fi-embed-decode-step" "$carry/embed.ll" 2 2> /dev/null &&
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed.ll" -o "$carry/embed_decode.o"
-  rm -f "$carry/embed.ll"
+  # The 32-layer step examples/embed/serve_decode_step.c serves (plans on the device).
+  "$build/bin/fi-embed-decode-step" "$carry/embed32.ll" 32 device 2> /dev/null &&
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed32.ll" -o "$carry/embed32_decode.o"
+  rm -f "$carry/embed.ll" "$carry/embed32.ll"
   ls -la "$carry"
   exit 0
 fi
@@ -52,6 +55,10 @@ link test/E2E/drivers/embed_decode.c embed_decode
 # The decode step driver owns a CUDA stream and captures the step in a graph.
 link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
   -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
+# The serving example owns its stream, allocator and graph (CUDA only).
+link examples/embed/serve_decode_step.c embed32_decode -I"$cuda_home/include" \
+  -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
+mv /tmp/embed32_decode /tmp/serve_decode_step
 link examples/drivers/prefill_step.c prefill_step
 link examples/drivers/cascade.c cascade
 status=0; runs=0
@@ -71,6 +78,8 @@ run decode_step cuda --batch=32 --max-kv=4096 --steps=20 --replays=50
 run decode_step cuda --batch=128 --max-kv=4096 --steps=20 --replays=10
 run decode_step cuda --batch=1 --max-kv=32768 --steps=20 --replays=50
 run decode_step host --batch=8 --max-kv=512 --steps=1 --replays=0
+run serve_decode_step cuda --batch=32 --max-kv=2048 --steps=100
+run serve_decode_step cuda --batch=128 --max-kv=1024 --steps=100
 run prefill_step cuda --batch=8 --max-kv=1024 --max-q=256 --steps=10
 run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1
 run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10

@@ -4,8 +4,11 @@
  * page size 16; `layers` layers, each with its own paged K/V cache, all over one page
  * table), runs the fi-to-llvm pipeline on it and writes LLVM IR:
  *
- *   fi-embed-decode-step [out.ll] [layers]
+ *   fi-embed-decode-step [out.ll] [layers] [device]
  *
+ * With `device`, the plans are made on the GPU (fi-to-llvm's plans-on-device=1): the page
+ * table is then device memory and the step can be captured in a CUDA graph
+ * (examples/embed/serve_decode_step.c serves it so).
  * The built module (fi ops on tensors) goes to stderr, the LLVM IR to out.ll (stdout if
  * absent or "-"). `llc -filetype=obj` turns the IR into an object whose
  * `_mlir_ciface_decode_step` links with libfi_runtime. Plain C11, no fi-opt. */
@@ -48,6 +51,11 @@ static void print_to_file(MlirStringRef text, void *user) {
 int main(int argc, char **argv) {
   const char *out_path = argc > 1 ? argv[1] : "-";
   int layers = argc > 2 ? atoi(argv[2]) : 4;
+  int on_device = argc > 3 && strcmp(argv[3], "device") == 0;
+  if (argc > 3 && !on_device) {
+    fprintf(stderr, "third argument `%s`: use `device` (plans on the GPU) or nothing\n", argv[3]);
+    return 2;
+  }
   if (layers < 1 || layers > MAX_LAYERS) {
     fprintf(stderr, "layers = %d: use 1..%d\n", layers, MAX_LAYERS);
     return 2;
@@ -140,7 +148,7 @@ int main(int argc, char **argv) {
   mlirOperationPrint(module_op, print_to_file, stderr);
   fprintf(stderr, "\n");
 
-  if (mlirLogicalResultIsFailure(mlirFiLowerToLLVM(module, str("")))) {
+  if (mlirLogicalResultIsFailure(mlirFiLowerToLLVM(module, str(on_device ? "plans-on-device=1" : "")))) {
     fprintf(stderr, "fi-to-llvm failed\n");
     return 1;
   }
