@@ -143,19 +143,35 @@ __device__ __forceinline__ float logits_transform(const DecodeParams &p, float s
   return s;
 }
 
-// RoPE (rotate halves) of 8 consecutive dims [d0, d0+8) given the partner dims
-// [(d0 + D/2) % D, ...), at position pos.
+// RoPE frequencies of dims [d0, d0+8): rope_rcp_scale * theta^(-2 i / D), i = dim % (D/2).
+// A thread's dims stay fixed across tokens: computed once per thread, not per row.
 template <int D>
-__device__ __forceinline__ void rope8(const DecodeParams &p, float *v, const float *partner,
-                                      int d0, int pos) {
+__device__ __forceinline__ void rope_freq8(const DecodeParams &p, int d0, float *freq) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     int i = (d0 + e) % (D / 2);
-    float freq = p.rope_rcp_scale * exp2f(-(2.0f * (float)i / (float)D) * p.rope_log2_theta);
-    float sn, cs;
-    sincos_reduced((float)pos * freq, &sn, &cs);
-    v[e] = d0 < D / 2 ? v[e] * cs - partner[e] * sn : v[e] * cs + partner[e] * sn;
+    freq[e] = p.rope_rcp_scale * exp2f(-(2.0f * (float)i / (float)D) * p.rope_log2_theta);
   }
+}
+
+// Rotate-halves of 8 dims [d0, d0+8) by the angles whose cosines and sines are given
+// (partner: dims [(d0 + D/2) % D, ...)).
+template <int D>
+__device__ __forceinline__ void rotate8(float *v, const float *partner, int d0, const float *cs,
+                                        const float *sn) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    v[e] = d0 < D / 2 ? v[e] * cs[e] - partner[e] * sn[e] : v[e] * cs[e] + partner[e] * sn[e];
+}
+
+// RoPE (rotate halves) of 8 consecutive dims [d0, d0+8) at position pos, frequencies given.
+template <int D>
+__device__ __forceinline__ void rope8(float *v, const float *partner, int d0, int pos,
+                                      const float *freq) {
+  float sn[8], cs[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) sincos_reduced((float)pos * freq[e], &sn[e], &cs[e]);
+  rotate8<D>(v, partner, d0, cs, sn);
 }
 
 // q[b, head, d0 .. d0+8) as float, RoPE'd at q_pos and multiplied by qscale.
@@ -165,9 +181,10 @@ __device__ __forceinline__ void load_q8(const DecodeParams &p, int b, int head, 
   const T *q = (const T *)p.q + b * p.q_sb + head * p.q_sh;
   vec8<T>::load(q + d0, out);
   if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
-    float partner[8];
+    float partner[8], freq[8];
     vec8<T>::load(q + (d0 + D / 2) % D, partner);
-    rope8<D>(p, out, partner, d0, q_pos);
+    rope_freq8<D>(p, d0, freq);
+    rope8<D>(out, partner, d0, q_pos, freq);
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) out[e] *= qscale;
@@ -410,15 +427,16 @@ __device__ __forceinline__ CtaHeads cta_heads(const DecodeParams &p, const Block
   return c;
 }
 
-// K row elements [d0, d0+8) as float, RoPE'd at pos when `rope` (row: the token's K row).
+// K row elements [d0, d0+8) as float, RoPE'd at pos with frequencies `freq` when `rope`
+// (row: the token's K row).
 template <typename KVT, int D>
-__device__ __forceinline__ void load_k8(const DecodeParams &p, const uint8_t *row, int d0,
-                                        bool rope, int pos, float *out) {
+__device__ __forceinline__ void load_k8(const uint8_t *row, int d0, bool rope, int pos,
+                                        const float *freq, float *out) {
   vec8<KVT>::load(row + d0 * (int)sizeof(KVT), out);
   if (rope) {
     float partner[8];
     vec8<KVT>::load(row + ((d0 + D / 2) % D) * (int)sizeof(KVT), partner);
-    rope8<D>(p, out, partner, d0, pos);
+    rope8<D>(out, partner, d0, pos, freq);
   }
 }
 
@@ -675,8 +693,9 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
     const int q_pos = us.q_pos, lo = us.lo, hi = us.hi;
     pipe_begin_unit(pp, us);
 
-    float q8[8], o8[8];
+    float q8[8], o8[8], kfreq[8];
     load_q8<T, D>(p, u.request, head, 8 * x, q_pos, p.scale, q8);
+    if (rope) rope_freq8<D>(p, 8 * x, kfreq);
 #pragma unroll
     for (int e = 0; e < 8; ++e) o8[e] = 0.f;
     float m = -INFINITY, d = 0.f;
@@ -694,7 +713,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
           int t = z * tpz + i0 + j;
           int tt = (i0 + j < tpz && t < T_) ? t : 0;
           float k8[8];
-          load_k8<KVT, D>(p, kb + tt * pp.row_bytes, 8 * x, rope, tile_pos + tt, k8);
+          load_k8<KVT, D>(kb + tt * pp.row_bytes, 8 * x, rope, tile_pos + tt, kfreq, k8);
           float acc = 0.f;
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc = fmaf(q8[e], k8[e], acc);
@@ -782,6 +801,16 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   uint8_t *qs_lo = vc + T_ * RC;     // split only
   uint8_t *kc_lo = qs_lo + 16 * RC;  // split only
 
+  // RoPE of K in the transform pass: this thread's frequencies and the rotation by one
+  // stride of tokens.
+  float kfreq[8], step_c[8], step_s[8];
+  if (rope) {
+    rope_freq8<D>(p, (tid % (D / 8)) * 8, kfreq);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      sincos_reduced((float)(blockDim.x / (D / 8)) * kfreq[e], &step_s[e], &step_c[e]);
+  }
+
   const int n_units = unit_count(p);
   for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
     const fi_work_unit u = p.work[w];
@@ -809,10 +838,32 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
       if (transform) {
         const uint8_t *kr = pipe_k(pp, it);
         const uint8_t *vr = pipe_v(pp, it);
+        // A thread keeps its 8 dims (blockDim is a multiple of D / 8) and visits tokens
+        // tid / (D/8) + k * stride: RoPE's angles start exact at the first and advance by
+        // the rotation of `stride` tokens (cos/sin of stride * freq), a few FMAs per element
+        // instead of a range-reduced sincos each.
+        const int d0 = (tid % (D / 8)) * 8;
+        float rc[8], rs[8];
+        if (rope)
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            sincos_reduced((float)(tile_pos + tid / (D / 8)) * kfreq[e], &rs[e], &rc[e]);
         for (int item = tid; item < T_ * (D / 8); item += blockDim.x) {
-          int tok = item / (D / 8), d0 = (item % (D / 8)) * 8;
+          int tok = item / (D / 8);
           float a[8];
-          load_k8<KVT, D>(p, kr + tok * pp.row_bytes, d0, rope, tile_pos + tok, a);
+          load_k8<KVT, D>(kr + tok * pp.row_bytes, d0, false, 0, nullptr, a);
+          if (rope) {
+            float partner[8];
+            vec8<KVT>::load(kr + tok * pp.row_bytes + ((d0 + D / 2) % D) * (int)sizeof(KVT),
+                            partner);
+            rotate8<D>(a, partner, d0, rc, rs);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const float c = rc[e] * step_c[e] - rs[e] * step_s[e];
+              rs[e] = rs[e] * step_c[e] + rc[e] * step_s[e];
+              rc[e] = c;
+            }
+          }
           vec8<T>::store(kc + tok * RC + d0 * 2, a);
           if (split) store_lo8<T>(kc_lo + tok * RC + d0 * 2, a);
           vec8<KVT>::load(vr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
