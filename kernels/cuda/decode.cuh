@@ -851,7 +851,7 @@ __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
         for (int item = tid; item < T_ * (D / 8); item += blockDim.x) {
           int tok = item / (D / 8);
           float a[8];
-          load_k8<KVT, D>(kr + tok * pp.row_bytes, d0, false, 0, nullptr, a);
+          vec8<KVT>::load(kr + tok * pp.row_bytes + d0 * (int)sizeof(KVT), a);
           if (rope) {
             float partner[8];
             vec8<KVT>::load(kr + tok * pp.row_bytes + ((d0 + D / 2) % D) * (int)sizeof(KVT),

@@ -229,7 +229,9 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
   // take fails, naming why; for tests).
   const char *ws_refusal = nullptr;
-  if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
+  if (ctx->tuning.prefill_warp_spec == 0)
+    ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
+  else if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
       plan->tiles.kv_tile != 128)
     ws_refusal = "the plan's tiles are not the wgmma 128 x 128 tiles";
   else if (!ctx->wgmma_available || !counts)
@@ -247,7 +249,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
   if (!ws_refusal && !encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
-  if (ctx->tuning.prefill_warp_spec == 0) ws_refusal = ws_refusal ? ws_refusal : "turned off";
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the warp-specialised prefill kernel is required "

@@ -30,12 +30,12 @@
 //     the one-CTA-per-unit kernel paid in full.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, the logits transform (EXTRAS: soft cap with
-//     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the tiles
-//     that cross them; a custom mask: every tile, its bits read as 32-bit words) and online softmax in
-//     registers (the accumulator layout of prefill_kernel.cuh), O += P V with P from registers, issued one
-//     tile late so that it runs under the next tile's softmax (FA3's intra-warpgroup
-//     overlap); each warp releases a stage's K (`k_empty`, 8 arrivals) once its S has
-//     landed and its V (`v_empty`) once its P V has.
+//     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
+//     tiles that cross them; a custom mask: every tile, its bits read as 32-bit words) and
+//     online softmax in registers (the accumulator layout of prefill_kernel.cuh), O += P V
+//     with P from registers, issued one tile late so that it runs under the next tile's
+//     softmax (FA3's intra-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
+//     arrivals) once its S has landed and its V (`v_empty`) once its P V has.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once (staged through
 // the warpgroup's own Q rows for 16-byte stores), split-KV units write fp32 partial rows +
@@ -151,6 +151,9 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);  // per Q slot
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // GQA-packed rows of a chunk: the whole tokens that fit CTA_Q (a group that does not
+  // divide CTA_Q leaves the tile's last rows computed but never stored).
+  const int chunk_rows = CTA_Q - CTA_Q % p.group;
   // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
   auto wg_sync = [](int wg) {
     if (wg == 0)
@@ -181,7 +184,6 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     // The producer alone walks the work: items from the scheduler (see the header), each
     // item's chunks in order, one descriptor per chunk in its Q slot's header.
     const int kvh = p.num_kv_heads;
-    const int chunk_rows = CTA_Q - CTA_Q % p.group;  // whole tokens of GQA-packed rows
     const int q_bytes = chunk_rows * HD * 2;
     const int num_units = *p.device_num_units;
     const int num_items = num_units * kvh;
@@ -316,9 +318,6 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
     const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
     const int num_tiles = c.num_tiles;
-    // Rows past chunk_rows (a group that does not divide CTA_Q) hold no query of this
-    // chunk: computed, never stored.
-    const int chunk_rows = CTA_Q - CTA_Q % group;
     const fi_work_unit &wu = c.wu;
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
@@ -331,10 +330,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
       if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
         const int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
-        const int n = 1 << (31 - __clz(p.num_qo_heads));  // 2^floor(log2(heads))
         // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
-        row_slope[hh] =
-            exp2f(h < n ? -8.f * (h + 1) / n : -4.f * (2 * (h - n) + 1) / n) / p.sm_scale;
+        row_slope[hh] = fi::alibi_slope(h, p.num_qo_heads) / p.sm_scale;
       }
     }
     // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap

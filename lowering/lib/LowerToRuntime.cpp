@@ -143,6 +143,28 @@ public:
     return memref::GetGlobalOp::create(b, loc, type, name);
   }
 
+  /// A call of `callee`, tagged `fi.variant = variant` when the variant is known.
+  LogicalResult callWithVariant(Operation *op, StringRef callee, ArrayRef<Value> args,
+                                StringRef variant) {
+    FailureOr<func::CallOp> c = call(op, callee, args);
+    if (failed(c))
+      return failure();
+    if (!variant.empty())
+      (*c)->setAttr("fi.variant", b.getStringAttr(variant));
+    return success();
+  }
+
+  /// The variant a plan op's tiles name ("plan-time" without tiles; "" for append plans).
+  static std::string planVariant(Operation *plan) {
+    if (auto d = dyn_cast<DecodePlanOp>(plan))
+      return variantName(d.getTilesAttr(), true);
+    if (auto p = dyn_cast<PagedPrefillPlanOp>(plan))
+      return variantName(p.getTilesAttr(), false);
+    if (auto r = dyn_cast<RaggedPrefillPlanOp>(plan))
+      return variantName(r.getTilesAttr(), false);
+    return "";
+  }
+
   static std::string variantName(TilesAttr tiles, bool decode) {
     if (!tiles)
       return "plan-time";
@@ -198,6 +220,30 @@ public:
     args.push_back(i32(loc, tiles ? static_cast<int64_t>(tiles.getCores()) : 0));
   }
 
+  /// What the plan call of `op` needs that the verifier cannot know: kernels for the
+  /// backend, and tiles for a plan made on the device.
+  LogicalResult checkPlan(Operation *op) {
+    if (auto d = dyn_cast<DecodePlanOp>(op)) {
+      if (failed(checkBackend(op, d.getHeadDim(), d.getQType(), d.getKvType(), MaskMode::none,
+                              d.getTilesAttr(), true)))
+        return failure();
+      if (d.getOnDevice() && !d.getTilesAttr())
+        return op->emitOpError()
+               << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
+                  "them from lengths the host never sees; run --fi-select-tiles first "
+                  "(fi-to-llvm does) or set `tiles`";
+    } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
+      return checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(), p.getMaskMode(),
+                          p.getTilesAttr(), false);
+    } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
+      return checkBackend(op, r.getHeadDim(), r.getQType(), r.getKvType(), r.getMaskMode(),
+                          r.getTilesAttr(), false);
+    } else if (!isa<AppendPlanOp>(op)) {
+      return op->emitOpError() << "is not an fi plan op";
+    }
+    return success();
+  }
+
   /// The plan call of plan op `op` (converted operands `operands`); returns its slot.
   FailureOr<Value> lowerPlan(Operation *op, ValueRange operands, unsigned &nextSlot) {
     Location loc = op->getLoc();
@@ -205,14 +251,14 @@ public:
       if (isa<TensorType>(operand.getType()))
         return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                     "run one-shot-bufferize first (or use fi-to-llvm)";
+    // Every check before anything is created: a failing pattern leaves the IR as it was.
+    if (failed(checkPlan(op)))
+      return failure();
     Value slot = newSlot(loc, nextSlot);
     SmallVector<Value> args = {slot};
-    std::string callee, variant;
+    std::string callee;
     if (auto d = dyn_cast<DecodePlanOp>(op)) {
       DecodePlanOp::Adaptor dA(operands, d);
-      if (failed(checkBackend(op, d.getHeadDim(), d.getQType(), d.getKvType(), MaskMode::none,
-                              d.getTilesAttr(), true)))
-        return failure();
       for (Value v : {dA.getKvIndptr(), dA.getKvIndices(), dA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
       args.push_back(i64FromIndex(loc, dA.getNumPages()));
@@ -221,17 +267,8 @@ public:
                 d.getBsr().getBlockCols(), d.getQType(), d.getKvType(), MaskMode::none,
                 d.getTilesAttr());
       callee = d.getOnDevice() ? "fi_rt_decode_plan_device" : "fi_rt_decode_plan";
-      if (d.getOnDevice() && !d.getTilesAttr())
-        return op->emitOpError()
-               << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
-                  "them from lengths the host never sees; run --fi-select-tiles first "
-                  "(fi-to-llvm does) or set `tiles`";
-      variant = variantName(d.getTilesAttr(), true);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
       PagedPrefillPlanOp::Adaptor pA(operands, p);
-      if (failed(checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(),
-                              p.getMaskMode(), p.getTilesAttr(), false)))
-        return failure();
       for (Value v : {pA.getQoIndptr(), pA.getKvIndptr(), pA.getKvIndices(), pA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
       args.push_back(pA.getMaskIndptr() ? canonical(loc, pA.getMaskIndptr())
@@ -242,12 +279,8 @@ public:
                 p.getBsr().getBlockCols(), p.getQType(), p.getKvType(), p.getMaskMode(),
                 p.getTilesAttr());
       callee = "fi_rt_paged_prefill_plan";
-      variant = variantName(p.getTilesAttr(), false);
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
       RaggedPrefillPlanOp::Adaptor rA(operands, r);
-      if (failed(checkBackend(op, r.getHeadDim(), r.getQType(), r.getKvType(),
-                              r.getMaskMode(), r.getTilesAttr(), false)))
-        return failure();
       for (Value v : {rA.getQoIndptr(), rA.getKvIndptr()})
         args.push_back(canonical(loc, v));
       args.push_back(rA.getMaskIndptr() ? canonical(loc, rA.getMaskIndptr())
@@ -255,7 +288,6 @@ public:
       pushShape(loc, args, r.getNumQoHeads(), r.getNumKvHeads(), r.getHeadDim(), 0,
                 r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr());
       callee = "fi_rt_ragged_prefill_plan";
-      variant = variantName(r.getTilesAttr(), false);
     } else if (auto a = dyn_cast<AppendPlanOp>(op)) {
       AppendPlanOp::Adaptor aA(operands, a);
       for (Value v : {aA.getAppendIndptr(), aA.getKvIndptr(), aA.getKvIndices(),
@@ -264,14 +296,9 @@ public:
       args.push_back(i64FromIndex(loc, aA.getNumPages()));
       args.push_back(i32(loc, a.getBsr().getBlockCols()));
       callee = a.getOnDevice() ? "fi_rt_append_plan_device" : "fi_rt_append_plan";
-    } else {
-      return op->emitOpError() << "is not an fi plan op";
     }
-    FailureOr<func::CallOp> c = call(op, callee, args);
-    if (failed(c))
+    if (failed(callWithVariant(op, callee, args, planVariant(op))))
       return failure();
-    if (!variant.empty())
-      (*c)->setAttr("fi.variant", b.getStringAttr(variant));
     return slot;
   }
 
@@ -289,12 +316,7 @@ public:
              << "takes a plan that does not come from an fi plan op of this module (a "
                 "function argument or a value passed through control flow); make the plan "
                 "in the function that runs the op";
-    if (auto d = dyn_cast<DecodePlanOp>(def))
-      variant = variantName(d.getTilesAttr(), true);
-    else if (auto p = dyn_cast<PagedPrefillPlanOp>(def))
-      variant = variantName(p.getTilesAttr(), false);
-    else if (auto r = dyn_cast<RaggedPrefillPlanOp>(def))
-      variant = variantName(r.getTilesAttr(), false);
+    variant = planVariant(def);
     slot = converted;
     return success();
   }
@@ -454,12 +476,7 @@ public:
     } else {
       return op->emitOpError() << "has no runtime adapter";
     }
-    FailureOr<func::CallOp> c = call(op, callee, args);
-    if (failed(c))
-      return failure();
-    if (!variant.empty())
-      (*c)->setAttr("fi.variant", b.getStringAttr(variant));
-    return success();
+    return callWithVariant(op, callee, args, variant);
   }
 };
 
