@@ -5,7 +5,8 @@
  * x kv_heads x head_dim x 2 bytes, twice) + o written; the page table, the split-KV
  * partial rows and the merge are overhead inside the measured time. Each row runs the
  * plan the heuristics choose (its variant printed); rows marked "forced" run the other
- * core kind for comparison. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
+ * core kind for comparison; rows marked "rope" apply llama RoPE to q and K (theta 5e5), the
+ * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
@@ -34,13 +35,17 @@ static uint32_t next_rand(void) {
 }
 
 static void decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads, int kv_heads,
-                        const fi_tiles *force, const char *tag) {
+                        int rope, const fi_tiles *force, const char *tag) {
   char name[96];
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
   if (!fi_bench_selected(b, name)) return;
   const int D = 128, page = 16;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
   p.page_size = page;
+  if (rope) {
+    p.pos_encoding = FI_POS_ROPE_LLAMA;
+    p.rope_theta = 5e5f;
+  }
   int pages_per = (kv_len + page - 1) / page;
   int num_pages = batch * pages_per;
   int32_t *indptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(batch + 1));
@@ -255,7 +260,7 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
       int i = *r - '0';
       if (i < 0 || i > 5) continue;
       decode_case(b, decode_cases[i][0], decode_cases[i][1], decode_cases[i][2],
-                  decode_cases[i][3], NULL, tag);
+                  decode_cases[i][3], 0, NULL, tag);
     }
     fflush(stdout);
   }
@@ -269,7 +274,9 @@ void fi_bench_decode(fi_bench_ctx *b) {
   }
   const int(*cases)[4] = decode_cases;
   for (int i = 0; i < 6; ++i)
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL, "");
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "");
+  for (int i = 0; i < 6; ++i)
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope");
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
     int group = cases[i][2] / cases[i][3];
@@ -278,7 +285,7 @@ void fi_bench_decode(fi_bench_ctx *b) {
     t.q_tile = t.cores == FI_CORES_TENSOR ? 16 : 1;
     t.kv_tile = t.cores == FI_CORES_TENSOR ? 64 : 32;
     t.split_kv = 1;
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], &t, " forced");
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, &t, " forced");
   }
   merge_case(b, 4096, 8, 32);
   append_case(b, 256, 2048, 128, 8);

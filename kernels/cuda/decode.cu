@@ -189,12 +189,12 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
 #endif
   // The warp-specialised kernel (decode.cuh, decode_tws_kernel): tensor-core plans with
   // page sizes a multiple of 16, <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or
-  // 128, no RoPE.
+  // 128 (RoPE included: its consumers rotate K in registers).
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
                    p.heads_per_cta <= 8 &&
                    p.page_size % 16 == 0 && (D == 64 || D == 128) &&
-                   ap->kv_dtype == ap->q_dtype && ap->pos_encoding != FI_POS_ROPE_LLAMA &&
+                   ap->kv_dtype == ap->q_dtype &&
                    encode_kv_map(&tws_maps.k, kv->k, kv->layout, D) &&
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D);
   p.tws_maps = tws ? &tws_maps : NULL;

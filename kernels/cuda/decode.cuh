@@ -979,30 +979,86 @@ template <int D> __device__ __forceinline__ void tcn_state_init(TcnState<D> &st)
   st.d[0] = st.d[1] = 0.f;
 }
 
+// RoPE of K in registers (tcn_scores with ROPE): lane (g, t4) holds in the A fragment of
+// k-slice kk the dims 16 kk + 8 h + 2 t4 + e (h, e in {0, 1}) of rows g and g + 8, and in
+// slice kk + D / 32 their rotate-halves partners at the same positions, so each lane rotates
+// its own pairs. kfreq[4 kk + 2 h + e]: the frequency of that dim (kk < D / 32).
+template <int D>
+__device__ __forceinline__ void tcn_rope_freqs(const DecodeParams &p, int lane,
+                                               float (&kfreq)[D / 8]) {
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    const int dim = 16 * (i / 4) + 8 * ((i / 2) % 2) + 2 * (lane % 4) + i % 2;
+    kfreq[i] = p.rope_rcp_scale * exp2f(-(2.0f * (float)dim / (float)D) * p.rope_log2_theta);
+  }
+}
+
 // First half of a 16-token sub-tile (K rows kb, positions pos0 .. pos0 + 15): S^T = K Q^T
 // (qb: the Q^T fragments), scale, logits transform, mask past hi (SW: and before lo, the
 // sub-tiles of decode_tws_kernel start on a multiple of 16 below a window's start), online
 // softmax per head (o rescaled where a head's max moved); returns P^T as the B fragments pb
 // of tcn_pv. slope0/1: ALiBi slopes of heads 2 t4, 2 t4 + 1. K is no longer read when it
-// returns.
-template <typename T, int D, int RC, bool SW = false>
+// returns. ROPE: K is rotated in registers (tcn_rope_freqs; one range-reduced sincos per
+// pair) before its mma; for bf16 the rotated K and the staged Q are split into hi + lo parts
+// (qb_lo: Q's residues) and q.k = qh.kh + qh.kl + ql.kh, as in decode_tc_kernel.
+template <typename T, int D, int RC, bool SW = false, bool ROPE = false>
 __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
                                            int pos0, int hi, int q_pos, float slope0,
                                            float slope1, int lane, uint32_t (&pb)[2],
-                                           int lo = 0) {
+                                           int lo = 0, const float *kfreq = nullptr,
+                                           const uint32_t (*qb_lo)[2] = nullptr) {
   const int g = lane / 4;
   float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
   // SW: A fragment rows lane % 16, chunks 2 kk + lane / 16.
   const uint32_t k_lane = SW ? sw_tile_lane(kb, lane % 16, lane / 16) : 0;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a[4];
+  auto load_a = [&](uint32_t *a, int kk) {
     if constexpr (SW)  // the 16 K rows as the A operand
       ldmatrix_x4_at(a, sw_tile_addr(k_lane, 2 * kk));
     else
       ldsm_q<RC>(a, kb, kk, lane);
-    mma_16816<T>(kk % 2 ? s2 : s, a, qb[kk][0], qb[kk][1]);
+  };
+  if constexpr (ROPE) {
+    constexpr bool SPLIT = is_bf16<T>::value;
+    constexpr int H = D / 32;  // k-slices per half
+#pragma unroll
+    for (int kk = 0; kk < H; ++kk) {
+      uint32_t a[4], b[4], al[4], bl[4];  // dims of slice kk, their partners (slice kk + H)
+      load_a(a, kk);
+      load_a(b, kk + H);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {  // fragment r: row g + 8 (r % 2), dims + 8 (r / 2)
+        const float pos = (float)(pos0 + g + 8 * (r % 2));
+        const float2 x = unpack2<T>(a[r]), y = unpack2<T>(b[r]);
+        float s0, c0, s1, c1;
+        sincos_reduced(pos * kfreq[4 * kk + 2 * (r / 2)], &s0, &c0);
+        sincos_reduced(pos * kfreq[4 * kk + 2 * (r / 2) + 1], &s1, &c1);
+        const float x0 = x.x * c0 - y.x * s0, y0 = y.x * c0 + x.x * s0;
+        const float x1 = x.y * c1 - y.y * s1, y1 = y.y * c1 + x.y * s1;
+        a[r] = pack2<T>(x0, x1);
+        b[r] = pack2<T>(y0, y1);
+        if constexpr (SPLIT) {
+          const float2 xh = unpack2<T>(a[r]), yh = unpack2<T>(b[r]);
+          al[r] = pack2<T>(x0 - xh.x, x1 - xh.y);
+          bl[r] = pack2<T>(y0 - yh.x, y1 - yh.y);
+        }
+      }
+      mma_16816<T>(s, a, qb[kk][0], qb[kk][1]);
+      mma_16816<T>(s2, b, qb[kk + H][0], qb[kk + H][1]);
+      if constexpr (SPLIT) {
+        mma_16816<T>(s, al, qb[kk][0], qb[kk][1]);
+        mma_16816<T>(s2, bl, qb[kk + H][0], qb[kk + H][1]);
+        mma_16816<T>(s, a, qb_lo[kk][0], qb_lo[kk][1]);
+        mma_16816<T>(s2, b, qb_lo[kk + H][0], qb_lo[kk + H][1]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      load_a(a, kk);
+      mma_16816<T>(kk % 2 ? s2 : s, a, qb[kk][0], qb[kk][1]);
+    }
   }
   float mx[2] = {st.m[0], st.m[1]};
 #pragma unroll
@@ -1322,16 +1378,17 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
 
 // decode_tws_kernel's ring: R slots of one 16-token sub-tile (K then V, each in the copy
 // engine's 128-byte-swizzled layout, 4 KiB at head_dim 128), at least the bytes of the
-// warps' final merge (which reuses it); then the padded Q tile and 2 R mbarriers.
+// warps' final merge (which reuses it); then the padded Q tile (with `split`, bf16 RoPE, also
+// its residues) and 2 R mbarriers.
 constexpr __host__ __device__ int decode_tws_slot_bytes(int D) { return 2 * 16 * 2 * D; }
 static inline __host__ __device__ int decode_tws_ring_bytes(int D, int nw, int slots) {
   const int ring = slots * decode_tws_slot_bytes(D);
   const int epi = decode_merge_bytes(D, nw);
   return ring > epi ? ring : epi;
 }
-static inline size_t decode_tws_smem(int D, int nw, int slots) {
-  return (size_t)decode_tws_ring_bytes(D, nw, slots) + 16 * (2 * (size_t)D + 16) +
-         2 * (size_t)slots * sizeof(uint64_t);
+static inline size_t decode_tws_smem(int D, int nw, int slots, bool split) {
+  return (size_t)decode_tws_ring_bytes(D, nw, slots) +
+         (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t);
 }
 
 // The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
@@ -1364,10 +1421,13 @@ struct TwsMaps {
 // The rows of a box outside the unit's range (past its end, before a window's start) hold
 // whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
 // P V (0 x NaN would be NaN).
+// ROPE: the consumers rotate K in registers between ldmatrix and mma (tcn_scores), so RoPE
+// costs instructions under the copies, not a staging pass with a block barrier (as in
+// decode_tc_kernel); Q is RoPE'd when staged.
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
-template <typename T, int D>
+template <typename T, int D, bool ROPE>
 __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     decode_tws_kernel(const __grid_constant__ DecodeParams p,
                       const __grid_constant__ TwsMaps maps) {
@@ -1390,8 +1450,10 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   cta_head_slopes(p, head0, 2 * (lane % 4), 2 * (lane % 4) + 1, &slope0, &slope1);
 
   uint8_t *ring = smem;  // 1024-byte aligned (tws_smem): the swizzle's pattern is absolute
+  constexpr bool SPLIT = ROPE && is_bf16<T>::value;
   uint8_t *qs = smem + decode_tws_ring_bytes(D, NW, R);
-  uint64_t *full = reinterpret_cast<uint64_t *>(qs + 16 * RC);
+  uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
+  uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
   uint64_t *empty = full + R;
   if (tid == 0) {
     for (int i = 0; i < R; ++i) {
@@ -1401,6 +1463,9 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     mbar_init_fence();
   }
   __syncthreads();
+
+  float kfreq[ROPE ? D / 8 : 1];
+  if constexpr (ROPE) tcn_rope_freqs<D>(p, lane, kfreq);
 
   uint32_t seq = 0;  // sub-tiles of earlier units: slot and phase run on across units
   const int n_units = unit_count(p);
@@ -1455,14 +1520,15 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     if (producer) {
       for (int s = 0; s < first; ++s) issue(s);
     } else {
-      stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, nullptr, false, tid, NC * 32);
+      stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, qs_lo, SPLIT, tid, NC * 32);
     }
     __syncthreads();
     if (producer) {
       for (int s = first; s < num_sub; ++s) issue(s);
     } else {
-      uint32_t qb[D / 16][2];
+      uint32_t qb[D / 16][2], qb_lo[SPLIT ? D / 16 : 1][2];
       ldsm_qt<RC, D>(qb, qs, lane);
+      if constexpr (SPLIT) ldsm_qt<RC, D>(qb_lo, qs_lo, lane);
       uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
       for (int j = warp; j < num_sub; j += NC) {
         mbar_wait(&full[slot], phase);
@@ -1474,8 +1540,8 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         const int r_lo = us.lo - pos0 > 0 ? us.lo - pos0 : 0;
         const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
         uint32_t pb[2];
-        tcn_scores<T, D, RC, true>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb,
-                                   us.lo);
+        tcn_scores<T, D, RC, true, ROPE>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1,
+                                         lane, pb, us.lo, kfreq, qb_lo);
         if (r_lo > 0 || r_hi < 16) {
           for (int c = lane; c < 16 * (D / 8); c += 32) {  // whole 128-byte rows of each half
             const int r = c / (D / 8), cc = c % (D / 8);
@@ -1623,14 +1689,18 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   long long per_cta = (long long)p.smem_per_sm / per_sm - p.smem_reserved;
   if (per_cta > (long long)smem_limit) per_cta = (long long)smem_limit;
   int slots = kTwsMaxSlots / consumers * consumers;
-  while (slots > consumers && (long long)decode_tws_smem(D, nw, slots) > per_cta)
+  const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA, split = rope && is_bf16<T>::value;
+  while (slots > consumers && (long long)decode_tws_smem(D, nw, slots, split) > per_cta)
     slots -= consumers;
   if (p.tws_slots >= consumers && p.tws_slots < slots)
     slots = p.tws_slots / consumers * consumers;
-  const size_t smem = decode_tws_smem(D, nw, slots);
+  const size_t smem = decode_tws_smem(D, nw, slots, split);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
-  decode_tws_kernel<T, D><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
+  if (rope)
+    decode_tws_kernel<T, D, true><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
+  else
+    decode_tws_kernel<T, D, false><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
   return cudaGetLastError();
 }
 
@@ -1652,6 +1722,12 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     bool transform = sizeof(KVT) == 1 || p.pos_encoding == FI_POS_ROPE_LLAMA;
     // The per-warp kernel exists for 16-bit KV and head_dim <= 128 only (not instantiated
     // for the others: at head_dim 256 its 12-warp register budget would spill).
+    // Warp-specialised (sm_90; RoPE too, rotated in registers): decode.cu gives it tensor
+    // maps where it applies; a configuration it cannot take falls through.
+    if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && p.tws_maps) {
+      const cudaError_t e = launch_tws<T, D>(p, grid, smem_limit, stream);
+      if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
+    }
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
       // Per variant (0 rows form, 1 heads on N with the ring, 2 with single slots) and per
       // (T, KVT, D), this function's instantiation.
@@ -1682,11 +1758,6 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
       auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
       const bool heads_n = p.heads_n && p.heads_per_cta <= 8;
-      // Warp-specialised (sm_90): decode.cu gives it tensor maps where it applies.
-      if (p.tws_maps) {
-        const cudaError_t e = launch_tws<T, D>(p, grid, smem_limit, stream);
-        if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
-      }
       // Single slots need every unit page-aligned: page size a multiple of 16 and no window
       // (the planner's chunks start on page boundaries).
       if (heads_n && p.single_slots && p.page_size % 16 == 0 && p.window_left < 0)
@@ -1738,8 +1809,10 @@ static cudaError_t decode_prepare_kv(int limit) {
     FI_PREP((decode_tcw_kernel<T, KVT, 128, true, false>))
     FI_PREP((decode_tcw_kernel<T, KVT, 64, true, true>))
     FI_PREP((decode_tcw_kernel<T, KVT, 128, true, true>))
-    FI_PREP((decode_tws_kernel<T, 64>))
-    FI_PREP((decode_tws_kernel<T, 128>))
+    FI_PREP((decode_tws_kernel<T, 64, false>))
+    FI_PREP((decode_tws_kernel<T, 128, false>))
+    FI_PREP((decode_tws_kernel<T, 64, true>))
+    FI_PREP((decode_tws_kernel<T, 128, true>))
   }
 #undef FI_PREP
   return e;

@@ -69,7 +69,8 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
  * (decode.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, head_dim <= 128; RoPE runs take
- * the other tensor-core kernel with the same plan) aim
+ * decode_tws_kernel on sm_90 with page sizes a multiple of 16, else the other tensor-core
+ * kernel, with the same plan) aim
  * for 4 CTAs per SM instead: the launcher then gives each CTA 3 warps (tcw_warps_for), 12
  * resident warps per SM instead of 5 x 2 = 10. Measured on an H200 (bench/NOTES.md, v9):
  * (1, 32768, 32, 8) 61.9 -> 65.6 % of copy, (16, 4096, 32, 8) 78.2 -> 79.0 %. The knob
@@ -78,7 +79,7 @@ enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
 
 /* Whether the per-warp kernel applies to this plan (only plan-level facts decide: shape,
  * dtypes, tiles; not pos_encoding, which compiled code applies per run, so compiled and
- * direct plans of the same shape stay identical; RoPE runs use the other tensor-core
+ * direct plans of the same shape stay identical; RoPE runs may take another
  * kernel with the same plan). */
 static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *p,
                               fi_tiles tiles) {
