@@ -26,15 +26,20 @@ func.func @cascade_decode_step(
   %o_empty = tensor.empty() : tensor<8x32x128xf16>
   %lse_empty = tensor.empty() : tensor<8x32xf32>
 
+  // Both plans are made `on_device` (planning kernels on the CUDA backend: the step can
+  // be captured in a CUDA graph and replayed with new lengths; host plans on the host
+  // backend); the prefix plan checks its qo_indptr against the 8 query rows.
+  %rows = arith.constant 8 : index
   %prefix_plan = fi.paged_prefill_plan qo_indptr(%prefix_qo_indptr : tensor<2xi32>)
       pages(%prefix_kv_indptr, %prefix_kv_indices, %prefix_last_page_len
             : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>) num_pages(%num_pages)
-      {bsr = #prefix, num_qo_heads = 32, num_kv_heads = 8, head_dim = 128,
+      max_qo_rows(%rows)
+      {bsr = #prefix, on_device, num_qo_heads = 32, num_kv_heads = 8, head_dim = 128,
        q_type = f16, kv_type = f16}
   %suffix_plan = fi.decode_plan
       pages(%suffix_kv_indptr, %suffix_kv_indices, %suffix_last_page_len
             : tensor<9xi32>, tensor<?xi32>, tensor<8xi32>) num_pages(%num_pages)
-      {bsr = #suffix, num_qo_heads = 32, num_kv_heads = 8, head_dim = 128,
+      {bsr = #suffix, on_device, num_qo_heads = 32, num_kv_heads = 8, head_dim = 128,
        q_type = f16, kv_type = f16}
 
   // Layer 0.

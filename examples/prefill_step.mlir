@@ -35,12 +35,17 @@ func.func @prefill_step(
   %nnz = tensor.dim %q0, %c0 : tensor<?x32x128xbf16>
   %empty = tensor.empty(%nnz) : tensor<?x32x128xbf16>
   // The plans of the step: new tokens go to the last positions of each request.
+  // Both are made `on_device`: on the CUDA backend planning kernels read the index arrays
+  // from device memory (nothing waits for the GPU; the step can be captured in a CUDA
+  // graph and replayed with new lengths); the prefill plan checks qo_indptr against the
+  // rows of q (%nnz). On the host backend they are host plans.
   %append_plan = fi.append_plan append_indptr(%qo_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, on_device}
   %prefill_plan = fi.paged_prefill_plan qo_indptr(%qo_indptr : tensor<?xi32>)
       pages(%kv_indptr, %kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%num_pages)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mode = #fi.mask_mode<causal>,
+      max_qo_rows(%nnz)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mode = #fi.mask_mode<causal>, on_device,
        num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = bf16, kv_type = bf16}
   // Layer 0.
   %cache0 = bufferization.to_tensor %cache0_buf restrict writable : memref<?x2x16x8x128xbf16> to tensor<?x2x16x8x128xbf16>

@@ -682,8 +682,23 @@ static LogicalResult checkPlanMemory(Checker &c, bool onDevice,
   return success();
 }
 
-static LogicalResult checkHostPlanMemory(Checker &c, ArrayRef<std::pair<Value, StringRef>> arrays) {
-  return checkPlanMemory(c, false, arrays);
+/// A prefill plan made on the device knows the row bounds it checks the indptrs against
+/// (`max_qo_rows`, ragged also `max_kv_rows`); a host plan reads the lengths themselves.
+static LogicalResult checkPrefillDevicePlan(Checker &c, bool onDevice, MaskMode mask,
+                                            Value maxQoRows, Value maxKvRows, bool ragged) {
+  StringRef form = ragged ? "`max_rows(%q_rows, %kv_rows)`" : "`max_qo_rows(%q_rows)`";
+  if (onDevice && (!maxQoRows || (ragged && !maxKvRows)))
+    return c.error() << "is `on_device` but has no " << form
+                     << ": a plan made on the GPU checks qo_indptr" << (ragged ? " and kv_indptr" : "")
+                     << " against the rows of the tensors its ops run on; pass them "
+                        "(tensor.dim of q" << (ragged ? " and k" : "") << ")";
+  if (!onDevice && maxQoRows)
+    return c.error() << "has " << form << " but is not `on_device`: only a plan made on the "
+                        "GPU takes row bounds; add `on_device` or drop them";
+  if (onDevice && mask == MaskMode::custom)
+    return c.error() << "is `on_device` with mask_mode = custom: a custom mask is checked "
+                        "against the query and KV lengths on the host; drop `on_device`";
+  return success();
 }
 
 LogicalResult DecodePlanOp::verify() {
@@ -703,29 +718,36 @@ LogicalResult PagedPrefillPlanOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len",
-                  "mask_indptr", "num_pages"}))) ||
+                  "mask_indptr", "num_pages", "max_qo_rows"}))) ||
       failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
       failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
       failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())) ||
-      failed(checkHostPlanMemory(c, {{getQoIndptr(), "qo_indptr"},
-                                     {getKvIndptr(), "kv_indptr"},
-                                     {getKvIndices(), "kv_indices"},
-                                     {getKvLastPageLen(), "kv_last_page_len"}})))
+      failed(checkPrefillDevicePlan(c, getOnDevice(), getMaskMode(), getMaxQoRows(),
+                                    Value(), false)) ||
+      failed(checkPlanMemory(c, getOnDevice(),
+                             {{getQoIndptr(), "qo_indptr"},
+                              {getKvIndptr(), "kv_indptr"},
+                              {getKvIndices(), "kv_indices"},
+                              {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
   return checkPlanShape(c, *this);
 }
 
 LogicalResult RaggedPrefillPlanOp::verify() {
   Checker c(*this);
-  if (failed(c.form(presentOperandNames(*this, {"qo_indptr", "kv_indptr", "mask_indptr"}))) ||
+  if (failed(c.form(presentOperandNames(*this, {"qo_indptr", "kv_indptr", "mask_indptr",
+                                                "max_qo_rows", "max_kv_rows"}))) ||
       failed(c.indexArray(getQoIndptr(), "qo_indptr", "[batch + 1]")) ||
       failed(c.indexArray(getKvIndptr(), "kv_indptr", "[batch + 1]")) ||
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
       failed(checkPlanMaskIndptr(c, getMaskMode(), getMaskIndptr(), getQoIndptr())) ||
-      failed(checkHostPlanMemory(c, {{getQoIndptr(), "qo_indptr"}, {getKvIndptr(), "kv_indptr"}})))
+      failed(checkPrefillDevicePlan(c, getOnDevice(), getMaskMode(), getMaxQoRows(),
+                                    getMaxKvRows(), true)) ||
+      failed(checkPlanMemory(c, getOnDevice(),
+                             {{getQoIndptr(), "qo_indptr"}, {getKvIndptr(), "kv_indptr"}})))
     return failure();
   return checkPlanShape(c, *this);
 }

@@ -2,9 +2,19 @@
  * (append attention) step over ragged requests (32 q heads, 8 KV heads, head_dim 128,
  * page 16, bf16, causal, RoPE): each layer appends the new tokens' K/V to its paged cache
  * in place and attends causally. The outputs and the caches are checked against the
- * runtime called directly, then timed.
- * Options: --batch=4 --max-kv=512 --max-q=64 --steps=3 --seed=1 */
+ * runtime called directly, then timed. Its plans are made `on_device` (planning kernels on
+ * the CUDA backend, host plans on the host backend).
+ * CUDA only (built with -DFI_DRIVER_CUDA): the step is captured once in a CUDA graph on the
+ * driver's stream, over q, k, v at their capacity (batch * max-q rows), and replayed
+ * --replays times with new query lengths each time (qo_indptr rewritten in device memory);
+ * every replay's outputs are compared with the runtime called directly (host plans), and
+ * the caches after the last replay.
+ * Options: --batch=4 --max-kv=512 --max-q=64 --steps=3 --replays=20 --seed=1 */
 #include "example.h"
+
+#ifdef FI_DRIVER_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 enum { LAYERS = 4, QH = 32, KVH = 8, HD = 128, PS = 16 };
 
@@ -18,14 +28,138 @@ void _mlir_ciface_prefill_step(step_out *, memref3 *, memref3 *, memref3 *, memr
                               memref1 *, int64_t);
 #define STEP _mlir_ciface_prefill_step
 
+#ifdef FI_DRIVER_CUDA
+/* Everything one call of the compiled step takes (the graph part). */
+typedef struct step_args {
+  memref3 q[LAYERS], k[LAYERS], v[LAYERS];
+  memref5 cache[LAYERS];
+  memref1 qo_indptr, indptr, indices, last;
+  int64_t num_pages;
+  step_out out;
+} step_args;
+
+static void run_step(void *user) {
+  step_args *a = (step_args *)user;
+  STEP(&a->out, &a->q[0], &a->k[0], &a->v[0], &a->cache[0], &a->q[1], &a->k[1], &a->v[1],
+       &a->cache[1], &a->q[2], &a->k[2], &a->v[2], &a->cache[2], &a->q[3], &a->k[3], &a->v[3],
+       &a->cache[3], &a->qo_indptr, &a->indptr, &a->indices, &a->last, a->num_pages);
+}
+
+static void *device_copy(const void *src, size_t bytes) {
+  void *p = fi_rt_alloc(bytes ? bytes : 1);
+  if (!p || fi_rt_copy(p, src, bytes) != FI_SUCCESS) exit(2);
+  return p;
+}
+
+/* The graph part: capture over capacity-sized q, k, v; replay with new query lengths;
+ * compare each replay with the runtime called directly (host plans, managed buffers).
+ * Returns the number of mismatching elements. */
+static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params *p,
+                             const fi_tiles *tiles, pages_t *pg, int64_t max_q, void **cache,
+                             int replays) {
+  const int32_t batch = pg->batch;
+  int64_t nb1 = batch + 1, nb = batch, used = pg->indptr[batch];
+  const int64_t cap = (int64_t)batch * max_q; /* q, k, v rows at capacity */
+  int64_t qs[3] = {cap, QH, HD}, ns[3] = {cap, KVH, HD};
+  int64_t cs[5] = {pg->num_pages, 2, PS, KVH, HD};
+  int64_t nq = numel(3, qs), nn = numel(3, ns), nc = numel(5, cs);
+  void *q[LAYERS], *k[LAYERS], *v[LAYERS], *ref_cache[LAYERS], *ref_o[LAYERS];
+  step_args dev;
+  memset(&dev, 0, sizeof(dev));
+  for (int l = 0; l < LAYERS; ++l) {
+    q[l] = random_tensor(r, FI_DTYPE_BF16, nq, -2, 2);
+    k[l] = random_tensor(r, FI_DTYPE_BF16, nn, -2, 2);
+    v[l] = random_tensor(r, FI_DTYPE_BF16, nn, -2, 2);
+    ref_cache[l] = copy_of(cache[l], (size_t)nc * 2);
+    ref_o[l] = poisoned_tensor(FI_DTYPE_BF16, nq);
+    mr_init(&dev.q[l], 3, device_copy(q[l], (size_t)nq * 2), qs);
+    mr_init(&dev.k[l], 3, device_copy(k[l], (size_t)nn * 2), ns);
+    mr_init(&dev.v[l], 3, device_copy(v[l], (size_t)nn * 2), ns);
+    mr_init(&dev.cache[l], 5, device_copy(cache[l], (size_t)nc * 2), cs);
+  }
+  int32_t *qo = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)nb1);
+  qo[0] = 0;
+  for (int32_t i = 0; i < batch; ++i) qo[i + 1] = qo[i] + 1;
+  int32_t *dqo = (int32_t *)device_copy(qo, sizeof(int32_t) * (size_t)nb1);
+  mr_init(&dev.qo_indptr, 1, dqo, &nb1);
+  mr_init(&dev.indptr, 1, device_copy(pg->indptr, sizeof(int32_t) * (size_t)nb1), &nb1);
+  mr_init(&dev.indices, 1, device_copy(pg->indices, sizeof(int32_t) * (size_t)used), &used);
+  mr_init(&dev.last, 1, device_copy(pg->last, sizeof(int32_t) * (size_t)nb), &nb);
+  dev.num_pages = pg->num_pages;
+  fi_rt_synchronize();
+  fi_rt_graph *graph = NULL;
+  if (fi_rt_graph_capture(run_step, &dev, &graph) != FI_SUCCESS) {
+    printf("MISMATCH: capturing the step failed\n");
+    return 1;
+  }
+  fi_page_table table = {pg->indptr, pg->indices, pg->last};
+  size_t ws_bytes;
+  CHECK_OK(ctx, fi_prefill_workspace_size(ctx, p, batch, cap, &ws_bytes));
+  void *ws = e2e_alloc(ws_bytes);
+  int64_t bad = 0, last_nnz = 0;
+  for (int rep = 0; rep < replays; ++rep) {
+    for (int32_t i = 0; i < batch; ++i) {
+      int64_t hi = pg->kv_len[i] < max_q ? pg->kv_len[i] : max_q;
+      qo[i + 1] = qo[i] + (int32_t)rng_int(r, 1, hi);
+    }
+    const int64_t nnz = last_nnz = qo[batch];
+    fi_rt_copy(dqo, qo, sizeof(int32_t) * (size_t)nb1);
+    if (fi_rt_graph_replay(graph) != FI_SUCCESS) return 1;
+    /* The runtime called directly on the same inputs (host plans), into poisoned o. */
+    int64_t rqs[3] = {nnz, QH, HD}, rns[3] = {nnz, KVH, HD};
+    fi_plan aplan, pplan;
+    CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, qo, &table, pg->num_pages, &aplan));
+    CHECK_OK(ctx, fi_paged_prefill_plan(ctx, p, batch, qo, &table, pg->num_pages, NULL, tiles,
+                                        ws, ws_bytes, &pplan));
+    for (int l = 0; l < LAYERS; ++l) {
+      fi_tensor tc = fi_tensor_contiguous(ref_cache[l], FI_DTYPE_BF16, 5, cs);
+      fi_paged_kv_cache kvc;
+      CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
+      fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_BF16, 3, rns);
+      fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_BF16, 3, rns);
+      CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, qo, &kvc, &table));
+      fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_BF16, 3, rqs);
+      fi_tensor to = fi_tensor_contiguous(ref_o[l], FI_DTYPE_BF16, 3, rqs);
+      CHECK_OK(ctx, fi_paged_prefill_run(ctx, &pplan, &tq, qo, &kvc, &table, NULL, &to, NULL));
+    }
+    fi_rt_synchronize();
+    for (int l = 0; l < LAYERS; ++l) {
+      char name[48];
+      snprintf(name, sizeof(name), "replay %d layer %d o", rep, l);
+      bad += compare(name, data_ptr(&dev.out.o[l], FI_DTYPE_BF16), ref_o[l], FI_DTYPE_BF16,
+                     nnz * QH * HD);
+    }
+  }
+  for (int l = 0; l < LAYERS; ++l) {
+    char name[48];
+    snprintf(name, sizeof(name), "graph layer %d cache", l);
+    bad += compare(name, dev.cache[l].aligned, ref_cache[l], FI_DTYPE_BF16, nc);
+  }
+  printf("  graph: %d replays with new query lengths each (last: %lld of %lld rows): %s\n",
+         replays, (long long)last_nnz, (long long)cap, bad ? "MISMATCH" : "bit-exact");
+  fi_rt_graph_destroy(graph);
+  return bad;
+}
+#endif
+
 int main(int argc, char **argv) {
   int32_t batch = (int32_t)arg_long(argc, argv, "batch", 4);
   int64_t max_kv = arg_long(argc, argv, "max-kv", 512);
   int64_t max_q = arg_long(argc, argv, "max-q", 64);
   int steps = (int)arg_long(argc, argv, "steps", 3);
+  int replays = (int)arg_long(argc, argv, "replays", 20);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1) * 0x9e3779b97f4a7c15ull + 1};
   e2e_setup();
   fi_context *ctx = fi_default_context();
+  int cuda = fi_context_backend(ctx) == FI_BACKEND_CUDA;
+#ifdef FI_DRIVER_CUDA
+  /* As an embedder does: the driver owns the stream compiled code runs on. */
+  if (cuda) {
+    cudaStream_t stream = NULL;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return 2;
+    CHECK_OK(ctx, fi_context_set_stream(ctx, stream));
+  }
+#endif
 
   pages_t pg;
   make_pages(&r, &pg, batch, PS, 1, max_kv, 0);
@@ -131,6 +265,13 @@ int main(int argc, char **argv) {
     for (int l = 0; l < LAYERS; ++l) fi_rt_free(res.o[l].allocated);
   }
   bad += report_steady_state(t, steps, fi_rt_workspace_allocations() - allocs_after_first);
+#ifdef FI_DRIVER_CUDA
+  if (cuda && replays > 0)
+    bad += graph_replays(&r, ctx, &p, &decode_tiles, &pg, max_q, cache, replays);
+#else
+  if (cuda) printf("  graph: not built (compile the driver with -DFI_DRIVER_CUDA)\n");
+#endif
+  if (!cuda) printf("  graph: skipped (CUDA graphs need the CUDA backend)\n");
   printf("prefill_step: %s\n", bad ? "FAIL" : "PASS");
   return bad ? 1 : 0;
 }

@@ -72,12 +72,9 @@ fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, cons
   return UNAVAILABLE(ctx);
 }
 
-fi_status fi_cuda_decode_plan_device(fi_context *ctx, const fi_page_table *pages,
-                                     int32_t batch, int32_t page_size, int32_t num_pages,
-                                     int64_t indices_len, const fi_cuda_device_plan_caps *caps,
-                                     const fi_plan *plan) {
-  (void)pages, (void)batch, (void)page_size, (void)num_pages, (void)indices_len, (void)caps,
-      (void)plan;
+fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_plan_problem *pb,
+                              const fi_cuda_device_plan_caps *caps, const fi_plan *plan) {
+  (void)pb, (void)caps, (void)plan;
   return UNAVAILABLE(ctx);
 }
 

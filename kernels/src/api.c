@@ -197,11 +197,121 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
   CHECK(fi_cuda_check_supported(ctx, FI_OP_DECODE, params, tiles));
   fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, NULL, NULL, params->page_size};
   fi_cuda_device_plan_caps caps;
-  CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, workspace, workspace_bytes, plan,
-                               &caps));
+  CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, batch, workspace, workspace_bytes,
+                               plan, &caps));
   plan->num_pages = num_pages;
-  return fi_cuda_decode_plan_device(ctx, device_pages, batch, params->page_size, num_pages,
-                                    num_indices, &caps, plan);
+  fi_cuda_device_plan_problem dp = {NULL, device_pages->indptr, device_pages->indices,
+                                    device_pages->last_page_len, batch, params->page_size,
+                                    num_pages, num_indices, batch, 0};
+  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
+}
+
+/* What a prefill plan made on the device checks on the host (the arrays are checked on
+ * the device). */
+static fi_status check_prefill_device_args(fi_context *ctx, const fi_attention_params *params,
+                                           const char *fn, const int32_t *qo_indptr,
+                                           int64_t max_qo_rows, const fi_tiles *tiles) {
+  if (!tiles)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s: tiles is NULL: a device plan needs the variant chosen on the host "
+                        "(fi_select_prefill_tiles, or #fi.tiles from fi-select-tiles)", fn);
+  if (!qo_indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s: qo_indptr must not be NULL", fn);
+  if (max_qo_rows < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s: max_qo_rows = %lld: pass the rows of q (>= 0)", fn,
+                        (long long)max_qo_rows);
+  if (params->mask_mode == FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: a custom mask is checked against the query and KV lengths on the "
+                        "host: make this plan with fi_%s_prefill_plan", fn,
+                        strstr(fn, "ragged") ? "ragged" : "paged");
+  CHECK(check_forced_tiles(ctx, tiles, 0));
+  return FI_SUCCESS;
+}
+
+static fi_status check_host_rows(fi_context *ctx, const char *name, const int32_t *indptr,
+                                 int32_t batch, int64_t max_rows, const char *what) {
+  int64_t total = 0;
+  CHECK(fi_validate_indptr(ctx, name, indptr, batch, &total));
+  if (total > max_rows)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s[%d] = %lld but %s holds %lld rows",
+                        name, (int)batch, (long long)total, what, (long long)max_rows);
+  return FI_SUCCESS;
+}
+
+fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                       int32_t batch, const int32_t *device_qo_indptr,
+                                       int64_t max_qo_rows, const fi_page_table *device_pages,
+                                       int64_t num_indices, int32_t num_pages,
+                                       const fi_tiles *tiles, void *workspace,
+                                       size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  CHECK(check_plan_args(ctx, plan, params, 1, batch));
+  CHECK(check_prefill_device_args(ctx, params, "fi_paged_prefill_plan_device",
+                                  device_qo_indptr, max_qo_rows, tiles));
+  if (!device_pages || !device_pages->indptr || !device_pages->indices ||
+      !device_pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "device_pages (kv_indptr, kv_indices, kv_last_page_len) must not be "
+                        "NULL");
+  if (num_indices < 0 || num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "num_indices = %lld, num_pages = %d: both must be >= 0",
+                        (long long)num_indices, (int)num_pages);
+  if (ctx->backend == FI_BACKEND_HOST) {
+    /* Host memory is the device's: the host planner makes the same partition. */
+    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q"));
+    CHECK(check_host_rows(ctx, "kv_indptr", device_pages->indptr, batch, num_indices,
+                          "kv_indices"));
+    return fi_paged_prefill_plan(ctx, params, batch, device_qo_indptr, device_pages, num_pages,
+                                 NULL, tiles, workspace, workspace_bytes, plan);
+  }
+  CHECK(fi_cuda_check_supported(ctx, FI_OP_PAGED_PREFILL, params, tiles));
+  fi_plan_problem pb = {FI_OP_PAGED_PREFILL, batch, device_qo_indptr, device_pages->indptr,
+                        device_pages->last_page_len, params->page_size};
+  fi_cuda_device_plan_caps caps;
+  CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, max_qo_rows, workspace,
+                               workspace_bytes, plan, &caps));
+  plan->num_pages = num_pages;
+  fi_cuda_device_plan_problem dp = {device_qo_indptr, device_pages->indptr, device_pages->indices,
+                                    device_pages->last_page_len, batch, params->page_size,
+                                    num_pages, num_indices, max_qo_rows, 0};
+  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
+}
+
+fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                        int32_t batch, const int32_t *device_qo_indptr,
+                                        int64_t max_qo_rows, const int32_t *device_kv_indptr,
+                                        int64_t max_kv_rows, const fi_tiles *tiles,
+                                        void *workspace, size_t workspace_bytes,
+                                        fi_plan *plan) {
+  NEED_CTX(ctx);
+  CHECK(check_plan_args(ctx, plan, params, 0, batch));
+  CHECK(check_prefill_device_args(ctx, params, "fi_ragged_prefill_plan_device",
+                                  device_qo_indptr, max_qo_rows, tiles));
+  if (!device_kv_indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_ragged_prefill_plan_device: kv_indptr must not be NULL");
+  if (max_kv_rows < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_ragged_prefill_plan_device: max_kv_rows = %lld: pass the rows of "
+                        "k and v (>= 0)", (long long)max_kv_rows);
+  if (ctx->backend == FI_BACKEND_HOST) {
+    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q"));
+    CHECK(check_host_rows(ctx, "kv_indptr", device_kv_indptr, batch, max_kv_rows, "k"));
+    return fi_ragged_prefill_plan(ctx, params, batch, device_qo_indptr, device_kv_indptr, NULL,
+                                  tiles, workspace, workspace_bytes, plan);
+  }
+  CHECK(fi_cuda_check_supported(ctx, FI_OP_RAGGED_PREFILL, params, tiles));
+  fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, device_qo_indptr, device_kv_indptr, NULL, 1};
+  fi_cuda_device_plan_caps caps;
+  CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, max_qo_rows, workspace,
+                               workspace_bytes, plan, &caps));
+  fi_cuda_device_plan_problem dp = {device_qo_indptr, device_kv_indptr, NULL, NULL, batch, 1, 0,
+                                    0, max_qo_rows, max_kv_rows};
+  plan->total_kv = max_kv_rows; /* the run's k and v must hold this many rows */
+  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
 }
 
 fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan) {

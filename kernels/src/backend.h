@@ -96,20 +96,33 @@ fi_status fi_cuda_check_stream(fi_context *ctx, void *stream);
 /* Copies `bytes` host -> device on the context's stream (planner output). */
 fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
                          size_t bytes);
-/* The device planner's inputs beyond the page table (planner.c computes them on the host
+/* The device planner's index arrays (device memory). */
+typedef struct fi_cuda_device_plan_problem {
+  const int32_t *qo_indptr;     /* [batch+1]; NULL: decode (one query row per request) */
+  const int32_t *kv_indptr;     /* [batch+1]: pages (paged) or KV rows (ragged) */
+  const int32_t *kv_indices;    /* paged: page ids; NULL: ragged */
+  const int32_t *last_page_len; /* paged: [batch]; NULL: ragged */
+  int32_t batch, page_size, num_pages;
+  int64_t indices_len;          /* paged: elements of the kv_indices buffer */
+  int64_t max_qo_rows;          /* rows of q: the bound of qo_indptr[batch] */
+  int64_t max_kv_rows;          /* ragged: rows of k and v, the bound of kv_indptr[batch] */
+} fi_cuda_device_plan_problem;
+/* The device planner's inputs beyond the arrays (planner.c computes them on the host
  * from facts the host knows: batch, workspace size, tiles). */
 typedef struct fi_cuda_device_plan_caps {
   int64_t units, merge, partial; /* the workspace's capacities */
   int64_t target;                /* work-unit target of the automatic split */
   int64_t fixed_chunk;           /* > 0: fixed split chunk in tokens */
-  int32_t auto_split;            /* 1: the automatic split may split */
+  int64_t rows_per_unit;         /* query rows per unit (decode: 1) */
+  int64_t granularity;           /* chunks are multiples of it: page size (ragged 16) */
+  int64_t max_units;             /* a bound of the unit count (the sort kernel's grid) */
+  int32_t auto_split;            /* 1: the automatic split may split (when the unsplit
+                                    plan has fewer units than the target) */
 } fi_cuda_device_plan_caps;
-/* Launches the decode planning kernels (kernels/cuda/plan_device.cu) on ctx's stream;
- * `plan` holds the workspace offsets (fi_plan_prepare_device). */
-fi_status fi_cuda_decode_plan_device(fi_context *ctx, const fi_page_table *pages,
-                                     int32_t batch, int32_t page_size, int32_t num_pages,
-                                     int64_t indices_len, const fi_cuda_device_plan_caps *caps,
-                                     const fi_plan *plan);
+/* Launches the planning kernels (kernels/cuda/plan_device.cu) on ctx's stream; `plan`
+ * holds the workspace offsets (fi_plan_prepare_device). */
+fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_plan_problem *pb,
+                              const fi_cuda_device_plan_caps *caps, const fi_plan *plan);
 /* Copies `bytes` device -> host on ctx's stream and waits for it (fi_plan_device_status). */
 fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *device_src,
                                 size_t bytes);

@@ -107,11 +107,11 @@ int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_pa
 
 /* What the device planner needs beyond the arrays: capacities of the workspace, the unit
  * target and the split rule; fills `plan` like fi_plan_build except the counts (the
- * device writes them). Decode only. */
+ * device writes them). Decode and prefill; max_qo_rows: the rows of q (prefill). */
 fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
                                  const fi_attention_params *params, fi_tiles tiles,
-                                 void *workspace, size_t workspace_bytes, fi_plan *plan,
-                                 fi_cuda_device_plan_caps *caps);
+                                 int64_t max_qo_rows, void *workspace, size_t workspace_bytes,
+                                 fi_plan *plan, fi_cuda_device_plan_caps *caps);
 #define FI_PLAN_MAGIC_VALUE 0x46495f504c414e00ULL /* "FI_PLAN\0" */
 
 #ifdef __cplusplus

@@ -863,6 +863,94 @@ void _mlir_ciface_fi_rt_decode_plan_device(
   log_plan(&r->plan);
 }
 
+/* What the prefill plans made on the device share once their arrays are known. */
+static void prefill_plan_device(const char *op, fi_context *ctx, plan_record *r,
+                                fi_op_family family, int32_t batch, const int32_t *qo,
+                                int64_t max_qo_rows, const fi_page_table *pages,
+                                int64_t num_indices, int64_t num_pages, const int32_t *kv,
+                                int64_t max_kv_rows, int32_t layout, int32_t qo_heads,
+                                int32_t kv_heads, int32_t head_dim, int32_t page_size,
+                                int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode,
+                                int32_t q_tile, int32_t kv_tile, int32_t split_kv,
+                                int32_t cores) {
+  r->valid = 0;
+  if (q_tile == 0) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "a plan made on the device needs its tiles at compile time (it never sees the "
+           "lengths on the host): run --fi-select-tiles before lowering (fi-to-llvm does)");
+    return;
+  }
+  if (!require_device_memory(op, ctx, "qo_indptr", qo)) return;
+  if (pages && (!require_device_memory(op, ctx, "kv_indptr", pages->indptr) ||
+                !require_device_memory(op, ctx, "kv_indices", pages->indices) ||
+                !require_device_memory(op, ctx, "kv_last_page_len", pages->last_page_len)))
+    return;
+  if (kv && !require_device_memory(op, ctx, "kv_indptr", kv)) return;
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows)) return;
+  if (!ensure_status(op, ctx, r, 0)) return;
+  fi_status st =
+      family == FI_OP_PAGED_PREFILL
+          ? fi_paged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, pages, num_indices,
+                                         (int32_t)num_pages, tiles, r->workspace,
+                                         r->workspace_bytes, &r->plan)
+          : fi_ragged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, kv, max_kv_rows,
+                                          tiles, r->workspace, r->workspace_bytes, &r->plan);
+  if (plan_failed(op, ctx, r, st)) return;
+  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
+  r->on_device = is_cuda(ctx);
+  r->layout = (fi_kv_layout)layout;
+  r->valid = 1;
+  note_capture_use(r);
+  log_plan(&r->plan);
+}
+
+void _mlir_ciface_fi_rt_paged_prefill_plan_device(
+    fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
+    fi_memref *last, int64_t max_qo_rows, int64_t num_pages, int32_t layout,
+    int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype,
+    int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv,
+    int32_t cores) {
+  const char *op = "fi.paged_prefill_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  fi_page_table pages;
+  if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages)) return;
+  prefill_plan_device(op, ctx, r, FI_OP_PAGED_PREFILL, batch, qo, max_qo_rows, &pages,
+                      length_of(indices), num_pages, NULL, 0, layout, qo_heads, kv_heads,
+                      head_dim, page_size, q_dtype, kv_dtype, mask_mode, q_tile, kv_tile,
+                      split_kv, cores);
+}
+
+void _mlir_ciface_fi_rt_ragged_prefill_plan_device(
+    fi_memref *slot, fi_memref *qo_indptr, fi_memref *kv_indptr, int64_t max_qo_rows,
+    int64_t max_kv_rows, int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+    int32_t page_size, int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode, int32_t q_tile,
+    int32_t kv_tile, int32_t split_kv, int32_t cores) {
+  const char *op = "fi.ragged_prefill_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  int32_t batch;
+  if (!r || !batch_of(op, "qo_indptr", qo_indptr, &batch)) return;
+  const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
+  const int32_t *kv = array_of(op, "kv_indptr", kv_indptr, 4);
+  if (!qo || !kv) return;
+  if (length_of(kv_indptr) != batch + 1) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "kv_indptr and qo_indptr must have the same length (batch + 1)");
+    return;
+  }
+  prefill_plan_device(op, ctx, r, FI_OP_RAGGED_PREFILL, batch, qo, max_qo_rows, NULL, 0, 0, kv,
+                      max_kv_rows, 0, qo_heads, kv_heads, head_dim, page_size, q_dtype,
+                      kv_dtype, mask_mode, q_tile, kv_tile, split_kv, cores);
+}
+
 void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_indptr,
                                            fi_memref *indptr, fi_memref *indices,
                                            fi_memref *last, int64_t num_pages,

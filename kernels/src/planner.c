@@ -393,38 +393,68 @@ int64_t fi_plan_decode_launch_units(const fi_context *ctx, const fi_attention_pa
 
 fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
                                  const fi_attention_params *params, fi_tiles tiles,
-                                 void *workspace, size_t workspace_bytes, fi_plan *plan,
-                                 fi_cuda_device_plan_caps *dc) {
-  caps k = caps_from_bytes(FI_OP_DECODE, params, &ctx->target, workspace ? workspace_bytes : 0);
-  if (!workspace || k.units < pb->batch)
-    return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
-                        "workspace of %zu bytes holds %lld work units but this batch needs "
-                        "%lld: allocate fi_decode_workspace_size(max_batch >= %d) = %zu bytes "
-                        "or more", workspace ? workspace_bytes : (size_t)0, (long long)k.units,
-                        (long long)pb->batch, (int)pb->batch,
-                        fi_plan_workspace_bytes(ctx, FI_OP_DECODE, params, pb->batch, pb->batch));
-  /* The units are staged in the partial-o region before they are sorted. */
-  if ((size_t)k.units * sizeof(fi_work_unit) > k.off_plse - k.off_po)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "device planning stages its units in the partial-o area, which is too "
-                        "small for num_qo_heads * head_dim = %d: plan on the host",
-                        (int)(params->num_qo_heads * params->head_dim));
-  int64_t g = pb->page_size;
+                                 int64_t max_qo_rows, void *workspace, size_t workspace_bytes,
+                                 fi_plan *plan, fi_cuda_device_plan_caps *dc) {
+  const int decode = pb->family == FI_OP_DECODE;
+  caps k = caps_from_bytes(pb->family, params, &ctx->target, workspace ? workspace_bytes : 0);
+  int64_t group = params->num_qo_heads / params->num_kv_heads;
+  int64_t rpu = decode ? 1 : tiles.q_tile / group;
+  if (rpu < 1) rpu = 1;
+  /* Unsplit units: one per request (decode), at most one per rpu query rows plus one per
+   * request (prefill). Every unsplit plan must fit, as on the host. */
+  int64_t unsplit_bound = decode ? pb->batch : ceil_div(max_qo_rows, rpu) + pb->batch;
+  if (!decode && unsplit_bound > max_qo_rows) unsplit_bound = max_qo_rows > 0 ? max_qo_rows : 0;
+  if (!workspace || k.units < unsplit_bound)
+    return fi_set_error(
+        ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+        "workspace of %zu bytes holds %lld work units but this batch may need %lld: allocate "
+        "%s(max_batch >= %d%s) = %zu bytes or more", workspace ? workspace_bytes : (size_t)0,
+        (long long)k.units, (long long)unsplit_bound, size_fn(pb->family), (int)pb->batch,
+        decode ? "" : ", max_qo_rows >= the rows of q",
+        fi_plan_workspace_bytes(ctx, pb->family, params, pb->batch, decode ? pb->batch : max_qo_rows));
+  /* The units are staged in the partial-o area before they are sorted. */
+  if ((size_t)k.units * sizeof(fi_work_unit) > k.off_plse - k.off_po) {
+    if (!decode && (size_t)unsplit_bound * sizeof(fi_work_unit) <= k.off_plse - k.off_po)
+      k.units = (int64_t)((k.off_plse - k.off_po) / sizeof(fi_work_unit));
+    else
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "device planning stages its units in the partial-o area, which is "
+                          "too small for num_qo_heads * head_dim = %d: plan on the host",
+                          (int)(params->num_qo_heads * params->head_dim));
+  }
+  int64_t g = pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
+  int64_t target = decode ? decode_target_units(ctx, params, tiles, pb->batch)
+                          : fi_plan_target_units_for(ctx, pb->family, params);
   dc->units = k.units;
   dc->merge = k.merge;
   dc->partial = k.partial;
-  dc->target = decode_target_units(ctx, params, tiles, pb->batch);
+  dc->target = target;
   dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
-  dc->auto_split = params->fixed_split_size == 0 && tiles.split_kv && pb->batch < dc->target;
+  dc->rows_per_unit = rpu;
+  dc->granularity = g;
+  dc->auto_split = params->fixed_split_size == 0 && tiles.split_kv;
   fill_plan(ctx, plan, pb, params, tiles, &k, workspace, workspace_bytes);
-  plan->num_work_units =
-      (int32_t)fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units);
+  if (decode) {
+    plan->num_work_units =
+        (int32_t)fi_plan_decode_launch_units(ctx, params, tiles, pb->batch, k.units);
+    dc->max_units = k.units;
+    plan->total_qo_rows = pb->batch;
+    plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)pb->batch; /* merge grid: <= one per request */
+  } else {
+    /* The kernels stride over the units the device wrote; the grid covers the unsplit
+     * bound or the target, whichever is larger (a fixed split: the capacity). */
+    int64_t launch = params->fixed_split_size > 0 ? k.units
+                                                   : (unsplit_bound > target ? unsplit_bound : target);
+    if (launch > k.units) launch = k.units;
+    plan->num_work_units = (int32_t)(launch > 0 ? launch : 1);
+    dc->max_units = launch;
+    plan->total_qo_rows = max_qo_rows;
+    plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)(k.merge > 0 ? k.merge : 0);
+  }
   plan->num_partial_rows = -1;
-  plan->total_qo_rows = pb->batch;
   plan->total_kv = -1;
-  plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)pb->batch; /* merge grid: <= one per request */
-  plan->private_[FI_PLAN_KV_CHUNK] = 0;                    /* known on the device only */
-  plan->private_[FI_PLAN_ROWS_PER_UNIT] = 1;
+  plan->private_[FI_PLAN_KV_CHUNK] = 0; /* known on the device only */
+  plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
   plan->private_[FI_PLAN_LAUNCH_UNITS] = (uint64_t)plan->num_work_units;
   plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
   return FI_SUCCESS;
@@ -484,6 +514,23 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "new token %d has no slot in its request's pages: kv_indptr, "
                         "kv_last_page_len and append_indptr disagree, or kv_indptr points past "
                         "kv_indices (device append; the token was not written)", idx);
+  case 8:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "qo_indptr[0] = %d: it must be 0 (device plan; nothing was computed)", val);
+  case 9:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "qo_indptr[%d] = %d is below qo_indptr[%d]: indptr must be "
+                        "non-decreasing (device plan; nothing was computed)", idx + 1, val, idx);
+  case 10:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "qo_indptr[%d] = %d is more query rows than the plan's max_qo_rows: "
+                        "plan with max_qo_rows >= the rows of q and pass a q that large "
+                        "(device plan; nothing was computed)", idx, val);
+  case 11:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "kv_indptr[%d] = %d is more KV rows than the plan's max_kv_rows: "
+                        "plan with max_kv_rows >= the rows of k and v (device plan; nothing "
+                        "was computed)", idx, val);
   case 6:
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "fixed_split_size splits this batch into more work units than the "

@@ -220,6 +220,13 @@ public:
     args.push_back(i32(loc, tiles ? static_cast<int64_t>(tiles.getCores()) : 0));
   }
 
+  LogicalResult needsTiles(Operation *op) {
+    return op->emitOpError()
+           << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
+              "them from lengths the host never sees; run --fi-select-tiles first "
+              "(fi-to-llvm does) or set `tiles`";
+  }
+
   /// What the plan call of `op` needs that the verifier cannot know: kernels for the
   /// backend, and tiles for a plan made on the device.
   LogicalResult checkPlan(Operation *op) {
@@ -228,16 +235,19 @@ public:
                               d.getTilesAttr(), true)))
         return failure();
       if (d.getOnDevice() && !d.getTilesAttr())
-        return op->emitOpError()
-               << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
-                  "them from lengths the host never sees; run --fi-select-tiles first "
-                  "(fi-to-llvm does) or set `tiles`";
+        return needsTiles(op);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
-      return checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(), p.getMaskMode(),
-                          p.getTilesAttr(), false);
+      if (failed(checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(), p.getMaskMode(),
+                              p.getTilesAttr(), false)))
+        return failure();
+      if (p.getOnDevice() && !p.getTilesAttr())
+        return needsTiles(op);
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
-      return checkBackend(op, r.getHeadDim(), r.getQType(), r.getKvType(), r.getMaskMode(),
-                          r.getTilesAttr(), false);
+      if (failed(checkBackend(op, r.getHeadDim(), r.getQType(), r.getKvType(), r.getMaskMode(),
+                              r.getTilesAttr(), false)))
+        return failure();
+      if (r.getOnDevice() && !r.getTilesAttr())
+        return needsTiles(op);
     } else if (!isa<AppendPlanOp>(op)) {
       return op->emitOpError() << "is not an fi plan op";
     }
@@ -271,23 +281,31 @@ public:
       PagedPrefillPlanOp::Adaptor pA(operands, p);
       for (Value v : {pA.getQoIndptr(), pA.getKvIndptr(), pA.getKvIndices(), pA.getKvLastPageLen()})
         args.push_back(canonical(loc, v));
-      args.push_back(pA.getMaskIndptr() ? canonical(loc, pA.getMaskIndptr())
-                                       : absent(loc, b.getI32Type(), 1));
+      if (p.getOnDevice())  // no custom mask (verifier); the row bound instead
+        args.push_back(i64FromIndex(loc, pA.getMaxQoRows()));
+      else
+        args.push_back(pA.getMaskIndptr() ? canonical(loc, pA.getMaskIndptr())
+                                         : absent(loc, b.getI32Type(), 1));
       args.push_back(i64FromIndex(loc, pA.getNumPages()));
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       pushShape(loc, args, p.getNumQoHeads(), p.getNumKvHeads(), p.getHeadDim(),
                 p.getBsr().getBlockCols(), p.getQType(), p.getKvType(), p.getMaskMode(),
                 p.getTilesAttr());
-      callee = "fi_rt_paged_prefill_plan";
+      callee = p.getOnDevice() ? "fi_rt_paged_prefill_plan_device" : "fi_rt_paged_prefill_plan";
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
       RaggedPrefillPlanOp::Adaptor rA(operands, r);
       for (Value v : {rA.getQoIndptr(), rA.getKvIndptr()})
         args.push_back(canonical(loc, v));
-      args.push_back(rA.getMaskIndptr() ? canonical(loc, rA.getMaskIndptr())
-                                       : absent(loc, b.getI32Type(), 1));
+      if (r.getOnDevice()) {  // no custom mask (verifier); the row bounds instead
+        args.push_back(i64FromIndex(loc, rA.getMaxQoRows()));
+        args.push_back(i64FromIndex(loc, rA.getMaxKvRows()));
+      } else {
+        args.push_back(rA.getMaskIndptr() ? canonical(loc, rA.getMaskIndptr())
+                                         : absent(loc, b.getI32Type(), 1));
+      }
       pushShape(loc, args, r.getNumQoHeads(), r.getNumKvHeads(), r.getHeadDim(), 0,
                 r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr());
-      callee = "fi_rt_ragged_prefill_plan";
+      callee = r.getOnDevice() ? "fi_rt_ragged_prefill_plan_device" : "fi_rt_ragged_prefill_plan";
     } else if (auto a = dyn_cast<AppendPlanOp>(op)) {
       AppendPlanOp::Adaptor aA(operands, a);
       for (Value v : {aA.getAppendIndptr(), aA.getKvIndptr(), aA.getKvIndices(),

@@ -71,6 +71,27 @@ Value dim0(OpBuilder &b, Location loc, Value v) {
 
 IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
 
+/// The row bound of a plan made on the device over `indptr` (max_qo_rows, max_kv_rows):
+/// the one already made for this indptr if it dominates `op` (so that the plans of all
+/// layers stay identical and -cse folds them), else dim 0 of `rows`, placed right after
+/// its definition. Shares the page-count cache, under keys (indptr, indptr, rows-kind).
+Value rowsFor(OpBuilder &b, Operation *op, Value indptr, Value rows, unsigned kind,
+              NumPagesCache *known) {
+  Value marker = kind == 0 ? indptr : Value();
+  auto key = std::make_tuple(indptr, indptr, marker);
+  if (known) {
+    auto it = known->find(key);
+    if (it != known->end() && DominanceInfo(op).properlyDominates(it->second, op))
+      return it->second;
+  }
+  OpBuilder::InsertionGuard guard(b);
+  setEarliestInsertionPoint(b, op, {rows});
+  Value n = dim0(b, op->getLoc(), rows);
+  if (known)
+    (*known)[key] = n;
+  return n;
+}
+
 /// The page count for a plan of `op` over page table (indptr, indices, last): the one
 /// already made for this page table if it dominates `op`, else dim 0 of `cache` placed
 /// right after `cache`'s definition (so that it dominates every later layer).
@@ -139,22 +160,34 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
                                p.getKvLastPageLen(), numPages};
     if (p.getMaskIndptr())
       deps.push_back(p.getMaskIndptr());
+    // A custom mask is checked on the host: such a plan stays a host plan.
+    const bool dev = onDevice && p.getMaskMode() != MaskMode::custom;
+    Value maxQo = dev ? rowsFor(b, op, p.getQoIndptr(), p.getQ(), 0, known) : Value();
+    if (maxQo)
+      deps.push_back(maxQo);
     setEarliestInsertionPoint(b, op, deps);
     plan = PagedPrefillPlanOp::create(
         b, loc, PlanType::get(ctx, PlanFamily::paged_prefill), p.getQoIndptr(),
         p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen(), p.getMaskIndptr(), numPages,
-        p.getBsr(), p.getMaskModeAttr(), i64(b, info->qoHeads), i64(b, info->kvHeads),
-        i64(b, info->headDim), qType, kvType, info->tiles);
+        maxQo, p.getBsr(), p.getMaskModeAttr(), dev ? device : UnitAttr(),
+        i64(b, info->qoHeads), i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
+        info->tiles);
     p.getPlanMutable().assign(plan);
   } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
     SmallVector<Value> deps = {r.getQoIndptr(), r.getKvIndptr()};
     if (r.getMaskIndptr())
       deps.push_back(r.getMaskIndptr());
+    const bool dev = onDevice && r.getMaskMode() != MaskMode::custom;
+    Value maxQo = dev ? rowsFor(b, op, r.getQoIndptr(), r.getQ(), 0, known) : Value();
+    Value maxKv = dev ? rowsFor(b, op, r.getKvIndptr(), r.getK(), 1, known) : Value();
+    if (dev)
+      deps.append({maxQo, maxKv});
     setEarliestInsertionPoint(b, op, deps);
     plan = RaggedPrefillPlanOp::create(
         b, loc, PlanType::get(ctx, PlanFamily::ragged_prefill), r.getQoIndptr(),
-        r.getKvIndptr(), r.getMaskIndptr(), r.getMaskModeAttr(), i64(b, info->qoHeads),
-        i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
+        r.getKvIndptr(), r.getMaskIndptr(), maxQo, maxKv, r.getMaskModeAttr(),
+        dev ? device : UnitAttr(), i64(b, info->qoHeads), i64(b, info->kvHeads),
+        i64(b, info->headDim), qType, kvType, info->tiles);
     r.getPlanMutable().assign(plan);
   }
   // An op whose tiles are left to plan time says so on its plan as well.

@@ -33,7 +33,9 @@ void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &o
   if (options.cInterface)
     pm.addPass(createFiEmitCInterface());
   // Tensor level: choose tiles, make plans explicit, share identical plans.
-  pm.addPass(createFiSelectTiles());
+  FiSelectTilesOptions select;
+  select.devicePlans = options.plansOnDevice;
+  pm.addPass(createFiSelectTiles(select));
   FiMaterializePlansOptions plans;
   plans.onDevice = options.plansOnDevice;
   pm.addPass(createFiMaterializePlans(plans));

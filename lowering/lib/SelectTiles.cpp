@@ -69,9 +69,14 @@ static bool isFastPath(Operation *op, const AttentionInfo &info) {
          (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
 }
 
+/// The query length a prefill op planned on the device is taken to have when nothing
+/// says (a prompt's prefill; long enough for the 128-row tiles of the fast kernel).
+constexpr int64_t kDevicePlanQoLen = 512;
+
 /// The tiles of one op, or nullopt when the query length is unknown (plan time).
+/// `devicePlan`: the op's plan is made on the device, so the choice cannot wait.
 std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
-                               const fi_target &target) {
+                               const fi_target &target, bool devicePlan) {
   fi_tile_problem p{};
   p.batch = info.staticBatch > 0 ? static_cast<int32_t>(info.staticBatch) : 0;
   p.num_qo_heads = static_cast<int32_t>(info.qoHeads);
@@ -89,6 +94,8 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
     p.avg_qo_len = (info.staticQoRows + info.staticBatch - 1) / info.staticBatch;
   else
     p.avg_qo_len = hint(op, kAvgQoLenHint);
+  if (p.avg_qo_len <= 0 && devicePlan)
+    p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_kv_len == 0 && info.staticBatch > 0 && info.staticKvRows >= 0)
     p.avg_kv_len = (info.staticKvRows + info.staticBatch - 1) / info.staticBatch;
   if (p.avg_qo_len <= 0)
@@ -113,6 +120,7 @@ LogicalResult checkHints(Operation *op) {
 }
 
 struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTilesPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     fi_target target = targetOf(module);
@@ -131,7 +139,9 @@ struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTile
             setTiles(op, tiles);
             return;
           }
-      std::optional<fi_tiles> tiles = choose(op, *info, target);
+      Operation *planOp = info->plan ? info->plan.getDefiningOp() : nullptr;
+      bool devicePlan = devicePlans || (planOp && planOp->hasAttr("on_device"));
+      std::optional<fi_tiles> tiles = choose(op, *info, target, devicePlan);
       if (!tiles) {
         op->setAttr(kPlanTimeMarker, UnitAttr::get(ctx));
         return;

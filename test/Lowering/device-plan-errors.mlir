@@ -15,3 +15,12 @@ func.func @bad_copy(%a: memref<4xcomplex<f32>>, %b: memref<4xcomplex<f32>>) {
   memref.copy %a, %b : memref<4xcomplex<f32>> to memref<4xcomplex<f32>>
   return
 }
+
+// -----
+
+// So does a prefill plan made on the device.
+func.func @prefill_no_tiles(%qo: memref<?xi32>, %kv: memref<?xi32>, %n: index) {
+  // expected-error @+1 {{is `on_device` but has no tiles: a plan made on the GPU cannot choose them from lengths the host never sees; run --fi-select-tiles first (fi-to-llvm does) or set `tiles`}}
+  %p = fi.ragged_prefill_plan indptr(%qo, %kv : memref<?xi32>, memref<?xi32>) max_rows(%n, %n) {on_device, num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
+  return
+}

@@ -33,6 +33,7 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int hopper; /* compute capability 9.0: the wgmma tier can be forced */
+static int device_plans_run; /* configurations also planned on the device, bit-exact */
 static uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
@@ -356,6 +357,48 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int rerun_differs =
       memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
+  /* The same problem planned on the device (fi_*_prefill_plan_device, with the variant
+   * of the host plan) into a poisoned workspace, run into poisoned outputs: bit-identical
+   * to the host-planned run. Custom masks need a host plan (refused with a message). */
+  int device_differs = 0;
+  {
+    void *wd2 = dmalloc(ws_d);
+    CK(cudaMemset(wd2, 0xff, ws_d));
+    CK(cudaMemset(dout, 0xff, o_bytes));
+    CK(cudaMemset(dlse, 0xff, l_bytes + 4));
+    fi_plan pdev;
+    if (c->paged)
+      s = fi_paged_prefill_plan_device(cuda, &prm, B, dqo, nnz_qo, &dpages,
+                                       (int64_t)page_indptr[B] + 1, num_pages, &pd.tiles, wd2,
+                                       ws_d, &pdev);
+    else
+      s = fi_ragged_prefill_plan_device(cuda, &prm, B, dqo, nnz_qo, dkv, nnz_kv, &pd.tiles, wd2,
+                                        ws_d, &pdev);
+    if (c->mask == FI_MASK_CUSTOM) {
+      if (s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "custom mask")) {
+        fprintf(stderr, "config %d: a device plan with a custom mask was not refused (%s)\n",
+                idx, fi_last_error(cuda));
+        device_differs = 1;
+      }
+    } else {
+      if (s == FI_SUCCESS)
+        s = run_on(cuda, &pdev, c, &dtq, dk, dv, kv_dims, dqo, dkv, &dpages, NULL, &dto, &dtl);
+      CK(cudaDeviceSynchronize());
+      if (s == FI_SUCCESS) s = fi_plan_device_status(cuda, &pdev);
+      if (s != FI_SUCCESS) {
+        fprintf(stderr, "config %d: device plan: %s\n", idx, fi_last_error(cuda));
+        device_differs = 1;
+      } else {
+        CK(cudaMemcpy(od2, dout, o_bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ld2, dlse, l_bytes, cudaMemcpyDeviceToHost));
+        device_differs = memcmp(od, od2, o_bytes) != 0 ||
+                         (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
+        ++device_plans_run;
+      }
+    }
+    cudaFree(wd2);
+  }
+
   /* Compare every element. */
   const size_t n = (size_t)nnz_qo * Hq * hd;
   const double rtol = c->q_dtype == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
@@ -387,13 +430,14 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
       }
     }
   }
-  int fail = bad > 0 || lbad > 0 || !(rel <= rtol) || rerun_differs;
+  int fail = bad > 0 || lbad > 0 || !(rel <= rtol) || rerun_differs || device_differs;
   if (fail) {
     fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu elements off (first %zu: gpu %g host %g), rel %.3g; lse: %zu off",
             idx, desc, bad, n, first_bad, bad ? load_elem(od, c->q_dtype, first_bad) : 0.0,
             bad ? load_elem(oh, c->q_dtype, first_bad) : 0.0, rel, lbad);
     if (lbad) fprintf(stderr, " (first %zu: gpu %g host %g)", first_lbad, ld[first_lbad], lh[first_lbad]);
     if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
+    if (device_differs) fprintf(stderr, "; the device-planned run differs from the host-planned one");
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
     printf("ok config %d: rel %.2e  %s\n", idx, rel, desc);
@@ -651,7 +695,8 @@ int main(void) {
       if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
     }
   }
-  printf("test_prefill_gpu: %d configs, %d failed; tiles run:", num, failures);
+  printf("test_prefill_gpu: %d configs, %d failed; %d also planned on the device "
+         "(bit-exact); tiles run:", num, failures, device_plans_run);
   for (int t = 0; t < NUM_TILES; ++t)
     printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
   int wg_missing = 0;

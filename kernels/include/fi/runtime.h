@@ -293,6 +293,28 @@ fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_t
                                 const int32_t *qo_indptr, const int32_t *kv_indptr,
                                 const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse);
 
+/* Prefill plans made on the GPU, as fi_decode_plan_device: the same partition as the host
+ * planner, made on the context's stream from index arrays in device memory (qo_indptr and
+ * the page table, or qo_indptr and kv_indptr), so that a step is captured once in a CUDA
+ * graph and replayed with new lengths. `tiles` is required. max_qo_rows: the rows of q (o,
+ * lse), the bound of qo_indptr[batch]; max_kv_rows (ragged): the rows of k and v; runs
+ * need tensors of at least those rows. The arrays are validated on the device (a bad one
+ * leaves no work and an error record for fi_plan_device_status). Custom masks need a host
+ * plan. Host backend: the same as the host plans. num_work_units is the launch size;
+ * num_partial_rows is unknown (-1). */
+fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                       int32_t batch, const int32_t *device_qo_indptr,
+                                       int64_t max_qo_rows, const fi_page_table *device_pages,
+                                       int64_t num_indices, int32_t num_pages,
+                                       const fi_tiles *tiles, void *workspace,
+                                       size_t workspace_bytes, fi_plan *plan);
+fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
+                                        int32_t batch, const int32_t *device_qo_indptr,
+                                        int64_t max_qo_rows, const int32_t *device_kv_indptr,
+                                        int64_t max_kv_rows, const fi_tiles *tiles,
+                                        void *workspace, size_t workspace_bytes,
+                                        fi_plan *plan);
+
 /* ------------------------------------------------------------ merge, append -------- */
 
 /* Merges two states of the same rows: v [rows, heads, head_dim] (f16/bf16/f32),

@@ -1,5 +1,5 @@
 // RUN: fi-opt %s -verify-diagnostics
-// Rule: prefill plans are made on the host: their arrays cannot be device memory
+// Rule: a prefill plan made on the host (no `on_device`) cannot read device memory
 
 func.func @bad(%qo: memref<?xi32, #fi.memory<device>>, %kv: memref<?xi32>) {
   // expected-error @+1 {{operand 'qo_indptr' is device memory (#fi.memory<device>) but this plan reads it on the host}}

@@ -397,8 +397,9 @@ def Fi_AppendPagedKvOp : Fi_DpsOp<"append_paged_kv", "KCache", [AttrSizedOperand
 
 // Plan ops are pure functions of their operands and attributes (tensor form) or read
 // their memref operands; either way CSE folds identical plans.
-class Fi_PlanOp<string mnemonic, string family>
-    : Fi_Op<mnemonic, [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+class Fi_PlanOp<string mnemonic, string family, list<Trait> traits = []>
+    : Fi_Op<mnemonic, !listconcat([DeclareOpInterfaceMethods<MemoryEffectsOpInterface>],
+                                  traits)> {
   let results = (outs Fi_PlanOf<family>:$plan);
   let extraClassDefinition = [{
     void $cppClass::getEffects(
@@ -457,7 +458,8 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
   }];
 }
 
-def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
+def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill",
+                                      [AttrSizedOperandSegments]> {
   let summary = "plan a batch paged prefill step";
   let description = !strconcat([{
     Computes the work partition (query tiles x KV chunks) of one paged prefill step.
@@ -467,6 +469,13 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
     * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
     * `num_pages`: pages in the cache.
     * `bsr`: page size and layout; `mask_mode`: the mask of the ops using the plan.
+    * `on_device` (unit): plan on the GPU, as `fi.decode_plan` does: a planning kernel
+      reads the index arrays from device memory and writes the same partition into the
+      workspace, so a step whose lengths change is captured once in a CUDA graph and
+      replayed. Needs the tiles at compile time (fi-select-tiles) and `max_qo_rows`, the
+      rows of the query tensors the plan's ops run on (the bound the device checks
+      `qo_indptr[batch]` against). Not with `mask_mode = custom` (the mask is checked
+      against the lengths on the host). Memory spaces as for `fi.decode_plan`.
   }], Fi_PlanShapeDoc, [{
 
     Example:
@@ -483,20 +492,23 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill"> {
   let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
                             Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
                             Optional<Fi_Shaped>:$mask_indptr, Index:$num_pages,
-                            Fi_BsrAttr:$bsr,
+                            Optional<Index>:$max_qo_rows, Fi_BsrAttr:$bsr,
                             DefaultValuedAttr<Fi_MaskModeAttr,
-                                              "::mlir::fi::MaskMode::none">:$mask_mode),
+                                              "::mlir::fi::MaskMode::none">:$mask_mode,
+                            UnitAttr:$on_device),
                        Fi_PlanShapeAttrs);
   let assemblyFormat = [{
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
-    `num_pages` `(` $num_pages `)` attr-dict
+    `num_pages` `(` $num_pages `)`
+    (`max_qo_rows` `(` $max_qo_rows^ `)`)? attr-dict
   }];
 }
 
-def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> {
+def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill",
+                                       [AttrSizedOperandSegments]> {
   let summary = "plan a batch ragged prefill step";
   let description = !strconcat([{
     Computes the work partition of one ragged prefill step.
@@ -504,6 +516,13 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> 
     * `qo_indptr`, `kv_indptr`: `[batch + 1]` i32.
     * `mask_indptr` (with `mask_mode = custom` only): `[batch + 1]` i32.
     * `mask_mode`: the mask of the ops using the plan.
+    * `on_device` (unit): plan on the GPU, as `fi.decode_plan` does: a planning kernel
+      reads the index arrays from device memory and writes the same partition into the
+      workspace, so a step whose lengths change is captured once in a CUDA graph and
+      replayed. Needs the tiles at compile time (fi-select-tiles) and `max_qo_rows`, the
+      rows of the query tensors the plan's ops run on (the bound the device checks
+      `qo_indptr[batch]` against), and `max_kv_rows`, the rows of their k and v (the bound of `kv_indptr[batch]`). Not with `mask_mode = custom` (the mask is checked
+      against the lengths on the host). Memory spaces as for `fi.decode_plan`.
   }], Fi_PlanShapeDoc, [{
 
     Example:
@@ -516,13 +535,15 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill"> 
   }]);
   let arguments = !con((ins Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
                             Optional<Fi_Shaped>:$mask_indptr,
+                            Optional<Index>:$max_qo_rows, Optional<Index>:$max_kv_rows,
                             DefaultValuedAttr<Fi_MaskModeAttr,
-                                              "::mlir::fi::MaskMode::none">:$mask_mode),
+                                              "::mlir::fi::MaskMode::none">:$mask_mode,
+                            UnitAttr:$on_device),
                        Fi_PlanShapeAttrs);
   let assemblyFormat = [{
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
     (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
-    attr-dict
+    (`max_rows` `(` $max_qo_rows^ `,` $max_kv_rows `)`)? attr-dict
   }];
 }
 

@@ -52,9 +52,10 @@ struct FiToLLVMOptions : public PassPipelineOptions<FiToLLVMOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<bool> plansOnDevice{
       *this, "plans-on-device",
-      llvm::cl::desc("Plans that fi-materialize-plans creates for decode and append ops "
-                     "are made on the device (`on_device`): no host planning, capturable "
-                     "in CUDA graphs; their index arrays must be device memory"),
+      llvm::cl::desc("Plans that fi-materialize-plans creates are made on the device "
+                     "(`on_device`; prefill with a custom mask excepted): no host "
+                     "planning, capturable in CUDA graphs; their index arrays must be "
+                     "device memory"),
       llvm::cl::init(false)};
 };
 
@@ -73,7 +74,7 @@ using NumPagesCache = llvm::DenseMap<std::tuple<Value, Value, Value>, Value>;
 
 /// Inserts the plan op of `op` (an fi op with an optional plan operand but none given)
 /// and sets it as the op's plan. Returns the plan value, or null for ops without plans.
-/// With `onDevice`, decode and append plans are made on the device (`on_device`).
+/// With `onDevice`, plans are made on the device (`on_device`; not a custom-mask prefill).
 Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages = nullptr,
                       bool onDevice = false);
 

@@ -20,7 +20,17 @@ def FiSelectTiles : Pass<"fi-select-tiles", "ModuleOp"> {
     attribute `fi.tiles_at_plan_time` and keeps no `tiles`. `fi.avg_kv_len = N : i64`
     (optional) and a static batch feed the split-KV decision (unknown -> split allowed,
     the planner decides with the real lengths).
+
+    A plan made on the device never sees the lengths on the host, so a prefill op whose
+    plan is `on_device` (or every prefill op, with `device-plans`, as fi-to-llvm's
+    `plans-on-device` sets) gets its tiles here even without a length: the query length
+    is taken as long (512 rows per request, the prefill of a prompt) unless
+    `fi.avg_qo_len` says otherwise.
   }];
+  let options = [
+    Option<"devicePlans", "device-plans", "bool", /*default=*/"false",
+           "Choose prefill tiles without a query length (plans made on the device)">,
+  ];
   let dependentDialects = ["::mlir::fi::FiDialect"];
 }
 
@@ -35,12 +45,14 @@ def FiMaterializePlans : Pass<"fi-materialize-plans", "ModuleOp"> {
     a step sit next to each other and `-cse` folds identical ones into one ("plan once,
     run per layer"), in the tensor and in the memref form.
 
-    With `on-device`, the decode and append plans it creates carry `on_device` (planned
-    by a kernel on the GPU from device arrays; see `fi.decode_plan`).
+    With `on-device`, the plans it creates carry `on_device` (planned by a kernel on the
+    GPU from device arrays; see `fi.decode_plan`); prefill plans get the row bounds from
+    dim 0 of the first layer's q (and ragged k), and a prefill with `mask_mode = custom`
+    keeps a host plan (its mask is checked on the host).
   }];
   let options = [
     Option<"onDevice", "on-device", "bool", /*default=*/"false",
-           "Create decode and append plans with `on_device`">,
+           "Create plans with `on_device` (prefill with a custom mask excepted)">,
   ];
   let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::memref::MemRefDialect"];
