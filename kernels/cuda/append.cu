@@ -1,7 +1,8 @@
 // kernels/cuda/append.cu -- append_paged_kv: scatter a ragged batch of new K/V tokens
 // into their pages.
 //
-// Work split. grid.x strides over the nnz new tokens; the 128 threads of a block cover
+// Work split. grid.x strides over the new tokens (the rows of k; a device plan's
+// append_indptr[batch] of them); the 128 threads of a block cover
 // (kv head, copy unit) pairs of that token, a copy unit being 16 bytes when every base and
 // stride allows it (else 8, 4, 2 or 1). Token i belongs to the request b found by binary
 // search in append_indptr (a few broadcast loads per block); it lands at position
@@ -34,7 +35,20 @@ template <typename U>
 __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
   const int units = p.row_bytes / (int)sizeof(U);
   const int items = p.heads * units;
-  for (int64_t i = blockIdx.x; i < p.nnz; i += gridDim.x) {
+  // A device plan's k and v may hold more rows than this step's new tokens (buffers at
+  // their capacity, as a CUDA graph replayed with other lengths needs): the tokens are
+  // append_indptr[batch], which must not exceed the rows.
+  int64_t tokens = p.nnz;
+  if (p.status) {
+    const int64_t total = p.append_indptr[p.batch];
+    if (total > p.nnz && blockIdx.x == 0 && threadIdx.x == 0 &&
+        atomicCAS(&p.status[0], 0, 12) == 0) {
+      p.status[1] = (int32_t)total;
+      p.status[2] = (int32_t)p.nnz;
+    }
+    tokens = total > p.nnz ? 0 : total;  // too many: write none (reported above)
+  }
+  for (int64_t i = blockIdx.x; i < tokens; i += gridDim.x) {
     int lo = 0, hi = p.batch;  // largest b with append_indptr[b] <= i
     while (hi - lo > 1) {
       int mid = (lo + hi) / 2;

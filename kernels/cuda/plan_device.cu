@@ -58,7 +58,9 @@ struct DevicePlanArgs {
   int64_t target;                 // the work-unit target (planner.c)
   int64_t fixed_chunk;            // > 0: fixed_split_size rounded up to the granularity
   int32_t auto_split;             // 1: the search may split (split_kv, no fixed size)
-  int32_t *header;                // [0] units, [1] merge units, [2] placed, [3] 0, [4..6] status
+  int32_t *header;                // [0] units, [1] merge units, [2..3] the prefill
+                                  // scheduler's counters (left 0), [4..6] status,
+                                  // [7] 1: the plan kernel placed the units
   fi_work_unit *scratch;          // units in request order
   fi_work_unit *work;             // units in planner order
   fi_merge_unit *merge;
@@ -328,6 +330,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       a.header[4] = code;
       a.header[5] = idx;
       a.header[6] = value;
+      a.header[7] = 1;  // nothing to sort
     }
     return;
   }
@@ -439,9 +442,9 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
   if (t == 0) {
     a.header[0] = (int32_t)n_units;
     a.header[1] = (int32_t)carry[2];
-    a.header[2] = placed ? 1 : 0;
-    a.header[3] = 0;
+    a.header[2] = a.header[3] = 0;
     a.header[4] = a.header[5] = a.header[6] = 0;
+    a.header[7] = placed ? 1 : 0;
   }
 }
 
@@ -450,7 +453,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
 __global__ void __launch_bounds__(kSortThreads) plan_sort_kernel(const DevicePlanArgs a) {
   __shared__ OrderKey tile[kSortThreads];
   const int n = a.header[0];
-  if (a.header[2] || (int64_t)blockIdx.x * kSortThreads >= n) return;  // uniform per CTA
+  if (a.header[7] || (int64_t)blockIdx.x * kSortThreads >= n) return;  // uniform per CTA
   const int u = blockIdx.x * kSortThreads + threadIdx.x;
   fi_work_unit mine;
   OrderKey key = {0, 0};

@@ -636,9 +636,10 @@ fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_
                             "request %d appends more tokens than its page table holds: "
                             "re-plan when the index arrays change", (int)i);
     }
-    if (device_plan && total != k->shape[0])
+    if (device_plan && total > k->shape[0])
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                          "append_indptr[%d] = %lld new tokens but k holds %lld rows",
+                          "append_indptr[%d] = %lld new tokens but k holds %lld rows: pass "
+                          "new K/V tensors of at least that many rows",
                           (int)plan->batch, (long long)total, (long long)k->shape[0]);
     if (!device_plan && (total != plan->total_qo_rows || total_kv != plan->total_kv))
       return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,

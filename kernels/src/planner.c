@@ -27,7 +27,7 @@
  * workspace never moves an array):
  *   counts [2] int32 (work units, merge units of the current plan), then [2] int32 zeros
  *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero), then
- *   [4] int32 status {code, index, value, 0} of the device planner (plan_device.cu; zero
+ *   [4] int32 status {code, index, value, placed} of the device planner (plan_device.cu; zero
  *   from the host planner); 256 bytes reserved |
  *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
@@ -422,7 +422,8 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
                           "too small for num_qo_heads * head_dim = %d: plan on the host",
                           (int)(params->num_qo_heads * params->head_dim));
   }
-  int64_t g = pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
+  /* Chunks are whole pages (decode and paged prefill), or 16 rows (ragged). */
+  int64_t g = decode || pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
   int64_t target = decode ? decode_target_units(ctx, params, tiles, pb->batch)
                           : fi_plan_target_units_for(ctx, pb->family, params);
   dc->units = k.units;
@@ -531,6 +532,11 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "kv_indptr[%d] = %d is more KV rows than the plan's max_kv_rows: "
                         "plan with max_kv_rows >= the rows of k and v (device plan; nothing "
                         "was computed)", idx, val);
+  case 12:
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "append_indptr[batch] = %d new tokens but k and v hold %d rows: pass "
+                        "new K/V tensors of at least that many rows (device append; nothing "
+                        "was written)", idx, val);
   case 6:
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "fixed_split_size splits this batch into more work units than the "
