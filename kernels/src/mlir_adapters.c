@@ -728,7 +728,7 @@ static int refuse_host_plan_in_capture(const char *op, fi_context *ctx) {
     report(op, FI_ERROR_INVALID_ARGUMENT,
            "a plan made on the host cannot be captured in a CUDA graph (it reads the index "
            "arrays once, at capture, so replays would use stale lengths): give the plan op "
-           "the `on_device` attribute (fi.decode_plan, fi.append_plan), or make the plan "
+           "the `on_device` attribute (any plan op but a custom-mask prefill), or make the plan "
            "outside the captured function");
     return 1;
   }
@@ -763,7 +763,7 @@ static int host_readable(const char *op, fi_context *ctx, const char *name, cons
   if (!is_cuda(ctx) || !p || memory_type_of(p) != cudaMemoryTypeDevice) return 1;
   char msg[320];
   snprintf(msg, sizeof(msg), "%s is device memory, but a plan made on the host reads it on "
-           "the CPU: give the plan op `on_device` (fi.decode_plan, fi.append_plan) or pass "
+           "the CPU: give the plan op `on_device` (any plan op but a custom-mask prefill) or pass "
            "the index arrays in host (or managed) memory", name);
   report(op, FI_ERROR_INVALID_ARGUMENT, msg);
   return 0;

@@ -45,9 +45,9 @@
  *    stream; plans made on the device never wait).
  *  - Where metadata lives. A host plan (fi.decode_plan etc. without `on_device`) reads
  *    its index arrays on the host: they must be host memory, and such a plan cannot be
- *    captured in a graph. A plan op with `on_device` (decode, append) reads them on the
- *    device: a planning kernel writes the partition into the workspace, and a bad page
- *    table is found there and reported at the next fi_rt_synchronize / fi_rt_check.
+ *    captured in a graph. A plan op with `on_device` (decode, prefill, append) reads them
+ *    on the device: a planning kernel writes the partition into the workspace, and bad
+ *    index arrays are found there and reported at the next fi_rt_synchronize / fi_rt_check.
  *  - Errors of asynchronous work reach the error handler at fi_rt_synchronize (which
  *    waits for the stream) or at fi_rt_check (after the embedder's own synchronisation),
  *    with the name of the last op that launched kernels, or of the plan the device
