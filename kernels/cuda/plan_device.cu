@@ -1,7 +1,7 @@
 // kernels/cuda/plan_device.cu -- the split-KV planner as kernels on the stream: the same
 // deterministic, load-balanced partition as planner.c's fi_plan_build, made from index
-// arrays in device memory (decode and paged prefill: qo_indptr and the page table; ragged
-// prefill: qo_indptr and kv_indptr), so that a step whose lengths and page tables change
+// arrays in device memory (decode: the page table; paged prefill: qo_indptr and the page
+// table; ragged prefill: qo_indptr and kv_indptr), so that a step whose lengths change
 // every step is captured once in a CUDA graph and replayed with no host work.
 //
 // Work split. plan_units_kernel is one CTA of kPlanThreads threads: it validates the
