@@ -130,13 +130,6 @@ static void reshuffle_pages(rng *r, pages_t *pg, int64_t max_kv) {
 
 #endif
 
-/* A device copy of a host-filled buffer (fi_rt_alloc: the runtime's device pool). */
-static void *device_copy(const void *src, size_t bytes) {
-  void *p = fi_rt_alloc(bytes ? bytes : 1);
-  if (!p || fi_rt_copy(p, src, bytes) != FI_SUCCESS) exit(2);
-  return p;
-}
-
 #ifdef FI_DRIVER_CUDA
 /* The error handler of part 3's bad-input check: records instead of aborting. */
 static char recorded[1024];

@@ -45,6 +45,13 @@ static inline void *copy_of(const void *src, size_t bytes) {
   return p;
 }
 
+/* A device copy of a host-filled buffer (fi_rt_alloc: the runtime's device pool). */
+static inline void *device_copy(const void *src, size_t bytes) {
+  void *p = fi_rt_alloc(bytes ? bytes : 1);
+  if (!p || fi_rt_copy(p, src, bytes) != FI_SUCCESS) exit(2);
+  return p;
+}
+
 /* Compares one compiled step with the runtime called directly: each layer's output and the
  * caller's cache the compiled step appended to in place. Returns the mismatch count. */
 static inline int64_t compare_step(int layers, void *const *got_o, void *const *want_o,

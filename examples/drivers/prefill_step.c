@@ -28,6 +28,34 @@ void _mlir_ciface_prefill_step(step_out *, memref3 *, memref3 *, memref3 *, memr
                               memref1 *, int64_t);
 #define STEP _mlir_ciface_prefill_step
 
+/* The runtime called directly with host plans, as the step does: per layer, append the
+ * new tokens' K/V (rows of qo) to cache[l], then attend into o[l]. nnz = qo[batch]. */
+static void direct_step(fi_context *ctx, const fi_attention_params *p, const fi_tiles *tiles,
+                        const pages_t *pg, const int32_t *qo, void *ws, size_t ws_bytes,
+                        void *const *q, void *const *k, void *const *v, void *const *cache,
+                        void *const *o) {
+  const int32_t batch = pg->batch;
+  const int64_t nnz = qo[batch];
+  int64_t qs[3] = {nnz, QH, HD}, ns[3] = {nnz, KVH, HD};
+  int64_t cs[5] = {pg->num_pages, 2, PS, KVH, HD};
+  fi_page_table table = {pg->indptr, pg->indices, pg->last};
+  fi_plan aplan, pplan;
+  CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, qo, &table, pg->num_pages, &aplan));
+  CHECK_OK(ctx, fi_paged_prefill_plan(ctx, p, batch, qo, &table, pg->num_pages, NULL, tiles,
+                                      ws, ws_bytes, &pplan));
+  for (int l = 0; l < LAYERS; ++l) {
+    fi_tensor tc = fi_tensor_contiguous(cache[l], FI_DTYPE_BF16, 5, cs);
+    fi_paged_kv_cache kvc;
+    CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
+    fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_BF16, 3, ns);
+    fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_BF16, 3, ns);
+    CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, qo, &kvc, &table));
+    fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_BF16, 3, qs);
+    fi_tensor to = fi_tensor_contiguous(o[l], FI_DTYPE_BF16, 3, qs);
+    CHECK_OK(ctx, fi_paged_prefill_run(ctx, &pplan, &tq, qo, &kvc, &table, NULL, &to, NULL));
+  }
+}
+
 #ifdef FI_DRIVER_CUDA
 /* Everything one call of the compiled step takes (the graph part). */
 typedef struct step_args {
@@ -43,12 +71,6 @@ static void run_step(void *user) {
   STEP(&a->out, &a->q[0], &a->k[0], &a->v[0], &a->cache[0], &a->q[1], &a->k[1], &a->v[1],
        &a->cache[1], &a->q[2], &a->k[2], &a->v[2], &a->cache[2], &a->q[3], &a->k[3], &a->v[3],
        &a->cache[3], &a->qo_indptr, &a->indptr, &a->indices, &a->last, a->num_pages);
-}
-
-static void *device_copy(const void *src, size_t bytes) {
-  void *p = fi_rt_alloc(bytes ? bytes : 1);
-  if (!p || fi_rt_copy(p, src, bytes) != FI_SUCCESS) exit(2);
-  return p;
 }
 
 /* The graph part: capture over capacity-sized q, k, v; replay with new query lengths;
@@ -92,7 +114,6 @@ static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params 
     printf("MISMATCH: capturing the step failed\n");
     return 1;
   }
-  fi_page_table table = {pg->indptr, pg->indices, pg->last};
   size_t ws_bytes;
   CHECK_OK(ctx, fi_prefill_workspace_size(ctx, p, batch, cap, &ws_bytes));
   void *ws = e2e_alloc(ws_bytes);
@@ -105,23 +126,8 @@ static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params 
     const int64_t nnz = last_nnz = qo[batch];
     fi_rt_copy(dqo, qo, sizeof(int32_t) * (size_t)nb1);
     if (fi_rt_graph_replay(graph) != FI_SUCCESS) return 1;
-    /* The runtime called directly on the same inputs (host plans), into poisoned o. */
-    int64_t rqs[3] = {nnz, QH, HD}, rns[3] = {nnz, KVH, HD};
-    fi_plan aplan, pplan;
-    CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, qo, &table, pg->num_pages, &aplan));
-    CHECK_OK(ctx, fi_paged_prefill_plan(ctx, p, batch, qo, &table, pg->num_pages, NULL, tiles,
-                                        ws, ws_bytes, &pplan));
-    for (int l = 0; l < LAYERS; ++l) {
-      fi_tensor tc = fi_tensor_contiguous(ref_cache[l], FI_DTYPE_BF16, 5, cs);
-      fi_paged_kv_cache kvc;
-      CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
-      fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_BF16, 3, rns);
-      fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_BF16, 3, rns);
-      CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, qo, &kvc, &table));
-      fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_BF16, 3, rqs);
-      fi_tensor to = fi_tensor_contiguous(ref_o[l], FI_DTYPE_BF16, 3, rqs);
-      CHECK_OK(ctx, fi_paged_prefill_run(ctx, &pplan, &tq, qo, &kvc, &table, NULL, &to, NULL));
-    }
+    /* The runtime called directly on the same inputs (host plans). */
+    direct_step(ctx, p, tiles, pg, qo, ws, ws_bytes, q, k, v, ref_cache, ref_o);
     fi_rt_synchronize();
     for (int l = 0; l < LAYERS; ++l) {
       char name[48];
@@ -224,25 +230,11 @@ int main(int argc, char **argv) {
   size_t ws_bytes;
   CHECK_OK(ctx, fi_prefill_workspace_size(ctx, &p, batch, nnz, &ws_bytes));
   void *ws = e2e_alloc(ws_bytes);
-  fi_page_table table = {pg.indptr, pg.indices, pg.last};
-  fi_plan aplan, dplan;
-  double t1 = now_ms();
-  CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, append_indptr, &table, pg.num_pages, &aplan));
-  CHECK_OK(ctx, fi_paged_prefill_plan(ctx, &p, batch, append_indptr, &table, pg.num_pages, NULL,
-                                      &decode_tiles, ws, ws_bytes, &dplan));
   void *want_o[LAYERS];
-  for (int l = 0; l < LAYERS; ++l) {
-    fi_tensor tc = fi_tensor_contiguous(want_cache[l], FI_DTYPE_BF16, 5, cs);
-    fi_paged_kv_cache kvc;
-    CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
-    fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_BF16, 3, ns);
-    fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_BF16, 3, ns);
-    CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, append_indptr, &kvc, &table));
-    want_o[l] = poisoned_tensor(FI_DTYPE_BF16, nq);
-    fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_BF16, 3, qs);
-    fi_tensor to = fi_tensor_contiguous(want_o[l], FI_DTYPE_BF16, 3, qs);
-    CHECK_OK(ctx, fi_paged_prefill_run(ctx, &dplan, &tq, append_indptr, &kvc, &table, NULL, &to, NULL));
-  }
+  for (int l = 0; l < LAYERS; ++l) want_o[l] = poisoned_tensor(FI_DTYPE_BF16, nq);
+  double t1 = now_ms();
+  direct_step(ctx, &p, &decode_tiles, &pg, append_indptr, ws, ws_bytes, q, k, v, want_cache,
+              want_o);
   fi_rt_synchronize();
   double direct_ms = now_ms() - t1;
   void *got_o[LAYERS];

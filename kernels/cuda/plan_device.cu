@@ -509,7 +509,7 @@ extern "C" fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_p
   plan_units_kernel<<<1, kPlanThreads, 0, st>>>(a);
   fi_status s = fi_cuda_check_launch(ctx, "plan_units_kernel");
   if (s != FI_SUCCESS) return s;
-  const int64_t blocks = (caps->units + kSortThreads - 1) / kSortThreads;
+  const int64_t blocks = (caps->max_units + kSortThreads - 1) / kSortThreads;
   plan_sort_kernel<<<(unsigned)(blocks > 0 ? blocks : 1), kSortThreads, 0, st>>>(a);
   return fi_cuda_check_launch(ctx, "plan_sort_kernel");
 }

@@ -163,6 +163,35 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                      workspace, workspace_bytes, num_pages, plan);
 }
 
+/* A device plan's page table as the host sees it: the pointers and counts (the arrays
+ * themselves are checked on the device). */
+static fi_status check_device_pages(fi_context *ctx, const fi_page_table *device_pages,
+                                    int64_t num_indices, int32_t num_pages) {
+  if (!device_pages || !device_pages->indptr || !device_pages->indices ||
+      !device_pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "device_pages (kv_indptr, kv_indices, kv_last_page_len) must not be "
+                        "NULL");
+  if (num_indices < 0 || num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "num_indices = %lld, num_pages = %d: both must be >= 0",
+                        (long long)num_indices, (int)num_pages);
+  return FI_SUCCESS;
+}
+
+/* Host backend: a device plan's indptr (host memory there) and the bound its device
+ * planner would check indptr[batch] against (`what` holds max_rows `unit`). */
+static fi_status check_host_rows(fi_context *ctx, const char *name, const int32_t *indptr,
+                                 int32_t batch, int64_t max_rows, const char *what,
+                                 const char *unit) {
+  int64_t total = 0;
+  CHECK(fi_validate_indptr(ctx, name, indptr, batch, &total));
+  if (total > max_rows)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s[%d] = %lld but %s holds %lld %s",
+                        name, (int)batch, (long long)total, what, (long long)max_rows, unit);
+  return FI_SUCCESS;
+}
+
 fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *params,
                                 int32_t batch, const fi_page_table *device_pages,
                                 int64_t num_indices, int32_t num_pages, const fi_tiles *tiles,
@@ -174,22 +203,11 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
                         "fi_decode_plan_device: tiles is NULL: a device plan needs the variant "
                         "chosen on the host (fi_select_decode_tiles, or #fi.tiles from "
                         "fi-select-tiles)");
-  if (!device_pages || !device_pages->indptr || !device_pages->indices ||
-      !device_pages->last_page_len)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "device_pages (kv_indptr, kv_indices, kv_last_page_len) must not be "
-                        "NULL");
-  if (num_indices < 0 || num_pages < 0)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "num_indices = %lld, num_pages = %d: both must be >= 0",
-                        (long long)num_indices, (int)num_pages);
+  CHECK(check_device_pages(ctx, device_pages, num_indices, num_pages));
   if (ctx->backend == FI_BACKEND_HOST) {
     /* Host memory is the device's: the host planner makes the same partition. */
-    CHECK(fi_validate_indptr(ctx, "kv_indptr", device_pages->indptr, batch, NULL));
-    if (device_pages->indptr[batch] > num_indices)
-      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                          "kv_indptr[%d] = %d but kv_indices holds %lld elements", (int)batch,
-                          (int)device_pages->indptr[batch], (long long)num_indices);
+    CHECK(check_host_rows(ctx, "kv_indptr", device_pages->indptr, batch, num_indices,
+                          "kv_indices", "elements"));
     return fi_decode_plan(ctx, params, batch, device_pages, num_pages, tiles, workspace,
                           workspace_bytes, plan);
   }
@@ -230,16 +248,6 @@ static fi_status check_prefill_device_args(fi_context *ctx, const fi_attention_p
   return FI_SUCCESS;
 }
 
-static fi_status check_host_rows(fi_context *ctx, const char *name, const int32_t *indptr,
-                                 int32_t batch, int64_t max_rows, const char *what) {
-  int64_t total = 0;
-  CHECK(fi_validate_indptr(ctx, name, indptr, batch, &total));
-  if (total > max_rows)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "%s[%d] = %lld but %s holds %lld rows",
-                        name, (int)batch, (long long)total, what, (long long)max_rows);
-  return FI_SUCCESS;
-}
-
 fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
                                        int32_t batch, const int32_t *device_qo_indptr,
                                        int64_t max_qo_rows, const fi_page_table *device_pages,
@@ -250,20 +258,12 @@ fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_param
   CHECK(check_plan_args(ctx, plan, params, 1, batch));
   CHECK(check_prefill_device_args(ctx, params, "fi_paged_prefill_plan_device",
                                   device_qo_indptr, max_qo_rows, tiles));
-  if (!device_pages || !device_pages->indptr || !device_pages->indices ||
-      !device_pages->last_page_len)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "device_pages (kv_indptr, kv_indices, kv_last_page_len) must not be "
-                        "NULL");
-  if (num_indices < 0 || num_pages < 0)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "num_indices = %lld, num_pages = %d: both must be >= 0",
-                        (long long)num_indices, (int)num_pages);
+  CHECK(check_device_pages(ctx, device_pages, num_indices, num_pages));
   if (ctx->backend == FI_BACKEND_HOST) {
     /* Host memory is the device's: the host planner makes the same partition. */
-    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q"));
+    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q", "rows"));
     CHECK(check_host_rows(ctx, "kv_indptr", device_pages->indptr, batch, num_indices,
-                          "kv_indices"));
+                          "kv_indices", "elements"));
     return fi_paged_prefill_plan(ctx, params, batch, device_qo_indptr, device_pages, num_pages,
                                  NULL, tiles, workspace, workspace_bytes, plan);
   }
@@ -298,8 +298,8 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
                         "fi_ragged_prefill_plan_device: max_kv_rows = %lld: pass the rows of "
                         "k and v (>= 0)", (long long)max_kv_rows);
   if (ctx->backend == FI_BACKEND_HOST) {
-    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q"));
-    CHECK(check_host_rows(ctx, "kv_indptr", device_kv_indptr, batch, max_kv_rows, "k"));
+    CHECK(check_host_rows(ctx, "qo_indptr", device_qo_indptr, batch, max_qo_rows, "q", "rows"));
+    CHECK(check_host_rows(ctx, "kv_indptr", device_kv_indptr, batch, max_kv_rows, "k", "rows"));
     return fi_ragged_prefill_plan(ctx, params, batch, device_qo_indptr, device_kv_indptr, NULL,
                                   tiles, workspace, workspace_bytes, plan);
   }

@@ -820,6 +820,35 @@ static void stage_status(const char *op, fi_context *ctx, plan_record *r, const 
 #endif
 }
 
+/* What every plan made on the device checks first: tiles chosen at compile time, and
+ * index arrays (arrays[i], named names[i]) the GPU can read. 0 after reporting. */
+static int device_plan_begin(const char *op, fi_context *ctx, plan_record *r, int32_t q_tile,
+                             const void *const *arrays, const char *const *names, int n) {
+  r->valid = 0;
+  if (q_tile == 0) {
+    report(op, FI_ERROR_INVALID_ARGUMENT,
+           "a plan made on the device needs its tiles at compile time (it never sees the "
+           "lengths on the host): run --fi-select-tiles before lowering (fi-to-llvm does)");
+    return 0;
+  }
+  for (int i = 0; i < n; ++i)
+    if (!require_device_memory(op, ctx, names[i], arrays[i])) return 0;
+  return 1;
+}
+
+/* ... and last, given the plan call's status: the planner's verdict (words 4..6 of the
+ * workspace header, planner.c) staged for fi_rt_check, the record valid. */
+static void device_plan_finish(const char *op, fi_context *ctx, plan_record *r, fi_status s,
+                               int32_t layout) {
+  if (plan_failed(op, ctx, r, s)) return;
+  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
+  r->on_device = is_cuda(ctx);
+  r->layout = (fi_kv_layout)layout;
+  r->valid = 1;
+  note_capture_use(r);
+  log_plan(&r->plan);
+}
+
 void _mlir_ciface_fi_rt_decode_plan_device(
     fi_memref *slot, fi_memref *indptr, fi_memref *indices, fi_memref *last, int64_t num_pages,
     int32_t layout, int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size,
@@ -832,80 +861,22 @@ void _mlir_ciface_fi_rt_decode_plan_device(
   if (!r || !batch_of(op, "kv_indptr", indptr, &batch)) return;
   fi_page_table pages;
   if (!page_table_of(op, indptr, indices, last, batch, "kv_indptr", &pages)) return;
-  r->valid = 0;
-  if (q_tile == 0) {
-    report(op, FI_ERROR_INVALID_ARGUMENT,
-           "a plan made on the device needs its tiles at compile time (it never sees the "
-           "lengths on the host): run --fi-select-tiles before lowering (fi-to-llvm does)");
-    return;
-  }
-  if (!require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
-      !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
-      !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
+  if (!device_plan_begin(op, ctx, r, q_tile,
+                         (const void *const[]){pages.indptr, pages.indices, pages.last_page_len},
+                         (const char *const[]){"kv_indptr", "kv_indices", "kv_last_page_len"},
+                         3))
     return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
-  if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
-  if (!ensure_status(op, ctx, r, 0)) return;
-  if (plan_failed(op, ctx, r,
-                  fi_decode_plan_device(ctx, &p, batch, &pages, length_of(indices),
-                                        (int32_t)num_pages, tiles, r->workspace,
-                                        r->workspace_bytes, &r->plan)))
+  if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch) || !ensure_status(op, ctx, r, 0))
     return;
-  /* The planner's verdict lives at words 4..6 of the workspace header (planner.c). */
-  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
-  r->on_device = is_cuda(ctx);
-  r->layout = (fi_kv_layout)layout;
-  r->valid = 1;
-  note_capture_use(r);
-  log_plan(&r->plan);
-}
-
-/* What the prefill plans made on the device share once their arrays are known. */
-static void prefill_plan_device(const char *op, fi_context *ctx, plan_record *r,
-                                fi_op_family family, int32_t batch, const int32_t *qo,
-                                int64_t max_qo_rows, const fi_page_table *pages,
-                                int64_t num_indices, int64_t num_pages, const int32_t *kv,
-                                int64_t max_kv_rows, int32_t layout, int32_t qo_heads,
-                                int32_t kv_heads, int32_t head_dim, int32_t page_size,
-                                int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode,
-                                int32_t q_tile, int32_t kv_tile, int32_t split_kv,
-                                int32_t cores) {
-  r->valid = 0;
-  if (q_tile == 0) {
-    report(op, FI_ERROR_INVALID_ARGUMENT,
-           "a plan made on the device needs its tiles at compile time (it never sees the "
-           "lengths on the host): run --fi-select-tiles before lowering (fi-to-llvm does)");
-    return;
-  }
-  if (!require_device_memory(op, ctx, "qo_indptr", qo)) return;
-  if (pages && (!require_device_memory(op, ctx, "kv_indptr", pages->indptr) ||
-                !require_device_memory(op, ctx, "kv_indices", pages->indices) ||
-                !require_device_memory(op, ctx, "kv_last_page_len", pages->last_page_len)))
-    return;
-  if (kv && !require_device_memory(op, ctx, "kv_indptr", kv)) return;
-  fi_attention_params p =
-      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
-  fi_tiles t;
-  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
-  if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows)) return;
-  if (!ensure_status(op, ctx, r, 0)) return;
-  fi_status st =
-      family == FI_OP_PAGED_PREFILL
-          ? fi_paged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, pages, num_indices,
-                                         (int32_t)num_pages, tiles, r->workspace,
-                                         r->workspace_bytes, &r->plan)
-          : fi_ragged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, kv, max_kv_rows,
-                                          tiles, r->workspace, r->workspace_bytes, &r->plan);
-  if (plan_failed(op, ctx, r, st)) return;
-  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
-  r->on_device = is_cuda(ctx);
-  r->layout = (fi_kv_layout)layout;
-  r->valid = 1;
-  note_capture_use(r);
-  log_plan(&r->plan);
+  device_plan_finish(op, ctx, r,
+                     fi_decode_plan_device(ctx, &p, batch, &pages, length_of(indices),
+                                           (int32_t)num_pages, tiles, r->workspace,
+                                           r->workspace_bytes, &r->plan),
+                     layout);
 }
 
 void _mlir_ciface_fi_rt_paged_prefill_plan_device(
@@ -922,10 +893,24 @@ void _mlir_ciface_fi_rt_paged_prefill_plan_device(
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
   fi_page_table pages;
   if (!qo || !page_table_of(op, indptr, indices, last, batch, "qo_indptr", &pages)) return;
-  prefill_plan_device(op, ctx, r, FI_OP_PAGED_PREFILL, batch, qo, max_qo_rows, &pages,
-                      length_of(indices), num_pages, NULL, 0, layout, qo_heads, kv_heads,
-                      head_dim, page_size, q_dtype, kv_dtype, mask_mode, q_tile, kv_tile,
-                      split_kv, cores);
+  if (!device_plan_begin(op, ctx, r, q_tile,
+                         (const void *const[]){qo, pages.indptr, pages.indices,
+                                               pages.last_page_len},
+                         (const char *const[]){"qo_indptr", "kv_indptr", "kv_indices",
+                                               "kv_last_page_len"},
+                         4))
+    return;
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows) || !ensure_status(op, ctx, r, 0))
+    return;
+  device_plan_finish(op, ctx, r,
+                     fi_paged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, &pages,
+                                                  length_of(indices), (int32_t)num_pages, tiles,
+                                                  r->workspace, r->workspace_bytes, &r->plan),
+                     layout);
 }
 
 void _mlir_ciface_fi_rt_ragged_prefill_plan_device(
@@ -946,9 +931,20 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan_device(
            "kv_indptr and qo_indptr must have the same length (batch + 1)");
     return;
   }
-  prefill_plan_device(op, ctx, r, FI_OP_RAGGED_PREFILL, batch, qo, max_qo_rows, NULL, 0, 0, kv,
-                      max_kv_rows, 0, qo_heads, kv_heads, head_dim, page_size, q_dtype,
-                      kv_dtype, mask_mode, q_tile, kv_tile, split_kv, cores);
+  if (!device_plan_begin(op, ctx, r, q_tile, (const void *const[]){qo, kv},
+                         (const char *const[]){"qo_indptr", "kv_indptr"}, 2))
+    return;
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows) || !ensure_status(op, ctx, r, 0))
+    return;
+  device_plan_finish(op, ctx, r,
+                     fi_ragged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, kv,
+                                                   max_kv_rows, tiles, r->workspace,
+                                                   r->workspace_bytes, &r->plan),
+                     0);
 }
 
 void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_indptr,

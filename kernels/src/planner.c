@@ -485,13 +485,18 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
   const int idx = st[1], val = st[2];
   switch (st[0]) {
   case 0: return FI_SUCCESS;
-  case 1:
+  case 1: /* kv_indptr[0] != 0; 8: qo_indptr's */
+  case 8:
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "kv_indptr[0] = %d: it must be 0 (device plan; nothing was computed)", val);
-  case 2:
+                        "%s[0] = %d: it must be 0 (device plan; nothing was computed)",
+                        st[0] == 1 ? "kv_indptr" : "qo_indptr", val);
+  case 2: /* kv_indptr decreases; 9: qo_indptr */
+  case 9: {
+    const char *name = st[0] == 2 ? "kv_indptr" : "qo_indptr";
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "kv_indptr[%d] = %d is below kv_indptr[%d]: indptr must be "
-                        "non-decreasing (device plan; nothing was computed)", idx + 1, val, idx);
+                        "%s[%d] = %d is below %s[%d]: indptr must be non-decreasing (device "
+                        "plan; nothing was computed)", name, idx + 1, val, name, idx);
+  }
   case 3:
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "kv_indptr[%d] = %d is more pages than kv_indices holds: pass a "
@@ -515,13 +520,6 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "new token %d has no slot in its request's pages: kv_indptr, "
                         "kv_last_page_len and append_indptr disagree, or kv_indptr points past "
                         "kv_indices (device append; the token was not written)", idx);
-  case 8:
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "qo_indptr[0] = %d: it must be 0 (device plan; nothing was computed)", val);
-  case 9:
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "qo_indptr[%d] = %d is below qo_indptr[%d]: indptr must be "
-                        "non-decreasing (device plan; nothing was computed)", idx + 1, val, idx);
   case 10:
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "qo_indptr[%d] = %d is more query rows than the plan's max_qo_rows: "

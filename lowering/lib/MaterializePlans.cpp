@@ -71,44 +71,38 @@ Value dim0(OpBuilder &b, Location loc, Value v) {
 
 IntegerAttr i64(OpBuilder &b, int64_t v) { return b.getI64IntegerAttr(v); }
 
-/// The row bound of a plan made on the device over `indptr` (max_qo_rows, max_kv_rows):
-/// the one already made for this indptr if it dominates `op` (so that the plans of all
-/// layers stay identical and -cse folds them), else dim 0 of `rows`, placed right after
-/// its definition. Shares the page-count cache, under keys (indptr, indptr, rows-kind).
-Value rowsFor(OpBuilder &b, Operation *op, Value indptr, Value rows, unsigned kind,
-              NumPagesCache *known) {
-  Value marker = kind == 0 ? indptr : Value();
-  auto key = std::make_tuple(indptr, indptr, marker);
+/// Dim 0 of `source` for the plan of `op`, shared by all plans with the same `key`: the
+/// value already made for `key` if it dominates `op` (so that the plans of all layers
+/// stay identical and -cse folds them), else a new one placed right after `source`'s
+/// definition (so that it dominates every later layer).
+Value sharedDim0(OpBuilder &b, Operation *op, std::tuple<Value, Value, Value> key,
+                 Value source, NumPagesCache *known) {
   if (known) {
     auto it = known->find(key);
     if (it != known->end() && DominanceInfo(op).properlyDominates(it->second, op))
       return it->second;
   }
   OpBuilder::InsertionGuard guard(b);
-  setEarliestInsertionPoint(b, op, {rows});
-  Value n = dim0(b, op->getLoc(), rows);
+  setEarliestInsertionPoint(b, op, {source});
+  Value n = dim0(b, op->getLoc(), source);
   if (known)
     (*known)[key] = n;
   return n;
 }
 
-/// The page count for a plan of `op` over page table (indptr, indices, last): the one
-/// already made for this page table if it dominates `op`, else dim 0 of `cache` placed
-/// right after `cache`'s definition (so that it dominates every later layer).
+/// The page count of a plan over page table (indptr, indices, last): dim 0 of `cache`.
 Value numPagesFor(OpBuilder &b, Operation *op, Value indptr, Value indices, Value last,
                   Value cache, NumPagesCache *known) {
-  auto key = std::make_tuple(indptr, indices, last);
-  if (known) {
-    auto it = known->find(key);
-    if (it != known->end() && DominanceInfo(op).properlyDominates(it->second, op))
-      return it->second;
-  }
-  OpBuilder::InsertionGuard guard(b);
-  setEarliestInsertionPoint(b, op, {cache});
-  Value n = dim0(b, op->getLoc(), cache);
-  if (known)
-    (*known)[key] = n;
-  return n;
+  return sharedDim0(b, op, std::make_tuple(indptr, indices, last), cache, known);
+}
+
+/// The row bound of a plan made on the device over `indptr` (kind 0: max_qo_rows, dim 0 of
+/// q; 1: max_kv_rows, dim 0 of k). It shares the page-count cache under the keys
+/// (indptr, indptr, indptr) and (indptr, indptr, null), which no page table has.
+Value rowsFor(OpBuilder &b, Operation *op, Value indptr, Value rows, unsigned kind,
+              NumPagesCache *known) {
+  Value marker = kind == 0 ? indptr : Value();
+  return sharedDim0(b, op, std::make_tuple(indptr, indptr, marker), rows, known);
 }
 
 } // namespace
