@@ -62,7 +62,8 @@ mv /tmp/embed32_decode /tmp/serve_decode_step
 # The prefill step driver owns a CUDA stream and captures the step in a graph too.
 link examples/drivers/prefill_step.c prefill_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
   -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
-link examples/drivers/cascade.c cascade
+link examples/drivers/cascade.c cascade -DFI_DRIVER_CUDA -I"$cuda_home/include" \
+  -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
 status=0; runs=0
 run() { # name backend args...  (FI_E2E_ONLY=<name>: run only that program)
   local name=$1 backend=$2; shift 2
@@ -84,6 +85,6 @@ run serve_decode_step cuda --batch=32 --max-kv=2048 --steps=100
 run serve_decode_step cuda --batch=128 --max-kv=1024 --steps=100
 run prefill_step cuda --batch=8 --max-kv=1024 --max-q=256 --steps=10 --replays=20
 run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1 --replays=0
-run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10
-run cascade host --prefix-pages=256 --max-suffix=256 --steps=1
+run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10 --replays=20
+run cascade host --prefix-pages=256 --max-suffix=256 --steps=1 --replays=0
 exit $status

@@ -131,6 +131,39 @@ static void reshuffle_pages(rng *r, pages_t *pg, int64_t max_kv) {
 #endif
 
 #ifdef FI_DRIVER_CUDA
+/* What the GPU timings call (gpu_ms_per_call): a compiled step, a replay, the runs alone
+ * and the device plan alone. */
+typedef struct timed_t {
+  step_args *dev;
+  fi_rt_graph *graph;
+  fi_context *ctx;
+  direct_t *d;
+  fi_page_table table;
+  const int32_t *append_indptr;
+  void **q, **k, **v, **cache, **o;
+  const int64_t *qs, *ns, *cs;
+  int32_t batch;
+  int64_t cap_indices, num_pages;
+  const fi_tiles *tiles;
+} timed_t;
+static void timed_compiled(void *u) {
+  step_args a = *((timed_t *)u)->dev; /* its own outputs */
+  run_step(&a);
+  free_outputs(&a);
+}
+static void timed_graph(void *u) { fi_rt_graph_replay(((timed_t *)u)->graph); }
+static void timed_runs(void *u) {
+  timed_t *t = (timed_t *)u;
+  step_runs(t->ctx, &t->d->aplan, &t->d->dplan, &t->table, t->append_indptr, t->q, t->k, t->v,
+            t->cache, t->o, t->qs, t->ns, t->cs);
+}
+static void timed_plan(void *u) {
+  timed_t *t = (timed_t *)u;
+  fi_plan plan;
+  CHECK_OK(t->ctx, fi_decode_plan_device(t->ctx, &t->d->p, t->batch, &t->table, t->cap_indices,
+                                         t->num_pages, t->tiles, t->d->ws, t->d->ws_bytes, &plan));
+}
+
 /* The error handler of part 3's bad-input check: records instead of aborting. */
 static char recorded[1024];
 static void recording_handler(const char *op, fi_status status, const char *message) {
@@ -309,6 +342,16 @@ int main(int argc, char **argv) {
       tp[s] = now_ms() - b;
     }
     double plan_ms = median(tp, steps);
+    /* GPU time per call from CUDA events (gpu_ms_per_call): the compiled step, the runs
+     * alone (host plans made above), then the device plan alone (it rewrites the same
+     * workspace with the same partition); the graph's after its replays below. */
+    timed_t tt = {&dev, NULL, ctx, &d, dtable, dappend, dq, dk, dv, dcache, runs_o,
+                  qs, ns, cs, batch, cap_indices, pg.num_pages, &decode_tiles};
+    fi_rt_set_poison(0); /* no memset per allocation in the timed steps */
+    const double ceiling = copy_ceiling_gbs(stream);
+    const double compiled_gpu = gpu_ms_per_call(stream, 20, 9, timed_compiled, &tt);
+    const double runs_gpu = gpu_ms_per_call(stream, 20, 9, timed_runs, &tt);
+    const double plan_gpu = gpu_ms_per_call(stream, 20, 9, timed_plan, &tt);
     int32_t *first_indptr = (int32_t *)copy_of(pg.indptr, sizeof(int32_t) * (size_t)nb1);
     int32_t *first_indices = (int32_t *)copy_of(pg.indices, sizeof(int32_t) * (size_t)used);
     int32_t *first_last = (int32_t *)copy_of(pg.last, sizeof(int32_t) * (size_t)nb);
@@ -378,6 +421,14 @@ int main(int argc, char **argv) {
            first_bytes / (norope_ms * 1e6), plan_ms);
     printf("  graph replay: host %.1f us per replay call, runtime synchronisations %ld\n",
            median(th, steps) * 1e3, graph_syncs);
+    /* A graph captured without poisoning (the checked one memsets its outputs). */
+    step_args timing_args = dev;
+    if (fi_rt_graph_capture(run_step, &timing_args, &tt.graph) != FI_SUCCESS) return 1;
+    const double graph_gpu = gpu_ms_per_call(stream, 20, 9, timed_graph, &tt);
+    fi_rt_graph_destroy(tt.graph);
+    fi_rt_set_poison(1);
+    print_step_timing("first page table", first_bytes, ceiling, compiled_gpu, graph_gpu,
+                      runs_gpu, plan_gpu);
 
     /* Bad input at replay: a page id outside the cache must be reported at the next
      * synchronisation (naming the plan and the array), not read out of bounds. */

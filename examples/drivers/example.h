@@ -81,4 +81,76 @@ static inline int64_t report_steady_state(const double *t, int steps, long extra
   return 1;
 }
 
+#ifdef FI_DRIVER_CUDA
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+
+/* GPU time per call of fn(user), from CUDA events on `stream`: `reps` calls back to back
+ * between two events (so the host's launch work overlaps the GPU's, as in a serving loop,
+ * and the time is the GPU's unless the host is slower), median of `trials` such runs. */
+typedef void (*gpu_timed_fn)(void *user);
+static inline double gpu_ms_per_call(cudaStream_t stream, int reps, int trials, gpu_timed_fn fn,
+                                     void *user) {
+  cudaEvent_t e0, e1;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) exit(2);
+  double t[64];
+  if (trials > 64) trials = 64;
+  /* The warm-up call is the one a profiler sees (ncu --profile-from-start off lists each
+   * kernel of one call, timed alone). */
+  cudaProfilerStart();
+  fn(user);
+  cudaStreamSynchronize(stream);
+  cudaProfilerStop();
+  for (int i = 0; i < trials; ++i) {
+    cudaEventRecord(e0, stream);
+    for (int r = 0; r < reps; ++r) fn(user);
+    cudaEventRecord(e1, stream);
+    float ms = 0;
+    if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+      exit(2);
+    t[i] = ms / reps;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  if (fi_rt_synchronize() != FI_SUCCESS) exit(2);
+  return median(t, trials);
+}
+
+/* The copy ceiling of this run: a device-to-device copy of 1 GiB on `stream`, bytes read
+ * plus written per second (GB/s), the median of 10 after 5 warm-ups (bench/ measures it the
+ * same way). */
+typedef struct { void *dst, *src; size_t bytes; cudaStream_t stream; } copy_job;
+static void copy_once(void *user) {
+  copy_job *c = (copy_job *)user;
+  if (cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, c->stream) != cudaSuccess)
+    exit(2);
+}
+static inline double copy_ceiling_gbs(cudaStream_t stream) {
+  copy_job c = {NULL, NULL, (size_t)1 << 30, stream};
+  if (cudaMalloc(&c.dst, c.bytes) != cudaSuccess || cudaMalloc(&c.src, c.bytes) != cudaSuccess)
+    exit(2);
+  cudaMemsetAsync(c.src, 1, c.bytes, stream);
+  for (int i = 0; i < 5; ++i) copy_once(&c);
+  double ms = gpu_ms_per_call(stream, 1, 10, copy_once, &c);
+  cudaFree(c.dst);
+  cudaFree(c.src);
+  return 2.0 * (double)c.bytes / (ms * 1e6);
+}
+
+/* One line of step timing: GPU time per step of the compiled step, its graph replay, and
+ * the kernel sum (the runtime's runs alone with plans made beforehand, plus the device plan
+ * alone), against the HBM floor of the bytes the step must move at the copy ceiling. */
+static inline void print_step_timing(const char *what, double bytes, double ceiling_gbs,
+                                     double compiled_ms, double graph_ms, double runs_ms,
+                                     double plan_ms) {
+  const double kernels = runs_ms + plan_ms, floor_ms = bytes / (ceiling_gbs * 1e6);
+  printf("  GPU time per step (%s, events, back to back): compiled %.3f ms, graph %.3f ms, "
+         "kernel sum %.3f ms (runs alone %.3f + device plan alone %.3f); graph / kernels "
+         "%.2fx, compiled / kernels %.2fx; HBM floor %.3f ms (%.3f GB at the copy ceiling "
+         "%.0f GB/s): graph / floor %.2fx\n",
+         what, compiled_ms, graph_ms, kernels, runs_ms, plan_ms, graph_ms / kernels,
+         compiled_ms / kernels, floor_ms, bytes / 1e9, ceiling_gbs, graph_ms / floor_ms);
+}
+#endif
+
 #endif

@@ -28,32 +28,47 @@ void _mlir_ciface_prefill_step(step_out *, memref3 *, memref3 *, memref3 *, memr
                               memref1 *, int64_t);
 #define STEP _mlir_ciface_prefill_step
 
-/* The runtime called directly with host plans, as the step does: per layer, append the
- * new tokens' K/V (rows of qo) to cache[l], then attend into o[l]. nnz = qo[batch]. */
-static void direct_step(fi_context *ctx, const fi_attention_params *p, const fi_tiles *tiles,
-                        const pages_t *pg, const int32_t *qo, void *ws, size_t ws_bytes,
-                        void *const *q, void *const *k, void *const *v, void *const *cache,
-                        void *const *o) {
-  const int32_t batch = pg->batch;
-  const int64_t nnz = qo[batch];
+/* The runtime's runs of one step with plans made beforehand: per layer, append the new
+ * tokens' K/V (nnz rows) to cache[l], then attend into o[l]. The arrays (qo, table) are
+ * where the runs read them: host-filled managed memory or device memory. */
+static void step_runs(fi_context *ctx, const fi_plan *aplan, const fi_plan *pplan,
+                      const fi_page_table *table, const int32_t *qo, int64_t nnz,
+                      int32_t num_pages, void *const *q, void *const *k, void *const *v,
+                      void *const *cache, void *const *o) {
   int64_t qs[3] = {nnz, QH, HD}, ns[3] = {nnz, KVH, HD};
-  int64_t cs[5] = {pg->num_pages, 2, PS, KVH, HD};
-  fi_page_table table = {pg->indptr, pg->indices, pg->last};
-  fi_plan aplan, pplan;
-  CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, batch, PS, qo, &table, pg->num_pages, &aplan));
-  CHECK_OK(ctx, fi_paged_prefill_plan(ctx, p, batch, qo, &table, pg->num_pages, NULL, tiles,
-                                      ws, ws_bytes, &pplan));
+  int64_t cs[5] = {num_pages, 2, PS, KVH, HD};
   for (int l = 0; l < LAYERS; ++l) {
     fi_tensor tc = fi_tensor_contiguous(cache[l], FI_DTYPE_BF16, 5, cs);
     fi_paged_kv_cache kvc;
     CHECK_OK(ctx, fi_paged_kv_cache_from_combined(&tc, FI_LAYOUT_NHD, &kvc));
     fi_tensor tk = fi_tensor_contiguous(k[l], FI_DTYPE_BF16, 3, ns);
     fi_tensor tv = fi_tensor_contiguous(v[l], FI_DTYPE_BF16, 3, ns);
-    CHECK_OK(ctx, fi_append_paged_kv_run(ctx, &aplan, &tk, &tv, qo, &kvc, &table));
+    CHECK_OK(ctx, fi_append_paged_kv_run(ctx, aplan, &tk, &tv, qo, &kvc, table));
     fi_tensor tq = fi_tensor_contiguous(q[l], FI_DTYPE_BF16, 3, qs);
     fi_tensor to = fi_tensor_contiguous(o[l], FI_DTYPE_BF16, 3, qs);
-    CHECK_OK(ctx, fi_paged_prefill_run(ctx, &pplan, &tq, qo, &kvc, &table, NULL, &to, NULL));
+    CHECK_OK(ctx, fi_paged_prefill_run(ctx, pplan, &tq, qo, &kvc, table, NULL, &to, NULL));
   }
+}
+
+/* Host plans of one step (append and prefill) from host-readable arrays. */
+static void host_plans(fi_context *ctx, const fi_attention_params *p, const fi_tiles *tiles,
+                       const pages_t *pg, const int32_t *qo, void *ws, size_t ws_bytes,
+                       fi_plan *aplan, fi_plan *pplan) {
+  fi_page_table table = {pg->indptr, pg->indices, pg->last};
+  CHECK_OK(ctx, fi_append_paged_kv_plan(ctx, pg->batch, PS, qo, &table, pg->num_pages, aplan));
+  CHECK_OK(ctx, fi_paged_prefill_plan(ctx, p, pg->batch, qo, &table, pg->num_pages, NULL, tiles,
+                                      ws, ws_bytes, pplan));
+}
+
+/* The runtime called directly with host plans, as the step does. nnz = qo[batch]. */
+static void direct_step(fi_context *ctx, const fi_attention_params *p, const fi_tiles *tiles,
+                        const pages_t *pg, const int32_t *qo, void *ws, size_t ws_bytes,
+                        void *const *q, void *const *k, void *const *v, void *const *cache,
+                        void *const *o) {
+  fi_plan aplan, pplan;
+  host_plans(ctx, p, tiles, pg, qo, ws, ws_bytes, &aplan, &pplan);
+  fi_page_table table = {pg->indptr, pg->indices, pg->last};
+  step_runs(ctx, &aplan, &pplan, &table, qo, qo[pg->batch], pg->num_pages, q, k, v, cache, o);
 }
 
 #ifdef FI_DRIVER_CUDA
@@ -73,12 +88,48 @@ static void run_step(void *user) {
        &a->cache[3], &a->qo_indptr, &a->indptr, &a->indices, &a->last, a->num_pages);
 }
 
+/* What the GPU timings call (gpu_ms_per_call): a compiled step, a replay, the runs alone
+ * and the device plans alone, all on device buffers. */
+typedef struct timed_t {
+  step_args *dev;
+  fi_rt_graph *graph;
+  fi_context *ctx;
+  const fi_attention_params *p;
+  const fi_tiles *tiles;
+  fi_plan aplan, pplan;
+  fi_page_table table;
+  int64_t nnz, used;
+  int32_t batch, num_pages;
+  void *q[LAYERS], *k[LAYERS], *v[LAYERS], *cache[LAYERS], *o[LAYERS];
+  void *ws;
+  size_t ws_bytes;
+} timed_t;
+static void timed_compiled(void *u) {
+  step_args a = *((timed_t *)u)->dev; /* its own outputs: dev's are the graph's */
+  run_step(&a);
+  for (int l = 0; l < LAYERS; ++l) fi_rt_free(a.out.o[l].allocated);
+}
+static void timed_graph(void *u) { fi_rt_graph_replay(((timed_t *)u)->graph); }
+static void timed_runs(void *u) {
+  timed_t *t = (timed_t *)u;
+  step_runs(t->ctx, &t->aplan, &t->pplan, &t->table, (const int32_t *)t->dev->qo_indptr.aligned,
+            t->nnz, t->num_pages, t->q, t->k, t->v, t->cache, t->o);
+}
+static void timed_plans(void *u) {
+  timed_t *t = (timed_t *)u;
+  fi_plan plan;
+  CHECK_OK(t->ctx, fi_paged_prefill_plan_device(
+                       t->ctx, t->p, t->batch, (const int32_t *)t->dev->qo_indptr.aligned,
+                       t->dev->q[0].sizes[0], &t->table, t->used, t->num_pages, t->tiles, t->ws,
+                       t->ws_bytes, &plan));
+}
+
 /* The graph part: capture over capacity-sized q, k, v; replay with new query lengths;
  * compare each replay with the runtime called directly (host plans, managed buffers).
  * Returns the number of mismatching elements. */
-static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params *p,
-                             const fi_tiles *tiles, pages_t *pg, int64_t max_q, void **cache,
-                             int replays) {
+static int64_t graph_replays(rng *r, fi_context *ctx, cudaStream_t stream,
+                             const fi_attention_params *p, const fi_tiles *tiles, pages_t *pg,
+                             int64_t max_q, void **cache, int replays) {
   const int32_t batch = pg->batch;
   int64_t nb1 = batch + 1, nb = batch, used = pg->indptr[batch];
   const int64_t cap = (int64_t)batch * max_q; /* q, k, v rows at capacity */
@@ -124,6 +175,7 @@ static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params 
       qo[i + 1] = qo[i] + (int32_t)rng_int(r, 1, hi);
     }
     const int64_t nnz = last_nnz = qo[batch];
+    for (int l = 0; l < LAYERS; ++l) poison(ref_o[l], (size_t)nq * 2);
     fi_rt_copy(dqo, qo, sizeof(int32_t) * (size_t)nb1);
     if (fi_rt_graph_replay(graph) != FI_SUCCESS) return 1;
     /* The runtime called directly on the same inputs (host plans). */
@@ -143,6 +195,43 @@ static int64_t graph_replays(rng *r, fi_context *ctx, const fi_attention_params 
   }
   printf("  graph: %d replays with new query lengths each (last: %lld of %lld rows): %s\n",
          replays, (long long)last_nnz, (long long)cap, bad ? "MISMATCH" : "bit-exact");
+
+  /* GPU time per step at the last replay's query lengths (CUDA events), with the copy
+   * ceiling and the kernel sum of the same run. The runs alone use host plans of those
+   * lengths in their own device workspace; the device plan alone rewrites it. */
+  timed_t tt;
+  memset(&tt, 0, sizeof(tt));
+  tt.dev = &dev, tt.ctx = ctx, tt.p = p, tt.tiles = tiles;
+  tt.table = (fi_page_table){(int32_t *)dev.indptr.aligned, (int32_t *)dev.indices.aligned,
+                             (int32_t *)dev.last.aligned};
+  tt.nnz = last_nnz, tt.used = used, tt.batch = batch, tt.num_pages = pg->num_pages;
+  for (int l = 0; l < LAYERS; ++l) {
+    tt.q[l] = dev.q[l].aligned, tt.k[l] = dev.k[l].aligned, tt.v[l] = dev.v[l].aligned;
+    tt.cache[l] = dev.cache[l].aligned;
+    tt.o[l] = fi_rt_alloc((size_t)nq * 2);
+  }
+  tt.ws_bytes = ws_bytes;
+  tt.ws = fi_rt_alloc(ws_bytes);
+  host_plans(ctx, p, tiles, pg, qo, tt.ws, ws_bytes, &tt.aplan, &tt.pplan);
+  fi_rt_set_poison(0); /* no memset per allocation in the timed steps */
+  step_args timing_args = dev; /* a graph captured without poisoning */
+  if (fi_rt_graph_capture(run_step, &timing_args, &tt.graph) != FI_SUCCESS) return 1;
+  const double ceiling = copy_ceiling_gbs(stream);
+  const double compiled_gpu = gpu_ms_per_call(stream, 20, 9, timed_compiled, &tt);
+  const double graph_gpu = gpu_ms_per_call(stream, 20, 9, timed_graph, &tt);
+  fi_rt_graph_destroy(tt.graph);
+  fi_rt_set_poison(1);
+  const double runs_gpu = gpu_ms_per_call(stream, 20, 9, timed_runs, &tt);
+  const double plan_gpu = gpu_ms_per_call(stream, 20, 9, timed_plans, &tt);
+  /* Bytes the step must move: per layer the KV it attends to (the cache's tokens after the
+   * append), q, o, and the appended k and v read and written. */
+  const double bytes = (double)LAYERS * ((double)pg->total_kv * 2 * KVH * HD * 2 +
+                                         (double)last_nnz * (2 * QH + 4 * KVH) * HD * 2);
+  char what[96];
+  snprintf(what, sizeof(what), "%lld query rows", (long long)last_nnz);
+  print_step_timing(what, bytes, ceiling, compiled_gpu, graph_gpu, runs_gpu, plan_gpu);
+  for (int l = 0; l < LAYERS; ++l) fi_rt_free(tt.o[l]);
+  fi_rt_free(tt.ws);
   fi_rt_graph_destroy(graph);
   return bad;
 }
@@ -160,8 +249,8 @@ int main(int argc, char **argv) {
   int cuda = fi_context_backend(ctx) == FI_BACKEND_CUDA;
 #ifdef FI_DRIVER_CUDA
   /* As an embedder does: the driver owns the stream compiled code runs on. */
+  cudaStream_t stream = NULL;
   if (cuda) {
-    cudaStream_t stream = NULL;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return 2;
     CHECK_OK(ctx, fi_context_set_stream(ctx, stream));
   }
@@ -259,7 +348,7 @@ int main(int argc, char **argv) {
   bad += report_steady_state(t, steps, fi_rt_workspace_allocations() - allocs_after_first);
 #ifdef FI_DRIVER_CUDA
   if (cuda && replays > 0)
-    bad += graph_replays(&r, ctx, &p, &decode_tiles, &pg, max_q, cache, replays);
+    bad += graph_replays(&r, ctx, stream, &p, &decode_tiles, &pg, max_q, cache, replays);
 #else
   if (cuda) printf("  graph: not built (compile the driver with -DFI_DRIVER_CUDA)\n");
 #endif

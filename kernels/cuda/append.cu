@@ -28,11 +28,28 @@ struct AppendParams {
   // skipped and the first such token recorded here as {1, token, page id} (NULL: plans
   // made on the host validated the arrays already).
   int32_t *status;
+  int32_t *status_mirror;  // mapped host memory the first error is also written to (or NULL)
   int64_t num_indices;
 };
 
+// The first error's record (the caller won status[0]): its index and value, and the whole
+// record in the mapped host mirror, code last so that the host never sees a partial one.
+__device__ __forceinline__ void record_error(const AppendParams &p, int32_t code, int32_t index,
+                                             int32_t value) {
+  p.status[1] = index;
+  p.status[2] = value;
+  if (p.status_mirror) {
+    volatile int32_t *m = p.status_mirror;
+    m[1] = index;
+    m[2] = value;
+    __threadfence_system();
+    m[0] = code;
+  }
+}
+
 template <typename U>
 __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
+  pdl_enter();
   const int units = p.row_bytes / (int)sizeof(U);
   const int items = p.heads * units;
   // A device plan's k and v may hold more rows than this step's new tokens (buffers at
@@ -42,10 +59,8 @@ __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
   if (p.status) {
     const int64_t total = p.append_indptr[p.batch];
     if (total > p.nnz && blockIdx.x == 0 && threadIdx.x == 0 &&
-        atomicCAS(&p.status[0], 0, 12) == 0) {
-      p.status[1] = (int32_t)total;
-      p.status[2] = (int32_t)p.nnz;
-    }
+        atomicCAS(&p.status[0], 0, 12) == 0)
+      record_error(p, 12, (int32_t)total, (int32_t)p.nnz);
     tokens = total > p.nnz ? 0 : total;  // too many: write none (reported above)
   }
   for (int64_t i = blockIdx.x; i < tokens; i += gridDim.x) {
@@ -66,10 +81,8 @@ __global__ void __launch_bounds__(128) append_kernel(const AppendParams p) {
                             at < p.num_indices;
       const bool ok = in_table && p.kv_indices[at] >= 0 && p.kv_indices[at] < p.num_pages;
       if (!ok) {
-        if (threadIdx.x == 0 && atomicCAS(&p.status[0], 0, 7) == 0) {
-          p.status[1] = (int32_t)i;
-          p.status[2] = in_table ? p.kv_indices[at] : -1;
-        }
+        if (threadIdx.x == 0 && atomicCAS(&p.status[0], 0, 7) == 0)
+          record_error(p, 7, (int32_t)i, in_table ? p.kv_indices[at] : -1);
         continue;
       }
     }
@@ -138,6 +151,7 @@ extern "C" fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan 
   p.page_size = (int32_t)kv->k.shape[pos_dim];
   p.num_pages = (int32_t)kv->k.shape[0];
   p.status = (int32_t *)(uintptr_t)plan->private_[FI_PLAN_STATUS];
+  p.status_mirror = (int32_t *)(uintptr_t)plan->private_[FI_PLAN_STATUS_MIRROR];
   p.num_indices = (int64_t)plan->private_[FI_PLAN_NUM_INDICES];
 
   // The widest copy unit every address allows.
@@ -149,11 +163,11 @@ extern "C" fi_status fi_cuda_append_paged_kv_run(fi_context *ctx, const fi_plan 
   for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); ++i) g = gcd64(g, vals[i]);
   if (g == 0) g = 16;
   int64_t grid = p.nnz < 65535LL * 16 ? p.nnz : 65535LL * 16;
-  cudaStream_t st = fi_cuda_stream(ctx);
-  if (g % 16 == 0) append_kernel<uint4><<<(int)grid, 128, 0, st>>>(p);
-  else if (g % 8 == 0) append_kernel<uint2><<<(int)grid, 128, 0, st>>>(p);
-  else if (g % 4 == 0) append_kernel<uint32_t><<<(int)grid, 128, 0, st>>>(p);
-  else if (g % 2 == 0) append_kernel<uint16_t><<<(int)grid, 128, 0, st>>>(p);
-  else append_kernel<uint8_t><<<(int)grid, 128, 0, st>>>(p);
+  void (*kernel)(const AppendParams) = g % 16 == 0 ? append_kernel<uint4>
+                                      : g % 8 == 0  ? append_kernel<uint2>
+                                      : g % 4 == 0  ? append_kernel<uint32_t>
+                                      : g % 2 == 0  ? append_kernel<uint16_t>
+                                                    : append_kernel<uint8_t>;
+  fi_cuda_launch(ctx, dim3((unsigned)grid), dim3(128), 0, kernel, p);
   return fi_cuda_check_launch(ctx, "append_paged_kv");
 }

@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "context.h"
+#include "pdl.cuh"
 
 namespace fi {
 
@@ -276,6 +277,20 @@ static inline fi_status fi_cuda_check_launch(fi_context *ctx, const char *what) 
     return fi_set_error(ctx, FI_ERROR_CUDA, "%s: kernel launch failed: %s (%s)", what,
                         cudaGetErrorName(err), cudaGetErrorString(err));
   return FI_SUCCESS;
+}
+
+// Whether the context launches with PDL: sm_90 and later, unless its `pdl` knob is 0.
+static inline bool fi_cuda_pdl(const fi_context *ctx) {
+  return ctx->target.sm_version >= 90 && ctx->tuning.pdl != 0;
+}
+
+// The same on the context's stream.
+template <typename... Params, typename... Args>
+static inline cudaError_t fi_cuda_launch(const fi_context *ctx, dim3 grid, dim3 block,
+                                         size_t smem, void (*kernel)(Params...),
+                                         Args &&...args) {
+  return fi::launch_on(fi_cuda_stream(ctx), fi_cuda_pdl(ctx), grid, block, smem, kernel,
+                      static_cast<Args &&>(args)...);
 }
 
 static inline int fi_is_aligned(const void *p, size_t bytes) {

@@ -202,6 +202,7 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   p.sm_count = ctx->target.sm_count;
   p.smem_per_sm = ctx->smem_per_sm;
   p.smem_reserved = ctx->smem_reserved_per_block;
+  p.pdl = fi_cuda_pdl(ctx);
   const int tcw_warps = ctx->tuning.tcw_warps;
   p.tcw_warps = tcw_warps >= 2 && tcw_warps <= fi::kTcw1MaxWarps ? tcw_warps : 0;
   cudaStream_t s = fi_cuda_stream(ctx);

@@ -90,6 +90,7 @@ struct DecodeParams {
   // a cap on decode_tws_kernel's ring slots (0: as many as fit).
   int32_t sm_count, tcw_warps, tws_slots;
   int32_t smem_per_sm, smem_reserved;  // the device's shared memory per SM, reserved per block
+  int32_t pdl;         // 1: launched with programmatic stream serialization (pdl_enter)
   // Not NULL: heads-on-N plans with page sizes a multiple of 16 run decode_tws_kernel with
   // these tensor maps (the device and the build have sm_90; decode.cu encodes them). A host
   // pointer, read by the launcher only.
@@ -406,13 +407,6 @@ __device__ __forceinline__ void write_state8(const DecodeParams &p, const fi_wor
 
 // ------------------------------------------------------ kernel building blocks -------
 
-// Every kernel's first step: a programmatically dependent grid (the split-KV merge) may
-// launch once every CTA of this grid has started; it waits for this grid's completion.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
 
 // The KV head of this CTA and the first of its heads_per_cta query heads.
 struct CtaHeads {
@@ -668,7 +662,7 @@ __device__ __forceinline__ void tc_merge_warps(const DecodeParams &p, const fi_w
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
-  allow_dependent_launch();
+  pdl_enter();
   constexpr int BDX = D / 8;
   const int hg = p.heads_per_cta;
   const int bdz = 128 / (BDX * hg);
@@ -772,7 +766,7 @@ __global__ void __launch_bounds__(128) decode_cc_kernel(const DecodeParams p) {
 template <typename T, typename KVT, int D>
 __global__ void __launch_bounds__(128) decode_tc_kernel(const DecodeParams p) {
   extern __shared__ __align__(16) uint8_t smem[];
-  allow_dependent_launch();
+  pdl_enter();
   constexpr bool Q_IN_REGS = D <= 128;
   constexpr int RC = 2 * D + 16;  // padded 16-bit row: ldmatrix rows hit distinct banks
   const int NW = blockDim.x / 32;
@@ -1189,7 +1183,7 @@ __global__ void __launch_bounds__(ONE ? kTcw1MaxWarps * 32 : kTcwMaxWarps * 32, 
     decode_tcw_kernel(const DecodeParams p) {
   static_assert(!ONE || HN, "single slots need the heads-on-N form");
   extern __shared__ __align__(16) uint8_t smem[];
-  allow_dependent_launch();
+  pdl_enter();
   constexpr int RC = 2 * D + 16;
   constexpr int CPT = D * 2 / 16;  // 16-byte chunks per token row
   const int NW = blockDim.x / 32;
@@ -1436,7 +1430,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
   extern __shared__ __align__(1024) uint8_t tws_smem[];
   uint8_t *const smem = tws_smem;
-  allow_dependent_launch();
+  pdl_enter();
   constexpr int RC = 2 * D + 16;                     // padded row of the Q tile
   constexpr int SLOT = decode_tws_slot_bytes(D);     // K then V of one sub-tile
   constexpr int V_OFF = SLOT / 2;
@@ -1698,10 +1692,10 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
   if (rope)
-    decode_tws_kernel<T, D, true><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
-  else
-    decode_tws_kernel<T, D, false><<<grid, 32 * nw, smem, stream>>>(p, *p.tws_maps);
-  return cudaGetLastError();
+    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                             decode_tws_kernel<T, D, true>, p, *p.tws_maps);
+  return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                           decode_tws_kernel<T, D, false>, p, *p.tws_maps);
 }
 
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
@@ -1752,8 +1746,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
         size_t smem = of_stages(stages);
         if (smem > smem_limit) return cudaErrorInvalidConfiguration;
         p.stages = stages;
-        kernel<<<grid, 32 * nw, smem, stream>>>(p);
-        return cudaGetLastError();
+        return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem, kernel, p);
       };
       auto ring_smem = [&](int w, int stages) { return decode_tcw_smem(D, stages, w); };
       auto single_smem = [&](int w, int) { return decode_tcw1_smem(D, w); };
@@ -1777,7 +1770,8 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = smem_of(stages);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    decode_tc_kernel<T, KVT, D><<<grid, 32 * nw, smem, stream>>>(p);
+    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                             decode_tc_kernel<T, KVT, D>, p);
   } else {
     auto smem_of = [&](int stages) {
       return decode_cc_smem(D, (int)sizeof(KVT), p.kv_tile, stages, p.heads_per_cta);
@@ -1786,9 +1780,9 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     size_t smem = smem_of(stages);
     if (smem > smem_limit) return cudaErrorInvalidConfiguration;
     p.stages = stages;
-    decode_cc_kernel<T, KVT, D><<<grid, 128, smem, stream>>>(p);
+    return launch_on(stream, p.pdl != 0, grid, dim3(128), smem, decode_cc_kernel<T, KVT, D>,
+                             p);
   }
-  return cudaGetLastError();
 }
 
 // Raises every decode kernel's dynamic shared-memory limit to the device's opt-in maximum,

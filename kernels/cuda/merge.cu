@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(128)
 merge_state_kernel(const T *va, Strided3 vas, const float *sa, Strided3 sas, const T *vb,
                    Strided3 vbs, const float *sb, Strided3 sbs, T *vo, Strided3 vos,
                    int64_t rows, int heads, int head_dim) {
+  pdl_enter();
   const int groups = head_dim / VW;
   const int64_t total = rows * heads * groups;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
@@ -74,6 +75,7 @@ merge_state_kernel(const T *va, Strided3 vas, const float *sa, Strided3 sas, con
 __global__ void __launch_bounds__(128)
 merge_state_s_kernel(const float *sa, Strided3 sas, const float *sb, Strided3 sbs, float *so,
                      Strided3 sos, int64_t rows, int heads) {
+  pdl_enter();
   const int64_t total = rows * heads;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -98,6 +100,7 @@ template <typename T, int VW>
 __global__ void __launch_bounds__(128)
 merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo, Strided3 vos,
                     float *so, Strided3 sos, int64_t rows, int n, int heads, int head_dim) {
+  pdl_enter();
   const int groups = head_dim / VW;
   const int64_t total = rows * heads * groups;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
@@ -173,18 +176,10 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
   const int lanes = blockDim.x / groups;       // chunk lanes
   const int dg = threadIdx.x % groups, lane = threadIdx.x / groups;
   const int h = blockIdx.y, d0 = dg * 8;
-  // The plan's counts and merge units come from the planner's upload, not from the kernel
-  // this one depends on: the first unit is read before the wait below.
+  pdl_enter();  // the partials are the kernel before this one's writes
   const int n_units = device_num_units ? *device_num_units : num_units;
-  fi_merge_unit first = {0, 0, 0, 0};
-  if ((int)blockIdx.x < n_units) first = units[blockIdx.x];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Launched with programmatic stream serialization (PDL): this grid may start before the
-  // partial-writing kernel has finished; wait here until its writes are visible.
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
   for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
-    const fi_merge_unit mu = w == (int)blockIdx.x ? first : units[w];
+    const fi_merge_unit mu = units[w];
     for (int r = 0; r < mu.rows; ++r) {
       float m = -INFINITY, d = 0.f, acc[8];
 #pragma unroll
@@ -277,18 +272,19 @@ static Strided3 strides3(const fi_tensor *t) {
 
 template <typename T>
 static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const fi_tensor *vb,
-                               const fi_tensor *sb, fi_tensor *vo, int vec, cudaStream_t st) {
+                               const fi_tensor *sb, fi_tensor *vo, int vec,
+                               const fi_context *ctx) {
   int64_t rows = va->shape[0];
   int heads = (int)va->shape[1], D = (int)va->shape[2];
   int vw = vec ? 8 : 1;
   int grid = grid_for(rows * heads * (D / vw));
   if (vec)
-    merge_state_kernel<T, 8><<<grid, 128, 0, st>>>(
+    fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 8>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
         (T *)vo->data, strides3(vo), rows, heads, D);
   else
-    merge_state_kernel<T, 1><<<grid, 128, 0, st>>>(
+    fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 1>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
         (T *)vo->data, strides3(vo), rows, heads, D);
@@ -298,7 +294,6 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
                                          const fi_tensor *s_a, const fi_tensor *v_b,
                                          const fi_tensor *s_b, fi_tensor *v_out,
                                          fi_tensor *s_out) {
-  cudaStream_t st = fi_cuda_stream(ctx);
   int64_t rows = v_a->shape[0];
   int heads = (int)v_a->shape[1];
   if (rows == 0 || heads == 0) return FI_SUCCESS;
@@ -306,9 +301,9 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
   // In place with s_out aliasing s_a or s_b: the v kernel reads s first, the s kernel
   // (a later launch on the same stream) writes it.
   switch (v_a->dtype) {
-    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
-    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
-    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, vec, st); break;
+    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
+    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
+    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "merge_state: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
@@ -316,7 +311,7 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
   }
   fi_status s = fi_cuda_check_launch(ctx, "merge_state");
   if (s != FI_SUCCESS || !s_out) return s;
-  merge_state_s_kernel<<<grid_for(rows * heads), 128, 0, st>>>(
+  fi_cuda_launch(ctx, dim3(grid_for(rows * heads)), dim3(128), 0, merge_state_s_kernel,
       (const float *)s_a->data, strides3(s_a), (const float *)s_b->data, strides3(s_b),
       (float *)s_out->data, strides3(s_out), rows, heads);
   return fi_cuda_check_launch(ctx, "merge_state (lse)");
@@ -324,7 +319,7 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
 
 template <typename T>
 static void launch_merge_states(const fi_tensor *v, const fi_tensor *s, fi_tensor *vo,
-                                fi_tensor *so, int vec, cudaStream_t st) {
+                                fi_tensor *so, int vec, const fi_context *ctx) {
   int64_t rows = v->shape[0];
   int n = (int)v->shape[1], heads = (int)v->shape[2], D = (int)v->shape[3];
   int vw = vec ? 8 : 1;
@@ -333,11 +328,11 @@ static void launch_merge_states(const fi_tensor *v, const fi_tensor *s, fi_tenso
   Strided3 sos = so ? strides3(so) : vos;
   float *sop = so ? (float *)so->data : NULL;
   if (vec)
-    merge_states_kernel<T, 8><<<grid, 128, 0, st>>>((const T *)v->data, vs,
+    fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_states_kernel<T, 8>, (const T *)v->data, vs,
                                                     (const float *)s->data, ss, (T *)vo->data,
                                                     vos, sop, sos, rows, n, heads, D);
   else
-    merge_states_kernel<T, 1><<<grid, 128, 0, st>>>((const T *)v->data, vs,
+    fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_states_kernel<T, 1>, (const T *)v->data, vs,
                                                     (const float *)s->data, ss, (T *)vo->data,
                                                     vos, sop, sos, rows, n, heads, D);
 }
@@ -345,15 +340,14 @@ static void launch_merge_states(const fi_tensor *v, const fi_tensor *s, fi_tenso
 extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
                                           const fi_tensor *s, fi_tensor *v_out,
                                           fi_tensor *s_out) {
-  cudaStream_t st = fi_cuda_stream(ctx);
   int64_t rows = v->shape[0];
   int heads = (int)v->shape[2];
   if (rows == 0 || heads == 0) return FI_SUCCESS;
   int vec = vec8_ok(v, 3) && vec8_ok(v_out, 2);
   switch (v->dtype) {
-    case FI_DTYPE_F16: launch_merge_states<f16>(v, s, v_out, s_out, vec, st); break;
-    case FI_DTYPE_BF16: launch_merge_states<bf16>(v, s, v_out, s_out, vec, st); break;
-    case FI_DTYPE_F32: launch_merge_states<float>(v, s, v_out, s_out, vec, st); break;
+    case FI_DTYPE_F16: launch_merge_states<f16>(v, s, v_out, s_out, vec, ctx); break;
+    case FI_DTYPE_BF16: launch_merge_states<bf16>(v, s, v_out, s_out, vec, ctx); break;
+    case FI_DTYPE_F32: launch_merge_states<float>(v, s, v_out, s_out, vec, ctx); break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "merge_states: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
@@ -364,15 +358,17 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 
 // One launch of the split-KV merge for output element type T.
 template <typename T>
-static cudaError_t launch_merge_partials(const cudaLaunchConfig_t &cfg, const fi_plan_layout &l,
+static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid,
+                                         const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
-  return cudaLaunchKernelEx(&cfg, merge_partials_kernel<T>, (const fi_merge_unit *)l.merge,
-                            device_num_merge_units, (int)l.num_merge_units,
-                            (const float *)l.partial_o, (const float *)l.partial_lse, heads, D,
-                            (T *)o->data, (int64_t)o->strides[0], (int64_t)o->strides[1], lse,
-                            lse_stride_row, lse_stride_head);
+  return fi_cuda_launch(ctx, grid, dim3(128), 0, merge_partials_kernel<T>,
+                        (const fi_merge_unit *)l.merge, device_num_merge_units,
+                        (int)l.num_merge_units, (const float *)l.partial_o,
+                        (const float *)l.partial_lse, heads, D, (T *)o->data,
+                        (int64_t)o->strides[0], (int64_t)o->strides[1], lse, lse_stride_row,
+                        lse_stride_head);
 }
 
 // The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
@@ -387,37 +383,27 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "split-KV merge: o needs a 16-byte aligned base and strides that are "
                         "multiples of 16 bytes");
-  cudaStream_t st = fi_cuda_stream(ctx);
-  int grid_x = l.num_merge_units > 0 ? l.num_merge_units : 1;
-  if (grid_x > 65535) grid_x = 65535;
-  dim3 grid(grid_x, heads);
+  // One CTA per (unit, head) up to what fills the GPU (16 CTAs of 128 threads per SM); the
+  // CTAs stride over further units. A device plan's count is its capacity (the units are
+  // known on the device only): a grid of that size was mostly CTAs that leave at once
+  // (33,792 of them, 43 us, in a prefill step that merges 32 units).
+  const long long fill = ((long long)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) *
+                              16 + heads - 1) / heads;
+  long long grid_x = l.num_merge_units > 0 ? l.num_merge_units : 1;
+  if (grid_x > fill) grid_x = fill;
+  dim3 grid((unsigned)grid_x, heads);
   float *lp = lse ? (float *)lse->data : NULL;
   int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
-  // Programmatic dependent launch: the merge grid's launch overlaps the tail of the kernel
-  // before it (the decode kernels trigger at their start); griddepcontrol.wait in the
-  // kernel orders it after that kernel's writes. Also valid inside a CUDA graph capture.
-  cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof(cfg));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cfg.attrs = attr;
-  // FI_MERGE_PDL=0 (a context knob) launches it as an ordinary stream-ordered kernel.
-  cfg.numAttrs = ctx->tuning.merge_pdl == 0 ? 0 : 1;
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(cfg, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",

@@ -29,8 +29,10 @@
 // Errors. Index arrays that fail validation, or a fixed split that does not fit the
 // workspace, leave zero work and merge units (the run computes nothing) and an error
 // record {code, index, value} at the header's status words, which the caller reads back in
-// stream order (fi_plan_device_status; the compiled code's adapters at the embedder's next
-// fi_rt_synchronize). planner.c's fi_device_plan_error words the codes.
+// stream order (fi_plan_device_status), and in the context's mapped host mirror when the
+// compiled code's adapters set one (reported at the embedder's next fi_rt_synchronize /
+// fi_rt_check, with no copy queued per step). planner.c's fi_device_plan_error words the
+// codes.
 #include <climits>
 
 #include "common.cuh"
@@ -58,6 +60,7 @@ struct DevicePlanArgs {
   int64_t target;                 // the work-unit target (planner.c)
   int64_t fixed_chunk;            // > 0: fixed_split_size rounded up to the granularity
   int32_t auto_split;             // 1: the search may split (split_kv, no fixed size)
+  int32_t *status_mirror;         // mapped host memory an error record is also written to
   int32_t *header;                // [0] units, [1] merge units, [2..3] the prefill
                                   // scheduler's counters (left 0), [4..6] status,
                                   // [7] 1: the plan kernel placed the units
@@ -220,6 +223,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
   __shared__ int32_t row0_of[kPlanThreads], chunks_of_req[kPlanThreads];
   __shared__ int32_t partial0_of[kPlanThreads], merge0_of[kPlanThreads];
   __shared__ OrderKey keys[kFusedSortUnits];
+  pdl_enter();
   const int t = threadIdx.x;
   const int lane = t & 31, warp = t >> 5;
   const bool paged = a.last_page_len != nullptr;
@@ -331,6 +335,13 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       a.header[5] = idx;
       a.header[6] = value;
       a.header[7] = 1;  // nothing to sort
+      if (a.status_mirror) {  // code last: the host never reads a partial record
+        volatile int32_t *m = a.status_mirror;
+        m[1] = idx;
+        m[2] = value;
+        __threadfence_system();
+        m[0] = code;
+      }
     }
     return;
   }
@@ -452,6 +463,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
 // permutation) and writes it to its slot.
 __global__ void __launch_bounds__(kSortThreads) plan_sort_kernel(const DevicePlanArgs a) {
   __shared__ OrderKey tile[kSortThreads];
+  pdl_enter();
   const int n = a.header[0];
   if (a.header[7] || (int64_t)blockIdx.x * kSortThreads >= n) return;  // uniform per CTA
   const int u = blockIdx.x * kSortThreads + threadIdx.x;
@@ -502,14 +514,15 @@ extern "C" fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_p
   a.fixed_chunk = caps->fixed_chunk;
   a.auto_split = caps->auto_split;
   a.header = (int32_t *)plan->workspace;
+  a.status_mirror = ctx->plan_status_mirror;
   a.scratch = (fi_work_unit *)l.partial_o;
   a.work = l.work;
   a.merge = l.merge;
-  cudaStream_t st = fi_cuda_stream(ctx);
-  plan_units_kernel<<<1, kPlanThreads, 0, st>>>(a);
+  fi_cuda_launch(ctx, dim3(1), dim3(kPlanThreads), 0, plan_units_kernel, a);
   fi_status s = fi_cuda_check_launch(ctx, "plan_units_kernel");
   if (s != FI_SUCCESS) return s;
   const int64_t blocks = (caps->max_units + kSortThreads - 1) / kSortThreads;
-  plan_sort_kernel<<<(unsigned)(blocks > 0 ? blocks : 1), kSortThreads, 0, st>>>(a);
+  fi_cuda_launch(ctx, dim3((unsigned)(blocks > 0 ? blocks : 1)), dim3(kSortThreads), 0,
+                 plan_sort_kernel, a);
   return fi_cuda_check_launch(ctx, "plan_sort_kernel");
 }

@@ -207,6 +207,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.custom_mask = a->mask_mode == FI_MASK_CUSTOM;
   p.pos_encoding = a->pos_encoding;
   p.window_left = a->window_left;
+  p.pdl = fi_cuda_pdl(ctx);
   const int kvk = kv_kind_of(a);
   // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend.
   const float k_scale = a->k_scale;

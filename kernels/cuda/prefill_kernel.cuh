@@ -46,6 +46,7 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
+#include "pdl.cuh"
 #include "prefill_params.h"
 #include "wgmma.cuh"
 
@@ -309,6 +310,7 @@ template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool
 __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
                                   Shape<HD, CTA_Q, CTA_KV, WG>::MIN_CTAS)
     prefill_kernel(const PrefillParams p) {
+  fi::pdl_enter();
   using S = Shape<HD, CTA_Q, CTA_KV, WG>;
   using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK, WG>;
   constexpr int MMA_Q = S::MMA_Q, THREADS = S::THREADS, CH = S::CH;
@@ -980,8 +982,7 @@ cudaError_t launch_prefill(const PrefillParams &p, int num_work_units, cudaStrea
   int grid_x = num_work_units > 0 ? num_work_units : 1;
   if (grid_x > 65535 * 16) grid_x = 65535 * 16;
   dim3 grid(grid_x, p.num_kv_heads);
-  kernel<<<grid, S::THREADS, L::TOTAL, stream>>>(p);
-  return cudaGetLastError();
+  return fi::launch_on(stream, p.pdl != 0, grid, dim3(S::THREADS), L::TOTAL, kernel, p);
 }
 
 }  // namespace fi_prefill

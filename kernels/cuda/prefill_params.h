@@ -61,6 +61,7 @@ struct PrefillParams {
   float logits_soft_cap, soft_cap_rcp;
   float v_scale;
   float rope_rcp_scale, rope_log2_theta;
+  int32_t pdl;  // launch-side: 1 launches with programmatic stream serialization (pdl.cuh)
 };
 
 #endif

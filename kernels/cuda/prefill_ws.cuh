@@ -137,6 +137,7 @@ template <int HD, typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
+  fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
   using W = WsShape<HD>;
   constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
@@ -611,11 +612,9 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool e
   using W = WsShape<HD>;
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
-  if (extras)
-    prefill_ws_kernel<HD, DT, true><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
-  else
-    prefill_ws_kernel<HD, DT, false><<<grid, W::THREADS, W::SMEM, stream>>>(p, maps);
-  return cudaGetLastError();
+  return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
+                       extras ? prefill_ws_kernel<HD, DT, true> : prefill_ws_kernel<HD, DT, false>,
+                       p, maps);
 }
 
 }  // namespace fi_prefill

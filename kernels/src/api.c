@@ -592,6 +592,7 @@ fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t
   plan->private_[FI_PLAN_FLAGS] = FI_PLAN_FLAG_DEVICE;
   plan->private_[FI_PLAN_STATUS] = (uint64_t)(uintptr_t)device_status;
   plan->private_[FI_PLAN_NUM_INDICES] = (uint64_t)num_indices;
+  plan->private_[FI_PLAN_STATUS_MIRROR] = (uint64_t)(uintptr_t)ctx->plan_status_mirror;
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   return FI_SUCCESS;
 }

@@ -71,7 +71,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.smem_kb = env_int("FI_DECODE_SMEM_KB", 0);
   ctx->tuning.head_fast = env_int("FI_DECODE_HEAD_FAST", -1);
   ctx->tuning.warp_pipe = env_int("FI_DECODE_WARP_PIPE", -1);
-  ctx->tuning.merge_pdl = env_int("FI_MERGE_PDL", -1);
+  ctx->tuning.pdl = env_int("FI_PDL", -1);
   ctx->tuning.tcw_warps = env_int("FI_DECODE_TCW_WARPS", 0);
   ctx->tuning.heads_n = env_int("FI_DECODE_HEADS_N", -1);
   ctx->tuning.single_slots = env_int("FI_DECODE_SINGLE_SLOTS", -1);

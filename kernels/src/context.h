@@ -36,6 +36,13 @@ struct fi_context {
    * for fi_rt_sync_count. */
   long sync_count;
 
+  /* Set by the compiled code's adapters around a plan made on the device (NULL otherwise):
+   * int32[4] of mapped pinned host memory that the planning kernel, and the runs of an
+   * append plan made meanwhile, also write their first error {code, index, value} to, so
+   * that no copy of the verdict is queued on the stream each step (a copy node costs
+   * microseconds of the step and breaks the kernels' programmatic launch chain). */
+  int32_t *plan_status_mirror;
+
   /* Host memory the planner builds work / merge units in before they are copied into the
    * workspace (memcpy on the host backend, fi_cuda_upload on CUDA). Grown on demand by
    * fi_context_host_scratch; freed by fi_context_destroy. */
@@ -50,14 +57,14 @@ struct fi_context {
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
-   * FI_MERGE_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
+   * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
     int32_t head_fast;   /* -1 default, 0/1 */
     int32_t warp_pipe;   /* -1 default, 0/1 */
-    int32_t merge_pdl;   /* -1 default, 0/1 */
+    int32_t pdl;         /* -1 default (on, sm_90), 0: kernels launched without PDL */
     int32_t tcw_warps;   /* 2..16: warps per CTA of the per-warp tensor-core kernel; 0: auto */
     int32_t heads_n;     /* -1 default (on), 0/1: that kernel's heads on the mma N side */
     int32_t single_slots; /* -1 default (on), 0/1: its single K/V slots per warp */

@@ -95,6 +95,7 @@ enum {
   FI_PLAN_FLAGS = 9,        /* FI_PLAN_FLAG_* */
   FI_PLAN_STATUS = 10,      /* append planned on the device: int32[4] device status or 0 */
   FI_PLAN_NUM_INDICES = 11, /* append planned on the device: elements of kv_indices */
+  FI_PLAN_STATUS_MIRROR = 12, /* append planned on the device: ctx->plan_status_mirror */
 };
 enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
 

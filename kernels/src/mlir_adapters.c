@@ -181,8 +181,11 @@ static void backend_free(fi_context *ctx, void *p) {
   free(p);
 }
 
+static int poison = -1; /* -1: read FI_RT_POISON at the first allocation */
+
+void fi_rt_set_poison(int on) { poison = on != 0; }
+
 static int poison_enabled(void) {
-  static int poison = -1;
   if (poison < 0) {
     const char *env = getenv("FI_RT_POISON");
     poison = env && env[0] == '1';
@@ -424,12 +427,16 @@ typedef struct plan_record {
   int32_t valid;
   fi_status failure;       /* why the last plan failed (reported again by its runs) */
   char failure_message[256];
-  /* Plans made on the device: the planner's verdict {code, index, value} is copied into
-   * host_status (pinned memory) on the stream; fi_rt_check reads it once the stream has
-   * reached it. The append plan's kernel writes its verdict into device_status. */
+  /* Plans made on the device: the planning kernel, and the runs of an append plan, write
+   * their first error {code, index, value} into host_status (mapped pinned memory, the
+   * device's view of it: status_mirror) as they find it, no copy queued per step;
+   * fi_rt_check reads it once the stream is past them and clears it. The append kernel
+   * claims the error in device_status first (an atomic in device memory), which stays set
+   * until that report. */
   int32_t on_device;
   const char *op;
   int32_t *host_status;
+  int32_t *status_mirror;
   int32_t *device_status;
   int32_t graph_uses; /* captured graphs that use the workspace at its current address */
   int32_t runs_checked; /* runs whose buffers were checked to be device memory */
@@ -782,42 +789,28 @@ static int ensure_status(const char *op, fi_context *ctx, plan_record *r, int de
 #ifdef FI_HAVE_CUDA
   if (!is_cuda(ctx)) return 1;
   if (!r->host_status) {
-    if (cudaMallocHost((void **)&r->host_status, 4 * sizeof(int32_t)) != cudaSuccess) {
-      r->host_status = NULL;
-      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's pinned status word");
+    if (cudaHostAlloc((void **)&r->host_status, 4 * sizeof(int32_t), cudaHostAllocMapped) !=
+            cudaSuccess ||
+        cudaHostGetDevicePointer((void **)&r->status_mirror, r->host_status, 0) != cudaSuccess) {
+      r->host_status = r->status_mirror = NULL;
+      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's mapped status word");
       return 0;
     }
-    /* Zeroed once: each step's copy overwrites it, fi_rt_check clears what it reported. */
+    /* Zeroed once: the kernels write it only on error, fi_rt_check clears what it reported. */
     memset(r->host_status, 0, 4 * sizeof(int32_t));
   }
-  if (device_too && !r->device_status &&
-      cudaMalloc((void **)&r->device_status, 4 * sizeof(int32_t)) != cudaSuccess) {
-    r->device_status = NULL;
-    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's device status word");
-    return 0;
+  if (device_too && !r->device_status) {
+    if (cudaMalloc((void **)&r->device_status, 4 * sizeof(int32_t)) != cudaSuccess ||
+        cudaMemset(r->device_status, 0, 4 * sizeof(int32_t)) != cudaSuccess) {
+      r->device_status = NULL;
+      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the plan's device status word");
+      return 0;
+    }
   }
 #else
   (void)op, (void)ctx, (void)r, (void)device_too;
 #endif
   return 1;
-}
-
-/* Queues the copy of a device verdict into the record's pinned status (read by fi_rt_check
- * once the stream is past it). */
-static void stage_status(const char *op, fi_context *ctx, plan_record *r, const void *device) {
-#ifdef FI_HAVE_CUDA
-  if (!is_cuda(ctx) || !r->host_status) return;
-  cudaError_t e = cudaMemcpyAsync(r->host_status, device, 4 * sizeof(int32_t),
-                                  cudaMemcpyDeviceToHost, (cudaStream_t)ctx->stream);
-  if (e != cudaSuccess) {
-    char msg[192];
-    snprintf(msg, sizeof(msg), "queueing the copy of the device planner's status failed: %s",
-             cudaGetErrorString(e));
-    report(op, FI_ERROR_CUDA, msg);
-  }
-#else
-  (void)op, (void)ctx, (void)r, (void)device;
-#endif
 }
 
 /* What every plan made on the device checks first: tiles chosen at compile time, and
@@ -836,12 +829,12 @@ static int device_plan_begin(const char *op, fi_context *ctx, plan_record *r, in
   return 1;
 }
 
-/* ... and last, given the plan call's status: the planner's verdict (words 4..6 of the
- * workspace header, planner.c) staged for fi_rt_check, the record valid. */
+/* ... and last, given the plan call's status (made with the record's status mirror armed:
+ * the planning kernel writes an error verdict there for fi_rt_check): the record valid. */
 static void device_plan_finish(const char *op, fi_context *ctx, plan_record *r, fi_status s,
                                int32_t layout) {
+  ctx->plan_status_mirror = NULL;
   if (plan_failed(op, ctx, r, s)) return;
-  stage_status(op, ctx, r, (const int32_t *)r->workspace + 4);
   r->on_device = is_cuda(ctx);
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
@@ -872,6 +865,7 @@ void _mlir_ciface_fi_rt_decode_plan_device(
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch) || !ensure_status(op, ctx, r, 0))
     return;
+  ctx->plan_status_mirror = r->status_mirror;
   device_plan_finish(op, ctx, r,
                      fi_decode_plan_device(ctx, &p, batch, &pages, length_of(indices),
                                            (int32_t)num_pages, tiles, r->workspace,
@@ -906,6 +900,7 @@ void _mlir_ciface_fi_rt_paged_prefill_plan_device(
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows) || !ensure_status(op, ctx, r, 0))
     return;
+  ctx->plan_status_mirror = r->status_mirror;
   device_plan_finish(op, ctx, r,
                      fi_paged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, &pages,
                                                   length_of(indices), (int32_t)num_pages, tiles,
@@ -940,6 +935,7 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan_device(
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   if (!prepare_workspace(op, ctx, r, &p, 0, batch, max_qo_rows) || !ensure_status(op, ctx, r, 0))
     return;
+  ctx->plan_status_mirror = r->status_mirror;
   device_plan_finish(op, ctx, r,
                      fi_ragged_prefill_plan_device(ctx, &p, batch, qo, max_qo_rows, kv,
                                                    max_kv_rows, tiles, r->workspace,
@@ -966,23 +962,17 @@ void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_in
       return;
   } else {
     if (!ensure_status(op, ctx, r, 1)) return;
-#ifdef FI_HAVE_CUDA
-    if (cudaMemsetAsync(r->device_status, 0, 4 * sizeof(int32_t), (cudaStream_t)ctx->stream) !=
-        cudaSuccess) {
-      report(op, FI_ERROR_CUDA, "clearing the append plan's device status failed");
-      return;
-    }
-#endif
     if (!require_device_memory(op, ctx, "append_indptr", ap) ||
         !require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
         !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
         !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
       return;
-    if (plan_failed(op, ctx, r, fi_append_paged_kv_plan_device(ctx, batch, page_size,
-                                                               (int32_t)num_pages,
-                                                               length_of(indices),
-                                                               r->device_status, &r->plan)))
-      return;
+    ctx->plan_status_mirror = r->status_mirror;
+    fi_status st = fi_append_paged_kv_plan_device(ctx, batch, page_size, (int32_t)num_pages,
+                                                  length_of(indices), r->device_status,
+                                                  &r->plan);
+    ctx->plan_status_mirror = NULL;
+    if (plan_failed(op, ctx, r, st)) return;
     r->on_device = 1;
   }
   r->valid = 1;
@@ -1227,8 +1217,6 @@ static void append_run(fi_memref *slot, fi_memref *k_new, fi_memref *v_new,
     return;
   if (failed(op, ctx, fi_append_paged_kv_run(ctx, &plan, &tk, &tv, ap, &kv, &pages))) return;
   after_run(op, ctx);
-  plan_record *r = record_of(op, slot, 0);
-  if (r && r->on_device) stage_status(op, ctx, r, r->device_status);
 }
 
 /* ------------------------------------------- one entry point per element type ----- */
@@ -1325,10 +1313,16 @@ fi_status fi_rt_check(void) {
   }
 #endif
   for (plan_record *r = all_records; r; r = r->next) {
-    if (!r->on_device || !r->host_status || r->host_status[0] == 0) continue;
-    int32_t verdict[4];
-    memcpy(verdict, r->host_status, sizeof(verdict));
-    memset(r->host_status, 0, sizeof(verdict)); /* reported once */
+    volatile int32_t *hs = r->host_status; /* written by kernels through the mapping */
+    if (!r->on_device || !hs || hs[0] == 0) continue;
+    int32_t verdict[4] = {hs[0], hs[1], hs[2], 0};
+    hs[0] = hs[1] = hs[2] = hs[3] = 0; /* reported once */
+#ifdef FI_HAVE_CUDA
+    /* The append kernel's claim on the error, so that a later error is recorded again
+     * (stream-ordered: after the work this check follows). */
+    if (r->device_status)
+      cudaMemsetAsync(r->device_status, 0, 4 * sizeof(int32_t), (cudaStream_t)ctx->stream);
+#endif
     fi_status st = fi_device_plan_error(ctx, verdict);
     if (st == FI_SUCCESS) continue;
     char msg[FI_ERROR_MESSAGE_BYTES + 96];

@@ -42,7 +42,11 @@
  *  - Stream order. Every adapter only enqueues work on the context's stream and returns;
  *    nothing waits for the device. fi_rt_sync_count counts the waits the runtime made
  *    itself (a plan made on the host uploads from pageable memory, which waits for the
- *    stream; plans made on the device never wait).
+ *    stream; plans made on the device never wait). On sm_90 and later every kernel is
+ *    launched with programmatic dependent launch: the next kernel of a step is launched
+ *    while the one before it finishes, and waits for it before it touches memory
+ *    (kernels/cuda/pdl.cuh). The embedder's own kernels on the stream are ordered as
+ *    usual. FI_PDL=0 in the environment (read when a context is created) turns it off.
  *  - Where metadata lives. A host plan (fi.decode_plan etc. without `on_device`) reads
  *    its index arrays on the host: they must be host memory, and such a plan cannot be
  *    captured in a graph. A plan op with `on_device` (decode, prefill, append) reads them
@@ -91,8 +95,11 @@ void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *
  * (see the CUDA notes above; 256-byte aligned host memory on the host backend). Returns
  * NULL (and reports through the handler) on failure. With the environment variable
  * FI_RT_POISON=1 (tests), allocations are filled with 0xff bytes (NaN in every float
- * type), so an output compiled code fails to write is caught. */
+ * type), so an output compiled code fails to write is caught (on CUDA: a memset queued
+ * with each allocation, also inside a captured graph). fi_rt_set_poison overrides the
+ * environment (a driver turns it off before it times a step). */
 void *fi_rt_alloc(size_t bytes);
+void fi_rt_set_poison(int on);
 /* Frees memory of fi_rt_alloc (stream-ordered on CUDA). */
 void fi_rt_free(void *ptr);
 /* Memory both the host and the device can read (cudaMallocManaged; host memory on the host

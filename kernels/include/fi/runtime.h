@@ -220,7 +220,7 @@ typedef struct fi_plan {
   int32_t num_pages;
   void *workspace;              /* as passed to plan */
   size_t workspace_bytes;
-  uint64_t private_[12];
+  uint64_t private_[14];
 } fi_plan;
 
 /* Workspace sizes are exact upper bounds for every problem up to `max_batch` requests
