@@ -19,6 +19,7 @@
 #include "fi/cuda_variants.h"
 #include "context.h"
 #include "cuda_backend.h"
+#include "internal.h"
 #include "prefill_variants.cuh"
 #include "prefill_ws.cuh"
 #include <cudaTypedefs.h>
@@ -192,6 +193,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.qo_indptr = qo_indptr;
   p.mask_bits = (a->mask_mode == FI_MASK_CUSTOM) ? mask->bits : nullptr;
   p.mask_indptr = (a->mask_mode == FI_MASK_CUSTOM) ? mask->indptr : nullptr;
+  const uint64_t ext_off = plan->private_[FI_PLAN_OFF_MASK_EXTENT];
+  p.mask_extent = a->mask_mode == FI_MASK_CUSTOM && ext_off
+                      ? reinterpret_cast<const int32_t *>((const char *)plan->workspace + ext_off)
+                      : nullptr;
   p.work = lay.work;
   p.device_num_units = counts;
   p.sched = counts ? const_cast<int32_t *>(counts) + 2 : nullptr;

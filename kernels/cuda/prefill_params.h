@@ -47,6 +47,11 @@ struct PrefillParams {
   FastDiv group_div;  // / group
   const uint8_t *mask_bits;
   const int32_t *mask_indptr;
+  // A custom mask's kept-key extent {first, last + 1} per query row, the end negated when
+  // the row drops keys inside it (the plan's, in the workspace; null: none). The
+  // warp-specialised kernel narrows each chunk's KV range to the union of its rows'
+  // extents, and masks a chunk whose rows keep one run each by range, not by bits.
+  const int32_t *mask_extent;
   const fi_work_unit *work;
   const int32_t *device_num_units;  // the plan's unit count in the workspace (may be null)
   int32_t num_units;                // host count, used when device_num_units is null

@@ -31,7 +31,8 @@
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, the logits transform (EXTRAS: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
-//     tiles that cross them; a custom mask: every tile, its bits read as 32-bit words) and
+//     tiles that cross them; a custom mask: every tile of the chunk's kept-key extent (the
+//     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
 //     online softmax in registers (the accumulator layout of prefill_kernel.cuh), O += P V
 //     with P from registers, issued one tile late so that it runs under the next tile's
 //     softmax (FA3's intra-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
@@ -52,6 +53,8 @@
 
 #include <cuda.h>
 
+#include <climits>
+
 #include "common.cuh"
 #include "prefill_kernel.cuh"
 
@@ -70,6 +73,9 @@ struct WsChunk {
   fi_work_unit wu;
   int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;
   int packed_end, chunk, t_lo, t_hi, kv_lo, kv_hi, num_tiles;
+  // A custom mask with extents: every row of the chunk keeps one run of keys (dense), and
+  // the keys every row keeps [in_lo, in_hi) (tiles inside need no masking).
+  int dense, in_lo, in_hi;
 };
 
 // tanh on the special-function unit (max relative error 2^-11): soft-capped logits cost
@@ -226,6 +232,38 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           if (p.paged) lo &= ~(CTA_KV - 1);
           c.kv_lo = max(c.kv_lo, lo);
         }
+        // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
+        // its rows, reduced over the warp; the start on a tile boundary as above).
+        c.dense = 0;
+        if (EXTRAS && p.mask_extent) {
+          int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
+          for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
+            const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
+            const int e_hi = e.y < 0 ? -e.y : e.y;  // negative: the run has holes
+            dense &= e.y >= 0;
+            lo = min(lo, e.x);
+            hi = max(hi, e_hi);
+            in_lo = max(in_lo, e.x);
+            in_hi = min(in_hi, e_hi);
+          }
+          for (int off = 16; off > 0; off >>= 1) {
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+            in_lo = max(in_lo, __shfl_xor_sync(0xffffffffu, in_lo, off));
+            in_hi = min(in_hi, __shfl_xor_sync(0xffffffffu, in_hi, off));
+            dense &= __shfl_xor_sync(0xffffffffu, dense, off);
+          }
+          c.dense = dense;
+          c.in_lo = in_lo;
+          c.in_hi = in_hi;
+          if (lo < hi) {
+            if (p.paged) lo &= ~(CTA_KV - 1);
+            c.kv_lo = max(c.kv_lo, lo);
+            c.kv_hi = min(c.kv_hi, hi);
+          } else {
+            c.kv_hi = c.kv_lo;  // no row of the chunk keeps a key: no tile
+          }
+        }
         c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
         ++q_seq;
@@ -356,7 +394,19 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     uint32_t v_prev_lo = 0, st_prev = 0;
     // A custom mask: each row's first bit, and the request's bytes of the packed mask.
     int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
-    if (EXTRAS && p.custom_mask) {
+    // A dense chunk (every row keeps one run of keys): each row's run from the plan's
+    // extents replaces the bits (a range test per pair, no loads per tile).
+    const bool dense = EXTRAS && p.custom_mask && c.dense;
+    int row_first[2] = {0, 0}, row_end[2] = {0, 0};
+    if (dense) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[q_tok_begin + row_tok[hh]];
+        row_first[hh] = e.x;
+        row_end[hh] = e.y;
+      }
+    }
+    if (EXTRAS && p.custom_mask && !dense) {
       const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
       mask_lo_byte = req_lo >> 3;
       mask_hi_byte = (req_hi - 1) >> 3;
@@ -372,7 +422,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       // under it and under S = Q K^T.
       uint32_t mask_w[2][4];
       if constexpr (EXTRAS) {
-        if (p.custom_mask) {
+        if (p.custom_mask && !dense) {
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
             load_mask_bits128(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
@@ -431,7 +481,10 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[nb][e] = tanh_approx(s[nb][e] * cap_in);
         }
-        if (tile_partial || tile_diag || tile_window || p.custom_mask) {
+        // A dense chunk's tiles inside the keys every row keeps need no masking.
+        const bool tile_custom =
+            p.custom_mask && !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
+        if (tile_partial || tile_diag || tile_window || tile_custom) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -441,7 +494,9 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
               bool keep = j < kv_hi;
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
+              if (dense)
+                keep = keep && j >= row_first[e >> 1] && j < row_end[e >> 1];
+              else if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
                 keep = keep && ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }

@@ -124,6 +124,14 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
   return FI_SUCCESS;
 }
 
+/* A custom-mask prefill on CUDA: the query rows' kept-key extents for the kernel. */
+static fi_status mask_extents(fi_context *ctx, const fi_plan_problem *pb,
+                              const fi_attention_params *params, const fi_custom_mask *mask,
+                              fi_plan *plan) {
+  if (ctx->backend != FI_BACKEND_CUDA || params->mask_mode != FI_MASK_CUSTOM) return FI_SUCCESS;
+  return fi_plan_store_mask_extents(ctx, pb, mask, plan);
+}
+
 /* What every attention plan checks first: the plan pointer, the parameters (paged: the
  * page size too) and the batch size. */
 static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
@@ -339,8 +347,9 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                         host_pages->last_page_len, params->page_size};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
   fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 1);
-  return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
-                     workspace, workspace_bytes, num_pages, plan);
+  CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
+                    workspace_bytes, num_pages, plan));
+  return mask_extents(ctx, &pb, params, host_mask, plan);
 }
 
 fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
@@ -356,8 +365,9 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, host_qo_indptr, host_kv_indptr, NULL, 1};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
   fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 0);
-  return finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp),
-                     workspace, workspace_bytes, 0, plan);
+  CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
+                    workspace_bytes, 0, plan));
+  return mask_extents(ctx, &pb, params, host_mask, plan);
 }
 
 /* ------------------------------------------------------------- run checks --------- */

@@ -77,6 +77,16 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         const fi_attention_params *params, fi_tiles tiles, void *workspace,
                         size_t workspace_bytes, fi_plan *plan);
 
+/* A custom-mask prefill plan on CUDA: writes each query row's extent of kept keys
+ * {first, last + 1} (relative to its request's KV; {kv_len, 0} for a row that keeps none;
+ * the end negated when the row drops a key between its first and last kept ones)
+ * into the workspace's extent region and records its offset in the plan, so that the
+ * warp-specialised kernel loads no KV tile outside a chunk's extents. Leaves the plan
+ * without extents (every tile computed, as before) when the region holds fewer pairs than
+ * q has rows. */
+fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
+                                     const fi_custom_mask *mask, fi_plan *plan);
+
 /* The message of a device planner's status record {code, index, value} (plan_device.cu's
  * PlanError codes): FI_SUCCESS for code 0, else the status with ctx's last error set. */
 fi_status fi_device_plan_error(fi_context *ctx, const int32_t *status);
@@ -96,6 +106,8 @@ enum {
   FI_PLAN_STATUS = 10,      /* append planned on the device: int32[4] device status or 0 */
   FI_PLAN_NUM_INDICES = 11, /* append planned on the device: elements of kv_indices */
   FI_PLAN_STATUS_MIRROR = 12, /* append planned on the device: ctx->plan_status_mirror */
+  FI_PLAN_OFF_MASK_EXTENT = 13, /* custom-mask prefill on CUDA: offset of the query rows'
+                                   kept-key extents in the workspace (0: none) */
 };
 enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
 

@@ -29,13 +29,17 @@
  *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero), then
  *   [4] int32 status {code, index, value, placed} of the device planner (plan_device.cu; zero
  *   from the host planner); 256 bytes reserved |
- *   work [U] | merge [M] | partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
+ *   work [U] | mask row extents [E] int32 pairs | merge [M] |
+ *   partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
  * graph captured with one plan runs the current plan's units after re-planning.
  * decode: U = M = P = N, the largest N that fits (a decode unit has one row, so partial
- *         rows <= units);
+ *         rows <= units), E = 0;
  * prefill: M = P = the partial-row budget ceil(2 * sm_count * 128 / qo_heads) (two waves
- *         of 128-row tiles), U = what remains.
+ *         of 128-row tiles), U = E = what remains (U >= max_qo_rows, so E holds a pair per
+ *         query row). A custom-mask plan on CUDA writes each query row's first and last
+ *         kept key there (fi_plan_store_mask_extents): the warp-specialised kernel loads
+ *         no KV tile outside a chunk's extents.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +110,8 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
 }
 
 typedef struct caps {
-  int64_t units, merge, partial;
-  size_t off_work, off_merge, off_po, off_plse, total;
+  int64_t units, merge, partial, extents;
+  size_t off_work, off_ext, off_merge, off_po, off_plse, total;
 } caps;
 
 static size_t row_o_bytes(const fi_attention_params *p) {
@@ -117,13 +121,15 @@ static size_t row_lse_bytes(const fi_attention_params *p) {
   return (size_t)p->num_qo_heads * sizeof(float);
 }
 
-static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t pr) {
+static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t pr, int64_t e) {
   caps c;
   c.units = u;
   c.merge = m;
   c.partial = pr;
+  c.extents = e;
   c.off_work = FI_ALIGN; /* after the counts header */
-  c.off_merge = c.off_work + align_up((size_t)u * sizeof(fi_work_unit));
+  c.off_ext = c.off_work + align_up((size_t)u * sizeof(fi_work_unit));
+  c.off_merge = c.off_ext + align_up((size_t)e * 2 * sizeof(int32_t));
   c.off_po = c.off_merge + align_up((size_t)m * sizeof(fi_merge_unit));
   c.off_plse = c.off_po + align_up((size_t)pr * row_o_bytes(p));
   c.total = c.off_plse + align_up((size_t)pr * row_lse_bytes(p));
@@ -142,14 +148,16 @@ static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
     size_t per = sizeof(fi_work_unit) + sizeof(fi_merge_unit) + row_o_bytes(p) +
                  row_lse_bytes(p);
     int64_t n = (int64_t)(bytes / per);
-    while (n > 0 && layout(p, n, n, n).total > bytes) --n;
-    return layout(p, n, n, n);
+    while (n > 0 && layout(p, n, n, n, 0).total > bytes) --n;
+    return layout(p, n, n, n, 0);
   }
   int64_t pr = prefill_partial_budget(t, p);
-  caps c = layout(p, 0, pr, pr);
-  if (c.total > bytes) return layout(p, 0, 0, 0);
+  caps c = layout(p, 0, pr, pr, 0);
+  if (c.total > bytes) return layout(p, 0, 0, 0, 0);
   size_t room = (bytes - c.total) / FI_ALIGN * FI_ALIGN;
-  return layout(p, (int64_t)(room / sizeof(fi_work_unit)), pr, pr);
+  int64_t u = (int64_t)(room / (sizeof(fi_work_unit) + 2 * sizeof(int32_t)));
+  while (u > 0 && layout(p, u, pr, pr, u).total > bytes) --u;
+  return layout(p, u, pr, pr, u);
 }
 
 size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
@@ -158,13 +166,13 @@ size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
   int64_t target = fi_plan_target_units_for(ctx, family, p);
   if (family == FI_OP_DECODE) {
     int64_t n = max_batch > target ? max_batch : target;
-    return layout(p, n, n, n).total;
+    return layout(p, n, n, n, 0).total;
   }
   /* A prefill unit holds >= 1 query row, so unsplit units <= max_qo_rows; a split plan
    * has <= target units. */
   int64_t u = max_qo_rows > target ? max_qo_rows : target;
   int64_t pr = prefill_partial_budget(&ctx->target, p);
-  return layout(p, u, pr, pr).total;
+  return layout(p, u, pr, pr, u).total;
 }
 
 typedef struct counts {
@@ -542,4 +550,94 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "(device plan; nothing was computed)", val);
   }
   return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "device plan status %d", (int)st[0]);
+}
+
+/* The first set bit in [from, to) of a little-endian bit array, or -1. */
+static int64_t first_set_bit(const uint8_t *bits, int64_t from, int64_t to) {
+  int64_t i = from;
+  while (i < to && (i & 7)) {
+    if ((bits[i >> 3] >> (i & 7)) & 1) return i;
+    ++i;
+  }
+  while (i + 64 <= to) { /* whole 8-byte words */
+    uint64_t w;
+    memcpy(&w, bits + (i >> 3), 8);
+    if (w) break;
+    i += 64;
+  }
+  for (; i < to; ++i)
+    if ((bits[i >> 3] >> (i & 7)) & 1) return i;
+  return -1;
+}
+
+/* The first clear bit in [from, to), or -1. */
+static int64_t first_clear_bit(const uint8_t *bits, int64_t from, int64_t to) {
+  int64_t i = from;
+  while (i < to && (i & 7)) {
+    if (!((bits[i >> 3] >> (i & 7)) & 1)) return i;
+    ++i;
+  }
+  while (i + 64 <= to) {
+    uint64_t w;
+    memcpy(&w, bits + (i >> 3), 8);
+    if (w != ~(uint64_t)0) break;
+    i += 64;
+  }
+  for (; i < to; ++i)
+    if (!((bits[i >> 3] >> (i & 7)) & 1)) return i;
+  return -1;
+}
+
+/* The last set bit in [from, to), or -1. */
+static int64_t last_set_bit(const uint8_t *bits, int64_t from, int64_t to) {
+  int64_t i = to; /* one past the candidate */
+  while (i > from && (i & 7)) {
+    --i;
+    if ((bits[i >> 3] >> (i & 7)) & 1) return i;
+  }
+  while (i - 64 >= from) {
+    uint64_t w;
+    memcpy(&w, bits + ((i - 64) >> 3), 8);
+    if (w) break;
+    i -= 64;
+  }
+  while (i > from) {
+    --i;
+    if ((bits[i >> 3] >> (i & 7)) & 1) return i;
+  }
+  return -1;
+}
+
+fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
+                                     const fi_custom_mask *mask, fi_plan *plan) {
+  plan->private_[FI_PLAN_OFF_MASK_EXTENT] = 0;
+  if (!mask || !plan->workspace || !pb->qo_indptr) return FI_SUCCESS;
+  caps k = caps_from_bytes(pb->family, &plan->params, &ctx->target, plan->workspace_bytes);
+  const int64_t rows = pb->qo_indptr[pb->batch];
+  if (rows <= 0 || rows > k.extents) return FI_SUCCESS;
+  int32_t *ext = (int32_t *)fi_context_plan_scratch(ctx, (size_t)rows * 2 * sizeof(int32_t));
+  if (!ext) return FI_ERROR_OUT_OF_MEMORY;
+  for (int32_t i = 0; i < pb->batch; ++i) {
+    const int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
+    const int64_t row0 = pb->qo_indptr[i], base = mask->indptr[i];
+    for (int64_t r = 0; r < qo; ++r) {
+      const int64_t b = base + r * kv;
+      const int64_t f = first_set_bit(mask->bits, b, b + kv);
+      int32_t *e = ext + 2 * (row0 + r);
+      if (f < 0) {
+        e[0] = (int32_t)kv, e[1] = 0;
+      } else {
+        const int64_t l = last_set_bit(mask->bits, f, b + kv);
+        /* a hole between the first and the last kept key: the end negated */
+        const int holes = l > f && first_clear_bit(mask->bits, f, l) >= 0;
+        e[0] = (int32_t)(f - b);
+        e[1] = (int32_t)(holes ? -(l - b + 1) : l - b + 1);
+      }
+    }
+  }
+  fi_status s = fi_cuda_upload(ctx, (char *)plan->workspace + k.off_ext, ext,
+                               (size_t)rows * 2 * sizeof(int32_t));
+  if (s != FI_SUCCESS) return s;
+  plan->private_[FI_PLAN_OFF_MASK_EXTENT] = k.off_ext;
+  return FI_SUCCESS;
 }

@@ -97,6 +97,9 @@ typedef struct config {
   fi_dtype q_dtype, kv_dtype;
   fi_kv_layout layout;
   fi_mask_mode mask;
+  int mask_pattern; /* custom masks: 0 random bits, 1 causal bits, 2 blocks (empty, full or
+                       random), so that kernels that skip empty tiles and leave full ones
+                       unmasked meet all three kinds */
   fi_pos_encoding pos;
   int window_left, with_lse, fixed_split, force_tiles;
   float soft_cap, sm_scale, k_scale, v_scale;
@@ -155,12 +158,16 @@ static const char *pos_name(fi_pos_encoding p) {
 
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
-                     "%s %s/%s hd%d heads %d/%d batch %d%s%s page %d mask %s pos %s win %d cap "
+                     "%s %s/%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s pos %s win %d cap "
                      "%.1f lse %d split %d tiles %s%s%d/%d lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
                      c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
-                     c->page_size, mask_name(c->mask), pos_name(c->pos), c->window_left,
+                     c->page_size, mask_name(c->mask),
+                     c->mask != FI_MASK_CUSTOM ? ""
+                     : c->mask_pattern == 1 ? " (causal bits)"
+                     : c->mask_pattern == 2 ? " (blocks)" : " (random bits)",
+                     pos_name(c->pos), c->window_left,
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
                      c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
                      c->tiles.kv_tile);
@@ -259,13 +266,33 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
 
   size_t mask_bytes = ((size_t)mask_indptr[B] + 7) / 8 + 1;
   uint8_t *mask_bits = malloc(mask_bytes);
-  {
+  if (c->mask_pattern == 0) {
     uint32_t density = rnd() % 4; /* 25%..100% ones-ish */
     for (size_t i = 0; i < mask_bytes; ++i) {
       uint8_t b = (uint8_t)rnd();
       for (uint32_t d = 0; d < density; ++d) b |= (uint8_t)rnd();
       mask_bits[i] = b;
     }
+  } else {
+    memset(mask_bits, 0, mask_bytes);
+    const int bq = 1 + (int)(rnd() % 200), bk = 16 + (int)(rnd() % 300);
+    for (int r = 0; r < B; ++r)
+      for (int i = 0; i < c->qo_len[r]; ++i)
+        for (int j = 0; j < c->kv_len[r]; ++j) {
+          int keep;
+          if (c->mask_pattern == 1) {
+            keep = j <= i + c->kv_len[r] - c->qo_len[r];
+          } else { /* a block's kind from a hash of (request, block row, block column) */
+            uint32_t h = (uint32_t)(r * 7919 + (i / bq) * 104729 + (j / bk) * 1299709);
+            h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+            const uint32_t kind = h % 3; /* 0 empty, 1 full, 2 random */
+            keep = kind == 1 || (kind == 2 && (rnd() & 1));
+          }
+          if (keep) {
+            const int64_t bit = (int64_t)mask_indptr[r] + (int64_t)i * c->kv_len[r] + j;
+            mask_bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+          }
+        }
   }
 
   /* Plans. */
@@ -599,6 +626,7 @@ static void draw_config(config *c, int i) {
   c->sm_scale = (rnd() & 1) ? 1.f / sqrtf((float)c->hd) : 0.02f + 0.1f * fabsf(rfloat() * rfloat());
   c->window_left = -1;
   c->fixed_split = 0;
+  c->mask_pattern = (int)(rnd() % 3);
   int solo = i % 6 == 0 ? (int)(rnd() % 7) : -1; /* one feature alone */
   if (solo >= 0) {
     c->mask = solo == 0 ? FI_MASK_CAUSAL : solo == 1 ? FI_MASK_CUSTOM : FI_MASK_NONE;

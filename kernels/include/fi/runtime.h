@@ -191,7 +191,10 @@ fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t nu
 /* A custom mask: one bit per (query row, key) pair of every request, packed without
  * padding between requests, little bit order (bit b of byte k is element 8k + b), row
  * major within a request. indptr is in bits: indptr[0] = 0,
- * indptr[i+1] = indptr[i] + qo_len_i * kv_len_i. Bit 1 = attend. */
+ * indptr[i+1] = indptr[i] + qo_len_i * kv_len_i. Bit 1 = attend. The plan reads the host
+ * copy: on CUDA it records each query row's span of kept keys in the workspace (the
+ * Hopper kernel loads no KV tile outside a chunk's spans, and masks rows that keep one
+ * run of keys by range), so the run's device copy must hold the same bits. */
 typedef struct fi_custom_mask {
   const uint8_t *bits;
   const int32_t *indptr; /* [batch + 1], host copy at plan, device copy at run */
