@@ -2,7 +2,8 @@
 // kernels need beyond api.c's validation (dtypes, head_dim, 16-byte alignment), fills the
 // kernel parameters from the plan and launches decode.cuh's CUDA-core or tensor-core
 // kernel (the plan's tiles decide), then the split-KV merge when the plan split any
-// request. Work split and memory traffic: see decode.cuh. Nothing is allocated here.
+// request. Work split and memory traffic: see the kernel files decode.cuh lists. Nothing is
+// allocated here.
 #include "common.cuh"
 #include "decode.cuh"
 #include "cuda_backend.h"
@@ -187,7 +188,7 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
 #else
   const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
 #endif
-  // The warp-specialised kernel (decode.cuh, decode_tws_kernel): tensor-core plans with
+  // The warp-specialised kernel (decode_tws.cuh, decode_tws_kernel): tensor-core plans with
   // page sizes a multiple of 16, <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or
   // 128 (RoPE included: its consumers rotate K in registers).
   fi::TwsMaps tws_maps;

@@ -72,7 +72,7 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
 }
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
- * (decode.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, head_dim <= 128; RoPE runs take
+ * (decode_tcw.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, head_dim <= 128; RoPE runs take
  * decode_tws_kernel on sm_90 with page sizes a multiple of 16, else the other tensor-core
  * kernel, with the same plan) aim
  * for 4 CTAs per SM instead: the launcher then gives each CTA 3 warps (tcw_warps_for), 12

@@ -1,0 +1,211 @@
+// kernels/cuda/decode_tws.cuh -- the warp-specialised tensor-core decode kernel
+// (decode_tws_kernel, sm_90: TMA tensor copies from a producer warp into a ring of slots
+// with mbarriers, the heads-on-N math of decode_heads_n.cuh in consumer warps). Its work
+// split and memory traffic are stated above the kernel.
+#ifndef FI_CUDA_DECODE_TWS_CUH
+#define FI_CUDA_DECODE_TWS_CUH
+
+#include "decode_tcw.cuh"
+
+namespace fi {
+
+// decode_tws_kernel's ring: R slots of one 16-token sub-tile (K then V, each in the copy
+// engine's 128-byte-swizzled layout, 4 KiB at head_dim 128), at least the bytes of the
+// warps' final merge (which reuses it); then the padded Q tile (with `split`, bf16 RoPE, also
+// its residues) and 2 R mbarriers.
+constexpr __host__ __device__ int decode_tws_slot_bytes(int D) { return 2 * 16 * 2 * D; }
+static inline __host__ __device__ int decode_tws_ring_bytes(int D, int nw, int slots) {
+  const int ring = slots * decode_tws_slot_bytes(D);
+  const int epi = decode_merge_bytes(D, nw);
+  return ring > epi ? ring : epi;
+}
+static inline size_t decode_tws_smem(int D, int nw, int slots, bool split) {
+  return (size_t)decode_tws_ring_bytes(D, nw, slots) +
+         (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t);
+}
+
+// The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
+// run): dims (innermost first) head_dim, kv head, position in page, page, with the cache's
+// strides (NHD and HND alike); box 64 x 1 x 16 x 1 (16 rows of one head's 64-dim half),
+// 128-byte swizzle. Pages outside [0, num_pages) read as zeros instead of faulting.
+struct TwsMaps {
+  CUtensorMap k, v;
+};
+
+// ----------------------------------- tensor cores, warp-specialised (sm_90 TMA) -------
+// decode_tws_kernel: the heads-on-N math of decode_tcw_kernel (tcn_scores / tcn_pv), fed
+// by a producer warp instead of each warp's own copies. Work split: a CTA of NW warps
+// takes a unit (request, KV chunk) of one (kv head, head chunk) like the other kernels;
+// warps 0 .. NW - 2 are consumers (sub-tile j of the unit goes to consumer j % (NW - 1)),
+// the last warp is the producer. The producer walks the unit's 16-token sub-tiles in order
+// into a ring of R slots: per sub-tile one lane issues 2 x D / 64 tensor copies (K and V,
+// 2 KiB boxes) counted on the slot's `full` mbarrier; a consumer waits on `full`,
+// computes, and arrives on `empty`, which the producer waits on before refilling the slot.
+// Why: with per-warp copies (decode_tcw_kernel) a warp requests sub-tile i + 1 only when its
+// own math reaches that point, so its bytes in flight follow its instruction chain and the
+// full-batch rows read at 94-95 % of copy where the bare gather reads at 100 %
+// (bench/NOTES.md, v10-v13); here the ring (all of a CTA's share of shared memory) is
+// refilled as soon as any slot frees, whatever each consumer's chain, the consumers issue
+// no copies and the producer 4 instructions per 8 KiB (16-byte cp.async from one producer
+// warp, 16 per lane per sub-tile, could not keep up: bench/NOTES.md v14).
+// Page sizes a multiple of 16 only (each sub-tile is one box of one page; the planner's
+// chunks start on page boundaries; a sliding window's start is masked inside its first
+// sub-tile); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
+// The rows of a box outside the unit's range (past its end, before a window's start) hold
+// whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
+// P V (0 x NaN would be NaN).
+// ROPE: the consumers rotate K in registers between ldmatrix and mma (tcn_scores), so RoPE
+// costs instructions under the copies, not a staging pass with a block barrier (as in
+// decode_tc_kernel); Q is RoPE'd when staged.
+// Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
+// a partial row once). At the end of a unit every warp (the producer with an empty state)
+// merges through shared memory over the ring, then the next unit starts.
+template <typename T, int D, bool ROPE>
+__global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
+    decode_tws_kernel(const __grid_constant__ DecodeParams p,
+                      const __grid_constant__ TwsMaps maps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Its own name: the 1024-byte alignment the swizzle needs would be dropped in favour of
+  // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
+  extern __shared__ __align__(1024) uint8_t tws_smem[];
+  uint8_t *const smem = tws_smem;
+  pdl_enter();
+  constexpr int RC = 2 * D + 16;                     // padded row of the Q tile
+  constexpr int SLOT = decode_tws_slot_bytes(D);     // K then V of one sub-tile
+  constexpr int V_OFF = SLOT / 2;
+  const int NW = blockDim.x / 32, NC = NW - 1, R = p.stages;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const bool producer = warp == NC;
+  const BlockCoords bc = block_coords(p);
+  const CtaHeads ch = cta_heads(p, bc);
+  const int kv_head = ch.kv_head, head0 = ch.head0;
+  float slope0, slope1;
+  cta_head_slopes(p, head0, 2 * (lane % 4), 2 * (lane % 4) + 1, &slope0, &slope1);
+
+  uint8_t *ring = smem;  // 1024-byte aligned (tws_smem): the swizzle's pattern is absolute
+  constexpr bool SPLIT = ROPE && is_bf16<T>::value;
+  uint8_t *qs = smem + decode_tws_ring_bytes(D, NW, R);
+  uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
+  uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
+  uint64_t *empty = full + R;
+  if (tid == 0) {
+    for (int i = 0; i < R; ++i) {
+      mbar_init(&full[i], 1);   // the producer's arrive.expect_tx
+      mbar_init(&empty[i], 1);  // one lane of the consuming warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  float kfreq[ROPE ? D / 8 : 1];
+  if constexpr (ROPE) tcn_rope_freqs<D>(p, lane, kfreq);
+
+  uint32_t seq = 0;  // sub-tiles of earlier units: slot and phase run on across units
+  const int n_units = unit_count(p);
+  for (int w = bc.unit0; w < n_units; w += bc.unit_stride) {
+    const fi_work_unit u = p.work[w];
+    if (u.request < 0) continue;
+    const UnitSpan us = unit_span(p, u);
+    // Sub-tiles from the multiple of 16 at or below the range's start (a window's start is
+    // anywhere; the unit's chunk start is a page boundary, so base >= it): positions below
+    // us.lo are masked.
+    const int lo = us.lo / 16 * 16, hi = us.hi;
+    const int num_sub = hi > us.lo ? (hi - lo + 15) / 16 : 0;
+    if (p.page_size % 16 != 0 || u.kv_start % 16 != 0) __trap();  // the launcher's conditions
+    TcnState<D> st;
+    tcn_state_init(st);
+
+    // Producer: sub-tile s into the next slot (one lane issues; every lane takes part in
+    // the page-id batches).
+    const int32_t *pages = p.kv_indices + us.page_begin;
+    auto page_batch = [&](int s0) {  // lane i: page id of sub-tile s0 + i (0 past the end)
+      const int sub = s0 + lane;
+      return sub < num_sub ? pages[(lo + 16 * sub) / p.page_size] : 0;
+    };
+    int cur = 0, next = 0;
+    uint32_t pslot = seq % R, pphase = (seq / R) & 1;
+    auto issue = [&](int s) {
+      if (s % 32 == 0) {
+        cur = s == 0 ? page_batch(0) : next;
+        next = page_batch(s + 32);
+      }
+      const int page = __shfl_sync(0xffffffffu, cur, s % 32);
+      if (lane == 0) {
+        const int in_page = (lo + 16 * s) % p.page_size;
+        uint8_t *dst = ring + pslot * SLOT;
+        mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
+        mbar_arrive_expect_tx(&full[pslot], SLOT);
+#pragma unroll
+        for (int h = 0; h < D / 64; ++h) {
+          tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
+          tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
+                      &full[pslot]);
+        }
+      }
+      if (++pslot == (uint32_t)R) {
+        pslot = 0;
+        pphase ^= 1;
+      }
+    };
+    // The first ring's worth of copies goes out while the consumers stage Q (every slot
+    // was released in the previous unit: no wait), then one block barrier for both.
+    const int first = num_sub < R ? num_sub : R;
+    if (producer) {
+      for (int s = 0; s < first; ++s) issue(s);
+    } else {
+      stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, qs_lo, SPLIT, tid, NC * 32);
+    }
+    __syncthreads();
+    if (producer) {
+      for (int s = first; s < num_sub; ++s) issue(s);
+    } else {
+      uint32_t qb[D / 16][2], qb_lo[SPLIT ? D / 16 : 1][2];
+      ldsm_qt<RC, D>(qb, qs, lane);
+      if constexpr (SPLIT) ldsm_qt<RC, D>(qb_lo, qs_lo, lane);
+      uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
+      for (int j = warp; j < num_sub; j += NC) {
+        mbar_wait(&full[slot], phase);
+        uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
+        const int pos0 = lo + 16 * j;
+        // Rows of the box outside [us.lo, hi) (a window's start, the unit's end) hold
+        // whatever the page holds there: their K is masked, their V zeroed (P = 0 times a
+        // NaN would be NaN).
+        const int r_lo = us.lo - pos0 > 0 ? us.lo - pos0 : 0;
+        const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
+        uint32_t pb[2];
+        tcn_scores<T, D, RC, true, ROPE>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1,
+                                         lane, pb, us.lo, kfreq, qb_lo);
+        if (r_lo > 0 || r_hi < 16) {
+          for (int c = lane; c < 16 * (D / 8); c += 32) {  // whole 128-byte rows of each half
+            const int r = c / (D / 8), cc = c % (D / 8);
+            if (r < r_lo || r >= r_hi)
+              *reinterpret_cast<uint4 *>(vb + (cc / 8) * 2048 + r * 128 + (cc % 8) * 16) =
+                  make_uint4(0u, 0u, 0u, 0u);
+          }
+          fence_proxy_async_smem();  // before the copy engine refills the slot
+          __syncwarp();
+        }
+        tcn_pv<T, D, RC, true>(st, vb, pb, lane);
+        __syncwarp();  // every lane has read the slot
+        if (lane == 0) mbar_arrive(&empty[slot]);
+        slot += NC;
+        while (slot >= (uint32_t)R) {
+          slot -= R;
+          phase ^= 1;
+        }
+      }
+    }
+    seq += num_sub;
+    __syncthreads();  // every slot of the unit consumed (so every copy landed)
+    tcn_merge_warps<T, D>(p, u, smem, st, head0);
+    fence_proxy_async_smem();  // the merge's stores precede the next unit's tensor copies
+    __syncthreads();
+  }
+#else
+  __trap();  // launched only on sm_90 devices with sm_90 code (decode.cu)
+#endif
+}
+
+}  // namespace fi
+
+#endif  // FI_CUDA_DECODE_TWS_CUH
