@@ -7,7 +7,8 @@
  * plan the heuristics choose (its variant printed); rows marked "forced" run the other
  * core kind for comparison; rows marked "rope" apply llama RoPE to q and K (theta 5e5), the
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
- * tc) forces every decode row's variant. */
+ * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
+ * rows. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
@@ -266,10 +267,39 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
   }
 }
 
+/* The other core kind than the heuristics' for a group (tensor cores: q16, kv 64, split). */
+static fi_tiles other_cores(int group) {
+  fi_tiles t;
+  t.cores = group >= 4 ? FI_CORES_CUDA : FI_CORES_TENSOR;
+  t.q_tile = t.cores == FI_CORES_TENSOR ? 16 : 1;
+  t.kv_tile = t.cores == FI_CORES_TENSOR ? 64 : 32;
+  t.split_kv = 1;
+  return t;
+}
+
 void fi_bench_decode(fi_bench_ctx *b) {
   const char *sweep = getenv("FI_BENCH_SWEEP");
   if (sweep) {
     decode_sweep(b, sweep);
+    return;
+  }
+  /* FI_BENCH_DECODE_ROWS="batch,kv_len,qo_heads,kv_heads ...": these rows instead of the
+   * table, each with the heuristics' variant and the other core kind forced. */
+  const char *rows = getenv("FI_BENCH_DECODE_ROWS");
+  if (rows) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", rows);
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+      int r[4];
+      if (sscanf(tok, "%d,%d,%d,%d", &r[0], &r[1], &r[2], &r[3]) != 4 || r[3] <= 0 ||
+          r[2] % r[3]) {
+        fprintf(stderr, "bad row %s (batch,kv_len,qo_heads,kv_heads)\n", tok);
+        continue;
+      }
+      fi_tiles t = other_cores(r[2] / r[3]);
+      decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, "");
+      decode_case(b, r[0], r[1], r[2], r[3], 0, &t, " forced");
+    }
     return;
   }
   const int(*cases)[4] = decode_cases;
@@ -279,12 +309,7 @@ void fi_bench_decode(fi_bench_ctx *b) {
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope");
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
-    int group = cases[i][2] / cases[i][3];
-    fi_tiles t;
-    t.cores = group >= 4 ? FI_CORES_CUDA : FI_CORES_TENSOR;
-    t.q_tile = t.cores == FI_CORES_TENSOR ? 16 : 1;
-    t.kv_tile = t.cores == FI_CORES_TENSOR ? 64 : 32;
-    t.split_kv = 1;
+    fi_tiles t = other_cores(cases[i][2] / cases[i][3]);
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, &t, " forced");
   }
   merge_case(b, 4096, 8, 32);

@@ -99,6 +99,20 @@ static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
   return tp;
 }
 
+/* The heuristics' decode choice for this context: the decode fast path is the
+ * warp-specialised kernel's (16-bit KV of q's dtype, pages a multiple of 16), which only a
+ * runtime with sm_90a code on a Hopper device, the kernel not turned off, can launch. */
+static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_params *p,
+                                    fi_tile_problem *tp) {
+  tp->fast_path = p->kv_dtype == p->q_dtype &&
+                  (p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16) &&
+                  p->page_size % 16 == 0;
+  fi_target t = ctx->target;
+  if (ctx->backend == FI_BACKEND_CUDA && (!ctx->wgmma_available || ctx->tuning.warp_spec == 0))
+    t.sm_version = 80;
+  return fi_select_decode_tiles(&t, tp);
+}
+
 /* The heuristics' prefill choice for this context: a device or build without the Hopper tier
  * (see fi_context.wgmma_available) is planned as a non-Hopper one, so that a plan never
  * needs a variant this runtime cannot launch. */
@@ -167,7 +181,7 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
   fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
   fi_tile_problem tp = tile_problem(params, batch, batch, total_kv, 1);
-  return finish_plan(ctx, &pb, params, tiles, fi_select_decode_tiles(&ctx->target, &tp),
+  return finish_plan(ctx, &pb, params, tiles, select_decode_tiles(ctx, params, &tp),
                      workspace, workspace_bytes, num_pages, plan);
 }
 

@@ -20,7 +20,12 @@
  * 2. Decode cores (fi_select_decode_cores)
  *      group >= 4 -> tensor cores (the group fills the rows of an mma tile), else CUDA
  *      cores. Decode q_tile: 1 on CUDA cores, max(16, smallest tile >= group) on tensor
- *      cores.
+ *      cores. fi_select_decode_tiles on Hopper (sm 90) takes tensor cores for every group
+ *      on the decode fast path (fi_tile_problem.fast_path) at head_dim 128: the CUDA
+ *      backend runs those plans on its warp-specialised decode kernel (TMA copies, heads on
+ *      the mma N side), which read 1-10 % faster than the CUDA-core kernel on every group-1
+ *      row of a sweep and 7-104 % faster on groups 2 and 3 (bench/NOTES.md, decode v15,
+ *      H100). head_dim 64 was not measured and keeps the group rule.
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds. Otherwise
@@ -166,6 +171,8 @@ int32_t fi_select_split_kv(const fi_target *t, const fi_tile_problem *p, int32_t
 fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   fi_tiles tiles;
   tiles.cores = fi_select_decode_cores(p);
+  if (t->sm_version == 90 && p->fast_path && p->head_dim == 128)
+    tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
     tiles.q_tile = q < 16 ? 16 : q;

@@ -57,10 +57,15 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
                         static_cast<Cores>(t.cores)); // same values as fi_core_kind
 }
 
-/// The runtime's fi_tile_problem.fast_path of a prefill op (the warp-specialised Hopper
-/// kernel can run it): no RoPE, KV of q's element type, paged page sizes a multiple of 16.
-/// Soft cap, ALiBi, custom masks and windows run on that kernel.
+/// The runtime's fi_tile_problem.fast_path of an op: for a prefill op, the warp-specialised
+/// Hopper kernel can run it (no RoPE, KV of q's element type, paged page sizes a multiple of
+/// 16; soft cap, ALiBi, custom masks and windows run on that kernel); for a decode op, the
+/// warp-specialised decode kernel can (16-bit KV of q's type, pages a multiple of 16).
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
+  // Decode: the warp-specialised decode kernel's scope (RoPE included).
+  if (isa<PagedDecodeOp>(op))
+    return info.kvType == info.qType && (info.qType.isF16() || info.qType.isBF16()) &&
+           (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
   auto noRope = [&](auto attn) { return attn.getPosEncoding() != PosEncoding::rope_llama; };
   bool attrs = false;
   if (auto p = dyn_cast<PagedPrefillOp>(op)) attrs = noRope(p);

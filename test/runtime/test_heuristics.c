@@ -35,6 +35,25 @@ int main(void) {
            "decode tiles for group %d: q_tile %d", g, t.q_tile);
   }
 
+  /* 2b. decode on the fast path (the warp-specialised kernel's scope) at head_dim 128:
+   * tensor cores for every group on Hopper; head_dim 64, other targets or off the fast
+   * path: the group rule above */
+  for (int g = 1; g <= 2; ++g) {
+    fi_tile_problem p = prob(8, 8 * g, 8, 128, 2, 2, 1, 1000);
+    p.fast_path = 1;
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.q_tile == 16,
+           "fast-path decode, group %d, hd 128, sm 90: cores %d q_tile %d", g, (int)t.cores,
+           t.q_tile);
+    fi_target ampere = h100;
+    ampere.sm_version = 80;
+    t = fi_select_decode_tiles(&ampere, &p);
+    EXPECT(t.cores == FI_CORES_CUDA && t.q_tile == 1, "fast-path decode, group %d, sm 80", g);
+    p.head_dim = 64;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_CUDA, "fast-path decode, group %d, hd 64 (not measured)", g);
+  }
+
   /* 3. KV tile: the occupancy model (values worked out by hand in heuristics.c's table) */
   {
     /* prefill q128 hd128 f16: kv32 -> regs 192, 2 blocks x 4 warps; kv64 -> regs 224,

@@ -48,7 +48,9 @@ typedef struct fi_tile_problem {
   int64_t avg_kv_len;
   /* 1 when the Hopper tier's warp-specialised prefill kernel can run the op: KV of the
    * query's dtype, no RoPE and, paged, a page size that is a multiple of 16 (soft cap,
-   * ALiBi, custom masks and sliding windows run on it). 0 when not (or not known). */
+   * ALiBi, custom masks and sliding windows run on it). Decode: 1 when the warp-specialised
+   * decode kernel can run it: 16-bit KV of the query's dtype and a page size that is a
+   * multiple of 16 (RoPE included). 0 when not (or not known). */
   int32_t fast_path;
 } fi_tile_problem;
 
