@@ -35,11 +35,12 @@ static uint32_t next_rand(void) {
   return shuffle_rng;
 }
 
-static void decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads, int kv_heads,
-                        int rope, const fi_tiles *force, const char *tag) {
+/* Times one decode row; returns the core kind its plan ran (FI_CORES_CUDA when skipped). */
+static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads,
+                                int kv_heads, int rope, const fi_tiles *force, const char *tag) {
   char name[96];
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
-  if (!fi_bench_selected(b, name)) return;
+  if (!fi_bench_selected(b, name)) return FI_CORES_CUDA;
   const int D = 128, page = 16;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
   p.page_size = page;
@@ -121,6 +122,7 @@ static void decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads, in
   cudaFree(kv); cudaFree(q); cudaFree(o); cudaFree(lse); cudaFree(ws);
   cudaFree(d_indptr); cudaFree(d_indices); cudaFree(d_last);
   free(indptr); free(indices); free(last);
+  return a.plan.tiles.cores;
 }
 
 typedef struct merge_arg {
@@ -267,10 +269,10 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
   }
 }
 
-/* The other core kind than the heuristics' for a group (tensor cores: q16, kv 64, split). */
-static fi_tiles other_cores(int group) {
+/* The other core kind than `chosen` (tensor cores: q16, kv 64, split). */
+static fi_tiles other_cores(fi_core_kind chosen) {
   fi_tiles t;
-  t.cores = group >= 4 ? FI_CORES_CUDA : FI_CORES_TENSOR;
+  t.cores = chosen == FI_CORES_TENSOR ? FI_CORES_CUDA : FI_CORES_TENSOR;
   t.q_tile = t.cores == FI_CORES_TENSOR ? 16 : 1;
   t.kv_tile = t.cores == FI_CORES_TENSOR ? 64 : 32;
   t.split_kv = 1;
@@ -296,20 +298,20 @@ void fi_bench_decode(fi_bench_ctx *b) {
         fprintf(stderr, "bad row %s (batch,kv_len,qo_heads,kv_heads)\n", tok);
         continue;
       }
-      fi_tiles t = other_cores(r[2] / r[3]);
-      decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, "");
+      fi_tiles t = other_cores(decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, ""));
       decode_case(b, r[0], r[1], r[2], r[3], 0, &t, " forced");
     }
     return;
   }
   const int(*cases)[4] = decode_cases;
+  fi_core_kind chosen[6];
   for (int i = 0; i < 6; ++i)
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "");
+    chosen[i] = decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "");
   for (int i = 0; i < 6; ++i)
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope");
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
-    fi_tiles t = other_cores(cases[i][2] / cases[i][3]);
+    fi_tiles t = other_cores(chosen[i]);
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, &t, " forced");
   }
   merge_case(b, 4096, 8, 32);
