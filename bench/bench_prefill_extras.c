@@ -1,8 +1,10 @@
 /* bench/bench_prefill_extras.c -- prefill with each extra beside the plain causal run of
  * the same row: fp16, head_dim 128, qo_len = kv_len, causal (bottom-right aligned), then
  * the same row with a logits soft cap (30), a sliding window (window_left 1024), ALiBi, a
- * custom mask (the causal pattern as bits: the same kept pairs, read from memory) and GQA
- * groups that do not divide 128 (heads scaled, KV heads fixed). Each row runs the plan the
+ * custom mask (the causal pattern as bits: the same kept pairs, read from memory), RoPE
+ * (LLaMA) and fp8 e4m3 KV -- these two through the stage pass into the context's prefill
+ * stage, and once more without a stage (the one-warpgroup kernels they ran on before) --
+ * and GQA groups that do not divide 128 (heads scaled, KV heads fixed). Each row runs the plan the
  * heuristics choose; the variant column adds its TFLOP/s over the base row's (the plain
  * row of the same shape; for the groups, group 4).
  *
@@ -29,9 +31,11 @@ static void run_extras(void *p) {
                                             a->custom ? &a->mask : NULL, &a->o, NULL));
 }
 
-enum { EX_PLAIN, EX_CAP, EX_WINDOW, EX_ALIBI, EX_MASK, EX_COUNT };
-static const char *const extra_names[EX_COUNT] = {"plain", "soft cap 30", "window 1024",
-                                                  "alibi", "custom mask (causal bits)"};
+enum { EX_PLAIN, EX_CAP, EX_WINDOW, EX_ALIBI, EX_MASK, EX_ROPE, EX_FP8, EX_ROPE_NO_STAGE,
+       EX_FP8_NO_STAGE, EX_COUNT };
+static const char *const extra_names[EX_COUNT] = {
+    "plain", "soft cap 30", "window 1024", "alibi", "custom mask (causal bits)", "rope",
+    "fp8 e4m3 kv", "rope, no stage", "fp8 e4m3 kv, no stage"};
 
 /* Runs one (row, extra) and returns its rate in FLOP per ms (0 when skipped or refused);
  * `base_rate` > 0: the row also prints its rate over that one. */
@@ -47,6 +51,9 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
   if (extra == EX_CAP) p.logits_soft_cap = 30.f;
   if (extra == EX_WINDOW) p.window_left = window;
   if (extra == EX_ALIBI) p.pos_encoding = FI_POS_ALIBI;
+  if (extra == EX_ROPE || extra == EX_ROPE_NO_STAGE) p.pos_encoding = FI_POS_ROPE_LLAMA;
+  const int fp8 = extra == EX_FP8 || extra == EX_FP8_NO_STAGE;
+  if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
 
   int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
   int32_t *mask_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
@@ -59,13 +66,14 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
   a.ctx = b->ctx;
   const int64_t nnz = (int64_t)batch * len;
   const int64_t qshape[3] = {nnz, qo_heads, hd}, kshape[3] = {nnz, kv_heads, hd};
-  const size_t qbytes = (size_t)nnz * qo_heads * hd * 2, kbytes = (size_t)nnz * kv_heads * hd * 2;
+  const size_t qbytes = (size_t)nnz * qo_heads * hd * 2;
+  const size_t kbytes = (size_t)nnz * kv_heads * hd * (fp8 ? 1 : 2);
   a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
   void *obuf = NULL;
   FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
   a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
-  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
-  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), p.kv_dtype, 3, kshape);
+  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), p.kv_dtype, 3, kshape);
   FI_BENCH_CK(cudaMalloc((void **)&a.qo_indptr, sizeof(int32_t) * (size_t)(batch + 1)));
   FI_BENCH_CK(cudaMemcpy(a.qo_indptr, qo_indptr, sizeof(int32_t) * (size_t)(batch + 1),
                          cudaMemcpyHostToDevice));
@@ -93,6 +101,13 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
   }
   fi_custom_mask host_mask = {bits, mask_indptr};
 
+  /* The prefill stage (set before the plan: the heuristics take the fast kernel with one). */
+  size_t stage_bytes = 0;
+  void *stage = NULL;
+  if (extra != EX_ROPE_NO_STAGE && extra != EX_FP8_NO_STAGE)
+    FI_BENCH_OK(b->ctx, fi_prefill_stage_size(b->ctx, &p, 0, nnz, nnz, &stage_bytes));
+  if (stage_bytes) FI_BENCH_CK(cudaMalloc(&stage, stage_bytes));
+  FI_BENCH_OK(b->ctx, fi_context_set_prefill_stage(b->ctx, stage, stage_bytes));
   size_t ws_bytes = 0;
   FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, batch, nnz, &ws_bytes));
   void *ws = NULL;
@@ -123,6 +138,8 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
     ms = 4.0 * hd * qo_heads * pairs / ms; /* returned as FLOP per ms for the ratio */
   }
   cudaFree(ws);
+  FI_BENCH_OK(b->ctx, fi_context_set_prefill_stage(b->ctx, NULL, 0));
+  cudaFree(stage);
   cudaFree((void *)(uintptr_t)a.q.data);
   cudaFree(obuf);
   cudaFree(a.k.data);

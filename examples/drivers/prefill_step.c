@@ -28,6 +28,23 @@ void _mlir_ciface_prefill_step(step_out *, memref3 *, memref3 *, memref3 *, memr
                               memref1 *, int64_t);
 #define STEP _mlir_ciface_prefill_step
 
+/* The prefill stage RoPE needs on the fast kernel (fi_context_set_prefill_stage), as the
+ * compiled step's runs have one: sized for nnz query rows and every page of the cache (the
+ * page table here never repeats a page); none on the host backend. */
+static void *stage = NULL;
+static size_t stage_bytes = 0;
+static void set_stage(fi_context *ctx, const fi_attention_params *p, int64_t nnz,
+                      int32_t num_pages) {
+  size_t need = 0;
+  CHECK_OK(ctx, fi_prefill_stage_size(ctx, p, 1, nnz, (int64_t)num_pages * PS, &need));
+  if (need > stage_bytes) {
+    fi_rt_free(stage);
+    stage = fi_rt_alloc(need);
+    stage_bytes = stage ? need : 0;
+  }
+  CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, need ? stage : NULL, need ? stage_bytes : 0));
+}
+
 /* The runtime's runs of one step with plans made beforehand: per layer, append the new
  * tokens' K/V (nnz rows) to cache[l], then attend into o[l]. The arrays (qo, table) are
  * where the runs read them: host-filled managed memory or device memory. */
@@ -37,6 +54,7 @@ static void step_runs(fi_context *ctx, const fi_plan *aplan, const fi_plan *ppla
                       void *const *cache, void *const *o) {
   int64_t qs[3] = {nnz, QH, HD}, ns[3] = {nnz, KVH, HD};
   int64_t cs[5] = {num_pages, 2, PS, KVH, HD};
+  set_stage(ctx, &pplan->params, nnz, num_pages);
   for (int l = 0; l < LAYERS; ++l) {
     fi_tensor tc = fi_tensor_contiguous(cache[l], FI_DTYPE_BF16, 5, cs);
     fi_paged_kv_cache kvc;
@@ -48,6 +66,7 @@ static void step_runs(fi_context *ctx, const fi_plan *aplan, const fi_plan *ppla
     fi_tensor to = fi_tensor_contiguous(o[l], FI_DTYPE_BF16, 3, qs);
     CHECK_OK(ctx, fi_paged_prefill_run(ctx, pplan, &tq, qo, &kvc, table, NULL, &to, NULL));
   }
+  CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, NULL, 0));
 }
 
 /* Host plans of one step (append and prefill) from host-readable arrays. */

@@ -14,12 +14,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "common.cuh"
 #include "fi/cuda_variants.h"
 #include "context.h"
 #include "cuda_backend.h"
 #include "internal.h"
+#include "prefill_stage.h"
 #include "prefill_variants.cuh"
 #include "prefill_ws.cuh"
 #include <cudaTypedefs.h>
@@ -81,10 +83,11 @@ fi_status check_variant(fi_context *ctx, fi_op_family family, const fi_attention
   return FI_SUCCESS;
 }
 
-// The K/V operands of a run as the warp-specialised kernel maps them.
+// The K/V operands of a run as the warp-specialised kernel maps them: each paged (4-d map
+// of the cache) or as token rows (ragged, or staged by prefill_stage.cu).
 struct KvTensors {
   const fi_tensor *k, *v;
-  bool paged;
+  bool k_paged, v_paged;
   fi_kv_layout layout;  // paged only
 };
 
@@ -108,8 +111,8 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
 // that divides the page size. False when a tensor cannot be mapped.
 bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
                     int group, int page_size) {
-  if (q->strides[2] != 1 || kv.k->strides[kv.paged ? 3 : 2] != 1 ||
-      kv.v->strides[kv.paged ? 3 : 2] != 1)
+  if (q->strides[2] != 1 || kv.k->strides[kv.k_paged ? 3 : 2] != 1 ||
+      kv.v->strides[kv.v_paged ? 3 : 2] != 1)
     return false;
   const cuuint64_t qd[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
   const cuuint64_t qs[2] = {(cuuint64_t)q->strides[1] * 2, (cuuint64_t)q->strides[0] * 2};
@@ -119,7 +122,7 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
   for (int i = 0; i < 2; ++i) {
     const fi_tensor *t = i == 0 ? kv.k : kv.v;
     CUtensorMap *map = i == 0 ? &m->k : &m->v;
-    if (!kv.paged) {
+    if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
       const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
       const cuuint64_t st[2] = {(cuuint64_t)t->strides[1] * 2, (cuuint64_t)t->strides[0] * 2};
       const cuuint32_t b[3] = {64, 1, 128};
@@ -225,13 +228,22 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.rope_log2_theta = log2f(a->rope_theta);
   const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
                       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
+  // RoPE, fp8 KV and (paged) page sizes that are not a multiple of 16 reach the
+  // warp-specialised kernel through the stage pass (prefill_stage.cu), in the context's
+  // prefill stage: the layout is 0 bytes when the run needs none.
+  const int64_t stage_kv_rows =
+      p.paged ? (int64_t)plan->private_[FI_PLAN_KV_ENTRIES] * p.page_size
+              : (kv.k->shape[0] < kv.v->shape[0] ? kv.k->shape[0] : kv.v->shape[0]);
+  const fi_stage_layout stage =
+      fi_prefill_stage_layout(ctx, a, p.paged, q->shape[0], stage_kv_rows);
 
   cudaStream_t stream = fi_cuda_stream(ctx);
   // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
   // with or without the extras, in and out of CUDA-graph captures (its tensor maps span the
   // tensors as declared at capture, as every kernel's bounds do; rows and pages come from
-  // the plan in the workspace at replay). Not for fp8 KV, RoPE, a GQA group above 128,
-  // paged page sizes that are not a multiple of 16 or tensors the driver cannot map.
+  // the plan in the workspace at replay). fp8 KV, RoPE and paged page sizes that are not a
+  // multiple of 16 first go through the stage pass, when the context has a stage large
+  // enough. Not for a GQA group above 128 or tensors the driver cannot map.
   // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
   // take fails, naming why; for tests).
   const char *ws_refusal = nullptr;
@@ -242,29 +254,99 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     ws_refusal = "the plan's tiles are not the wgmma 128 x 128 tiles";
   else if (!ctx->wgmma_available || !counts)
     ws_refusal = "no sm_90a device or no plan counters in the workspace";
-  else if (kvk != FI_KV_SAME)
-    ws_refusal = "fp8 KV";
-  else if (a->pos_encoding == FI_POS_ROPE_LLAMA)
-    ws_refusal = "RoPE";
   else if (p.group > 128)
     ws_refusal = "a GQA group above 128";
-  else if (p.paged && p.page_size % 16 != 0)
-    ws_refusal = "a page size that is not a multiple of 16";
+  const bool needs_stage = kvk != FI_KV_SAME || a->pos_encoding == FI_POS_ROPE_LLAMA ||
+                           (p.paged && p.page_size % 16 != 0);
+  char stage_why[200];
+  if (!ws_refusal && needs_stage && stage.total == 0)
+    ws_refusal = "RoPE, fp8 KV or a page size that is not a multiple of 16 with a KV dtype, "
+                 "q dtype or head_dim the stage pass does not take";
+  if (!ws_refusal && needs_stage && stage.total > ctx->prefill_stage_bytes) {
+    snprintf(stage_why, sizeof stage_why,
+             "RoPE, fp8 KV or a page size that is not a multiple of 16 needs a prefill stage "
+             "of %zu bytes (fi_context_set_prefill_stage; the context has %zu)",
+             stage.total, ctx->prefill_stage_bytes);
+    ws_refusal = stage_why;
+  }
+  // The staged tensors: 16-bit token rows of q's type in the stage.
+  const fi_dtype q_dt = a->q_dtype;
+  fi_tensor sq = *q, sk = *kv.k, sv = *kv.v;
+  KvTensors ws_kv = kv;
+  const fi_tensor *ws_q = q;
+  PrefillStageArgs sa = {};
+  if (!ws_refusal && needs_stage) {
+    char *base = (char *)ctx->prefill_stage;
+    const int64_t qshape[3] = {q->shape[0], a->num_qo_heads, a->head_dim};
+    const int64_t kvshape[3] = {stage_kv_rows, a->num_kv_heads, a->head_dim};
+    sa.q = q->data;
+    sa.q_stride_n = q->strides[0];
+    sa.q_stride_h = q->strides[1];
+    sa.k = p.k;
+    sa.v = p.v;
+    sa.k_stride_page = p.k_stride_page;
+    sa.k_stride_tok = p.k_stride_tok;
+    sa.k_stride_head = p.k_stride_head;
+    sa.v_stride_page = p.v_stride_page;
+    sa.v_stride_tok = p.v_stride_tok;
+    sa.v_stride_head = p.v_stride_head;
+    sa.qo_indptr = qo_indptr;
+    sa.kv_indptr = p.kv_indptr;
+    sa.kv_indices = p.kv_indices;
+    sa.kv_last_page_len = p.kv_last_page_len;
+    sa.paged = p.paged;
+    sa.page_size = p.page_size;
+    sa.batch = plan->batch;
+    sa.num_qo_heads = a->num_qo_heads;
+    sa.num_kv_heads = a->num_kv_heads;
+    sa.head_dim = a->head_dim;
+    sa.kv_kind = kvk;
+    sa.rope = a->pos_encoding == FI_POS_ROPE_LLAMA;
+    sa.rope_rcp_scale = p.rope_rcp_scale;
+    sa.rope_log2_theta = p.rope_log2_theta;
+    sa.q_rows_cap = q->shape[0];
+    sa.kv_rows_cap = stage_kv_rows;
+    if (stage.q != SIZE_MAX) {
+      sa.sq = base + stage.q;
+      sq = fi_tensor_contiguous(sa.sq, q_dt, 3, qshape);
+      ws_q = &sq;
+    }
+    sa.sk = base + stage.k;
+    sk = fi_tensor_contiguous(sa.sk, q_dt, 3, kvshape);
+    ws_kv.k = &sk;
+    ws_kv.k_paged = false;
+    p.k_staged = 1;
+    if (stage.v != SIZE_MAX) {
+      sa.sv = base + stage.v;
+      sv = fi_tensor_contiguous(sa.sv, q_dt, 3, kvshape);
+      ws_kv.v = &sv;
+      ws_kv.v_paged = false;
+      p.v_staged = 1;
+    }
+  }
   fi_prefill::WsMaps ws_maps;
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
-  if (!ws_refusal && !encode_ws_maps(&ws_maps, q, kv, a->head_dim, p.group, p.page_size))
+  if (!ws_refusal &&
+      !encode_ws_maps(&ws_maps, ws_q, ws_kv, a->head_dim, p.group, p.page_size))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the warp-specialised prefill kernel is required "
                         "(FI_PREFILL_WARP_SPEC=2) but cannot run: %s",
                         what, ws_refusal);
-  cudaError_t e = !ws_refusal ? ws_launch(p, ws_maps, extras, lay.num_work_units,
-                                          ctx->target.sm_count, stream)
-                              : launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
-                                       plan->tiles.cores == FI_CORES_WGMMA,
-                                       lay.num_work_units, stream);
+  cudaError_t e = cudaSuccess;
+  if (!ws_refusal) {
+    if (needs_stage)
+      e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
+                                  stream);
+    if (e == cudaSuccess)
+      e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream);
+  } else {
+    p.k_staged = p.v_staged = 0;
+    e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
+               plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
+  }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
@@ -301,7 +383,7 @@ extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *p
   p.kv_last_page_len = pages->last_page_len;
   p.paged = 1;
   p.page_size = plan->params.page_size;
-  const KvTensors kvt = {&kv->k, &kv->v, true, kv->layout};
+  const KvTensors kvt = {&kv->k, &kv->v, true, true, kv->layout};
   return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "paged prefill");
 }
 
@@ -324,6 +406,6 @@ extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *
   p.kv_indptr = kv_indptr;
   p.paged = 0;
   p.page_size = 1;
-  const KvTensors kvt = {k, v, false, FI_LAYOUT_NHD};
+  const KvTensors kvt = {k, v, false, false, FI_LAYOUT_NHD};
   return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "ragged prefill");
 }

@@ -43,6 +43,10 @@ struct PrefillParams {
   const int32_t *kv_indices;
   const int32_t *kv_last_page_len;
   int32_t paged, page_size;
+  // The warp-specialised kernel's K / V from the stage pass (prefill_stage.cu): 16-bit token
+  // rows, request r's token j at row kv_indptr[r] * page_size + j (paged) or kv_indptr[r] + j
+  // (ragged), mapped as a ragged tensor.
+  int32_t k_staged, v_staged;
   FastDiv page_div;   // / page_size
   FastDiv group_div;  // / group
   const uint8_t *mask_bits;

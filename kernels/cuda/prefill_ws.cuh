@@ -44,10 +44,13 @@
 // the tensor) are computed and never stored; K rows past the request's end are masked and
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
 //
-// Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): f16/bf16 KV of the
-// query's type, no RoPE, head_dim 64 or 128, a GQA group of at most 128, paged page sizes a
-// multiple of 16, tensors the driver can map. EXTRAS = false is the plain kernel (no soft
-// cap, ALiBi, custom mask or window: none of their per-element work is compiled in).
+// Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64 or 128,
+// f16/bf16 queries, a GQA group of at most 128, tensors the driver can map. Q, K and V come
+// straight from the run's tensors (16-bit KV of q's type, paged page sizes a multiple of 16)
+// or from the stage pass (prefill_stage.cu: RoPE-rotated Q and K, fp8 K/V widened, pages of
+// any size as token rows; k_staged / v_staged), which needs the context's prefill stage.
+// EXTRAS = false is the plain kernel (no soft cap, ALiBi, custom mask or window: none of
+// their per-element work is compiled in).
 #ifndef FI_CUDA_PREFILL_WS_CUH
 #define FI_CUDA_PREFILL_WS_CUH
 
@@ -291,7 +294,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           // last page read its last page again (rows past kv_len: masked and zeroed).
           const int box = maps.kv_box_rows, boxes = CTA_KV / box;
           int page = 0, in_page = 0;
-          if (p.paged && lane < boxes) {
+          if (p.paged && !(p.k_staged && p.v_staged) && lane < boxes) {
             const int j = kv0 + lane * box;
             const int pg = (int)p.page_div.div((uint32_t)j);
             page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
@@ -308,12 +311,14 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
               fi::mbar_arrive_expect_tx(full, W::KV_BYTES);
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
-            if (!p.paged) {
+            const bool staged = part == 0 ? p.k_staged : p.v_staged;
+            if (!p.paged || staged) {
+              const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
               if (lane == 0)
 #pragma unroll
                 for (int h = 0; h < HD / 64; ++h)
-                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, 64 * h, kv_head,
-                                  c.kv_tok_begin + kv0, full);
+                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, 64 * h, kv_head, row0 + kv0,
+                                  full);
             } else if (lane < boxes) {
 #pragma unroll
               for (int h = 0; h < HD / 64; ++h)

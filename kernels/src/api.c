@@ -57,6 +57,20 @@ fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *
   return FI_SUCCESS;
 }
 
+fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *params,
+                                int32_t paged, int64_t max_qo_rows, int64_t max_kv_rows,
+                                size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, paged != 0, 0));
+  if (max_qo_rows < 0 || max_kv_rows < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "max_qo_rows = %lld, max_kv_rows = %lld: both must be >= 0",
+                        (long long)max_qo_rows, (long long)max_kv_rows);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = fi_prefill_stage_layout(ctx, params, paged != 0, max_qo_rows, max_kv_rows).total;
+  return FI_SUCCESS;
+}
+
 /* ------------------------------------------------------------------- plans -------- */
 
 static int one_of(int32_t v, const int32_t *set, int n) {
@@ -83,8 +97,12 @@ static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int deco
   return FI_SUCCESS;
 }
 
-static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
-                                    int64_t total_qo, int64_t total_kv, int paged) {
+/* fast_path (prefill): the warp-specialised Hopper kernel can take the run, directly (16-bit
+ * KV of q's type, no RoPE, pages a multiple of 16) or through the stage pass when the
+ * context has a prefill stage (fi_context_set_prefill_stage). */
+static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_params *p,
+                                    int32_t batch, int64_t total_qo, int64_t total_kv,
+                                    int paged) {
   fi_tile_problem tp;
   tp.batch = batch;
   tp.num_qo_heads = p->num_qo_heads;
@@ -94,8 +112,10 @@ static fi_tile_problem tile_problem(const fi_attention_params *p, int32_t batch,
   tp.kv_dtype_bytes = (int32_t)fi_dtype_size(p->kv_dtype);
   tp.avg_qo_len = batch > 0 ? (total_qo + batch - 1) / batch : 0;
   tp.avg_kv_len = batch > 0 ? (total_kv + batch - 1) / batch : 0;
-  tp.fast_path = p->kv_dtype == p->q_dtype && p->pos_encoding != FI_POS_ROPE_LLAMA &&
-                 (!paged || p->page_size % 16 == 0);
+  tp.fast_path = (p->kv_dtype == p->q_dtype && p->pos_encoding != FI_POS_ROPE_LLAMA &&
+                  (!paged || p->page_size % 16 == 0)) ||
+                 (ctx->prefill_stage_bytes > 0 &&
+                  fi_prefill_stage_layout(ctx, p, paged, 1, 1).total > 0);
   return tp;
 }
 
@@ -180,7 +200,7 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                                &total_kv));
   fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
-  fi_tile_problem tp = tile_problem(params, batch, batch, total_kv, 1);
+  fi_tile_problem tp = tile_problem(ctx, params, batch, batch, total_kv, 1);
   return finish_plan(ctx, &pb, params, tiles, select_decode_tiles(ctx, params, &tp),
                      workspace, workspace_bytes, num_pages, plan);
 }
@@ -296,6 +316,7 @@ fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_param
   CHECK(fi_plan_prepare_device(ctx, &pb, params, *tiles, max_qo_rows, workspace,
                                workspace_bytes, plan, &caps));
   plan->num_pages = num_pages;
+  plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)num_indices;
   fi_cuda_device_plan_problem dp = {device_qo_indptr, device_pages->indptr, device_pages->indices,
                                     device_pages->last_page_len, batch, params->page_size,
                                     num_pages, num_indices, max_qo_rows, 0};
@@ -360,9 +381,10 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
   fi_plan_problem pb = {FI_OP_PAGED_PREFILL, batch, host_qo_indptr, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
-  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 1);
+  fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 1);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
+  plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
   return mask_extents(ctx, &pb, params, host_mask, plan);
 }
 
@@ -378,7 +400,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));
   fi_plan_problem pb = {FI_OP_RAGGED_PREFILL, batch, host_qo_indptr, host_kv_indptr, NULL, 1};
   CHECK(fi_validate_mask(ctx, params, &pb, host_mask));
-  fi_tile_problem tp = tile_problem(params, batch, total_qo, total_kv, 0);
+  fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 0);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, 0, plan));
   return mask_extents(ctx, &pb, params, host_mask, plan);

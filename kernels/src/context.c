@@ -131,6 +131,26 @@ fi_status fi_context_set_stream(fi_context *ctx, void *cuda_stream) {
   return FI_SUCCESS;
 }
 
+fi_status fi_context_set_prefill_stage(fi_context *ctx, void *device_buffer, size_t bytes) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  if (ctx->backend != FI_BACKEND_CUDA && (device_buffer || bytes))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_context_set_prefill_stage: this is a host context; the stage is "
+                        "device memory for the CUDA prefill kernels (pass NULL, 0 or nothing)");
+  if ((device_buffer == NULL) != (bytes == 0))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_context_set_prefill_stage: buffer %p with %zu bytes: pass both "
+                        "(a device buffer and its size) or neither (NULL, 0)",
+                        device_buffer, bytes);
+  if (((uintptr_t)device_buffer & 255u) != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_context_set_prefill_stage: the buffer must be 256-byte aligned "
+                        "(as cudaMalloc returns)");
+  ctx->prefill_stage = device_buffer;
+  ctx->prefill_stage_bytes = bytes;
+  return FI_SUCCESS;
+}
+
 fi_status fi_context_set_num_threads(fi_context *ctx, int32_t num_threads) {
   if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
   if (num_threads < 1 || num_threads > 256)

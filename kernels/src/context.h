@@ -43,6 +43,11 @@ struct fi_context {
    * microseconds of the step and breaks the kernels' programmatic launch chain). */
   int32_t *plan_status_mirror;
 
+  /* CUDA backend: the embedder's device buffer for the prefill stage pass (RoPE, fp8 KV and
+   * odd page sizes on the warp-specialised kernel; fi_context_set_prefill_stage), or NULL. */
+  void *prefill_stage;
+  size_t prefill_stage_bytes;
+
   /* Host memory the planner builds work / merge units in before they are copied into the
    * workspace (memcpy on the host backend, fi_cuda_upload on CUDA). Grown on demand by
    * fi_context_host_scratch; freed by fi_context_destroy. */

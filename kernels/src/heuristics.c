@@ -51,8 +51,9 @@
  *    first loads behind other CTAs' tiles. Measured (bench/NOTES.md, prefill v7 on an H200,
  *    v11 on an H100): 64 x 128 beat 128 x 128 (8 warps, one CTA per SM) by 7-13 % on the
  *    ragged rows; 64 x 64 beat 64 x 128 by 7 % at kv 512 and ~2 % at kv 2048 and lost
- *    4-9 % at kv 4096 and 8192. Ops on the fast path (fi_tile_problem.fast_path) with a
- *    GQA group of at most 128 take q_tile = kv_tile = FI_WS_TILE instead: the CUDA backend
+ *    4-9 % at kv 4096 and 8192. Ops on the fast path (fi_tile_problem.fast_path: every
+ *    extra; RoPE, fp8 KV and odd page sizes when a prefill stage is there for the stage
+ *    pass) with a GQA group of at most 128 take q_tile = kv_tile = FI_WS_TILE instead: the CUDA backend
  *    runs those plans on its warp-specialised kernel (a TMA producer warp, two consumer
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).

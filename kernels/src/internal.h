@@ -108,7 +108,21 @@ enum {
   FI_PLAN_STATUS_MIRROR = 12, /* append planned on the device: ctx->plan_status_mirror */
   FI_PLAN_OFF_MASK_EXTENT = 13, /* custom-mask prefill on CUDA: offset of the query rows'
                                    kept-key extents in the workspace (0: none) */
+  FI_PLAN_KV_ENTRIES = 14, /* paged prefill: page-table entries the plan may cover (host:
+                              kv_indptr[batch]; device: num_indices), the stage's bound */
 };
+
+/* Where the stage pass (kernels/cuda/prefill_stage.cu) puts a run's staged Q, K and V in
+ * the context's prefill stage: byte offsets (SIZE_MAX: not staged) and the total (0: the
+ * run needs no stage, or cannot take the warp-specialised kernel anyway). Staged: Q with
+ * RoPE; K with RoPE, fp8 KV or (paged) a page size that is not a multiple of 16; V with fp8
+ * KV or such pages. q_rows: rows of q; kv_rows: rows of k (ragged), page-table entries
+ * times the page size (paged). */
+typedef struct fi_stage_layout {
+  size_t q, k, v, total;
+} fi_stage_layout;
+fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
+                                        int paged, int64_t q_rows, int64_t kv_rows);
 enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so

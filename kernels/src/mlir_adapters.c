@@ -1079,6 +1079,56 @@ static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v
     after_run(op, ctx);
 }
 
+/* The prefill stage of compiled prefill runs on CUDA (fi_context_set_prefill_stage: RoPE,
+ * fp8 KV and odd page sizes on the warp-specialised kernel). Uncaptured runs share one
+ * buffer, grown to the largest run's need (powers of two) and never shrunk; the runs of a
+ * capture share a buffer of the graph's own (fi_rt_alloc), so that a later step's growth
+ * never moves memory a graph replays. The context holds the stage only during the run. */
+static void *stage_buffer = NULL, *capture_stage = NULL;
+static size_t stage_buffer_bytes = 0, capture_stage_bytes = 0;
+static long capture_seq = 0, capture_stage_seq = -1;
+
+static int set_prefill_stage(const char *op, fi_context *ctx, const fi_attention_params *p,
+                             int paged, int64_t q_rows, int64_t kv_rows) {
+  if (!is_cuda(ctx)) return 1;
+  size_t need = 0;
+  if (failed(op, ctx, fi_prefill_stage_size(ctx, p, paged, q_rows, kv_rows, &need))) return 0;
+  if (need == 0) return 1;
+  void *buf;
+  size_t bytes;
+  if (capturing) {
+    if (capture_stage_seq != capture_seq || capture_stage_bytes < need) {
+      capture_stage = fi_rt_alloc(need);  /* reports its own failure */
+      if (!capture_stage) return 0;
+      capture_stage_bytes = need;
+      capture_stage_seq = capture_seq;
+    }
+    buf = capture_stage;
+    bytes = capture_stage_bytes;
+  } else {
+    if (stage_buffer_bytes < need) {
+      backend_free(ctx, stage_buffer);
+      size_t grown = 1 << 20;
+      while (grown < need) grown *= 2;
+      stage_buffer = backend_alloc(ctx, grown);
+      stage_buffer_bytes = stage_buffer ? grown : 0;
+      if (!stage_buffer) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "could not allocate a prefill stage of %zu bytes", grown);
+        report(op, FI_ERROR_OUT_OF_MEMORY, msg);
+        return 0;
+      }
+    }
+    buf = stage_buffer;
+    bytes = stage_buffer_bytes;
+  }
+  return !failed(op, ctx, fi_context_set_prefill_stage(ctx, buf, bytes));
+}
+
+static void clear_prefill_stage(fi_context *ctx) {
+  if (is_cuda(ctx)) fi_context_set_prefill_stage(ctx, NULL, 0);
+}
+
 static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr,
                               fi_memref *k, fi_memref *v, fi_memref *indptr,
                               fi_memref *indices, fi_memref *last, fi_memref *mask,
@@ -1107,10 +1157,14 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
     cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
     if (!cm.bits || !cm.indptr) return;
   }
-  if (!failed(op, ctx, fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages,
+  if (!set_prefill_stage(op, ctx, &plan.params, 1, tq.shape[0],
+                         length_of(indices) * plan.params.page_size))
+    return;
+  const fi_status st = fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages,
                                             mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
-                                            has_lse ? &tl : NULL)))
-    after_run(op, ctx);
+                                            has_lse ? &tl : NULL);
+  clear_prefill_stage(ctx);
+  if (!failed(op, ctx, st)) after_run(op, ctx);
 }
 
 static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
@@ -1138,10 +1192,14 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
     cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
     if (!cm.bits || !cm.indptr) return;
   }
-  if (!failed(op, ctx, fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, qo, kv,
+  if (!set_prefill_stage(op, ctx, &plan.params, 0, tq.shape[0],
+                         tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]))
+    return;
+  const fi_status st = fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, qo, kv,
                                              mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
-                                             has_lse ? &tl : NULL)))
-    after_run(op, ctx);
+                                             has_lse ? &tl : NULL);
+  clear_prefill_stage(ctx);
+  if (!failed(op, ctx, st)) after_run(op, ctx);
 }
 
 /* s_out of fi.merge_state is optional in the dialect but required by the runtime: an
@@ -1505,6 +1563,7 @@ fi_status fi_rt_graph_capture(fi_rt_step_fn step, void *user_data, fi_rt_graph *
     return FI_ERROR_CUDA;
   }
   capturing = g;
+  ++capture_seq; /* the capture's runs get a prefill stage of the graph's own */
   num_capture_records = 0;
   step(user_data);
   capturing = NULL;

@@ -58,20 +58,19 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
 }
 
 /// The runtime's fi_tile_problem.fast_path of an op: for a prefill op, the warp-specialised
-/// Hopper kernel can run it (no RoPE, KV of q's element type, paged page sizes a multiple of
-/// 16; soft cap, ALiBi, custom masks and windows run on that kernel); for a decode op, the
-/// warp-specialised decode kernel can (16-bit KV of q's type, pages a multiple of 16).
+/// Hopper kernel can run it (KV of q's element type or fp8: every extra runs on that kernel,
+/// RoPE, fp8 KV and page sizes that are not a multiple of 16 after the runtime's stage pass,
+/// which compiled code always has); for a decode op, the warp-specialised decode kernel can
+/// (16-bit KV of q's type, pages a multiple of 16).
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
   // Decode: the warp-specialised decode kernel's scope (RoPE included).
   if (isa<PagedDecodeOp>(op))
     return info.kvType == info.qType && (info.qType.isF16() || info.qType.isBF16()) &&
            (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
-  auto noRope = [&](auto attn) { return attn.getPosEncoding() != PosEncoding::rope_llama; };
-  bool attrs = false;
-  if (auto p = dyn_cast<PagedPrefillOp>(op)) attrs = noRope(p);
-  else if (auto r = dyn_cast<RaggedPrefillOp>(op)) attrs = noRope(r);
-  return attrs && info.kvType == info.qType &&
-         (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
+  if (!isa<PagedPrefillOp, RaggedPrefillOp>(op))
+    return false;
+  return (info.qType.isF16() || info.qType.isBF16()) &&
+         (info.kvType == info.qType || isa<Float8E4M3FNType, Float8E5M2Type>(info.kvType));
 }
 
 /// The query length a prefill op planned on the device is taken to have when nothing

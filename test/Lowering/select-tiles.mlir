@@ -204,10 +204,10 @@ func.func @prefill_static_group5(%q: tensor<512x40x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
-// RoPE is off that path: the one-warpgroup wgmma kernel, q tile 64 x kv tile 128.
+// RoPE takes the warp-specialised kernel too (through the runtime's stage pass).
 // CHECK-LABEL: func.func @prefill_static_rope
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static_rope(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x16x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
@@ -223,10 +223,11 @@ func.func @prefill_static_rope(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
-// Page size 8: off the fast path too.
+// Page size 8 (not a multiple of 16): the warp-specialised kernel, K and V through the
+// stage pass.
 // CHECK-LABEL: func.func @prefill_static_page8
 // CHECK: fi.paged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 128, split_kv = true, cores = wgmma>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
 func.func @prefill_static_page8(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
     %kv: tensor<?x2x8x8x128xf16>, %p: tensor<5xi32>, %i: tensor<?xi32>,
     %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
@@ -309,4 +310,23 @@ func.func @prefill_dynamic(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
       {tiles = #fi.tiles<q = 64, kv = 128, split_kv = false, cores = tensor>}
       -> tensor<?x32x128xf16>
   return %a, %b, %c : tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>
+}
+
+// -----
+
+// fp8 KV (e4m3) under f16 queries: the warp-specialised kernel, K and V widened by the
+// stage pass.
+// CHECK-LABEL: func.func @prefill_static_fp8_kv
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>
+func.func @prefill_static_fp8_kv(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x16x8x128xf8E4M3FN>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x32x128xf16>) -> tensor<512x32x128xf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x32x128xf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf8E4M3FN>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
+  return %r : tensor<512x32x128xf16>
 }

@@ -102,6 +102,7 @@ typedef struct config {
                        unmasked meet all three kinds */
   fi_pos_encoding pos;
   int window_left, with_lse, fixed_split, force_tiles;
+  int use_stage; /* the CUDA context had a prefill stage (fi_context_set_prefill_stage) */
   float soft_cap, sm_scale, k_scale, v_scale;
   fi_tiles tiles;
   int *qo_len, *kv_len;
@@ -116,6 +117,8 @@ enum {
   NUM_TILES = sizeof tile_list / sizeof tile_list[0],
   NUM_WG_TILES = sizeof wg_tile_list / sizeof wg_tile_list[0]
 };
+
+static int ws_mode; /* FI_TEST_PREFILL_WS: every config on the warp-specialised kernel */
 
 static void *dmalloc(size_t bytes) {
   void *p = NULL;
@@ -159,7 +162,7 @@ static const char *pos_name(fi_pos_encoding p) {
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
                      "%s %s/%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s pos %s win %d cap "
-                     "%.1f lse %d split %d tiles %s%s%d/%d lens",
+                     "%.1f lse %d split %d tiles %s%s%d/%d%s lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
                      c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
@@ -170,7 +173,7 @@ static void describe(const config *c, char *buf, size_t n) {
                      pos_name(c->pos), c->window_left,
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
                      c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
-                     c->tiles.kv_tile);
+                     c->tiles.kv_tile, c->use_stage ? " stage" : "");
   for (int i = 0; i < c->batch && off < (int)n - 24; ++i)
     off += snprintf(buf + off, n - (size_t)off, " %d:%d", c->qo_len[i], c->kv_len[i]);
 }
@@ -309,6 +312,27 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     return 1;
   }
   void *wh = malloc(ws_h + 16), *wd = dmalloc(ws_d);
+  /* The prefill stage (RoPE, fp8 KV and odd page sizes on the warp-specialised kernel), in
+   * two configs of three (always with FI_TEST_PREFILL_WS): sized for the host plan's and
+   * the device plan's page-table entries (the latter passes one more as num_indices). The
+   * plans below see it (the heuristics take the fast kernel when a stage is set). */
+  size_t stage_bytes = 0;
+  void *stage = NULL;
+  const int64_t stage_kv_rows = c->paged ? ((int64_t)page_indptr[B] + 1) * c->page_size : nnz_kv;
+  if ((c->use_stage = ws_mode || rnd() % 3 != 0)) {
+    if ((s = fi_prefill_stage_size(cuda, &prm, c->paged, nnz_qo, stage_kv_rows, &stage_bytes))) {
+      fprintf(stderr, "config %d: stage size: %s\n", idx, fi_last_error(cuda));
+      return 1;
+    }
+    if (stage_bytes) {
+      stage = dmalloc(stage_bytes);
+      CK(cudaMemset(stage, 0xff, stage_bytes)); /* stale rows read as NaN */
+    }
+  }
+  if ((s = fi_context_set_prefill_stage(cuda, stage, stage_bytes))) {
+    fprintf(stderr, "config %d: set stage: %s\n", idx, fi_last_error(cuda));
+    return 1;
+  }
   fi_plan ph, pd;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (c->paged) {
@@ -473,13 +497,16 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dqo); cudaFree(dkv); cudaFree(dpi);
   cudaFree(dll); cudaFree(dind); cudaFree(dmb); cudaFree(dmi); cudaFree(dout); cudaFree(dlse);
   cudaFree(wd);
+  fi_context_set_prefill_stage(cuda, NULL, 0);
+  cudaFree(stage);
   free(wh); free(q); free(kbuf); free(vbuf); free(mask_bits); free(oh); free(lh); free(od);
   free(ld); free(od2); free(ld2); free(qo_indptr); free(kv_indptr); free(mask_indptr); free(page_indptr);
   free(last_len); free(indices);
   return fail;
 }
 
-/* Graph capture: one ragged prefill run (soft cap + window + causal + LSE, a GQA group of 3
+/* Graph capture: one ragged prefill run (RoPE through the stage pass + soft cap + window +
+ * causal + LSE, a GQA group of 3
  * that does not divide 128; on Hopper the warp-specialised kernel is required) captured
  * with plan A, then re-planned with plan B (other batch and lengths, more work units, same
  * tensors at their capacity) into the same workspace with the indptrs rewritten in place;
@@ -498,6 +525,7 @@ static int graph_test(fi_context *host) {
   prm.mask_mode = FI_MASK_CAUSAL;
   prm.logits_soft_cap = 30.f;
   prm.window_left = 300;
+  prm.pos_encoding = FI_POS_ROPE_LLAMA; /* through the stage pass, under capture too */
   const size_t qn = (size_t)CAP_Q * HQ * HD, kn = (size_t)CAP_KV * HK * HD;
   uint16_t *q = malloc(qn * 2), *k = malloc(kn * 2), *v = malloc(kn * 2), *oh = malloc(qn * 2);
   uint16_t *og = malloc(qn * 2);
@@ -536,6 +564,21 @@ static int graph_test(fi_context *host) {
   }
   w = dmalloc(ws);
   wh = malloc(wsh);
+  size_t stage_bytes = 0;
+  void *stage = NULL;
+  if (fi_prefill_stage_size(cuda, &prm, 0, CAP_Q, CAP_KV, &stage_bytes)) {
+    fprintf(stderr, "graph: stage size: %s\n", fi_last_error(cuda));
+    return 1;
+  }
+  if (hopper && stage_bytes == 0) {
+    fprintf(stderr, "graph: a RoPE prefill on Hopper needs no stage?\n");
+    return 1;
+  }
+  if (stage_bytes) stage = dmalloc(stage_bytes);
+  if (fi_context_set_prefill_stage(cuda, stage, stage_bytes)) {
+    fprintf(stderr, "graph: set stage: %s\n", fi_last_error(cuda));
+    return 1;
+  }
   for (int phase = 0; phase < 2; ++phase) {
     const int32_t *qo = phase ? qo_b : qo_a, *kv = phase ? kv_b : kv_a;
     const int batch = phase ? 3 : 2;
@@ -589,11 +632,69 @@ static int graph_test(fi_context *host) {
     failed = 1;
   }
   cudaGraphExecDestroy(exec);
+  cudaFree(stage);
   cudaFree(w); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dlse);
   cudaFree(dqo); cudaFree(dkv);
   free(wh); free(q); free(k); free(v); free(oh); free(og); free(lh); free(lg);
   cudaStreamDestroy(stream);
   fi_context_destroy(cuda);
+  return failed;
+}
+
+/* The prefill stage's bad input on CUDA: a misaligned or half-given buffer is refused at
+ * once; with the warp-specialised kernel required (FI_TEST_PREFILL_WS on Hopper), a RoPE run
+ * without a stage (or with one too small) fails naming the bytes it needs. */
+static int stage_refusals(fi_context *cuda) {
+  int failed = 0;
+  void *buf = dmalloc(4096);
+  fi_status s = fi_context_set_prefill_stage(cuda, (char *)buf + 16, 1024);
+  if (s != FI_ERROR_INVALID_ARGUMENT || !strstr(fi_last_error(cuda), "256-byte aligned")) {
+    fprintf(stderr, "FAIL: a misaligned stage was not refused (%s)\n", fi_last_error(cuda));
+    failed = 1;
+  }
+  s = fi_context_set_prefill_stage(cuda, buf, 0);
+  if (s != FI_ERROR_INVALID_ARGUMENT || !strstr(fi_last_error(cuda), "pass both")) {
+    fprintf(stderr, "FAIL: a stage without a size was not refused (%s)\n", fi_last_error(cuda));
+    failed = 1;
+  }
+  if (hopper && ws_mode) {
+    enum { H = 4, D = 128, N = 200 };
+    fi_attention_params prm = fi_attention_params_default(H, H, D);
+    prm.pos_encoding = FI_POS_ROPE_LLAMA;
+    prm.mask_mode = FI_MASK_CAUSAL;
+    int32_t ind[2] = {0, N};
+    int32_t *dind = dcopy(ind, sizeof ind);
+    const int64_t shape[3] = {N, H, D};
+    void *dq = dmalloc((size_t)N * H * D * 2), *dout = dmalloc((size_t)N * H * D * 2);
+    fi_tensor tq = fi_tensor_contiguous(dq, FI_DTYPE_F16, 3, shape);
+    fi_tensor to = fi_tensor_contiguous(dout, FI_DTYPE_F16, 3, shape);
+    fi_tiles t = {128, 128, 0, FI_CORES_WGMMA};
+    size_t ws = 0, need = 0;
+    fi_prefill_workspace_size(cuda, &prm, 1, N, &ws);
+    fi_prefill_stage_size(cuda, &prm, 0, N, N, &need);
+    void *w = dmalloc(ws);
+    fi_plan plan;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      /* no stage, then one a byte short of the need (rounded down to 256) */
+      if (attempt == 1) fi_context_set_prefill_stage(cuda, buf, (need - 1) / 256 * 256);
+      s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &t, w, ws, &plan);
+      if (s == FI_SUCCESS)
+        s = fi_ragged_prefill_run(cuda, &plan, &tq, &tq, &tq, dind, dind, NULL, &to, NULL);
+      char want[64];
+      snprintf(want, sizeof want, "prefill stage of %zu bytes", need);
+      if (s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), want)) {
+        fprintf(stderr, "FAIL: a RoPE run without a large enough stage: %s \"%s\"\n",
+                fi_status_string(s), fi_last_error(cuda));
+        failed = 1;
+      } else {
+        printf("RoPE without a stage refused: %s\n", fi_last_error(cuda));
+      }
+      if (need - 1 < 256) break; /* (never: a stage holds Q and K rows) */
+    }
+    fi_context_set_prefill_stage(cuda, NULL, 0);
+    cudaFree(w); cudaFree(dq); cudaFree(dout); cudaFree(dind);
+  }
+  cudaFree(buf);
   return failed;
 }
 
@@ -660,17 +761,12 @@ static void draw_config(config *c, int i) {
   if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
   /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel (wgmma
-   * 128 x 128 tiles, 16-bit KV of q's type, no RoPE, page sizes a multiple of 16), with
-   * soft cap, ALiBi, custom masks, windows and every GQA group still drawn at random; the
-   * CUDA context then requires that kernel (FI_PREFILL_WARP_SPEC=2, set in main), so a run
-   * that would fall back fails. */
-  if (hopper && getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0) {
-    static const int ws_pages[] = {16, 32, 48, 64, 128, 256, 1024};
-    c->kv_dtype = c->q_dtype;
-    c->k_scale = c->v_scale = 1.f;
+   * 128 x 128 tiles, head_dim 64 or 128), with soft cap, ALiBi, custom masks, windows,
+   * RoPE, fp8 KV, page sizes of every kind and every GQA group still drawn at random (the
+   * last three through the stage pass); the CUDA context then requires that kernel
+   * (FI_PREFILL_WARP_SPEC=2, set in main), so a run that would fall back fails. */
+  if (hopper && ws_mode) {
     if (c->hd > 128) c->hd = 128;
-    c->page_size = ws_pages[rnd() % 7];
-    if (c->pos == FI_POS_ROPE_LLAMA) c->pos = FI_POS_NONE;
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = 128;
@@ -698,8 +794,8 @@ int main(void) {
   const char *seed = getenv("FI_TEST_SEED"), *count = getenv("FI_TEST_CONFIGS");
   if (seed) rng_state ^= strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull;
   int num = count ? atoi(count) : 240;
-  if (getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0)
-    setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
+  ws_mode = getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0;
+  if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
@@ -741,6 +837,7 @@ int main(void) {
   }
 
   failures += graph_test(host);
+  failures += stage_refusals(cuda);
 
   /* Unsupported shapes fail at plan with a message, never run. */
   failures += expect_refused(cuda, 96, NULL, "head_dim 96");

@@ -242,6 +242,23 @@ static void test_context_rules(void) {
     fi_context_destroy(cuda);
   }
   EXPECT_ERR(fi_context_set_num_threads(ctx, 0), FI_ERROR_INVALID_ARGUMENT, "num_threads = 0");
+  /* The prefill stage: device memory of CUDA contexts; the host backend needs none. */
+  static char stage[512];
+  EXPECT_ERR(fi_context_set_prefill_stage(ctx, stage, sizeof stage), FI_ERROR_INVALID_ARGUMENT,
+             "host context", "CUDA");
+  fi_attention_params rope = params;
+  rope.pos_encoding = FI_POS_ROPE_LLAMA;
+  rope.kv_dtype = FI_DTYPE_E4M3;
+  size_t stage_bytes = 1;
+  EXPECT_OK(fi_prefill_stage_size(ctx, &rope, 1, 100, 400, &stage_bytes), ctx);
+  EXPECT(stage_bytes == 0, "host prefill stage: %zu bytes, want 0", stage_bytes);
+  EXPECT_ERR(fi_prefill_stage_size(ctx, &rope, 1, -1, 400, &stage_bytes),
+             FI_ERROR_INVALID_ARGUMENT, "max_qo_rows = -1");
+  EXPECT_ERR(fi_prefill_stage_size(ctx, &rope, 1, 1, 1, NULL), FI_ERROR_INVALID_ARGUMENT,
+             "bytes is NULL");
+  rope.page_size = 0;
+  EXPECT_ERR(fi_prefill_stage_size(ctx, &rope, 1, 1, 1, &stage_bytes), FI_ERROR_INVALID_ARGUMENT,
+             "page_size");
   EXPECT(fi_decode_plan(NULL, &params, 0, NULL, 0, NULL, NULL, 0, NULL) == FI_ERROR_INVALID_ARGUMENT &&
              strstr(fi_last_error(NULL), "ctx is NULL"),
          "NULL context: %s", fi_last_error(NULL));

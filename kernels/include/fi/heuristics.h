@@ -46,9 +46,10 @@ typedef struct fi_tile_problem {
   int32_t kv_dtype_bytes; /* 1 for fp8, 2, 4 */
   int64_t avg_qo_len;     /* 1 for decode */
   int64_t avg_kv_len;
-  /* 1 when the Hopper tier's warp-specialised prefill kernel can run the op: KV of the
-   * query's dtype, no RoPE and, paged, a page size that is a multiple of 16 (soft cap,
-   * ALiBi, custom masks and sliding windows run on it). Decode: 1 when the warp-specialised
+  /* 1 when the Hopper tier's warp-specialised prefill kernel can run the op: f16/bf16
+   * queries with KV of the query's dtype (soft cap, ALiBi, custom masks and sliding windows
+   * run on it), or with RoPE, fp8 KV or a page size that is not a multiple of 16 when the
+   * runtime stages them (a prefill stage: fi_context_set_prefill_stage). Decode: 1 when the warp-specialised
    * decode kernel can run it: 16-bit KV of the query's dtype and a page size that is a
    * multiple of 16 (RoPE included). 0 when not (or not known). */
   int32_t fast_path;

@@ -68,6 +68,16 @@ void fi_context_destroy(fi_context *ctx);
 fi_backend fi_context_backend(const fi_context *ctx);
 /* CUDA backend: the cudaStream_t that run functions launch on (default: stream 0). */
 fi_status fi_context_set_stream(fi_context *ctx, void *cuda_stream);
+/* CUDA backend: a device buffer (256-byte aligned) for the prefill stage pass, or NULL, 0
+ * (the default). Prefills with RoPE, fp8 KV or (paged) a page size that is not a multiple
+ * of 16 run on the warp-specialised Hopper kernel after a pass that writes their rotated /
+ * widened Q, K and V here as 16-bit token rows (O(tokens) beside the kernel's O(tokens^2));
+ * size it with fi_prefill_stage_size. Without a stage large enough for a run, that run
+ * takes the one-warpgroup kernels (same results, slower). Runs use it in stream order: one
+ * buffer serves every run on the context's stream; the caller keeps it alive and at the
+ * same address while runs (and graphs captured with it) may use it. Host contexts take
+ * only NULL, 0 (they need no stage). */
+fi_status fi_context_set_prefill_stage(fi_context *ctx, void *device_buffer, size_t bytes);
 /* Host backend: number of threads (default: the number of online cores). */
 fi_status fi_context_set_num_threads(fi_context *ctx, int32_t num_threads);
 /* The target facts the heuristics use: read off the device for CUDA; the H100 defaults
@@ -223,7 +233,7 @@ typedef struct fi_plan {
   int32_t num_pages;
   void *workspace;              /* as passed to plan */
   size_t workspace_bytes;
-  uint64_t private_[14];
+  uint64_t private_[16];
 } fi_plan;
 
 /* Workspace sizes are exact upper bounds for every problem up to `max_batch` requests
@@ -233,6 +243,14 @@ fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *p
                                    int32_t max_batch, size_t *bytes);
 fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                     int32_t max_batch, int64_t max_qo_rows, size_t *bytes);
+
+/* The bytes of the prefill stage (fi_context_set_prefill_stage) that runs with these params
+ * need, up to max_qo_rows rows of q and max_kv_rows KV rows (ragged: rows of k; paged: the
+ * page-table entries (kv_indptr[batch]) times the page size); 0 when they need none (no
+ * RoPE, fp8 KV or odd page size; the host backend; a device without the Hopper kernel). */
+fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *params,
+                                int32_t paged, int64_t max_qo_rows, int64_t max_kv_rows,
+                                size_t *bytes);
 
 /* `tiles` (may be NULL) forces the variant chosen at compile time; plan fails with
  * FI_ERROR_UNSUPPORTED if the backend has no such variant. */
