@@ -297,6 +297,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     sa.paged = p.paged;
     sa.page_size = p.page_size;
     sa.batch = plan->batch;
+    sa.device_batch = counts ? counts + 8 : nullptr;  // the workspace header's batch word
     sa.num_qo_heads = a->num_qo_heads;
     sa.num_kv_heads = a->num_kv_heads;
     sa.head_dim = a->head_dim;

@@ -17,7 +17,12 @@ struct PrefillStageArgs {
   int64_t k_stride_page, k_stride_tok, k_stride_head;
   int64_t v_stride_page, v_stride_tok, v_stride_head;
   const int32_t *qo_indptr, *kv_indptr, *kv_indices, *kv_last_page_len;
-  int32_t paged, page_size, batch;
+  int32_t paged, page_size;
+  // The plan's batch: read from the workspace header (device_batch, written by the host and
+  // the device planner) so that graph replays after re-planning see the current one; batch
+  // when device_batch is null.
+  const int32_t *device_batch;
+  int32_t batch;
   int32_t num_qo_heads, num_kv_heads, head_dim;
   int32_t kv_kind;  // FI_KV_SAME / FI_KV_E4M3 / FI_KV_E5M2
   int32_t rope;     // rotate Q and K (LLaMA)

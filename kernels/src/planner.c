@@ -28,7 +28,9 @@
  *   counts [2] int32 (work units, merge units of the current plan), then [2] int32 zeros
  *   (the scheduler of the persistent CUDA prefill kernel, which leaves them zero), then
  *   [4] int32 status {code, index, value, placed} of the device planner (plan_device.cu; zero
- *   from the host planner); 256 bytes reserved |
+ *   from the host planner), [1] int32 the plan's batch (0 when a device plan found an
+ *   error; the prefill stage pass reads it, so that a graph replayed after re-planning
+ *   stages the current requests); 256 bytes reserved |
  *   work [U] | mask row extents [E] int32 pairs | merge [M] |
  *   partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
@@ -347,7 +349,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 
   counts c = count_for_chunk(pb, rpu, chunk);
   size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
-                         (size_t)c.merge * sizeof(fi_merge_unit) + 32;
+                         (size_t)c.merge * sizeof(fi_merge_unit) + 9 * sizeof(int32_t);
   char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
   if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
   fi_work_unit *work = (fi_work_unit *)scratch;
@@ -392,13 +394,14 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     hdr[1] = (int32_t)nm;
     hdr[2] = hdr[3] = 0; /* scheduler counters (see the layout note) */
     hdr[4] = hdr[5] = hdr[6] = hdr[7] = 0; /* the device planner's status (none here) */
+    hdr[8] = pb->batch;
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = fi_cuda_upload(ctx, base, hdr, 8 * sizeof(int32_t));
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 9 * sizeof(int32_t));
       if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
-      memcpy(base, hdr, 8 * sizeof(int32_t));
+      memcpy(base, hdr, 9 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }
