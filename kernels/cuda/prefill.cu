@@ -271,17 +271,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   }
   // The staged tensors: 16-bit token rows of q's type in the stage.
   const fi_dtype q_dt = a->q_dtype;
-  fi_tensor sq = *q, sk = *kv.k, sv = *kv.v;
+  fi_tensor sk = *kv.k, sv = *kv.v;
   KvTensors ws_kv = kv;
-  const fi_tensor *ws_q = q;
   PrefillStageArgs sa = {};
   if (!ws_refusal && needs_stage) {
     char *base = (char *)ctx->prefill_stage;
-    const int64_t qshape[3] = {q->shape[0], a->num_qo_heads, a->head_dim};
     const int64_t kvshape[3] = {stage_kv_rows, a->num_kv_heads, a->head_dim};
-    sa.q = q->data;
-    sa.q_stride_n = q->strides[0];
-    sa.q_stride_h = q->strides[1];
     sa.k = p.k;
     sa.v = p.v;
     sa.k_stride_page = p.k_stride_page;
@@ -290,7 +285,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     sa.v_stride_page = p.v_stride_page;
     sa.v_stride_tok = p.v_stride_tok;
     sa.v_stride_head = p.v_stride_head;
-    sa.qo_indptr = qo_indptr;
     sa.kv_indptr = p.kv_indptr;
     sa.kv_indices = p.kv_indices;
     sa.kv_last_page_len = p.kv_last_page_len;
@@ -298,25 +292,19 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     sa.page_size = p.page_size;
     sa.batch = plan->batch;
     sa.device_batch = counts ? counts + 8 : nullptr;  // the workspace header's batch word
-    sa.num_qo_heads = a->num_qo_heads;
     sa.num_kv_heads = a->num_kv_heads;
     sa.head_dim = a->head_dim;
     sa.kv_kind = kvk;
     sa.rope = a->pos_encoding == FI_POS_ROPE_LLAMA;
     sa.rope_rcp_scale = p.rope_rcp_scale;
     sa.rope_log2_theta = p.rope_log2_theta;
-    sa.q_rows_cap = q->shape[0];
     sa.kv_rows_cap = stage_kv_rows;
-    if (stage.q != SIZE_MAX) {
-      sa.sq = base + stage.q;
-      sq = fi_tensor_contiguous(sa.sq, q_dt, 3, qshape);
-      ws_q = &sq;
-    }
     sa.sk = base + stage.k;
     sk = fi_tensor_contiguous(sa.sk, q_dt, 3, kvshape);
     ws_kv.k = &sk;
     ws_kv.k_paged = false;
     p.k_staged = 1;
+    p.rope_q = a->pos_encoding == FI_POS_ROPE_LLAMA;
     if (stage.v != SIZE_MAX) {
       sa.sv = base + stage.v;
       sv = fi_tensor_contiguous(sa.sv, q_dt, 3, kvshape);
@@ -329,7 +317,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
   if (!ws_refusal &&
-      !encode_ws_maps(&ws_maps, ws_q, ws_kv, a->head_dim, p.group, p.page_size))
+      !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.page_size))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
@@ -344,7 +332,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream);
   } else {
-    p.k_staged = p.v_staged = 0;
+    p.k_staged = p.v_staged = p.rope_q = 0;
     e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
                plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   }

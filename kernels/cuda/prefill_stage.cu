@@ -1,20 +1,20 @@
 // prefill_stage.cu -- the stage pass of the warp-specialised prefill kernel: one pass over
-// a run's Q, K and V that writes them in the form prefill_ws.cuh takes (16-bit of q's
-// type, contiguous token rows), so that RoPE, fp8 KV and pages of any size run on that
-// kernel instead of the one-warpgroup kernels.
+// a run's K and V that writes them in the form prefill_ws.cuh takes (16-bit of q's type,
+// contiguous token rows), so that RoPE, fp8 KV and pages of any size run on that kernel
+// instead of the one-warpgroup kernels. (Q needs no pass: with RoPE the kernel rotates each
+// Q tile in shared memory as it lands, since every query row is loaded exactly once.)
 //
 // Why a pass and not work inside the kernel: the kernel reads each K tile once per query
 // chunk (a causal 8k prefill reads it ~32 times per head); rotating or widening it there
 // costs that many times over, on the warps that feed the tensor cores. Here every element is
 // transformed once: O(tokens) work beside the kernel's O(tokens^2).
 //
-// Work split. A flat grid-stride loop over the staged tensors' rows at their capacity
+// Work split. A flat grid-stride loop over the staged K/V rows at their capacity
 // (rows x heads x 8-dim chunks, or with RoPE pairs of chunks d, d + head_dim / 2), one
 // 16-byte store per chunk; each item finds its request by a binary search of the indptr,
 // and items past the current plan's rows do nothing. Nothing depends on the batch the host
 // saw: it is read from the plan's workspace header, so a CUDA graph replayed after
 // re-planning stages the current requests.
-//   - Q (RoPE only): row t of request r rotated at position kv_len - qo_len + (t - qo_begin).
 //   - K: rotated at position j (RoPE) and/or widened from fp8, or copied (pages whose size
 //     is not a multiple of 16: the kernel's paged boxes need 16-token runs).
 //   - V (fp8 or such pages): widened or copied.
@@ -24,6 +24,9 @@
 // the kernel masks K and zeroes V past kv_len).
 // Memory traffic: each staged element read once and written once (fp8: 1 byte read, 2
 // written); the kernel then reads the staged copies as it would read the cache.
+// Why K is staged and Q is not: the kernel reads each K tile once per query chunk (a causal
+// 8k prefill ~32 times per head), so rotating or widening it there would repeat the work
+// that many times on the warps that feed the tensor cores.
 // The math matches prefill_kernel.cuh's in-kernel RoPE (same frequencies, the same
 // range-reduced sincos, rounded to q's type) and its fp8 widening (exact).
 #include <cuda_runtime.h>
@@ -85,32 +88,14 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   const int hd = s.head_dim, half = hd / 2;
   const int chunks = hd / 8, pairs = hd / 16;  // per head row
   const int esz = s.kv_kind == FI_KV_SAME ? 2 : 1;
-  const int q_end = __ldg(s.qo_indptr + batch);
   const int kv_end = __ldg(s.kv_indptr + batch);  // paged: entries; ragged: rows
-  const int64_t per_q = s.sq ? s.q_rows_cap * s.num_qo_heads * pairs : 0;
   const int k_per_row = s.rope ? pairs : chunks;
   const int64_t per_k = s.sk ? s.kv_rows_cap * s.num_kv_heads * k_per_row : 0;
   const int64_t per_v = s.sv ? s.kv_rows_cap * s.num_kv_heads * chunks : 0;
-  const int64_t total = per_q + per_k + per_v;
+  const int64_t total = per_k + per_v;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
-    if (i < per_q) {  // Q: (row, head, chunk pair)
-      const int cp = (int)(i % pairs), h = (int)(i / pairs % s.num_qo_heads);
-      const int t = (int)(i / pairs / s.num_qo_heads);
-      if (t >= q_end) continue;
-      const int r = owner(s.qo_indptr, batch, t);
-      const int qo_begin = __ldg(s.qo_indptr + r), qo_len = __ldg(s.qo_indptr + r + 1) - qo_begin;
-      const char *src = (const char *)s.q + 2 * ((int64_t)t * s.q_stride_n + (int64_t)h * s.q_stride_h);
-      char *dst = (char *)s.sq + 2 * (((int64_t)t * s.num_qo_heads + h) * hd);
-      float a[8], b[8];
-      fi::vec8<DT>::load(src + 2 * cp * 8, a);
-      fi::vec8<DT>::load(src + 2 * (cp * 8 + half), b);
-      rotate8(a, b, cp * 8, kv_len_of(s, r) - qo_len + (t - qo_begin), s);
-      fi::vec8<DT>::store(dst + 2 * cp * 8, a);
-      fi::vec8<DT>::store(dst + 2 * (cp * 8 + half), b);
-      continue;
-    }
-    int64_t item = i - per_q;
+    int64_t item = i;
     const bool is_k = item < per_k;
     if (!is_k) item -= per_k;
     const int per_row = is_k ? k_per_row : chunks;
@@ -157,8 +142,7 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream) {
   const int hd = s.head_dim;
-  const int64_t items = (s.sq ? s.q_rows_cap * s.num_qo_heads * (hd / 16) : 0) +
-                        (s.sk ? s.kv_rows_cap * s.num_kv_heads * (s.rope ? hd / 16 : hd / 8) : 0) +
+  const int64_t items = (s.sk ? s.kv_rows_cap * s.num_kv_heads * (s.rope ? hd / 16 : hd / 8) : 0) +
                         (s.sv ? s.kv_rows_cap * s.num_kv_heads * (hd / 8) : 0);
   if (items == 0) return cudaSuccess;
   // At most 8 blocks of 256 threads per SM; the loop strides over the rest.

@@ -1,6 +1,6 @@
 // prefill_stage.h -- the arguments and launcher of the stage pass (prefill_stage.cu), which
-// writes a run's Q (RoPE), K (RoPE, fp8, odd pages) and V (fp8, odd pages) as 16-bit
-// contiguous token rows for the warp-specialised prefill kernel.
+// writes a run's K (RoPE, fp8, odd pages) and V (fp8, odd pages) as 16-bit contiguous token
+// rows for the warp-specialised prefill kernel.
 #ifndef FI_CUDA_PREFILL_STAGE_H
 #define FI_CUDA_PREFILL_STAGE_H
 
@@ -10,27 +10,25 @@
 #include "prefill_params.h"
 
 struct PrefillStageArgs {
-  // Sources (as in PrefillParams; K/V strides in elements of the KV dtype).
-  const void *q;
-  int64_t q_stride_n, q_stride_h;
+  // Sources (as in PrefillParams; strides in elements of the KV dtype).
   const void *k, *v;
   int64_t k_stride_page, k_stride_tok, k_stride_head;
   int64_t v_stride_page, v_stride_tok, v_stride_head;
-  const int32_t *qo_indptr, *kv_indptr, *kv_indices, *kv_last_page_len;
+  const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;
   int32_t paged, page_size;
   // The plan's batch: read from the workspace header (device_batch, written by the host and
   // the device planner) so that graph replays after re-planning see the current one; batch
   // when device_batch is null.
   const int32_t *device_batch;
   int32_t batch;
-  int32_t num_qo_heads, num_kv_heads, head_dim;
+  int32_t num_kv_heads, head_dim;
   int32_t kv_kind;  // FI_KV_SAME / FI_KV_E4M3 / FI_KV_E5M2
-  int32_t rope;     // rotate Q and K (LLaMA)
+  int32_t rope;     // rotate K (LLaMA)
   float rope_rcp_scale, rope_log2_theta;
-  // Destinations, 16-bit of q's type, rows of (heads, head_dim) contiguous: sq [q_rows_cap]
-  // (RoPE only, else null), sk / sv [kv_rows_cap] (null: that tensor is not staged).
-  void *sq, *sk, *sv;
-  int64_t q_rows_cap, kv_rows_cap;
+  // Destinations, 16-bit of q's type, rows of (heads, head_dim) contiguous: sk / sv
+  // [kv_rows_cap] (null: that tensor is not staged).
+  void *sk, *sv;
+  int64_t kv_rows_cap;
 };
 
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,

@@ -47,8 +47,9 @@
 // Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64 or 128,
 // f16/bf16 queries, a GQA group of at most 128, tensors the driver can map. Q, K and V come
 // straight from the run's tensors (16-bit KV of q's type, paged page sizes a multiple of 16)
-// or from the stage pass (prefill_stage.cu: RoPE-rotated Q and K, fp8 K/V widened, pages of
-// any size as token rows; k_staged / v_staged), which needs the context's prefill stage.
+// or from the stage pass (prefill_stage.cu: RoPE-rotated K, fp8 K/V widened, pages of any
+// size as token rows; k_staged / v_staged), which needs the context's prefill stage; with
+// RoPE the consumers rotate each Q tile in shared memory as it lands (rope_q).
 // EXTRAS = false is the plain kernel (no soft cap, ALiBi, custom mask or window: none of
 // their per-element work is compiled in).
 #ifndef FI_CUDA_PREFILL_WS_CUH
@@ -116,6 +117,44 @@ __device__ __forceinline__ void load_mask_bits128(const uint8_t *bits, int64_t b
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
+}
+
+// LLaMA RoPE of one consumer warpgroup's 64 rows of a Q tile in place (the wgmma layout of
+// tile_off), before its first S = Q K^T: row r holds packed row chunk + r, at position
+// q_pos_shift + its token. Each thread keeps one pair of 8-dim chunks (c, c + HD / 16) and
+// so its 8 frequencies; the math is the stage pass's (prefill_stage.cu), rounded to DT.
+template <int HD, typename DT>
+__device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid_wg, int chunk,
+                                          int packed_end, int q_pos_shift,
+                                          const PrefillParams &p) {
+  constexpr int PAIRS = HD / 16;
+  DT *const q = reinterpret_cast<DT *>(q_tile);
+  const int c = tid_wg % PAIRS;
+  float freq[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    freq[i] = p.rope_rcp_scale * exp2f(-(2.f * (c * 8 + i) / HD) * p.rope_log2_theta);
+  for (int job = tid_wg; job < 64 * PAIRS; job += 128) {
+    const int row = wg * 64 + job / PAIRS;
+    const int pr = min(chunk + row, packed_end - 1);
+    const int pos = q_pos_shift + (int)p.group_div.div((uint32_t)pr);
+    uint4 *const x0 = reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(row, c));
+    uint4 *const x1 = reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(row, c + PAIRS));
+    uint4 a4 = *x0, b4 = *x1;
+    uint32_t *const a = reinterpret_cast<uint32_t *>(&a4);
+    uint32_t *const b = reinterpret_cast<uint32_t *>(&b4);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 av = fi::unpack2<DT>(a[k]), bv = fi::unpack2<DT>(b[k]);
+      float s0, c0, s1, c1;
+      fi::sincos_reduced((float)pos * freq[2 * k], &s0, &c0);
+      fi::sincos_reduced((float)pos * freq[2 * k + 1], &s1, &c1);
+      a[k] = fi::pack2<DT>(av.x * c0 - bv.x * s0, av.y * c1 - bv.y * s1);
+      b[k] = fi::pack2<DT>(bv.x * c0 + av.x * s0, bv.y * c1 + av.y * s1);
+    }
+    *x0 = a4;
+    *x1 = b4;
+  }
 }
 
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
@@ -366,6 +405,11 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
     const int g = lane >> 2, t4 = lane & 3;
+    if (p.rope_q) {  // this warpgroup's rows, then the async proxy (wgmma) may read them
+      ws_rope_q<HD, DT>(q_tile, wg, tid & 127, chunk, packed_end, q_pos_shift, p);
+      fi::fence_proxy_async_smem();
+      wg_sync(wg);
+    }
     int row_tok[2];
     float row_slope[2] = {0.f, 0.f};
 #pragma unroll

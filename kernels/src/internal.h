@@ -114,9 +114,9 @@ enum {
 
 /* Where the stage pass (kernels/cuda/prefill_stage.cu) puts a run's staged Q, K and V in
  * the context's prefill stage: byte offsets (SIZE_MAX: not staged) and the total (0: the
- * run needs no stage, or cannot take the warp-specialised kernel anyway). Staged: Q with
- * RoPE; K with RoPE, fp8 KV or (paged) a page size that is not a multiple of 16; V with fp8
- * KV or such pages. q_rows: rows of q; kv_rows: rows of k (ragged), page-table entries
+ * run needs no stage, or cannot take the warp-specialised kernel anyway). Staged: K with
+ * RoPE, fp8 KV or (paged) a page size that is not a multiple of 16; V with fp8 KV or such
+ * pages. Q is never staged (q stays SIZE_MAX): the kernel rotates it as it lands. q_rows: rows of q; kv_rows: rows of k (ragged), page-table entries
  * times the page size (paged). */
 typedef struct fi_stage_layout {
   size_t q, k, v, total;

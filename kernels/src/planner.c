@@ -176,13 +176,9 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
       (!fp8 && p->kv_dtype != p->q_dtype) || p->num_kv_heads <= 0 ||
       p->num_qo_heads / p->num_kv_heads > 128 || q_rows < 0 || kv_rows < 0)
     return l;
-  const size_t q_bytes = (size_t)q_rows * (size_t)p->num_qo_heads * (size_t)p->head_dim * 2;
   const size_t kv_bytes = (size_t)kv_rows * (size_t)p->num_kv_heads * (size_t)p->head_dim * 2;
   size_t at = 0;
-  if (rope) {
-    l.q = at;
-    at += align_up(q_bytes);
-  }
+  /* Q is rotated by the kernel as it lands: no staged copy (l.q stays SIZE_MAX) */
   l.k = at;  /* every staged run stages K */
   at += align_up(kv_bytes);
   if (fp8 || odd_pages) {
