@@ -73,6 +73,46 @@ fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *para
 
 /* ------------------------------------------------------------------- plans -------- */
 
+uint64_t fi_plan_checksum(const fi_plan *plan) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the fields, 8 bytes at a time */
+#define FI_MIX(v)                                       \
+  do {                                                  \
+    uint64_t x_ = (uint64_t)(v);                        \
+    for (int b_ = 0; b_ < 8; ++b_, x_ >>= 8)            \
+      h = (h ^ (x_ & 0xff)) * 1099511628211ull;         \
+  } while (0)
+  FI_MIX(plan->family);
+  FI_MIX(plan->tiles.q_tile);
+  FI_MIX(plan->tiles.kv_tile);
+  FI_MIX(plan->tiles.split_kv);
+  FI_MIX(plan->tiles.cores);
+  FI_MIX(plan->batch);
+  FI_MIX(plan->num_work_units);
+  FI_MIX(plan->num_partial_rows);
+  FI_MIX(plan->total_qo_rows);
+  FI_MIX(plan->total_kv);
+  FI_MIX(plan->num_pages);
+  FI_MIX((uintptr_t)plan->workspace);
+  FI_MIX(plan->workspace_bytes);
+  const fi_attention_params *p = &plan->params;
+  FI_MIX(p->num_qo_heads);
+  FI_MIX(p->num_kv_heads);
+  FI_MIX(p->head_dim);
+  FI_MIX(p->page_size);
+  FI_MIX(p->q_dtype);
+  FI_MIX(p->kv_dtype);
+  FI_MIX(p->mask_mode);
+  for (int i = 0; i < FI_PLAN_CHECKSUM; ++i) FI_MIX(plan->private_[i]);
+#undef FI_MIX
+  return h;
+}
+
+/* Stores the checksum of a plan that `status` says was made. */
+static fi_status seal(fi_plan *plan, fi_status status) {
+  if (status == FI_SUCCESS) plan->private_[FI_PLAN_CHECKSUM] = fi_plan_checksum(plan);
+  return status;
+}
+
 static int one_of(int32_t v, const int32_t *set, int n) {
   for (int i = 0; i < n; ++i)
     if (set[i] == v) return 1;
@@ -201,8 +241,8 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
   fi_plan_problem pb = {FI_OP_DECODE, batch, NULL, host_pages->indptr,
                         host_pages->last_page_len, params->page_size};
   fi_tile_problem tp = tile_problem(ctx, params, batch, batch, total_kv, 1);
-  return finish_plan(ctx, &pb, params, tiles, select_decode_tiles(ctx, params, &tp),
-                     workspace, workspace_bytes, num_pages, plan);
+  return seal(plan, finish_plan(ctx, &pb, params, tiles, select_decode_tiles(ctx, params, &tp),
+                                workspace, workspace_bytes, num_pages, plan));
 }
 
 /* A device plan's page table as the host sees it: the pointers and counts (the arrays
@@ -263,7 +303,7 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
   fi_cuda_device_plan_problem dp = {NULL, device_pages->indptr, device_pages->indices,
                                     device_pages->last_page_len, batch, params->page_size,
                                     num_pages, num_indices, batch, 0};
-  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
+  return seal(plan, fi_cuda_plan_device(ctx, &dp, &caps, plan));
 }
 
 /* What a prefill plan made on the device checks on the host (the arrays are checked on
@@ -320,7 +360,7 @@ fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_param
   fi_cuda_device_plan_problem dp = {device_qo_indptr, device_pages->indptr, device_pages->indices,
                                     device_pages->last_page_len, batch, params->page_size,
                                     num_pages, num_indices, max_qo_rows, 0};
-  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
+  return seal(plan, fi_cuda_plan_device(ctx, &dp, &caps, plan));
 }
 
 fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_params *params,
@@ -354,7 +394,7 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
   fi_cuda_device_plan_problem dp = {device_qo_indptr, device_kv_indptr, NULL, NULL, batch, 1, 0,
                                     0, max_qo_rows, max_kv_rows};
   plan->total_kv = max_kv_rows; /* the run's k and v must hold this many rows */
-  return fi_cuda_plan_device(ctx, &dp, &caps, plan);
+  return seal(plan, fi_cuda_plan_device(ctx, &dp, &caps, plan));
 }
 
 fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan) {
@@ -385,7 +425,7 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
-  return mask_extents(ctx, &pb, params, host_mask, plan);
+  return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
 }
 
 fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
@@ -403,7 +443,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 0);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, 0, plan));
-  return mask_extents(ctx, &pb, params, host_mask, plan);
+  return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
 }
 
 /* ------------------------------------------------------------- run checks --------- */
@@ -422,6 +462,11 @@ static fi_status check_plan(fi_context *ctx, const fi_plan *plan, fi_op_family f
     return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
                         "plan was made for %s but passed to the %s run function",
                         family_name(plan->family), family_name(family));
+  if (plan->private_[FI_PLAN_CHECKSUM] != fi_plan_checksum(plan))
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "plan's fields no longer match their checksum (the plan was modified "
+                        "or overwritten after its plan function returned): make a new plan "
+                        "and pass it unchanged");
   return FI_SUCCESS;
 }
 
@@ -615,7 +660,7 @@ fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_s
   plan->num_pages = num_pages;
   plan->params.page_size = page_size;
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
-  return FI_SUCCESS;
+  return seal(plan, FI_SUCCESS);
 }
 
 fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t page_size,
@@ -640,7 +685,7 @@ fi_status fi_append_paged_kv_plan_device(fi_context *ctx, int32_t batch, int32_t
   plan->private_[FI_PLAN_NUM_INDICES] = (uint64_t)num_indices;
   plan->private_[FI_PLAN_STATUS_MIRROR] = (uint64_t)(uintptr_t)ctx->plan_status_mirror;
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
-  return FI_SUCCESS;
+  return seal(plan, FI_SUCCESS);
 }
 
 fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *k,

@@ -110,7 +110,14 @@ enum {
                                    kept-key extents in the workspace (0: none) */
   FI_PLAN_KV_ENTRIES = 14, /* paged prefill: page-table entries the plan may cover (host:
                               kv_indptr[batch]; device: num_indices), the stage's bound */
+  FI_PLAN_CHECKSUM = 15, /* fi_plan_checksum of the rest, stored last by every plan function */
 };
+
+/* A hash of everything a run trusts in a plan: the public counts and workspace, the shape
+ * parameters (heads, head_dim, page size, dtypes, mask mode; not the per-run attributes the
+ * compiled code's adapters set on their copy) and private words 0..14. Every plan function
+ * stores it last; every run refuses a plan whose fields no longer match it. */
+uint64_t fi_plan_checksum(const fi_plan *plan);
 
 /* Where the stage pass (kernels/cuda/prefill_stage.cu) puts a run's staged Q, K and V in
  * the context's prefill stage: byte offsets (SIZE_MAX: not staged) and the total (0: the

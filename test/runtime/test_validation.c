@@ -215,13 +215,31 @@ static void test_run_rules(void) {
   memset(&garbage, 0, sizeof garbage);
   EXPECT_ERR(fi_paged_prefill_run(ctx, &garbage, &Q, qo_indptr, &kv, &pt, NULL, &O, &L),
              FI_ERROR_PLAN_MISMATCH, "not made by a fi_*_plan");
+  /* a plan whose fields were overwritten after it was made: refused, never dereferenced */
+  static const char *const corruptions[] = {"workspace NULL", "work-unit offset", "unit count",
+                                            "head_dim", "a copy's workspace"};
+  for (int c = 0; c < 5; ++c) {
+    fi_plan bad = plan;
+    if (c == 0) bad.workspace = NULL;
+    if (c == 1) bad.private_[0] += 4096; /* where the work units are */
+    if (c == 2) bad.num_work_units += 1000;
+    if (c == 3) bad.params.head_dim = 64;
+    if (c == 4) bad.workspace = (char *)bad.workspace + 64;
+    fi_status st = fi_paged_prefill_run(ctx, &bad, &Q, qo_indptr, &kv, &pt, NULL, &O, &L);
+    EXPECT(st == FI_ERROR_PLAN_MISMATCH && strstr(fi_last_error(ctx), "checksum"),
+           "corrupted plan (%s): got %s \"%s\"", corruptions[c], fi_status_string(st),
+           fi_last_error(ctx));
+  }
+  fi_plan copy;
+  memcpy(&copy, &plan, sizeof copy); /* an unchanged copy is the same plan */
   /* nothing was computed by the rejected runs */
   int untouched = 1;
   for (size_t i = 0; i < sizeof o / sizeof o[0]; ++i)
     if (o[i] != 0xffff) untouched = 0;
   EXPECT(untouched, "a rejected run wrote its output");
-  /* and the valid run works */
+  /* and the valid run works, from the plan and from its copy */
   EXPECT_OK(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &O, &L), ctx);
+  EXPECT_OK(fi_paged_prefill_run(ctx, &copy, &Q, qo_indptr, &kv, &pt, NULL, &O, &L), ctx);
 
   /* merge shapes */
   float va[2 * 4 * 8], vb[3 * 4 * 8], sa[2 * 4], sb[3 * 4];
