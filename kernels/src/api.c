@@ -491,7 +491,21 @@ static fi_status check_q_o_lse(fi_context *ctx, const fi_plan *plan, const fi_te
   CHECK(check_rows(ctx, "q [nnz_qo, qo_heads, head_dim]", q, p->q_dtype, 3, shape));
   CHECK(check_rows(ctx, "o [nnz_qo, qo_heads, head_dim]", o, p->q_dtype, 3, shape));
   if (lse) CHECK(check_rows(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
+  CHECK(fi_validate_no_self_overlap(ctx, "o", o));
+  if (lse) CHECK(fi_validate_no_self_overlap(ctx, "lse", lse));
+  CHECK(fi_validate_disjoint(ctx, "o", o, "q", q));
+  CHECK(fi_validate_disjoint(ctx, "lse", lse, "q", q));
+  CHECK(fi_validate_disjoint(ctx, "lse", lse, "o", o));
   return FI_SUCCESS;
+}
+
+/* The outputs of an attention run against its K and V. */
+static fi_status check_outputs_vs_kv(fi_context *ctx, const fi_tensor *o, const fi_tensor *lse,
+                                     const fi_tensor *k, const fi_tensor *v) {
+  CHECK(fi_validate_disjoint(ctx, "o", o, "k", k));
+  CHECK(fi_validate_disjoint(ctx, "o", o, "v", v));
+  CHECK(fi_validate_disjoint(ctx, "lse", lse, "k", k));
+  return fi_validate_disjoint(ctx, "lse", lse, "v", v);
 }
 
 /* On the host backend the run-time index arrays are host memory: re-check them against
@@ -549,6 +563,7 @@ fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
   CHECK(check_pages_present(ctx, pages));
   CHECK(check_host_pages(ctx, plan, pages));
+  CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
   fi_plan_problem pb = {FI_OP_DECODE, plan->batch, NULL, pages->indptr, pages->last_page_len,
                         plan->params.page_size};
   CHECK(check_run_problem(ctx, plan, &pb, NULL));
@@ -569,6 +584,7 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "the plan uses a custom mask but mask (bits, indptr) is NULL");
   CHECK(check_host_pages(ctx, plan, pages));
+  CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
   fi_plan_problem pb = {FI_OP_PAGED_PREFILL, plan->batch, qo_indptr, pages->indptr,
                         pages->last_page_len, plan->params.page_size};
   CHECK(check_run_problem(ctx, plan, &pb, mask));
@@ -586,6 +602,7 @@ fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_t
   int64_t kshape[3] = {plan->total_kv, p->num_kv_heads, p->head_dim};
   CHECK(check_rows(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
   CHECK(check_rows(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
+  CHECK(check_outputs_vs_kv(ctx, o, lse, k, v));
   if (!qo_indptr || !kv_indptr)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "qo_indptr and kv_indptr must not be NULL");
   if (p->mask_mode == FI_MASK_CUSTOM && (!mask || !mask->bits || !mask->indptr))
@@ -611,6 +628,19 @@ fi_status fi_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor 
   CHECK(fi_validate_tensor(ctx, "s_a [rows, heads]", s_a, FI_DTYPE_F32, 2, vshape));
   CHECK(fi_validate_tensor(ctx, "s_b [rows, heads]", s_b, FI_DTYPE_F32, 2, vshape));
   CHECK(fi_validate_tensor(ctx, "s_out [rows, heads]", s_out, FI_DTYPE_F32, 2, vshape));
+  /* In place over a or b (the same views: each element reads only its own index) is
+   * allowed; any other overlap of an output is not. */
+  CHECK(fi_validate_no_self_overlap(ctx, "v_out", v_out));
+  CHECK(fi_validate_no_self_overlap(ctx, "s_out", s_out));
+  const fi_tensor *const ins[4] = {v_a, v_b, s_a, s_b};
+  static const char *const in_names[4] = {"v_a", "v_b", "s_a", "s_b"};
+  for (int i = 0; i < 4; ++i) {
+    if (!fi_tensor_same_view(v_out, ins[i]))
+      CHECK(fi_validate_disjoint(ctx, "v_out", v_out, in_names[i], ins[i]));
+    if (!fi_tensor_same_view(s_out, ins[i]))
+      CHECK(fi_validate_disjoint(ctx, "s_out", s_out, in_names[i], ins[i]));
+  }
+  CHECK(fi_validate_disjoint(ctx, "s_out", s_out, "v_out", v_out));
   return DISPATCH(ctx, merge_state, ctx, v_a, s_a, v_b, s_b, v_out, s_out);
 }
 
@@ -623,6 +653,15 @@ fi_status fi_merge_states(fi_context *ctx, const fi_tensor *v, const fi_tensor *
   CHECK(fi_validate_tensor(ctx, "s [rows, n, heads]", s, FI_DTYPE_F32, 3, sshape));
   CHECK(fi_validate_tensor(ctx, "v_out [rows, heads, head_dim] (dtype of v)", v_out, v->dtype, 3, oshape));
   if (s_out) CHECK(fi_validate_tensor(ctx, "s_out [rows, heads]", s_out, FI_DTYPE_F32, 2, oshape));
+  CHECK(fi_validate_no_self_overlap(ctx, "v_out", v_out));
+  CHECK(fi_validate_disjoint(ctx, "v_out", v_out, "v", v));
+  CHECK(fi_validate_disjoint(ctx, "v_out", v_out, "s", s));
+  if (s_out) {
+    CHECK(fi_validate_no_self_overlap(ctx, "s_out", s_out));
+    CHECK(fi_validate_disjoint(ctx, "s_out", s_out, "v", v));
+    CHECK(fi_validate_disjoint(ctx, "s_out", s_out, "s", s));
+    CHECK(fi_validate_disjoint(ctx, "s_out", s_out, "v_out", v_out));
+  }
   return DISPATCH(ctx, merge_states, ctx, v, s, v_out, s_out);
 }
 
@@ -711,6 +750,13 @@ fi_status fi_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, const fi_
   CHECK(fi_validate_tensor(ctx, "k [nnz_append, kv_heads, head_dim] (cache dtype)", k, p.kv_dtype, 3, shape));
   CHECK(fi_validate_tensor(ctx, "v [nnz_append, kv_heads, head_dim] (cache dtype)", v, p.kv_dtype, 3, shape));
   CHECK(fi_validate_kv_cache(ctx, kv, &p, plan->num_pages));
+  /* the cache is written: one element per index, and not over the new tokens it reads */
+  CHECK(fi_validate_no_self_overlap(ctx, "kv.k", &kv->k));
+  CHECK(fi_validate_no_self_overlap(ctx, "kv.v", &kv->v));
+  CHECK(fi_validate_disjoint(ctx, "kv.k", &kv->k, "k", k));
+  CHECK(fi_validate_disjoint(ctx, "kv.k", &kv->k, "v", v));
+  CHECK(fi_validate_disjoint(ctx, "kv.v", &kv->v, "k", k));
+  CHECK(fi_validate_disjoint(ctx, "kv.v", &kv->v, "v", v));
   CHECK(check_pages_present(ctx, pages));
   if (!append_indptr)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "append_indptr is NULL");

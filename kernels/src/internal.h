@@ -32,6 +32,14 @@ fi_status fi_validate_mask(fi_context *ctx, const fi_attention_params *p,
  * 1, non-negative strides. `name` is the argument's name in messages. */
 fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
                              fi_dtype dtype, int32_t rank, const int64_t *shape);
+/* An output whose strides give two indices one element is refused (naming the stride). */
+fi_status fi_validate_no_self_overlap(fi_context *ctx, const char *name, const fi_tensor *t);
+/* An output whose bytes overlap an input's (a run reads the input while it writes the
+ * output) is refused; NULL tensors pass. */
+fi_status fi_validate_disjoint(fi_context *ctx, const char *out_name, const fi_tensor *out,
+                               const char *in_name, const fi_tensor *in);
+/* 1 when two tensors are the same view of the same memory (in-place merges). */
+int fi_tensor_same_view(const fi_tensor *a, const fi_tensor *b);
 /* Like fi_validate_tensor but dtype may be any of f16/bf16/f32. */
 fi_status fi_validate_float_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
                                    int32_t rank, const int64_t *shape);

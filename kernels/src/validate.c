@@ -248,3 +248,69 @@ fi_status fi_validate_kv_cache(fi_context *ctx, const fi_paged_kv_cache *kv,
   if (s != FI_SUCCESS) return s;
   return fi_validate_tensor(ctx, vn, &kv->v, p->kv_dtype, 4, shape);
 }
+
+/* ------------------------------------------------------------------ overlap -------- */
+
+/* The first and one-past-last byte a (validated: strides >= 0) tensor touches; 0 when it
+ * has no element. */
+static int byte_range(const fi_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+  uint64_t last = 0;
+  for (int32_t d = 0; d < t->rank; ++d) {
+    if (t->shape[d] == 0) return 0;
+    last += (uint64_t)(t->shape[d] - 1) * (uint64_t)t->strides[d];
+  }
+  const size_t esz = fi_dtype_size(t->dtype);
+  *lo = (uintptr_t)t->data;
+  *hi = (uintptr_t)t->data + (uintptr_t)((last + 1) * esz);
+  return 1;
+}
+
+fi_status fi_validate_no_self_overlap(fi_context *ctx, const char *name, const fi_tensor *t) {
+  /* Dimensions of extent > 1 by increasing stride: each stride must step past everything
+   * the smaller ones span, else two indices name one element. */
+  int order[FI_MAX_RANK], n = 0;
+  for (int32_t d = 0; d < t->rank; ++d) {
+    if (t->shape[d] == 0) return FI_SUCCESS;
+    if (t->shape[d] > 1) order[n++] = d;
+  }
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; --j) {
+      int x = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = x;
+    }
+  int64_t span = 1; /* elements the smaller dimensions cover */
+  for (int i = 0; i < n; ++i) {
+    const int d = order[i];
+    if (t->strides[d] < span)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "%s.strides[%d] = %lld makes elements overlap (its smaller dimensions "
+                          "span %lld elements): an output needs one element per index; pass a "
+                          "contiguous tensor", name, d, (long long)t->strides[d],
+                          (long long)span);
+    span = t->strides[d] * (t->shape[d] - 1) + span;
+  }
+  return FI_SUCCESS;
+}
+
+fi_status fi_validate_disjoint(fi_context *ctx, const char *out_name, const fi_tensor *out,
+                               const char *in_name, const fi_tensor *in) {
+  if (!out || !in) return FI_SUCCESS;
+  uintptr_t a0, a1, b0, b1;
+  if (!byte_range(out, &a0, &a1) || !byte_range(in, &b0, &b1)) return FI_SUCCESS;
+  if (a0 < b1 && b0 < a1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s overlaps %s in memory (bytes [%p, %p) and [%p, %p)): the kernels "
+                        "read %s while they write %s; pass separate buffers", out_name,
+                        in_name, (void *)a0, (void *)a1, (void *)b0, (void *)b1, in_name,
+                        out_name);
+  return FI_SUCCESS;
+}
+
+int fi_tensor_same_view(const fi_tensor *a, const fi_tensor *b) {
+  if (a->data != b->data || a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int32_t d = 0; d < a->rank; ++d)
+    if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+      return 0;
+  return 1;
+}

@@ -215,6 +215,25 @@ static void test_run_rules(void) {
   memset(&garbage, 0, sizeof garbage);
   EXPECT_ERR(fi_paged_prefill_run(ctx, &garbage, &Q, qo_indptr, &kv, &pt, NULL, &O, &L),
              FI_ERROR_PLAN_MISMATCH, "not made by a fi_*_plan");
+  /* outputs that overlap themselves or an input */
+  fi_tensor Obad = O;
+  Obad.strides[1] = 0; /* every head on one row */
+  EXPECT_ERR(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &Obad, &L),
+             FI_ERROR_INVALID_ARGUMENT, "o.strides[1] = 0", "overlap");
+  Obad = O;
+  Obad.strides[0] = 8; /* rows one head apart: row r's heads 1.. are row r+1's */
+  EXPECT_ERR(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &Obad, &L),
+             FI_ERROR_INVALID_ARGUMENT, "o.strides[", "overlap");
+  EXPECT_ERR(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &Q, &L),
+             FI_ERROR_INVALID_ARGUMENT, "o overlaps q", "separate buffers");
+  fi_tensor Lbad2 = L;
+  Lbad2.data = o; /* lse inside o */
+  EXPECT_ERR(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &O, &Lbad2),
+             FI_ERROR_INVALID_ARGUMENT, "lse overlaps o");
+  fi_tensor Oin_k = O;
+  Oin_k.data = kbuf; /* o over the K cache */
+  EXPECT_ERR(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &Oin_k, &L),
+             FI_ERROR_INVALID_ARGUMENT, "o overlaps k");
   /* a plan whose fields were overwritten after it was made: refused, never dereferenced */
   static const char *const corruptions[] = {"workspace NULL", "work-unit offset", "unit count",
                                             "head_dim", "a copy's workspace"};
@@ -248,6 +267,21 @@ static void test_run_rules(void) {
   fi_tensor Sa = fi_tensor_contiguous(sa, FI_DTYPE_F32, 2, a2), Sb = fi_tensor_contiguous(sb, FI_DTYPE_F32, 2, b2);
   EXPECT_ERR(fi_merge_state(ctx, &Va, &Sa, &Vb, &Sb, &Va, &Sa), FI_ERROR_INVALID_ARGUMENT,
              "v_b", "shape[0] = 3", "expected 2");
+  /* in place over a or b: allowed; an output one row off a (overlapping it): refused */
+  float vc[3 * 4 * 8], sc[3 * 4], vd[2 * 4 * 8], sd[2 * 4];
+  memset(vc, 0, sizeof vc), memset(sc, 0, sizeof sc), memset(vd, 0, sizeof vd), memset(sd, 0, sizeof sd);
+  memset(va, 0, sizeof va), memset(sa, 0, sizeof sa);
+  fi_tensor Vc = fi_tensor_contiguous(vc, FI_DTYPE_F32, 3, a3), Sc = fi_tensor_contiguous(sc, FI_DTYPE_F32, 2, a2);
+  fi_tensor Vd = fi_tensor_contiguous(vd, FI_DTYPE_F32, 3, a3), Sd = fi_tensor_contiguous(sd, FI_DTYPE_F32, 2, a2);
+  EXPECT_OK(fi_merge_state(ctx, &Va, &Sa, &Vd, &Sd, &Va, &Sa), ctx);
+  EXPECT_OK(fi_merge_state(ctx, &Va, &Sa, &Vd, &Sd, &Vd, &Sd), ctx);
+  fi_tensor Vshift = fi_tensor_contiguous(vc + 4 * 8, FI_DTYPE_F32, 3, a3); /* rows 1..2 of vc */
+  EXPECT_ERR(fi_merge_state(ctx, &Vc, &Sc, &Vd, &Sd, &Vshift, &Sd), FI_ERROR_INVALID_ARGUMENT,
+             "v_out overlaps v_a");
+  fi_tensor Vzero = Vd;
+  Vzero.strides[0] = 0;
+  EXPECT_ERR(fi_merge_state(ctx, &Va, &Sa, &Vd, &Sd, &Vzero, &Sc), FI_ERROR_INVALID_ARGUMENT,
+             "v_out.strides[0] = 0", "overlap");
 }
 
 static void test_context_rules(void) {

@@ -339,7 +339,8 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
 /* ------------------------------------------------------------ merge, append -------- */
 
 /* Merges two states of the same rows: v [rows, heads, head_dim] (f16/bf16/f32),
- * s [rows, heads] f32. v_out/s_out may alias a's tensors (in place). Commutative and
+ * s [rows, heads] f32. v_out/s_out may be the very views of a's or b's tensors (in place);
+ * outputs that overlap an input otherwise, or themselves, are refused. Commutative and
  * associative up to rounding; -inf states are identities. */
 fi_status fi_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor *s_a,
                          const fi_tensor *v_b, const fi_tensor *s_b, fi_tensor *v_out,
