@@ -39,7 +39,26 @@ fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *p
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "max_batch = %d: must be >= 0",
                         (int)max_batch);
   if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  if (params->fixed_split_size > 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.fixed_split_size = %d: a fixed split makes work units in "
+                        "proportion to the KV length, which max_batch does not bound; size "
+                        "the workspace with fi_decode_workspace_size_kv (max_kv_tokens)",
+                        (int)params->fixed_split_size);
   *bytes = fi_plan_workspace_bytes(ctx, FI_OP_DECODE, params, max_batch, max_batch);
+  return FI_SUCCESS;
+}
+
+fi_status fi_decode_workspace_size_kv(fi_context *ctx, const fi_attention_params *params,
+                                      int32_t max_batch, int64_t max_kv_tokens, size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, 1, 0));
+  if (max_batch < 0 || max_kv_tokens < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "max_batch = %d, max_kv_tokens = %lld: both must be >= 0",
+                        (int)max_batch, (long long)max_kv_tokens);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = fi_plan_decode_workspace_bytes_kv(ctx, params, max_batch, max_kv_tokens);
   return FI_SUCCESS;
 }
 

@@ -51,6 +51,7 @@
 enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 
 static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* CTAs per SM a split decode plan aims for (units x kv_heads / SMs). Decode CTAs are
  * latency-bound chains of tiles (bench/NOTES.md, v6): 5 per SM (about one wave of the
@@ -189,6 +190,21 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
   return l;
 }
 
+size_t fi_plan_decode_workspace_bytes_kv(const fi_context *ctx, const fi_attention_params *p,
+                                         int32_t max_batch, int64_t max_kv_tokens) {
+  int64_t n = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
+  int64_t units = max_batch;
+  if (p->fixed_split_size > 0) {
+    /* sum over requests of max(1, ceil(kv_i / chunk)) <= batch + ceil(total kv / chunk);
+     * a decode unit has one row, so partial rows <= units, and merge units <= batch */
+    const int64_t g = p->page_size > 0 ? p->page_size : 1;
+    const int64_t chunk = ceil_div(p->fixed_split_size, g) * g;
+    units += ceil_div(max_kv_tokens, chunk);
+  }
+  if (units > n) n = units;
+  return layout(p, n, n, n, 0).total;
+}
+
 size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p, int32_t max_batch,
                                int64_t max_qo_rows) {
@@ -208,7 +224,6 @@ typedef struct counts {
   int64_t units, partial, merge;
 } counts;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t chunk) {
   counts c = {0, 0, 0};
@@ -321,8 +336,8 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
           (long long)c.merge, workspace_bytes, (long long)k.units, (long long)k.partial,
           (long long)k.merge,
           pb->family == FI_OP_DECODE
-              ? ", or size the workspace for max_batch = the largest sum over requests of "
-                "ceil(kv_len / fixed_split_size)"
+              ? ", or size the workspace with fi_decode_workspace_size_kv (the total KV "
+                "tokens bound what a fixed split makes)"
               : "");
     }
   } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target) {

@@ -160,18 +160,12 @@ static void data_free(decode_data *d) {
   cudaFree(d->indptr_d); cudaFree(d->indices_d); cudaFree(d->last_d);
 }
 
-/* max_batch for the workspace: a fixed split size needs room for sum(ceil(kv_len /
- * split)) units (the planner's message says so). */
-static int case_max_batch(const decode_case *c) {
-  const fi_attention_params *p = &c->p;
-  int max_batch = c->batch;
-  if (p->fixed_split_size > 0) {
-    int64_t units = 0;
-    int g = p->page_size, chunk = (p->fixed_split_size + g - 1) / g * g;
-    for (int i = 0; i < c->batch; ++i) units += c->kv_len[i] > chunk ? (c->kv_len[i] + chunk - 1) / chunk : 1;
-    if (units > max_batch) max_batch = (int)units;
-  }
-  return max_batch;
+/* The total KV tokens of `c`: the workspace's bound (fi_decode_workspace_size_kv), which a
+ * fixed split size needs (it makes a unit per fixed_split_size tokens). */
+static int64_t case_total_kv(const decode_case *c) {
+  int64_t t = 0;
+  for (int i = 0; i < c->batch; ++i) t += c->kv_len[i];
+  return t;
 }
 
 /* Runs the host oracle of `c` into d->o_ref / d->lse_ref. */
@@ -179,7 +173,7 @@ static void run_host(fi_context *hctx, const decode_case *c, decode_data *d) {
   const fi_attention_params *p = &c->p;
   fi_page_table pt = {d->pages.indptr, d->pages.indices, d->pages.last_page_len};
   size_t ws = 0;
-  FI_CK(hctx, fi_decode_workspace_size(hctx, p, case_max_batch(c), &ws));
+  FI_CK(hctx, fi_decode_workspace_size_kv(hctx, p, c->batch, case_total_kv(c), &ws));
   void *w = malloc(ws + 16);
   fi_plan plan;
   FI_CK(hctx, fi_decode_plan(hctx, p, c->batch, &pt, d->pages.num_pages, NULL, w, ws, &plan));
@@ -320,7 +314,7 @@ static int run_case(fi_context *hctx, fi_context *dctx, decode_case *c, int idx,
   fi_page_table pt_h = {d.pages.indptr, d.pages.indices, d.pages.last_page_len};
   fi_page_table pt_d = {d.indptr_d, d.indices_d, d.last_d};
   size_t ws = 0;
-  FI_CK(dctx, fi_decode_workspace_size(dctx, p, case_max_batch(c), &ws));
+  FI_CK(dctx, fi_decode_workspace_size_kv(dctx, p, c->batch, case_total_kv(c), &ws));
   void *w = NULL;
   GPU_CK(cudaMalloc(&w, ws));
   GPU_CK(cudaMemset(w, 0xff, ws)); /* stale garbage in the partial rows */
@@ -436,7 +430,7 @@ static int graph_test(fi_context *hctx) {
   data_init(&d, &c, 0);
   GPU_CK(cudaDeviceSynchronize()); /* legacy-stream uploads done before the other stream */
   size_t ws = 0;
-  FI_CK(ctx, fi_decode_workspace_size(ctx, &c.p, c.batch, &ws));
+  FI_CK(ctx, fi_decode_workspace_size_kv(ctx, &c.p, c.batch, 20000 + 5000 + 700 + 9000, &ws));
   void *w = NULL;
   GPU_CK(cudaMalloc(&w, ws));
   int failed = 0;

@@ -161,8 +161,10 @@ static void run_case(fi_context *ctx, const acase *c) {
 
   /* plan + run */
   size_t ws_bytes = 0;
+  int64_t total_kv = 0;
+  for (int i = 0; i < batch; ++i) total_kv += kv_len[i];
   if (c->family == FI_OP_DECODE)
-    EXPECT_OK(fi_decode_workspace_size(ctx, &p, batch, &ws_bytes), ctx);
+    EXPECT_OK(fi_decode_workspace_size_kv(ctx, &p, batch, total_kv, &ws_bytes), ctx);
   else
     EXPECT_OK(fi_prefill_workspace_size(ctx, &p, batch, nnz_qo, &ws_bytes), ctx);
   void *ws = xmalloc(ws_bytes);

@@ -41,16 +41,27 @@ static problem make_problem(fi_op_family family, int batch, int page_size, int q
   return pr;
 }
 
+static int64_t total_kv_of(const problem *pr) {
+  int64_t t = 0;
+  for (int i = 0; i < pr->batch; ++i) t += pr->kv_len[i];
+  return t;
+}
+/* The row bound ws_size takes for pr: query rows (prefill) or KV tokens (decode). */
+static int64_t rows_of(fi_op_family f, const problem *pr) {
+  return f == FI_OP_DECODE ? total_kv_of(pr) : pr->qo_indptr[pr->batch];
+}
+
 static void free_problem(problem *pr) {
   free(pr->qo_indptr); free(pr->kv_indptr); free(pr->last); free(pr->indices);
   free(pr->qo_len); free(pr->kv_len);
 }
 
+/* max_rows: query rows (prefill) or KV tokens (decode: the bound of a fixed split). */
 static size_t ws_size(fi_context *ctx, const fi_attention_params *p, fi_op_family f, int max_batch,
                       int64_t max_rows) {
   size_t b = 0;
   if (f == FI_OP_DECODE)
-    EXPECT_OK(fi_decode_workspace_size(ctx, p, max_batch, &b), ctx);
+    EXPECT_OK(fi_decode_workspace_size_kv(ctx, p, max_batch, max_rows, &b), ctx);
   else
     EXPECT_OK(fi_prefill_workspace_size(ctx, p, max_batch, max_rows, &b), ctx);
   return b;
@@ -175,12 +186,13 @@ static void test_coverage_and_determinism(fi_context *ctx) {
     p.page_size = ps;
     p.fixed_split_size = splits[(trial / 3) % 4];
     problem pr = make_problem(f, batch, ps, 70, 0, trial % 3 == 1 ? 3000 : 900, &r);
-    size_t bytes = ws_size(ctx, &p, f, batch, pr.qo_indptr[batch]);
+    size_t bytes = ws_size(ctx, &p, f, batch, rows_of(f, &pr));
     char *ws = xmalloc(bytes), *ws2 = xmalloc(bytes);
     fi_plan plan, again, other;
     fi_status st = plan_problem(ctx, &p, &pr, ws, bytes, &plan);
-    if (st == FI_ERROR_WORKSPACE_TOO_SMALL && p.fixed_split_size > 0) {
-      /* fixed splits of long KV may need more than the max_batch bound: documented */
+    if (st == FI_ERROR_WORKSPACE_TOO_SMALL && p.fixed_split_size > 0 && f != FI_OP_DECODE) {
+      /* prefill: fixed splits of many query rows may need more partial rows than the
+       * budget (documented); decode workspaces are exact for the KV bound */
       free(ws); free(ws2); free_problem(&pr);
       continue;
     }
@@ -238,7 +250,7 @@ static void test_balance(fi_context *ctx) {
     fi_attention_params p = fi_attention_params_default(8, 2, 64);
     p.page_size = ps;
     problem pr = make_problem(f, batch, ps, 12, 200, 8000, &r);
-    size_t bytes = ws_size(ctx, &p, f, batch, pr.qo_indptr[batch]);
+    size_t bytes = ws_size(ctx, &p, f, batch, rows_of(f, &pr));
     char *ws = xmalloc(bytes);
     fi_plan plan;
     EXPECT_OK(plan_problem(ctx, &p, &pr, ws, bytes, &plan), ctx);
@@ -277,7 +289,7 @@ static void test_workspace_bounds(fi_context *ctx) {
     fi_attention_params p = fi_attention_params_default(16, 2, 128);
     const int max_batch = 64;
     const int64_t max_rows = 2000;
-    size_t bytes = ws_size(ctx, &p, f, max_batch, max_rows);
+    size_t bytes = ws_size(ctx, &p, f, max_batch, f == FI_OP_DECODE ? max_batch * 6000 : max_rows);
     char *ws = xmalloc(bytes);
     fi_plan_layout first;
     memset(&first, 0, sizeof first);
@@ -339,7 +351,7 @@ static void test_fixed_split_invariance(fi_context *ctx) {
   const int64_t alone[1] = {1000};
   const int64_t crowd[6] = {3000, 17, 1000, 640, 0, 2049};
   problem a = problem_from_lens(1, 16, alone), b = problem_from_lens(6, 16, crowd);
-  size_t bytes = ws_size(ctx, &p, FI_OP_DECODE, 64, 64);
+  size_t bytes = ws_size(ctx, &p, FI_OP_DECODE, 64, 8000);
   char *wa = xmalloc(bytes), *wb = xmalloc(bytes);
   fi_plan pa, pb;
   EXPECT_OK(plan_problem(ctx, &p, &a, wa, bytes, &pa), ctx);
@@ -366,6 +378,57 @@ static void test_fixed_split_invariance(fi_context *ctx) {
   free(wa); free(wb); free_problem(&a); free_problem(&b);
 }
 
+/* Fixed split sizes make a work unit per fixed_split_size tokens: fi_decode_workspace_size
+ * (bounded by max_batch only) refuses them, naming the query that can bound them, and a
+ * workspace of fi_decode_workspace_size_kv(max_batch, max_kv_tokens) holds every decode of
+ * at most that many requests and tokens -- including the worst split (each request one
+ * token past a chunk) and the issue's case (1,238 units where max_batch had room for 132). */
+static void test_fixed_split_workspace(fi_context *ctx) {
+  rng r = {7};
+  fi_attention_params p = fi_attention_params_default(32, 8, 128);
+  p.page_size = 16;
+  p.fixed_split_size = 16;
+  size_t b = 0;
+  fi_status st = fi_decode_workspace_size(ctx, &p, 8, &b);
+  EXPECT(st == FI_ERROR_INVALID_ARGUMENT && strstr(fi_last_error(ctx), "fi_decode_workspace_size_kv"),
+         "fixed split without a KV bound: %s \"%s\"", fi_status_string(st), fi_last_error(ctx));
+  for (int trial = 0; trial < 60; ++trial) {
+    p.fixed_split_size = trial % 3 == 0 ? 16 : trial % 3 == 1 ? 64 : 100;
+    const int max_batch = (int)rng_int(&r, 1, 16);
+    const int64_t chunk = (p.fixed_split_size + 15) / 16 * 16;
+    int64_t lens[16];
+    int64_t total = 0;
+    for (int i = 0; i < max_batch; ++i) {
+      /* the worst case (a chunk and one token), short ones and long ones */
+      const int kind = (int)rng_int(&r, 0, 2);
+      lens[i] = kind == 0 ? chunk + 1 : kind == 1 ? rng_int(&r, 1, 40) : rng_int(&r, 1, 20000);
+      total += lens[i];
+    }
+    EXPECT_OK(fi_decode_workspace_size_kv(ctx, &p, max_batch, total, &b), ctx);
+    problem pr = problem_from_lens(max_batch, 16, lens);
+    char *ws = xmalloc(b);
+    fi_plan plan;
+    st = plan_problem(ctx, &p, &pr, ws, b, &plan);
+    EXPECT(st == FI_SUCCESS, "fixed split %d, batch %d, %lld KV tokens: %s",
+           (int)p.fixed_split_size, max_batch, (long long)total, fi_last_error(ctx));
+    if (st == FI_SUCCESS) EXPECT(check_partition(&pr, &plan, "fixed split") == 0, "partition");
+    free(ws);
+    free_problem(&pr);
+  }
+  /* the case: 4 requests of 5,000 tokens at split 16 (1,252 units) */
+  p.fixed_split_size = 16;
+  const int64_t four[4] = {5000, 5000, 5000, 5000};
+  EXPECT_OK(fi_decode_workspace_size_kv(ctx, &p, 4, 20000, &b), ctx);
+  problem pr = problem_from_lens(4, 16, four);
+  char *ws = xmalloc(b);
+  fi_plan plan;
+  EXPECT_OK(plan_problem(ctx, &p, &pr, ws, b, &plan), ctx);
+  EXPECT(plan.num_work_units == 4 * 313, "split 16 of 4 x 5000: %d units, want 1252",
+         (int)plan.num_work_units);
+  free(ws);
+  free_problem(&pr);
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
@@ -373,6 +436,7 @@ int main(void) {
   test_balance(ctx);
   test_workspace_bounds(ctx);
   test_fixed_split_invariance(ctx);
+  test_fixed_split_workspace(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
 }

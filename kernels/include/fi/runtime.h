@@ -241,6 +241,11 @@ typedef struct fi_plan {
  * graph capture sees stable pointers. CUDA backend: device memory; host: host memory. */
 fi_status fi_decode_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                    int32_t max_batch, size_t *bytes);
+/* Decode workspaces for problems of <= max_batch requests and <= max_kv_tokens KV tokens
+ * in all: the query a fixed split size needs (it makes a work unit per fixed_split_size
+ * tokens, which max_batch alone does not bound: fi_decode_workspace_size refuses it). */
+fi_status fi_decode_workspace_size_kv(fi_context *ctx, const fi_attention_params *params,
+                                      int32_t max_batch, int64_t max_kv_tokens, size_t *bytes);
 fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                     int32_t max_batch, int64_t max_qo_rows, size_t *bytes);
 
