@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 ninja-build
+packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 libclang-rt-22-dev ninja-build
           python3-psutil cmake g++)
 missing=()
 for p in "${packages[@]}"; do

@@ -18,7 +18,10 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fi_src_root", config.fi_src_root))
 config.substitutions.append(("%fi_obj_root", config.fi_obj_root))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# The sanitizer stage (scripts/sanitize.sh) runs the suite with an instrumented fi-opt and
+# runtime: its options and the preloaded ASan runtime reach every process.
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "ASAN_OPTIONS",
+                                     "UBSAN_OPTIONS", "LD_PRELOAD"])
 llvm_config.use_default_substitutions()
 
 # FileCheck, not, count come from LLVM's tools directory; fi's tools from the build.
