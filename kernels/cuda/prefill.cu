@@ -96,6 +96,16 @@ struct KvTensors {
 // runs).
 bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
                 const cuuint64_t *strides, const cuuint32_t *box) {
+  // The driver's rules (cuTensorMapEncodeTiled), checked here so that it is never called
+  // with arguments it refuses (an empty tensor has a zero extent): a 16-byte aligned base,
+  // extents in 1 .. 2^32, strides of dims 1.. multiples of 16 below 2^40, boxes of 1 .. 256
+  // elements whose innermost extent is 16 .. 128 bytes (the 128-byte swizzle).
+  if (((uintptr_t)data & 15u) != 0 || rank < 1 || rank > 5) return false;
+  for (int d = 0; d < rank; ++d) {
+    if (dims[d] == 0 || dims[d] > (1ull << 32) || box[d] == 0 || box[d] > 256) return false;
+    if (d > 0 && (strides[d - 1] % 16 != 0 || strides[d - 1] >= (1ull << 40))) return false;
+  }
+  if (box[0] * 2 % 16 != 0 || box[0] * 2 > 128) return false;
   auto encode = (PFN_cuTensorMapEncodeTiled_v12000)fi_cuda_tensor_map_encoder();
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   return encode &&

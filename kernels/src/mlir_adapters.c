@@ -9,6 +9,7 @@
  * The argument order of each adapter is the one LowerToRuntime.cpp builds.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,22 +37,44 @@ fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler) {
   return old;
 }
 
-/* The name of the last op whose kernels compiled code launched: an asynchronous CUDA
- * error found at the next synchronisation point is reported with it. */
-static const char *last_launched_op = "(none)";
+/* Reentrancy: compiled functions may run on several threads at once, each thread on its
+ * own context (fi_rt_set_thread_context). What belongs to one caller is thread-local (the
+ * thread's context, the capture in progress, the last op launched, the plan log); what is
+ * shared -- the plan slots' records (one per (slot, context)), the live graphs, the
+ * per-context scratch buffers, the result pool, the counters -- is guarded by rt_lock,
+ * held only to find or update those tables, never across a runtime call. */
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The name of the last op whose kernels compiled code launched on this thread: an
+ * asynchronous CUDA error found at the next synchronisation point is reported with it. */
+static _Thread_local const char *last_launched_op = "(none)";
 
 static void report(const char *op, fi_status status, const char *message);
 
 /* ---------------------------------------------------------------- context --------- */
 
 static fi_context *embedder_ctx = NULL;
+static _Thread_local fi_context *thread_ctx = NULL;
 
 fi_status fi_rt_set_context(fi_context *ctx) {
+  pthread_mutex_lock(&rt_lock);
   embedder_ctx = ctx;
+  pthread_mutex_unlock(&rt_lock);
   return FI_SUCCESS;
 }
 
-fi_context *fi_rt_context(void) { return embedder_ctx ? embedder_ctx : fi_default_context(); }
+fi_status fi_rt_set_thread_context(fi_context *ctx) {
+  thread_ctx = ctx;
+  return FI_SUCCESS;
+}
+
+fi_context *fi_rt_context(void) {
+  if (thread_ctx) return thread_ctx;
+  pthread_mutex_lock(&rt_lock);
+  fi_context *ctx = embedder_ctx;
+  pthread_mutex_unlock(&rt_lock);
+  return ctx ? ctx : fi_default_context();
+}
 
 static fi_context *context_or_report(const char *op) {
   fi_context *ctx = fi_rt_context();
@@ -97,20 +120,23 @@ struct fi_rt_graph {
   int failed; /* an error was reported while capturing */
 };
 
-static fi_rt_graph *capturing = NULL; /* the graph being captured, if any */
+static _Thread_local fi_rt_graph *capturing = NULL; /* this thread's capture, if any */
 
 static void report(const char *op, fi_status status, const char *message) {
   if (capturing) capturing->failed = 1;
   error_handler(op, status, message);
 }
 static fi_rt_graph *graphs[64];       /* live graphs (for fi_rt_free of their buffers) */
-static int num_graphs = 0;
+static int num_graphs = 0;            /* (rt_lock) */
 
 static int graph_owns(const void *p) {
-  for (int g = 0; g < num_graphs; ++g)
+  int owned = 0;
+  pthread_mutex_lock(&rt_lock);
+  for (int g = 0; g < num_graphs && !owned; ++g)
     for (int i = 0; i < graphs[g]->num_buffers; ++i)
-      if (graphs[g]->buffers[i] == p) return 1;
-  return 0;
+      if (graphs[g]->buffers[i] == p) owned = 1;
+  pthread_mutex_unlock(&rt_lock);
+  return owned;
 }
 
 /* ---------------------------------------------------------------- memory ---------- */
@@ -132,7 +158,14 @@ void fi_rt_set_allocator(fi_rt_alloc_hook alloc, fi_rt_free_hook release, void *
 static cudaMemPool_t result_pool = NULL;
 static int result_pool_device = -1;
 
+static cudaMemPool_t pool_for_locked(fi_context *ctx);
 static cudaMemPool_t pool_for(fi_context *ctx) {
+  pthread_mutex_lock(&rt_lock);
+  cudaMemPool_t pool = pool_for_locked(ctx);
+  pthread_mutex_unlock(&rt_lock);
+  return pool;
+}
+static cudaMemPool_t pool_for_locked(fi_context *ctx) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return NULL;
   if (result_pool && result_pool_device == dev) return result_pool;
@@ -183,14 +216,21 @@ static void backend_free(fi_context *ctx, void *p) {
 
 static int poison = -1; /* -1: read FI_RT_POISON at the first allocation */
 
-void fi_rt_set_poison(int on) { poison = on != 0; }
+void fi_rt_set_poison(int on) {
+  pthread_mutex_lock(&rt_lock);
+  poison = on != 0;
+  pthread_mutex_unlock(&rt_lock);
+}
 
 static int poison_enabled(void) {
+  pthread_mutex_lock(&rt_lock);
   if (poison < 0) {
     const char *env = getenv("FI_RT_POISON");
     poison = env && env[0] == '1';
   }
-  return poison;
+  const int on = poison;
+  pthread_mutex_unlock(&rt_lock);
+  return on;
 }
 
 void *fi_rt_alloc(size_t bytes) {
@@ -328,8 +368,13 @@ static void after_run(const char *op, fi_context *ctx) {
   last_launched_op = op;
 }
 
-static long workspace_allocations = 0;
-long fi_rt_workspace_allocations(void) { return workspace_allocations; }
+static long workspace_allocations = 0; /* (rt_lock) */
+long fi_rt_workspace_allocations(void) {
+  pthread_mutex_lock(&rt_lock);
+  long n = workspace_allocations;
+  pthread_mutex_unlock(&rt_lock);
+  return n;
+}
 
 long fi_rt_sync_count(void) {
   fi_context *ctx = fi_rt_context();
@@ -339,9 +384,9 @@ long fi_rt_sync_count(void) {
 /* ---------------------------------------------------------------- plan log -------- */
 
 enum { PLAN_LOG_MAX = 64 };
-static fi_op_family plan_log_families[PLAN_LOG_MAX];
-static fi_tiles plan_log_tiles[PLAN_LOG_MAX];
-static int plan_log_count = 0;
+static _Thread_local fi_op_family plan_log_families[PLAN_LOG_MAX];
+static _Thread_local fi_tiles plan_log_tiles[PLAN_LOG_MAX];
+static _Thread_local int plan_log_count = 0;
 
 static void log_plan(const fi_plan *plan) {
   if (plan_log_count < PLAN_LOG_MAX) {
@@ -440,29 +485,39 @@ typedef struct plan_record {
   int32_t *device_status;
   int32_t graph_uses; /* captured graphs that use the workspace at its current address */
   int32_t runs_checked; /* runs whose buffers were checked to be device memory */
-  struct plan_record *next;
+  fi_context *ctx;                  /* the context this record's plan and workspace are for */
+  struct plan_record *next;         /* all records (rt_lock) */
+  struct plan_record *next_in_slot; /* the slot's records of other contexts */
 } plan_record;
 
-static plan_record *all_records = NULL;
+static plan_record *all_records = NULL; /* (rt_lock) */
 
 static int refuse_host_plan_in_capture(const char *op, fi_context *ctx);
 static int host_readable(const char *op, fi_context *ctx, const char *name, const void *p);
 static int require_device_memory(const char *op, fi_context *ctx, const char *name,
                                  const void *p);
 
+/* The record of `slot` for the calling thread's context: a slot holds the chain of its
+ * records, one per context that ran the plan op, so that threads running the same compiled
+ * function on distinct contexts never share a plan or a workspace. */
 static plan_record *record_of(const char *op, const fi_memref *slot, int create) {
   int64_t *cell = (int64_t *)slot->aligned + slot->offset;
+  fi_context *ctx = fi_rt_context();
+  pthread_mutex_lock(&rt_lock);
   plan_record *r = (plan_record *)(intptr_t)*cell;
-  if (!r && create) {
-    r = (plan_record *)calloc(1, sizeof(plan_record));
-    if (!r) {
-      report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a plan record");
-      return NULL;
-    }
+  while (r && r->ctx != ctx) r = r->next_in_slot;
+  if (!r && create && (r = (plan_record *)calloc(1, sizeof(plan_record))) != NULL) {
     r->op = op;
+    r->ctx = ctx;
+    r->next_in_slot = (plan_record *)(intptr_t)*cell;
     r->next = all_records;
     all_records = r;
     *cell = (int64_t)(intptr_t)r;
+  }
+  pthread_mutex_unlock(&rt_lock);
+  if (!r && create) {
+    report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a plan record");
+    return NULL;
   }
   if (!r && !create)
     report(op, FI_ERROR_PLAN_MISMATCH,
@@ -499,7 +554,9 @@ static int ensure_workspace(const char *op, fi_context *ctx, plan_record *r, siz
   backend_free(ctx, r->workspace);
   r->workspace = backend_alloc(ctx, bytes);
   r->workspace_bytes = r->workspace ? bytes : 0;
+  pthread_mutex_lock(&rt_lock);
   ++workspace_allocations;
+  pthread_mutex_unlock(&rt_lock);
   if (!r->workspace) {
     char msg[128];
     snprintf(msg, sizeof(msg), "could not allocate a workspace of %zu bytes", bytes);
@@ -1084,9 +1141,33 @@ static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v
  * buffer, grown to the largest run's need (powers of two) and never shrunk; the runs of a
  * capture share a buffer of the graph's own (fi_rt_alloc), so that a later step's growth
  * never moves memory a graph replays. The context holds the stage only during the run. */
-static void *stage_buffer = NULL, *capture_stage = NULL;
-static size_t stage_buffer_bytes = 0, capture_stage_bytes = 0;
-static long capture_seq = 0, capture_stage_seq = -1;
+/* Scratch buffers of one context (found under rt_lock, then used by the one thread that
+ * runs on the context): the prefill stage and merge_state's absent s_out. */
+typedef struct ctx_scratch {
+  fi_context *ctx;
+  void *stage, *merge;
+  size_t stage_bytes, merge_bytes;
+  struct ctx_scratch *next;
+} ctx_scratch;
+static ctx_scratch *scratches = NULL; /* (rt_lock) */
+
+static ctx_scratch *scratch_of(const char *op, fi_context *ctx) {
+  pthread_mutex_lock(&rt_lock);
+  ctx_scratch *s = scratches;
+  while (s && s->ctx != ctx) s = s->next;
+  if (!s && (s = (ctx_scratch *)calloc(1, sizeof(ctx_scratch))) != NULL) {
+    s->ctx = ctx;
+    s->next = scratches;
+    scratches = s;
+  }
+  pthread_mutex_unlock(&rt_lock);
+  if (!s) report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a scratch record");
+  return s;
+}
+
+static _Thread_local void *capture_stage = NULL;
+static _Thread_local size_t capture_stage_bytes = 0;
+static _Thread_local long capture_seq = 0, capture_stage_seq = -1;
 
 static int set_prefill_stage(const char *op, fi_context *ctx, const fi_attention_params *p,
                              int paged, int64_t q_rows, int64_t kv_rows) {
@@ -1106,21 +1187,23 @@ static int set_prefill_stage(const char *op, fi_context *ctx, const fi_attention
     buf = capture_stage;
     bytes = capture_stage_bytes;
   } else {
-    if (stage_buffer_bytes < need) {
-      backend_free(ctx, stage_buffer);
+    ctx_scratch *sc = scratch_of(op, ctx);
+    if (!sc) return 0;
+    if (sc->stage_bytes < need) {
+      backend_free(ctx, sc->stage);
       size_t grown = 1 << 20;
       while (grown < need) grown *= 2;
-      stage_buffer = backend_alloc(ctx, grown);
-      stage_buffer_bytes = stage_buffer ? grown : 0;
-      if (!stage_buffer) {
+      sc->stage = backend_alloc(ctx, grown);
+      sc->stage_bytes = sc->stage ? grown : 0;
+      if (!sc->stage) {
         char msg[160];
         snprintf(msg, sizeof(msg), "could not allocate a prefill stage of %zu bytes", grown);
         report(op, FI_ERROR_OUT_OF_MEMORY, msg);
         return 0;
       }
     }
-    buf = stage_buffer;
-    bytes = stage_buffer_bytes;
+    buf = sc->stage;
+    bytes = sc->stage_bytes;
   }
   return !failed(op, ctx, fi_context_set_prefill_stage(ctx, buf, bytes));
 }
@@ -1204,8 +1287,6 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
 
 /* s_out of fi.merge_state is optional in the dialect but required by the runtime: an
  * absent one goes to this scratch buffer (backend memory, grown, never shrunk). */
-static void *merge_scratch = NULL;
-static size_t merge_scratch_bytes = 0;
 
 static void merge_state(fi_memref *va, fi_memref *sa, fi_memref *vb, fi_memref *sb,
                         fi_memref *vo, fi_memref *so, int32_t has_so, fi_dtype d) {
@@ -1224,16 +1305,18 @@ static void merge_state(fi_memref *va, fi_memref *sa, fi_memref *vb, fi_memref *
   } else if (!has_so) {
     int64_t shape[2] = {tva.shape[0], tva.shape[1]};
     size_t bytes = (size_t)(shape[0] * shape[1]) * sizeof(float);
-    if (bytes > merge_scratch_bytes || !merge_scratch) {
-      backend_free(ctx, merge_scratch);
-      merge_scratch = backend_alloc(ctx, bytes);
-      merge_scratch_bytes = merge_scratch ? bytes : 0;
-      if (!merge_scratch) {
+    ctx_scratch *sc = scratch_of(op, ctx);
+    if (!sc) return;
+    if (bytes > sc->merge_bytes || !sc->merge) {
+      backend_free(ctx, sc->merge);
+      sc->merge = backend_alloc(ctx, bytes);
+      sc->merge_bytes = sc->merge ? bytes : 0;
+      if (!sc->merge) {
         report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate the s_out scratch");
         return;
       }
     }
-    tso = fi_tensor_contiguous(merge_scratch, FI_DTYPE_F32, 2, shape);
+    tso = fi_tensor_contiguous(sc->merge, FI_DTYPE_F32, 2, shape);
   }
   if (!failed(op, ctx, fi_merge_state(ctx, &tva, &tsa, &tvb, &tsb, &tvo, &tso)))
     after_run(op, ctx);
@@ -1370,9 +1453,12 @@ fi_status fi_rt_check(void) {
     }
   }
 #endif
-  for (plan_record *r = all_records; r; r = r->next) {
+  pthread_mutex_lock(&rt_lock);
+  plan_record *first = all_records; /* records are only ever prepended */
+  pthread_mutex_unlock(&rt_lock);
+  for (plan_record *r = first; r; r = r->next) {
     volatile int32_t *hs = r->host_status; /* written by kernels through the mapping */
-    if (!r->on_device || !hs || hs[0] == 0) continue;
+    if (r->ctx != ctx || !r->on_device || !hs || hs[0] == 0) continue;
     int32_t verdict[4] = {hs[0], hs[1], hs[2], 0};
     hs[0] = hs[1] = hs[2] = hs[3] = 0; /* reported once */
 #ifdef FI_HAVE_CUDA
@@ -1479,8 +1565,9 @@ DEF_COPY(i1) DEF_COPY(i8) DEF_COPY(i16) DEF_COPY(i32) DEF_COPY(i64) DEF_COPY(ind
 
 /* ------------------------------------------------------------------ graphs -------- */
 
-static plan_record **capture_records = NULL; /* records the capture planned, to pin */
-static int num_capture_records = 0, cap_capture_records = 0;
+/* records this thread's capture planned, to pin */
+static _Thread_local plan_record **capture_records = NULL;
+static _Thread_local int num_capture_records = 0, cap_capture_records = 0;
 
 static void note_capture_use(plan_record *r) {
   if (!capturing) return;
@@ -1543,7 +1630,10 @@ fi_status fi_rt_graph_capture(fi_rt_step_fn step, void *user_data, fi_rt_graph *
     report(op, FI_ERROR_INVALID_ARGUMENT, "a capture is already in progress (captures do not nest)");
     return FI_ERROR_INVALID_ARGUMENT;
   }
-  if (num_graphs == (int)(sizeof(graphs) / sizeof(graphs[0]))) {
+  pthread_mutex_lock(&rt_lock);
+  const int full = num_graphs == (int)(sizeof(graphs) / sizeof(graphs[0]));
+  pthread_mutex_unlock(&rt_lock);
+  if (full) {
     report(op, FI_ERROR_OUT_OF_MEMORY, "64 graphs are alive: destroy one (fi_rt_graph_destroy)");
     return FI_ERROR_OUT_OF_MEMORY;
   }
@@ -1590,7 +1680,15 @@ fi_status fi_rt_graph_capture(fi_rt_step_fn step, void *user_data, fi_rt_graph *
     if (st == FI_ERROR_CUDA) report(op, st, msg);
     return st;
   }
-  graphs[num_graphs++] = g;
+  pthread_mutex_lock(&rt_lock);
+  const int room = num_graphs < (int)(sizeof(graphs) / sizeof(graphs[0]));
+  if (room) graphs[num_graphs++] = g;
+  pthread_mutex_unlock(&rt_lock);
+  if (!room) { /* another thread's capture took the last place meanwhile */
+    free_graph(ctx, g);
+    report(op, FI_ERROR_OUT_OF_MEMORY, "64 graphs are alive: destroy one (fi_rt_graph_destroy)");
+    return FI_ERROR_OUT_OF_MEMORY;
+  }
   *out = g;
   return FI_SUCCESS;
 #else
@@ -1626,10 +1724,12 @@ fi_status fi_rt_graph_replay(fi_rt_graph *g) {
 
 void fi_rt_graph_destroy(fi_rt_graph *g) {
   if (!g) return;
+  pthread_mutex_lock(&rt_lock);
   for (int i = 0; i < num_graphs; ++i)
     if (graphs[i] == g) {
       graphs[i] = graphs[--num_graphs];
       break;
     }
+  pthread_mutex_unlock(&rt_lock);
   free_graph(fi_rt_context(), g);
 }

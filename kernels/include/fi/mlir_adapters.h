@@ -12,7 +12,8 @@
  * program never continues with a half-computed result. Install another handler (which
  * may longjmp or exit) with fi_rt_set_error_handler.
  *
- * Context: the adapters run on fi_rt_context(): the embedder's (fi_rt_set_context), else
+ * Context: the adapters run on fi_rt_context(): the calling thread's
+ * (fi_rt_set_thread_context), else the process's (fi_rt_set_context), else
  * fi_default_context() (host backend, or CUDA when the environment variable FI_BACKEND is
  * "cuda"). Give a CUDA context your stream with fi_context_set_stream.
  *
@@ -22,8 +23,11 @@
  * device memory, outside stream order) with fi_*_workspace_size for a capacity rounded up
  * to a power of two (batch >= 16, query rows >= 64) at the first call and replaced only
  * when a later step is larger than that capacity, so steady-state steps allocate nothing.
- * Slots live for the whole process. A compiled function is therefore not reentrant: do
- * not run the same compiled function from two threads at once.
+ * Slots live for the whole process and hold one record per context that ran the plan op.
+ * Threads: compiled functions may run on several threads at once when each thread runs on
+ * its own context (fi_rt_set_thread_context; a context is used by one thread at a time, as
+ * runtime.h says): each (plan op, context) has its own plan and workspace, and the capture,
+ * plan log and last-op state are the thread's own. Two threads on one context race.
  *
  * Layers sharing a plan: a plan op carries the shape attributes only; the per-op
  * attention attributes (sm_scale, soft cap, window, RoPE/ALiBi, fp8 scales), which do
@@ -80,8 +84,11 @@ typedef void (*fi_rt_error_handler)(const char *op, fi_status status, const char
 fi_rt_error_handler fi_rt_set_error_handler(fi_rt_error_handler handler);
 
 /* The context compiled code runs on: `ctx` (owned by the caller, who keeps it alive),
- * or NULL for fi_default_context(). */
+ * or NULL for fi_default_context(). fi_rt_set_context sets the process's;
+ * fi_rt_set_thread_context the calling thread's, which takes precedence on that thread
+ * (NULL: back to the process's). fi_rt_context returns the one in force on the caller. */
 fi_status fi_rt_set_context(fi_context *ctx);
+fi_status fi_rt_set_thread_context(fi_context *ctx);
 fi_context *fi_rt_context(void);
 
 /* The embedder's allocator for buffers compiled code allocates on the CUDA backend: alloc
