@@ -6,7 +6,8 @@
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
 #             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1)
-#   sanitize  compute-sanitizer memcheck + racecheck on small configurations
+#   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
+#             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
 # Logs under $OUT; a short summary on stdout.
 set -o pipefail
@@ -35,7 +36,7 @@ for w in ${*:-probe sass tests bench}; do
       for tool in memcheck racecheck; do
         for knobs in "" "FI_TEST_PREFILL_WS=1" "FI_TEST_PREFILL_WS=1 FI_TEST_SEED=11"; do
           env $knobs FI_TEST_CONFIGS=${SAN_CONFIGS:-16} FI_TEST_MAXLEN=300 compute-sanitizer \
-            --tool $tool --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
+            --tool $tool --report-api-errors all --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
           echo "$tool [$knobs] rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.log" | tail -1)"
         done
       done ;;

@@ -194,6 +194,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const fi_plan_layout lay = fi_plan_get_layout(plan);
   const int32_t *counts = fi_cuda_plan_device_counts(plan);
   if (lay.num_work_units == 0 && !counts) return FI_SUCCESS;
+  if (q->shape[0] == 0) return FI_SUCCESS;  // no query row to compute (an empty batch)
   p.q = q->data;
   p.q_stride_n = q->strides[0];
   p.q_stride_h = q->strides[1];

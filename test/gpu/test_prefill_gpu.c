@@ -755,10 +755,13 @@ static void draw_config(config *c, int i) {
     int kv = rint_in(1, maxlen);
     int qo = (rnd() % 3 == 0) ? kv : rint_in(1, kv);
     if (maxlen == 8192 && rnd() % 2) qo = rint_in(1, 256); /* long KV, short append */
+    if (rnd() % 12 == 0) qo = 0; /* an empty request (no query rows) */
     c->qo_len[b] = qo;
     c->kv_len[b] = kv;
   }
-  if (solo == 6 || (solo < 0 && rnd() % 4 == 0)) c->window_left = rint_in(0, c->kv_len[0]);
+  if (rnd() % 40 == 0) c->batch = 0; /* an empty batch: tensors of zero rows */
+  if (c->batch > 0 && (solo == 6 || (solo < 0 && rnd() % 4 == 0)))
+    c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
   /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel (wgmma
    * 128 x 128 tiles, head_dim 64 or 128), with soft cap, ALiBi, custom masks, windows,
