@@ -123,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const int32_t num_pages = max_entry + (int32_t)pick(&in, 3) - (pick(&in, 8) == 0 ? 2 : 0);
   int32_t *ind = alloc0(sizeof(int32_t) * (max_entry + 1));
   for (int i = 0; i < max_entry; ++i) ind[i] = i;
-  if (max_entry && pick(&in, 6) == 0) ind[pick(&in, max_entry)] = (int32_t)pick(&in, 3) ? num_pages : -1;
+  if (max_entry && pick(&in, 6) == 0)
+    ind[pick(&in, max_entry)] = (int32_t)pick(&in, 3) ? num_pages : -1; /* out of range */
   uint8_t *bits = alloc0((size_t)max_bit / 8 + 1);
   for (int32_t i = 0; i < max_bit / 8 + 1; ++i) bits[i] = (uint8_t)pick(&in, 256);
   fi_page_table pt = {kvp, ind, last};

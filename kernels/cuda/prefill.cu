@@ -288,27 +288,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && needs_stage) {
     char *base = (char *)ctx->prefill_stage;
     const int64_t kvshape[3] = {stage_kv_rows, a->num_kv_heads, a->head_dim};
-    sa.k = p.k;
-    sa.v = p.v;
-    sa.k_stride_page = p.k_stride_page;
-    sa.k_stride_tok = p.k_stride_tok;
-    sa.k_stride_head = p.k_stride_head;
-    sa.v_stride_page = p.v_stride_page;
-    sa.v_stride_tok = p.v_stride_tok;
-    sa.v_stride_head = p.v_stride_head;
-    sa.kv_indptr = p.kv_indptr;
-    sa.kv_indices = p.kv_indices;
-    sa.kv_last_page_len = p.kv_last_page_len;
-    sa.paged = p.paged;
-    sa.page_size = p.page_size;
+    sa.src = p;
     sa.batch = plan->batch;
     sa.device_batch = counts ? counts + 8 : nullptr;  // the workspace header's batch word
-    sa.num_kv_heads = a->num_kv_heads;
     sa.head_dim = a->head_dim;
     sa.kv_kind = kvk;
     sa.rope = a->pos_encoding == FI_POS_ROPE_LLAMA;
-    sa.rope_rcp_scale = p.rope_rcp_scale;
-    sa.rope_log2_theta = p.rope_log2_theta;
     sa.kv_rows_cap = stage_kv_rows;
     sa.sk = base + stage.k;
     sk = fi_tensor_contiguous(sa.sk, q_dt, 3, kvshape);

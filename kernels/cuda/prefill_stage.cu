@@ -54,7 +54,8 @@ __device__ __forceinline__ void rotate8(float *a, float *b, int d0, int pos,
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int d = d0 + i;
-    const float freq = s.rope_rcp_scale * exp2f(-(2.f * d / s.head_dim) * s.rope_log2_theta);
+    const float freq =
+        s.src.rope_rcp_scale * exp2f(-(2.f * d / s.head_dim) * s.src.rope_log2_theta);
     float sn, cs;
     fi::sincos_reduced((float)pos * freq, &sn, &cs);
     const float x0 = a[i], x1 = b[i];
@@ -75,9 +76,9 @@ __device__ __forceinline__ int owner(const int32_t *indptr, int n, int x) {
 }
 
 __device__ __forceinline__ int kv_len_of(const PrefillStageArgs &s, int r) {
-  const int n = __ldg(s.kv_indptr + r + 1) - __ldg(s.kv_indptr + r);
-  if (!s.paged) return n;
-  return n > 0 ? (n - 1) * s.page_size + __ldg(s.kv_last_page_len + r) : 0;
+  const int n = __ldg(s.src.kv_indptr + r + 1) - __ldg(s.src.kv_indptr + r);
+  if (!s.src.paged) return n;
+  return n > 0 ? (n - 1) * s.src.page_size + __ldg(s.src.kv_last_page_len + r) : 0;
 }
 
 template <typename DT>
@@ -88,10 +89,10 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   const int hd = s.head_dim, half = hd / 2;
   const int chunks = hd / 8, pairs = hd / 16;  // per head row
   const int esz = s.kv_kind == FI_KV_SAME ? 2 : 1;
-  const int kv_end = __ldg(s.kv_indptr + batch);  // paged: entries; ragged: rows
+  const int kv_end = __ldg(s.src.kv_indptr + batch);  // paged: entries; ragged: rows
   const int k_per_row = s.rope ? pairs : chunks;
-  const int64_t per_k = s.sk ? s.kv_rows_cap * s.num_kv_heads * k_per_row : 0;
-  const int64_t per_v = s.sv ? s.kv_rows_cap * s.num_kv_heads * chunks : 0;
+  const int64_t per_k = s.sk ? s.kv_rows_cap * s.src.num_kv_heads * k_per_row : 0;
+  const int64_t per_v = s.sv ? s.kv_rows_cap * s.src.num_kv_heads * chunks : 0;
   const int64_t total = per_k + per_v;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -99,29 +100,31 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
     const bool is_k = item < per_k;
     if (!is_k) item -= per_k;
     const int per_row = is_k ? k_per_row : chunks;
-    const int c = (int)(item % per_row), h = (int)(item / per_row % s.num_kv_heads);
-    const int row = (int)(item / per_row / s.num_kv_heads);  // staged row
+    const int c = (int)(item % per_row), h = (int)(item / per_row % s.src.num_kv_heads);
+    const int row = (int)(item / per_row / s.src.num_kv_heads);  // staged row
     // Its request and token j, and where the source row is.
     int r, j;
     int64_t off;
-    const int64_t st_tok = is_k ? s.k_stride_tok : s.v_stride_tok;
-    if (s.paged) {
-      const int e = row / s.page_size, slot = row - e * s.page_size;
+    const int64_t st_tok = is_k ? s.src.k_stride_tok : s.src.v_stride_tok;
+    if (s.src.paged) {
+      const int e = row / s.src.page_size, slot = row - e * s.src.page_size;
       if (e >= kv_end) continue;
-      r = owner(s.kv_indptr, batch, e);
-      j = (e - __ldg(s.kv_indptr + r)) * s.page_size + slot;
+      r = owner(s.src.kv_indptr, batch, e);
+      j = (e - __ldg(s.src.kv_indptr + r)) * s.src.page_size + slot;
       if (j >= kv_len_of(s, r)) continue;
-      const int page = __ldg(s.kv_indices + e);
-      off = (int64_t)page * (is_k ? s.k_stride_page : s.v_stride_page) + (int64_t)slot * st_tok;
+      const int page = __ldg(s.src.kv_indices + e);
+      off = (int64_t)page * (is_k ? s.src.k_stride_page : s.src.v_stride_page) +
+            (int64_t)slot * st_tok;
     } else {
       if (row >= kv_end) continue;
-      r = owner(s.kv_indptr, batch, row);
-      j = row - __ldg(s.kv_indptr + r);
+      r = owner(s.src.kv_indptr, batch, row);
+      j = row - __ldg(s.src.kv_indptr + r);
       off = (int64_t)row * st_tok;
     }
-    off += (int64_t)h * (is_k ? s.k_stride_head : s.v_stride_head);
-    const char *src = (const char *)(is_k ? s.k : s.v) + esz * off;
-    char *dst = (char *)(is_k ? s.sk : s.sv) + 2 * (((int64_t)row * s.num_kv_heads + h) * hd);
+    off += (int64_t)h * (is_k ? s.src.k_stride_head : s.src.v_stride_head);
+    const char *src = (const char *)(is_k ? s.src.k : s.src.v) + esz * off;
+    char *dst =
+        (char *)(is_k ? s.sk : s.sv) + 2 * (((int64_t)row * s.src.num_kv_heads + h) * hd);
     if (is_k && s.rope) {
       float a[8], b[8];
       load8<DT>(src + esz * c * 8, s.kv_kind, a);
@@ -142,8 +145,9 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream) {
   const int hd = s.head_dim;
-  const int64_t items = (s.sk ? s.kv_rows_cap * s.num_kv_heads * (s.rope ? hd / 16 : hd / 8) : 0) +
-                        (s.sv ? s.kv_rows_cap * s.num_kv_heads * (hd / 8) : 0);
+  const int64_t rows = s.kv_rows_cap * s.src.num_kv_heads;
+  const int64_t items =
+      (s.sk ? rows * (s.rope ? hd / 16 : hd / 8) : 0) + (s.sv ? rows * (hd / 8) : 0);
   if (items == 0) return cudaSuccess;
   // At most 8 blocks of 256 threads per SM; the loop strides over the rest.
   const int64_t cap = 8LL * (sm_count > 0 ? sm_count : 1);

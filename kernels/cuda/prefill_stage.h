@@ -10,21 +10,15 @@
 #include "prefill_params.h"
 
 struct PrefillStageArgs {
-  // Sources (as in PrefillParams; strides in elements of the KV dtype).
-  const void *k, *v;
-  int64_t k_stride_page, k_stride_tok, k_stride_head;
-  int64_t v_stride_page, v_stride_tok, v_stride_head;
-  const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;
-  int32_t paged, page_size;
+  // The run's K/V, page table, head counts and RoPE parameters, as the kernel gets them.
+  PrefillParams src;
   // The plan's batch: read from the workspace header (device_batch, written by the host and
   // the device planner) so that graph replays after re-planning see the current one; batch
   // when device_batch is null.
   const int32_t *device_batch;
-  int32_t batch;
-  int32_t num_kv_heads, head_dim;
+  int32_t batch, head_dim;
   int32_t kv_kind;  // FI_KV_SAME / FI_KV_E4M3 / FI_KV_E5M2
   int32_t rope;     // rotate K (LLaMA)
-  float rope_rcp_scale, rope_log2_theta;
   // Destinations, 16-bit of q's type, rows of (heads, head_dim) contiguous: sk / sv
   // [kv_rows_cap] (null: that tensor is not staged).
   void *sk, *sv;
