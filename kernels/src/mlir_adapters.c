@@ -521,7 +521,8 @@ static plan_record *record_of(const char *op, const fi_memref *slot, int create)
   }
   if (!r && !create)
     report(op, FI_ERROR_PLAN_MISMATCH,
-           "the op ran before its plan was made (the plan op did not execute first)");
+           "the op ran before its plan was made on this context (the plan op did not "
+           "execute first, or ran on another thread's context)");
   return r;
 }
 

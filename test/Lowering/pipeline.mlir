@@ -3,6 +3,17 @@
 // RUN: fi-opt %s --fi-to-llvm | FileCheck %s
 // RUN: fi-opt %s --fi-to-llvm | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=IR
 // RUN: fi-opt %s --fi-to-llvm=backend=cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fi-opt %s --fi-to-llvm=backend=cuda | FileCheck %s --check-prefix=NOSYNC
+
+// The CUDA execution model: compiled code allocates through _mlir_memref_to_llvm_alloc
+// (the embedder's hooks or the stream-ordered pool), never managed memory, and no call of
+// the compiled step waits for the device.
+// NOSYNC-NOT: managed
+// NOSYNC-NOT: ynchronize
+// NOSYNC-NOT: @malloc
+// NOSYNC: llvm.call @_mlir_memref_to_llvm_alloc
+// NOSYNC-NOT: managed
+// NOSYNC-NOT: ynchronize
 
 // CHECK-NOT: fi.
 // CHECK-NOT: memref.
