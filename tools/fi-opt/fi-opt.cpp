@@ -10,11 +10,19 @@
 #ifdef FI_HAVE_LOWERING
 #include "fi/Lowering/Passes.h"
 #endif
+#ifdef FI_HAVE_TEST_PASSES
+namespace mlir::fi::test {
+void registerTestPasses(); // test/lib
+} // namespace mlir::fi::test
+#endif
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
 #ifdef FI_HAVE_LOWERING
   mlir::fi::registerFiPasses(); // fi-select-tiles, fi-materialize-plans, ...
+#endif
+#ifdef FI_HAVE_TEST_PASSES
+  mlir::fi::test::registerTestPasses(); // test-fi-downstream-conversion
 #endif
 
   mlir::DialectRegistry registry;
