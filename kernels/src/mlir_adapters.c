@@ -57,9 +57,7 @@ static fi_context *embedder_ctx = NULL;
 static _Thread_local fi_context *thread_ctx = NULL;
 
 fi_status fi_rt_set_context(fi_context *ctx) {
-  pthread_mutex_lock(&rt_lock);
-  embedder_ctx = ctx;
-  pthread_mutex_unlock(&rt_lock);
+  __atomic_store_n(&embedder_ctx, ctx, __ATOMIC_RELEASE);
   return FI_SUCCESS;
 }
 
@@ -70,9 +68,7 @@ fi_status fi_rt_set_thread_context(fi_context *ctx) {
 
 fi_context *fi_rt_context(void) {
   if (thread_ctx) return thread_ctx;
-  pthread_mutex_lock(&rt_lock);
-  fi_context *ctx = embedder_ctx;
-  pthread_mutex_unlock(&rt_lock);
+  fi_context *ctx = __atomic_load_n(&embedder_ctx, __ATOMIC_ACQUIRE);
   return ctx ? ctx : fi_default_context();
 }
 
@@ -500,21 +496,31 @@ static int require_device_memory(const char *op, fi_context *ctx, const char *na
 /* The record of `slot` for the calling thread's context: a slot holds the chain of its
  * records, one per context that ran the plan op, so that threads running the same compiled
  * function on distinct contexts never share a plan or a workspace. */
+static plan_record *find_in_slot(int64_t *cell, const fi_context *ctx) {
+  /* A slot's chain only grows at its head and a record's ctx and next_in_slot never change
+   * once published: readers walk it without the lock. */
+  plan_record *r = (plan_record *)(intptr_t)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
+  while (r && r->ctx != ctx) r = r->next_in_slot;
+  return r;
+}
+
 static plan_record *record_of(const char *op, const fi_memref *slot, int create) {
   int64_t *cell = (int64_t *)slot->aligned + slot->offset;
   fi_context *ctx = fi_rt_context();
-  pthread_mutex_lock(&rt_lock);
-  plan_record *r = (plan_record *)(intptr_t)*cell;
-  while (r && r->ctx != ctx) r = r->next_in_slot;
-  if (!r && create && (r = (plan_record *)calloc(1, sizeof(plan_record))) != NULL) {
-    r->op = op;
-    r->ctx = ctx;
-    r->next_in_slot = (plan_record *)(intptr_t)*cell;
-    r->next = all_records;
-    all_records = r;
-    *cell = (int64_t)(intptr_t)r;
+  plan_record *r = find_in_slot(cell, ctx);
+  if (!r && create) {
+    pthread_mutex_lock(&rt_lock);
+    r = find_in_slot(cell, ctx); /* (another thread on this context cannot have made it) */
+    if (!r && (r = (plan_record *)calloc(1, sizeof(plan_record))) != NULL) {
+      r->op = op;
+      r->ctx = ctx;
+      r->next_in_slot = (plan_record *)(intptr_t)*cell;
+      r->next = all_records;
+      all_records = r;
+      __atomic_store_n(cell, (int64_t)(intptr_t)r, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&rt_lock);
   }
-  pthread_mutex_unlock(&rt_lock);
   if (!r && create) {
     report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a plan record");
     return NULL;
