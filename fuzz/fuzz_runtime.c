@@ -190,6 +190,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     expect_message(ctx, s);
     free(bq), free(bo), free(bl), free(bk), free(bv);
   }
+  /* Block-sparse attention: a BSR matrix drawn over max_q x max_kv (each buffer as long as
+   * the values passed say), sometimes with a bad entry. */
+  if (pick(&in, 3) == 0) {
+    static const int32_t bs[] = {1, 2, 4, 16, 0};
+    fi_bsr_matrix b = {pick_of(&in, bs, 5), pick_of(&in, bs, 5), NULL, NULL};
+    const int32_t br = b.block_rows > 0 ? b.block_rows : 1, bc = b.block_cols > 0 ? b.block_cols : 1;
+    const int32_t rows = (max_q + br - 1) / br, cols = (max_kv + bc - 1) / bc;
+    int32_t *bp = alloc0(sizeof(int32_t) * (rows + 1)), *bi = alloc0(sizeof(int32_t) * (rows * cols + 1));
+    int32_t nnz = 0;
+    for (int32_t i = 0; i < rows; ++i) {
+      for (int32_t j = 0; j < cols; ++j)
+        if (pick(&in, 2)) bi[nnz++] = j;
+      bp[i + 1] = nnz;
+    }
+    if (nnz && pick(&in, 4) == 0) bi[pick(&in, nnz)] = (int32_t)pick(&in, cols + 2) - 1;
+    if (rows && pick(&in, 8) == 0) bp[pick(&in, rows + 1)] -= 1;
+    b.indptr = bp;
+    b.indices = bi;
+    size_t wb = 0;
+    s = fi_prefill_workspace_size(ctx, &p, 1, max_q, &wb);
+    expect_message(ctx, s);
+    void *w = alloc0(wb + 64);
+    s = fi_block_sparse_plan(ctx, &p, max_q, max_kv, &b, NULL, w, wb, &plan);
+    expect_message(ctx, s);
+    if (s == FI_SUCCESS && p.num_qo_heads > 0 && p.num_kv_heads > 0 && p.head_dim > 0) {
+      void *bq, *bk, *bv, *bo;
+      const int64_t qs[3] = {max_q, p.num_qo_heads, p.head_dim}, ks[3] = {max_kv, p.num_kv_heads, p.head_dim};
+      fi_tensor tq = tensor(&in, p.q_dtype, 3, qs, &bq), to = tensor(&in, p.q_dtype, 3, qs, &bo);
+      fi_tensor tk = tensor(&in, p.kv_dtype, 3, ks, &bk), tv = tensor(&in, p.kv_dtype, 3, ks, &bv);
+      s = fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &b, &to, NULL);
+      expect_message(ctx, s);
+      free(bq), free(bk), free(bv), free(bo);
+    }
+    free(w), free(bp), free(bi);
+  }
   /* Merges of fuzzed shapes. */
   if (pick(&in, 4) == 0) {
     const int64_t vs[3] = {pick(&in, 5), pick(&in, 3) + 1, 8}, ss[2] = {vs[0], vs[1]};

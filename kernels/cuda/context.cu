@@ -130,6 +130,10 @@ extern "C" fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family famil
     case FI_OP_RAGGED_PREFILL:
       return fi_cuda_prefill_check_supported(ctx, family, params, tiles);
     case FI_OP_APPEND_PAGED_KV: return FI_SUCCESS;
+    case FI_OP_BLOCK_SPARSE:
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "block-sparse attention has no CUDA kernel yet: run it on the host "
+                          "backend");
   }
   return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "unknown op family %d", (int)family);
 }

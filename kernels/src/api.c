@@ -25,6 +25,7 @@ static const char *family_name(fi_op_family f) {
   case FI_OP_PAGED_PREFILL: return "paged prefill";
   case FI_OP_RAGGED_PREFILL: return "ragged prefill";
   case FI_OP_APPEND_PAGED_KV: return "append paged kv";
+  case FI_OP_BLOCK_SPARSE: return "block-sparse attention";
   }
   return "unknown";
 }
@@ -682,6 +683,110 @@ fi_status fi_merge_states(fi_context *ctx, const fi_tensor *v, const fi_tensor *
     CHECK(fi_validate_disjoint(ctx, "s_out", s_out, "v_out", v_out));
   }
   return DISPATCH(ctx, merge_states, ctx, v, s, v_out, s_out);
+}
+
+/* ---------------------------------------------------- block-sparse attention ------- */
+
+/* On the host backend, block-sparse attention is the ragged prefill of one request whose
+ * custom mask is the BSR matrix's pairs (causal folded in): the bits are made from the
+ * BSR arrays at plan and at every run (the context's mask scratch), so the host backend
+ * computes exactly the pairs of the listed blocks. The mask's bit indptr is int32, which
+ * bounds M x N. */
+enum { FI_BSR_MAX_PAIRS = 2147483647 };
+
+static fi_status bsr_check_size(fi_context *ctx, int64_t m, int64_t n) {
+  if (m < 0 || n < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "num_qo_rows = %lld, num_kv_rows = %lld: both must be >= 0",
+                        (long long)m, (long long)n);
+  if (n > 0 && m > FI_BSR_MAX_PAIRS / n)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "block-sparse attention of %lld x %lld pairs: the host backend takes "
+                        "at most 2^31 - 1 (query row, key) pairs; split the sequence",
+                        (long long)m, (long long)n);
+  return FI_SUCCESS;
+}
+
+/* The BSR matrix's pairs as mask bits (little bit order, row-major M x N). */
+static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int64_t n,
+                         int causal) {
+  const size_t bytes = (size_t)((m * n + 7) / 8) + 1;
+  uint8_t *bits = (uint8_t *)fi_context_mask_scratch(ctx, bytes);
+  if (!bits) return NULL;
+  memset(bits, 0, bytes);
+  const int64_t rows = (m + b->block_rows - 1) / b->block_rows;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t e = b->indptr[i]; e < b->indptr[i + 1]; ++e) {
+      const int64_t c0 = (int64_t)b->indices[e] * b->block_cols;
+      const int64_t c1 = c0 + b->block_cols < n ? c0 + b->block_cols : n;
+      for (int64_t r = i * b->block_rows; r < (i + 1) * b->block_rows && r < m; ++r) {
+        const int64_t last = causal ? r + n - m : n - 1; /* bottom-right aligned */
+        for (int64_t c = c0; c < c1 && c <= last; ++c) {
+          const int64_t bit = r * n + c;
+          bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+        }
+      }
+    }
+  return bits;
+}
+
+fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
+                               int64_t num_qo_rows, int64_t num_kv_rows,
+                               const fi_bsr_matrix *host_bsr, const fi_tiles *tiles,
+                               void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 0, 0));
+  if (params->mask_mode == FI_MASK_CUSTOM)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.mask_mode = FI_MASK_CUSTOM: the BSR matrix is the mask of "
+                        "block-sparse attention; use FI_MASK_NONE or FI_MASK_CAUSAL");
+  CHECK(bsr_check_size(ctx, num_qo_rows, num_kv_rows));
+  CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
+  if (ctx->backend == FI_BACKEND_CUDA)
+    return fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles);
+  uint8_t *bits = bsr_bits(ctx, host_bsr, num_qo_rows, num_kv_rows,
+                           params->mask_mode == FI_MASK_CAUSAL);
+  if (!bits) return FI_ERROR_OUT_OF_MEMORY;
+  const int32_t qo[2] = {0, (int32_t)num_qo_rows}, kv[2] = {0, (int32_t)num_kv_rows};
+  const int32_t mi[2] = {0, (int32_t)(num_qo_rows * num_kv_rows)};
+  const fi_custom_mask mask = {bits, mi};
+  fi_attention_params p = *params;
+  p.mask_mode = FI_MASK_CUSTOM;
+  CHECK(fi_ragged_prefill_plan(ctx, &p, 1, qo, kv, &mask, tiles, workspace, workspace_bytes,
+                               plan));
+  plan->family = FI_OP_BLOCK_SPARSE;
+  plan->params.mask_mode = params->mask_mode;
+  plan->private_[FI_PLAN_BSR_SHAPE] =
+      (uint64_t)(uint32_t)host_bsr->block_rows << 32 | (uint32_t)host_bsr->block_cols;
+  return seal(plan, FI_SUCCESS);
+}
+
+fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                              const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
+                              fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_BLOCK_SPARSE));
+  const int64_t m = plan->total_qo_rows, n = plan->total_kv;
+  const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
+  if (!bsr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
+  if ((uint64_t)(uint32_t)bsr->block_rows << 32 != (shape & ~(uint64_t)0xffffffffu) ||
+      (uint32_t)bsr->block_cols != (uint32_t)shape)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "bsr blocks are %d x %d but the plan was made for %d x %d: re-plan",
+                        (int)bsr->block_rows, (int)bsr->block_cols, (int)(shape >> 32),
+                        (int)(uint32_t)shape);
+  CHECK(fi_validate_bsr(ctx, bsr, m, n));
+  uint8_t *bits = bsr_bits(ctx, bsr, m, n, plan->params.mask_mode == FI_MASK_CAUSAL);
+  if (!bits) return FI_ERROR_OUT_OF_MEMORY;
+  const int32_t qo[2] = {0, (int32_t)m}, kv[2] = {0, (int32_t)n};
+  const int32_t mi[2] = {0, (int32_t)(m * n)};
+  const fi_custom_mask mask = {bits, mi};
+  fi_plan rp = *plan; /* the ragged prefill plan it is, sealed as such */
+  rp.family = FI_OP_RAGGED_PREFILL;
+  rp.params.mask_mode = FI_MASK_CUSTOM;
+  seal(&rp, FI_SUCCESS);
+  return fi_ragged_prefill_run(ctx, &rp, q, k, v, qo, kv, &mask, o, lse);
 }
 
 /* ------------------------------------------------------------ append -------------- */

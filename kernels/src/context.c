@@ -55,6 +55,10 @@ static void *grow(fi_context *ctx, void **buf, size_t *have, size_t bytes) {
 void *fi_context_plan_scratch(fi_context *ctx, size_t bytes) {
   return grow(ctx, &ctx->plan_scratch, &ctx->plan_scratch_bytes, bytes);
 }
+void *fi_context_mask_scratch(fi_context *ctx, size_t bytes) {
+  return grow(ctx, &ctx->mask_scratch, &ctx->mask_scratch_bytes, bytes);
+}
+
 void *fi_context_run_scratch(fi_context *ctx, size_t bytes) {
   return grow(ctx, &ctx->run_scratch, &ctx->run_scratch_bytes, bytes);
 }
@@ -114,6 +118,7 @@ void fi_context_destroy(fi_context *ctx) {
   if (ctx->backend == FI_BACKEND_CUDA) fi_cuda_context_release(ctx);
   free(ctx->plan_scratch);
   free(ctx->run_scratch);
+  free(ctx->mask_scratch);
   free(ctx);
 }
 

@@ -59,6 +59,11 @@ struct fi_context {
   void *run_scratch;
   size_t run_scratch_bytes;
 
+  /* Host memory block-sparse attention expands its BSR matrix into (a bit per (query row,
+   * key) pair; fi_context_mask_scratch; grown on demand, freed by fi_context_destroy). */
+  void *mask_scratch;
+  size_t mask_scratch_bytes;
+
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
@@ -87,6 +92,7 @@ struct fi_context {
 /* Returns a host buffer of at least `bytes` owned by ctx (NULL + error set on failure). */
 void *fi_context_plan_scratch(fi_context *ctx, size_t bytes);
 void *fi_context_run_scratch(fi_context *ctx, size_t bytes);
+void *fi_context_mask_scratch(fi_context *ctx, size_t bytes);
 
 /* CUDA backend: frees ctx->backend_state (no-op stub when CUDA is off). */
 void fi_cuda_context_release(fi_context *ctx);

@@ -9,6 +9,7 @@ static const char *family_name(fi_op_family family) {
     case FI_OP_PAGED_PREFILL: return "paged prefill";
     case FI_OP_RAGGED_PREFILL: return "ragged prefill";
     case FI_OP_APPEND_PAGED_KV: return "append_paged_kv";
+    case FI_OP_BLOCK_SPARSE: return "block_sparse";
   }
   return "unknown op";
 }

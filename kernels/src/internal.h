@@ -32,6 +32,10 @@ fi_status fi_validate_mask(fi_context *ctx, const fi_attention_params *p,
  * 1, non-negative strides. `name` is the argument's name in messages. */
 fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor *t,
                              fi_dtype dtype, int32_t rank, const int64_t *shape);
+/* A BSR matrix of M query rows and N keys (fi_bsr_matrix's rules), naming the array, index
+ * and value it rejects. */
+fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num_qo_rows,
+                          int64_t num_kv_rows);
 /* An output whose strides give two indices one element is refused (naming the stride). */
 fi_status fi_validate_no_self_overlap(fi_context *ctx, const char *name, const fi_tensor *t);
 /* An output whose bytes overlap an input's (a run reads the input while it writes the
@@ -122,12 +126,13 @@ enum {
                                    kept-key extents in the workspace (0: none) */
   FI_PLAN_KV_ENTRIES = 14, /* paged prefill: page-table entries the plan may cover (host:
                               kv_indptr[batch]; device: num_indices), the stage's bound */
-  FI_PLAN_CHECKSUM = 15, /* fi_plan_checksum of the rest, stored last by every plan function */
+  FI_PLAN_BSR_SHAPE = 15,  /* block-sparse: block_rows << 32 | block_cols */
+  FI_PLAN_CHECKSUM = 16, /* fi_plan_checksum of the rest, stored last by every plan function */
 };
 
 /* A hash of everything a run trusts in a plan: the public counts and workspace, the shape
  * parameters (heads, head_dim, page size, dtypes, mask mode; not the per-run attributes the
- * compiled code's adapters set on their copy) and private words 0..14. Every plan function
+ * compiled code's adapters set on their copy) and the private words before it. Every plan function
  * stores it last; every run refuses a plan whose fields no longer match it. */
 uint64_t fi_plan_checksum(const fi_plan *plan);
 

@@ -314,3 +314,47 @@ int fi_tensor_same_view(const fi_tensor *a, const fi_tensor *b) {
       return 0;
   return 1;
 }
+
+/* ------------------------------------------------------------------ BSR -------------- */
+
+fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *b, int64_t num_qo_rows,
+                          int64_t num_kv_rows) {
+  if (!b) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
+  if (b->block_rows < 1 || b->block_cols < 1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "bsr.block_rows = %d, block_cols = %d: both must be >= 1",
+                        (int)b->block_rows, (int)b->block_cols);
+  const int64_t rows = (num_qo_rows + b->block_rows - 1) / b->block_rows;
+  const int64_t cols = (num_kv_rows + b->block_cols - 1) / b->block_cols;
+  if (!b->indptr)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "bsr.indptr is NULL: it needs ceil(M / block_rows) + 1 = %lld elements",
+                        (long long)(rows + 1));
+  if (b->indptr[0] != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr.indptr[0] = %d: must be 0",
+                        (int)b->indptr[0]);
+  for (int64_t i = 0; i < rows; ++i)
+    if (b->indptr[i + 1] < b->indptr[i])
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "bsr.indptr[%lld] = %d < bsr.indptr[%lld] = %d: indptr must not "
+                          "decrease (block row %lld)", (long long)(i + 1), (int)b->indptr[i + 1],
+                          (long long)i, (int)b->indptr[i], (long long)i);
+  if (b->indptr[rows] > 0 && !b->indices)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "bsr.indices is NULL but indptr lists %d blocks", (int)b->indptr[rows]);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t n = b->indptr[i]; n < b->indptr[i + 1]; ++n) {
+      const int32_t c = b->indices[n];
+      if (c < 0 || c >= cols)
+        return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                            "bsr.indices[%lld] = %d (block row %lld): column blocks are 0..%lld "
+                            "(ceil(N / block_cols) with N = %lld keys)", (long long)n, (int)c,
+                            (long long)i, (long long)cols - 1, (long long)num_kv_rows);
+      if (n > b->indptr[i] && c <= b->indices[n - 1])
+        return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                            "bsr.indices[%lld] = %d follows %d in block row %lld: a block row's "
+                            "column blocks must strictly increase (sort them, drop duplicates)",
+                            (long long)n, (int)c, (int)b->indices[n - 1], (long long)i);
+    }
+  return FI_SUCCESS;
+}

@@ -217,6 +217,7 @@ typedef enum fi_op_family {
   FI_OP_PAGED_PREFILL = 2,
   FI_OP_RAGGED_PREFILL = 3,
   FI_OP_APPEND_PAGED_KV = 4,
+  FI_OP_BLOCK_SPARSE = 5,
 } fi_op_family;
 
 /* The result of a plan function: a small value the caller keeps and passes to run. The
@@ -233,7 +234,7 @@ typedef struct fi_plan {
   int32_t num_pages;
   void *workspace;              /* as passed to plan */
   size_t workspace_bytes;
-  uint64_t private_[16];
+  uint64_t private_[17];
 } fi_plan;
 
 /* Workspace sizes are exact upper bounds for every problem up to `max_batch` requests
@@ -340,6 +341,36 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
                                         int64_t max_kv_rows, const fi_tiles *tiles,
                                         void *workspace, size_t workspace_bytes,
                                         fi_plan *plan);
+
+/* -------------------------------------------------------- block-sparse attention ---- */
+
+/* A block-sparse-row (BSR) matrix over the (query row, key) score matrix of one sequence
+ * of M query rows and N keys, in blocks of block_rows x block_cols (R x C), as in the
+ * FlashInfer paper and FlashInfer's BlockSparseAttentionWrapper: block row i (query rows
+ * i R .. min((i + 1) R, M) - 1) attends to the key blocks indices[indptr[i]] ..
+ * indices[indptr[i + 1] - 1] (keys j C .. min((j + 1) C, N) - 1). indptr has ceil(M / R) + 1
+ * elements from 0, never decreasing; within a block row the column indices strictly
+ * increase and lie in [0, ceil(N / C)). */
+typedef struct fi_bsr_matrix {
+  int32_t block_rows, block_cols;
+  const int32_t *indptr;
+  const int32_t *indices;
+} fi_bsr_matrix;
+
+/* Block-sparse attention of q [M, qo_heads, head_dim] against k, v [N, kv_heads, head_dim]:
+ * each query row attends to the keys of its block row's listed blocks. params.mask_mode
+ * NONE, or CAUSAL (query row r also drops keys past r + N - M, bottom-right aligned as
+ * everywhere) -- not CUSTOM; soft cap, window, ALiBi, RoPE, fp8 KV and LSE as for prefill.
+ * The workspace: fi_prefill_workspace_size(ctx, params, 1, M). The host backend runs it
+ * (the pairs of the listed blocks, exactly); the CUDA backend has no block-sparse kernel yet
+ * (plan: FI_ERROR_UNSUPPORTED). The run's bsr must hold what the plan's did. */
+fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
+                               int64_t num_qo_rows, int64_t num_kv_rows,
+                               const fi_bsr_matrix *host_bsr, const fi_tiles *tiles,
+                               void *workspace, size_t workspace_bytes, fi_plan *plan);
+fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                              const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
+                              fi_tensor *o, fi_tensor *lse);
 
 /* ------------------------------------------------------------ merge, append -------- */
 
