@@ -490,6 +490,46 @@ LogicalResult RaggedPrefillOp::verify() {
                                           headDim.size(), BsrAttr(), getMaskMode());
 }
 
+namespace {
+/// What block-sparse attention and its plan share: the block shape and the mask mode.
+LogicalResult checkBlockSparseAttrs(Checker &c, BsrAttr bsr, MaskMode mode) {
+  if (bsr.getBlockRows() < 1 || bsr.getBlockCols() < 1)
+    return c.error() << "bsr has block_rows = " << bsr.getBlockRows()
+                     << " and block_cols = " << bsr.getBlockCols()
+                     << "; both must be >= 1 (the R x C blocks of the BSR matrix)";
+  if (mode == MaskMode::custom)
+    return c.error() << "mask_mode = custom: the BSR matrix is the mask of block-sparse "
+                        "attention; use none or causal";
+  return success();
+}
+} // namespace
+
+LogicalResult BlockSparseAttentionOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "plan", "o", "lse"}))))
+    return failure();
+  Value k = getK(), v = getV();
+  if (failed(c.rank(k, "k", 3, "[N, kv_heads, head_dim]")))
+    return failure();
+  if (v.getType() != k.getType())
+    return c.error() << "operand 'v' has type " << v.getType() << " but 'k' has type "
+                     << k.getType() << "; K and V must have the same shape and element type";
+  Dim kvHeads{k, "k", 1}, headDim{k, "k", 2};
+  if (failed(c.floatElement(k, "k", /*kvCache=*/true)) ||
+      failed(c.isStatic(kvHeads, "kv_heads")) || failed(c.isStatic(headDim, "head_dim")) ||
+      failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
+      failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
+      failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(), "M")) ||
+      failed(checkBlockSparseAttrs(c, getBsr(), getMaskMode())) ||
+      failed(c.attentionAttrs(*this)) ||
+      failed(c.plan(getPlan(), PlanFamily::block_sparse, "block_sparse_plan")))
+    return failure();
+  return c.planShape<BlockSparsePlanOp>(getPlan(), getQ(), k, getQ().getType().getDimSize(1),
+                                        kvHeads.size(), headDim.size(), getBsr(),
+                                        getMaskMode());
+}
+
 //===----------------------------------------------------------------------===//
 // Merge ops
 //===----------------------------------------------------------------------===//
@@ -748,6 +788,19 @@ LogicalResult RaggedPrefillPlanOp::verify() {
                                     getMaxKvRows(), true)) ||
       failed(checkPlanMemory(c, getOnDevice(),
                              {{getQoIndptr(), "qo_indptr"}, {getKvIndptr(), "kv_indptr"}})))
+    return failure();
+  return checkPlanShape(c, *this);
+}
+
+LogicalResult BlockSparsePlanOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"bsr_indptr", "bsr_indices", "num_qo_rows", "num_kv_rows"}))) ||
+      failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
+      failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
+      failed(checkBlockSparseAttrs(c, getBsr(), getMaskMode())) ||
+      failed(checkPlanMemory(c, false,
+                             {{getBsrIndptr(), "bsr_indptr"}, {getBsrIndices(), "bsr_indices"}})))
     return failure();
   return checkPlanShape(c, *this);
 }

@@ -762,6 +762,62 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
   log_plan(&r->plan);
 }
 
+/* A BSR matrix from its memrefs, with the lengths the runtime cannot see checked here:
+ * indptr holds ceil(m / block_rows) + 1 entries and indices at least indptr's last. */
+static int bsr_of(const char *op, fi_context *ctx, fi_memref *indptr, fi_memref *indices,
+                  int64_t m, int32_t block_rows, int32_t block_cols, fi_bsr_matrix *bsr) {
+  bsr->block_rows = block_rows;
+  bsr->block_cols = block_cols;
+  bsr->indptr = array_of(op, "bsr_indptr", indptr, 4);
+  bsr->indices = array_of(op, "bsr_indices", indices, 4);
+  if (!bsr->indptr || !bsr->indices || !host_readable(op, ctx, "bsr_indptr", bsr->indptr) ||
+      !host_readable(op, ctx, "bsr_indices", bsr->indices))
+    return 0;
+  const int64_t rows = block_rows > 0 ? (m + block_rows - 1) / block_rows : 0;
+  char msg[200];
+  if (length_of(indptr) != rows + 1) {
+    snprintf(msg, sizeof msg, "bsr_indptr has %lld elements but ceil(M / block_rows) + 1 = "
+             "%lld (M = %lld query rows, block_rows = %d)", (long long)length_of(indptr),
+             (long long)(rows + 1), (long long)m, (int)block_rows);
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  if (bsr->indptr[rows] < 0 || length_of(indices) < bsr->indptr[rows]) {
+    snprintf(msg, sizeof msg, "bsr_indptr[%lld] = %d blocks but bsr_indices has %lld elements",
+             (long long)rows, (int)bsr->indptr[rows], (long long)length_of(indices));
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  return 1;
+}
+
+void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
+                                          fi_memref *indices, int64_t m, int64_t n,
+                                          int32_t block_rows, int32_t block_cols,
+                                          int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                                          int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                                          int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+                                          int32_t split_kv, int32_t cores) {
+  const char *op = "fi.block_sparse_plan";
+  fi_context *ctx = context_or_report(op);
+  plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
+  fi_bsr_matrix bsr;
+  if (!r || refuse_host_plan_in_capture(op, ctx) ||
+      !bsr_of(op, ctx, indptr, indices, m, block_rows, block_cols, &bsr))
+    return;
+  fi_attention_params p =
+      shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  fi_tiles t;
+  const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  r->valid = 0;
+  if (!prepare_workspace(op, ctx, r, &p, 0, 1, m)) return;
+  if (plan_failed(op, ctx, r, fi_block_sparse_plan(ctx, &p, m, n, &bsr, tiles, r->workspace,
+                                                   r->workspace_bytes, &r->plan)))
+    return;
+  r->valid = 1;
+  log_plan(&r->plan);
+}
+
 void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
                                     fi_memref *indptr, fi_memref *indices, fi_memref *last,
                                     int64_t num_pages, int32_t page_size) {
@@ -1292,6 +1348,27 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
   if (!failed(op, ctx, st)) after_run(op, ctx);
 }
 
+static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
+                             fi_memref *indptr, fi_memref *indices, fi_memref *o,
+                             fi_memref *lse, int32_t has_lse, attention_attrs a, fi_dtype qd,
+                             fi_dtype kd) {
+  const char *op = "fi.block_sparse_attention";
+  fi_context *ctx = context_or_report(op);
+  fi_plan plan;
+  if (!ctx || !run_plan(op, ctx, slot, FI_OP_BLOCK_SPARSE, qd, kd, &a, &plan)) return;
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tk = tensor_of(k, 3, kd), tv = tensor_of(v, 3, kd);
+  fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
+  const uint64_t shape = plan.private_[FI_PLAN_BSR_SHAPE];
+  fi_bsr_matrix bsr;
+  if (!bsr_of(op, ctx, indptr, indices, tq.shape[0], (int32_t)(shape >> 32),
+              (int32_t)(uint32_t)shape, &bsr))
+    return;
+  if (!failed(op, ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to,
+                                           has_lse ? &tl : NULL)))
+    after_run(op, ctx);
+}
+
 /* s_out of fi.merge_state is optional in the dialect but required by the runtime: an
  * absent one goes to this scratch buffer (backend memory, grown, never shrunk). */
 
@@ -1392,6 +1469,14 @@ static void append_run(fi_memref *slot, fi_memref *k_new, fi_memref *v_new,
                qd, kd);                                                                    \
   }
 FI_Q_KV_TYPES(DEF_DECODE)
+
+#define DEF_BLOCK_SPARSE(qn, qd, kn, kd)                                                   \
+  void _mlir_ciface_fi_rt_block_sparse_run_##qn##_##kn(                                    \
+      fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v, fi_memref *indptr,        \
+      fi_memref *indices, fi_memref *o, fi_memref *lse, int32_t has_lse, ATTN_PARAMS) {    \
+    block_sparse_run(slot, q, k, v, indptr, indices, o, lse, has_lse, ATTN_ARGS, qd, kd);  \
+  }
+FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
 
 #define DEF_PAGED_PREFILL_NAMED(name, qd, kd)                                              \
   void name(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr, fi_memref *k,             \

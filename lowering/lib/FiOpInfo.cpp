@@ -55,6 +55,16 @@ std::optional<AttentionInfo> mlir::fi::getAttentionInfo(Operation *op) {
     info.staticBatch = batchOfIndptr(p.getQoIndptr());
     return info;
   }
+  if (auto b = dyn_cast<BlockSparseAttentionOp>(op)) {
+    common(b);
+    info.family = PlanFamily::block_sparse;
+    info.bsr = b.getBsr();
+    info.mask = b.getMaskMode();
+    info.kvHeads = shaped(b.getK()).getDimSize(1);
+    info.staticBatch = 1;
+    info.staticKvRows = staticDim(b.getK(), 0);
+    return info;
+  }
   if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
     common(r);
     info.family = PlanFamily::ragged_prefill;

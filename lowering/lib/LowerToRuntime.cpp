@@ -162,6 +162,8 @@ public:
       return variantName(p.getTilesAttr(), false);
     if (auto r = dyn_cast<RaggedPrefillPlanOp>(plan))
       return variantName(r.getTilesAttr(), false);
+    if (auto s = dyn_cast<BlockSparsePlanOp>(plan))
+      return variantName(s.getTilesAttr(), false);
     return "";
   }
 
@@ -248,6 +250,11 @@ public:
         return failure();
       if (r.getOnDevice() && !r.getTilesAttr())
         return needsTiles(op);
+    } else if (isa<BlockSparsePlanOp>(op)) {
+      if (backend == "cuda")
+        return op->emitOpError()
+               << "cannot run on the CUDA backend: block-sparse attention has no CUDA "
+                  "kernel yet; compile for the host backend (backend=host or any)";
     } else if (!isa<AppendPlanOp>(op)) {
       return op->emitOpError() << "is not an fi plan op";
     }
@@ -306,6 +313,17 @@ public:
       pushShape(loc, args, r.getNumQoHeads(), r.getNumKvHeads(), r.getHeadDim(), 0,
                 r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr());
       callee = r.getOnDevice() ? "fi_rt_ragged_prefill_plan_device" : "fi_rt_ragged_prefill_plan";
+    } else if (auto s = dyn_cast<BlockSparsePlanOp>(op)) {
+      BlockSparsePlanOp::Adaptor sA(operands, s);
+      for (Value v : {sA.getBsrIndptr(), sA.getBsrIndices()})
+        args.push_back(canonical(loc, v));
+      args.push_back(i64FromIndex(loc, sA.getNumQoRows()));
+      args.push_back(i64FromIndex(loc, sA.getNumKvRows()));
+      args.push_back(i32(loc, s.getBsr().getBlockRows()));
+      args.push_back(i32(loc, s.getBsr().getBlockCols()));
+      pushShape(loc, args, s.getNumQoHeads(), s.getNumKvHeads(), s.getHeadDim(), 0,
+                s.getQType(), s.getKvType(), s.getMaskMode(), s.getTilesAttr());
+      callee = "fi_rt_block_sparse_plan";
     } else if (auto a = dyn_cast<AppendPlanOp>(op)) {
       AppendPlanOp::Adaptor aA(operands, a);
       for (Value v : {aA.getAppendIndptr(), aA.getKvIndptr(), aA.getKvIndices(),
@@ -329,7 +347,8 @@ public:
       return op->emitOpError() << "has no plan operand; run fi-materialize-plans before "
                                   "the fi-to-runtime patterns (fi-lower-to-runtime does)";
     Operation *def = plan.getDefiningOp();
-    if (!isa_and_nonnull<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp>(def))
+    if (!isa_and_nonnull<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp,
+                         BlockSparsePlanOp>(def))
       return op->emitOpError()
              << "takes a plan that does not come from an fi plan op of this module (a "
                 "function argument or a value passed through control flow); make the plan "
@@ -466,6 +485,17 @@ public:
       args.push_back(i32(loc, static_cast<int64_t>(r.getMaskMode())));
       pushAttention(loc, args, op, rA.getQ());
       callee = "fi_rt_ragged_prefill_run" + suffix({rA.getQ(), rA.getK()}) + maskSuffix(rA.getMask());
+    } else if (auto s = dyn_cast<BlockSparseAttentionOp>(op)) {
+      BlockSparseAttentionOp::Adaptor sA(operands, s);
+      if (failed(slotOf(op, s.getPlan(), sA.getPlan(), slot, variant)))
+        return failure();
+      args.push_back(slot);
+      for (Value v : {sA.getQ(), sA.getK(), sA.getV(), sA.getBsrIndptr(), sA.getBsrIndices(),
+                      sA.getO()})
+        args.push_back(canonical(loc, v));
+      pushLse(loc, args, sA.getLse());
+      pushAttention(loc, args, op, sA.getQ());
+      callee = "fi_rt_block_sparse_run" + suffix({sA.getQ(), sA.getK()});
     } else if (auto m = dyn_cast<MergeStateOp>(op)) {
       MergeStateOp::Adaptor mA(operands, m);
       for (Value v : {mA.getVA(), mA.getSA(), mA.getVB(), mA.getSB(), mA.getVOut()})
@@ -622,10 +652,12 @@ void mlir::fi::populateFiToRuntimeConversionPatterns(const TypeConverter &conver
   MLIRContext *ctx = patterns.getContext();
   auto nextSlot = std::make_shared<unsigned>(0);
   patterns.add<PlanToRuntime<DecodePlanOp>, PlanToRuntime<PagedPrefillPlanOp>,
-               PlanToRuntime<RaggedPrefillPlanOp>, PlanToRuntime<AppendPlanOp>>(
+               PlanToRuntime<RaggedPrefillPlanOp>, PlanToRuntime<AppendPlanOp>,
+               PlanToRuntime<BlockSparsePlanOp>>(
       converter, ctx, backend, nextSlot);
   patterns.add<RunToRuntime<PagedDecodeOp>, RunToRuntime<PagedPrefillOp>,
-               RunToRuntime<RaggedPrefillOp>, RunToRuntime<MergeStateOp>,
+               RunToRuntime<RaggedPrefillOp>, RunToRuntime<BlockSparseAttentionOp>,
+               RunToRuntime<MergeStateOp>,
                RunToRuntime<MergeStatesOp>, RunToRuntime<AppendPagedKvOp>>(converter, ctx, backend);
 }
 
@@ -649,7 +681,8 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
     eraseMemorySpaces(module);
     SmallVector<Operation *> needPlan;
     module.walk([&](Operation *op) {
-      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
+      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp,
+              BlockSparseAttentionOp>(op))
         needPlan.push_back(op);
     });
     OpBuilder b(module.getContext());
@@ -663,7 +696,8 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       materializePlan(b, op, &numPages);
     }
     WalkResult users = module.walk([&](Operation *op) {
-      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp>(op))
+      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, AppendPlanOp,
+               BlockSparsePlanOp>(op))
         return WalkResult::advance();
       for (Operation *user : op->getUsers())
         if (!user->getDialect() || !isa<FiDialect>(user->getDialect())) {

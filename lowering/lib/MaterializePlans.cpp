@@ -183,6 +183,16 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         dev ? device : UnitAttr(), i64(b, info->qoHeads), i64(b, info->kvHeads),
         i64(b, info->headDim), qType, kvType, info->tiles);
     r.getPlanMutable().assign(plan);
+  } else if (auto s = dyn_cast<BlockSparseAttentionOp>(op)) {
+    // M and N: dim 0 of q and k, made just before the op (they depend on nothing else).
+    b.setInsertionPoint(op);
+    Value m = dim0(b, loc, s.getQ()), n = dim0(b, loc, s.getK());
+    setEarliestInsertionPoint(b, op, {s.getBsrIndptr(), s.getBsrIndices(), m, n});
+    plan = BlockSparsePlanOp::create(
+        b, loc, PlanType::get(ctx, PlanFamily::block_sparse), s.getBsrIndptr(),
+        s.getBsrIndices(), m, n, s.getBsr(), s.getMaskModeAttr(), i64(b, info->qoHeads),
+        i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
+    s.getPlanMutable().assign(plan);
   }
   // An op whose tiles are left to plan time says so on its plan as well.
   if (plan && op->hasAttr("fi.tiles_at_plan_time"))
@@ -197,7 +207,8 @@ struct FiMaterializePlansPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp>(op))
+      if (isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, AppendPagedKvOp,
+              BlockSparseAttentionOp>(op))
         ops.push_back(op);
     });
     OpBuilder b(&getContext());

@@ -157,7 +157,7 @@ struct FiSelectTilesPass : public mlir::fi::impl::FiSelectTilesBase<FiSelectTile
     // Plan ops without tiles take those of their first user that has them, so that a
     // shared plan and the ops running it agree.
     module.walk([&](Operation *op) {
-      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp>(op) ||
+      if (!isa<DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, BlockSparsePlanOp>(op) ||
           op->getAttr("tiles"))
         return;
       for (Operation *user : op->getResult(0).getUsers())

@@ -107,13 +107,15 @@ def Fi_CoresAttr : EnumAttr<Fi_Dialect, Fi_Cores, "cores"> {
 
 def Fi_PlanFamily : I32EnumAttr<"PlanFamily", "op family a plan is made for", [
     I32EnumAttrCase<"decode", 1>, I32EnumAttrCase<"paged_prefill", 2>,
-    I32EnumAttrCase<"ragged_prefill", 3>, I32EnumAttrCase<"append", 4>]> {
+    I32EnumAttrCase<"ragged_prefill", 3>, I32EnumAttrCase<"append", 4>,
+    I32EnumAttrCase<"block_sparse", 5>]> {
   let cppNamespace = "::mlir::fi";
   let genSpecializedAttr = 0;
 }
 def Fi_PlanFamilyAttr : EnumAttr<Fi_Dialect, Fi_PlanFamily, "plan_family"> {
   let assemblyFormat = "`<` $value `>`";
-  let summary = "op family of a plan: decode, paged_prefill, ragged_prefill or append";
+  let summary = "op family of a plan: decode, paged_prefill, ragged_prefill, append or "
+                "block_sparse";
 }
 
 def Fi_MemoryKind : I32EnumAttr<"MemoryKind", "where an array lives", [

@@ -270,6 +270,64 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
   let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
 }
 
+def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
+                                          [AttrSizedOperandSegments]> {
+  let summary = "block-sparse attention of one sequence through a BSR matrix";
+  let description = !strconcat([{
+    The FlashInfer paper's block-sparse attention (FlashInfer's
+    BlockSparseAttentionWrapper): the `M` query rows of `q` attend to the `N` keys of `k`
+    and `v` through a block-sparse-row (BSR) matrix of `block_rows x block_cols` (R x C)
+    blocks over the `M x N` score matrix: block row `i` (query rows `i R ..
+    min((i + 1) R, M) - 1`) attends to the key blocks `bsr_indices[bsr_indptr[i] ..
+    bsr_indptr[i + 1] - 1]` (keys `j C .. min((j + 1) C, N) - 1`); within a block row the
+    column blocks strictly increase. `causal` also drops, inside the listed blocks, keys
+    past `r + N - M` for query row `r` (bottom-right aligned).
+
+    Operands:
+
+    * `q`: `[M, qo_heads, head_dim]`, f16/bf16/f32.
+    * `k`, `v`: `[N, kv_heads, head_dim]` each, f16, bf16, f32, f8E4M3FN or f8E5M2.
+    * `bsr_indptr`: `[ceil(M / R) + 1]` i32; `bsr_indices`: `[nnz blocks]` i32.
+    * `plan` (optional): a `!fi.plan<block_sparse>` from `fi.block_sparse_plan`.
+    * `o` (destination): `[M, qo_heads, head_dim]`, the type of `q`.
+    * `lse` (optional destination): `[M, qo_heads]` f32.
+    * `bsr`: the block shape (`block_rows`, `block_cols`; `layout` is unused).
+    * `mask_mode` (`#fi.mask_mode<none>`): `none` or `causal`.
+  }], Fi_AttentionAttrDoc, [{
+
+    Runs on the host backend (the runtime's fi_block_sparse_run); the CUDA backend has no
+    block-sparse kernel yet and refuses the plan.
+
+    Example:
+
+    ```mlir
+    %o = fi.block_sparse_attention q(%q : tensor<?x32x128xf16>)
+        kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+        blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+        outs(%o0 : tensor<?x32x128xf16>)
+        {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+         mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xf16>
+    ```
+  }]);
+  let arguments = !con((ins
+      Fi_Shaped:$q, Fi_Shaped:$k, Fi_Shaped:$v,
+      Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
+      Optional<Fi_AnyPlan>:$plan,
+      Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
+      Fi_BsrAttr:$bsr,
+      DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode),
+      Fi_AttentionAttrs);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $k `,` $v `:` type($k) `,` type($v) `)`
+    `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
+}
+
 //===----------------------------------------------------------------------===//
 // Merging attention states
 //===----------------------------------------------------------------------===//
@@ -544,6 +602,36 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill",
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
     (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
     (`max_rows` `(` $max_qo_rows^ `,` $max_kv_rows `)`)? attr-dict
+  }];
+}
+
+def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse"> {
+  let summary = "plan a block-sparse attention";
+  let description = !strconcat([{
+    Checks the BSR matrix of one `fi.block_sparse_attention` against its lengths and makes
+    its plan (host memory arrays).
+
+    * `bsr_indptr`, `bsr_indices`: the BSR matrix (see `fi.block_sparse_attention`).
+    * `num_qo_rows`, `num_kv_rows`: `M` and `N`.
+    * `bsr`: the block shape; `mask_mode`: `none` or `causal`, the op's.
+  }], Fi_PlanShapeDoc, [{
+
+    Example:
+
+    ```mlir
+    %plan = fi.block_sparse_plan blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+        rows(%m, %n) {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+        num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, q_type = f16, kv_type = f16}
+    ```
+  }]);
+  let arguments = !con((ins Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
+                            Index:$num_qo_rows, Index:$num_kv_rows, Fi_BsrAttr:$bsr,
+                            DefaultValuedAttr<Fi_MaskModeAttr,
+                                              "::mlir::fi::MaskMode::none">:$mask_mode),
+                       Fi_PlanShapeAttrs);
+  let assemblyFormat = [{
+    `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
+    `rows` `(` $num_qo_rows `,` $num_kv_rows `)` attr-dict
   }];
 }
 

@@ -1,0 +1,37 @@
+// RUN: fi-opt %s | FileCheck %s
+// RUN: fi-opt %s | fi-opt | FileCheck %s
+// RUN: fi-opt %s --mlir-print-op-generic | fi-opt | FileCheck %s
+// fi.block_sparse_attention and fi.block_sparse_plan: one sequence through a BSR matrix.
+
+// CHECK-LABEL: func.func @bsr_causal
+// CHECK: %{{.*}}:2 = fi.block_sparse_attention q(%arg0 : tensor<?x32x128xf16>) kv(%arg1, %arg2 : tensor<?x8x128xf16>, tensor<?x8x128xf16>) blocks(%arg3, %arg4 : tensor<?xi32>, tensor<?xi32>) outs(%arg5, %arg6 : tensor<?x32x128xf16>, tensor<?x32xf32>) {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>, logits_soft_cap = 3.000000e+01 : f32, mask_mode = #fi.mask_mode<causal>} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+func.func @bsr_causal(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>, %v: tensor<?x8x128xf16>,
+                      %ip: tensor<?xi32>, %ix: tensor<?xi32>, %o: tensor<?x32x128xf16>,
+                      %lse: tensor<?x32xf32>) -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = fi.block_sparse_attention q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      blocks(%ip, %ix : tensor<?xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, logits_soft_cap = 30.0 : f32}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
+
+// An explicit plan, memref form, blocks that differ in rows and columns.
+// CHECK-LABEL: func.func @bsr_planned
+// CHECK: %[[P:.*]] = fi.block_sparse_plan blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) rows(%arg6, %arg7) {bsr = #fi.bsr<block_rows = 16, block_cols = 128, layout = nhd>, head_dim = 64 : i64, kv_type = bf16, num_kv_heads = 2 : i64, num_qo_heads = 4 : i64, q_type = bf16}
+// CHECK: fi.block_sparse_attention q(%arg0 : memref<?x4x64xbf16>) kv(%arg1, %arg2 : memref<?x2x64xbf16>, memref<?x2x64xbf16>) blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) plan(%[[P]] : !fi.plan<block_sparse>) outs(%arg5 : memref<?x4x64xbf16>) {bsr = #fi.bsr<block_rows = 16, block_cols = 128, layout = nhd>}
+func.func @bsr_planned(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+                       %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xbf16>,
+                       %m: index, %n: index) {
+  %p = fi.block_sparse_plan blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) rows(%m, %n)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 128, layout = nhd>, num_qo_heads = 4,
+       num_kv_heads = 2, head_dim = 64, q_type = bf16, kv_type = bf16}
+  fi.block_sparse_attention q(%q : memref<?x4x64xbf16>)
+      kv(%k, %v : memref<?x2x64xbf16>, memref<?x2x64xbf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) plan(%p : !fi.plan<block_sparse>)
+      outs(%o : memref<?x4x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 128, layout = nhd>}
+  return
+}

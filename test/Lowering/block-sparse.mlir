@@ -1,0 +1,31 @@
+// Block-sparse attention through fi-to-llvm's steps: the plan op made by
+// fi-materialize-plans (M, N from dim 0 of q and k), its runtime calls, and the refusal of
+// the CUDA backend, which has no block-sparse kernel yet.
+// RUN: fi-opt %s --fi-lower-to-runtime | FileCheck %s
+// RUN: fi-opt %s --fi-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: not fi-opt %s --fi-lower-to-runtime=backend=cuda 2>&1 | FileCheck %s --check-prefix=CUDA
+
+// CHECK-DAG: func.func private @fi_rt_block_sparse_plan(memref<1xi64>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, i64, i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @fi_rt_block_sparse_run_f16_f16(
+// CHECK-LABEL: func.func @bsr
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[N:.*]] = memref.dim %arg1, %c0
+// CHECK: %[[SLOT:.*]] = memref.get_global @__fi_plan_slot_0 : memref<1xi64>
+// CHECK: %[[M64:.*]] = arith.index_cast %[[M]] : index to i64
+// CHECK: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// Blocks 16 x 32; 4 / 2 heads, head_dim 64, page 0, f16 / f16, causal (1), tiles at plan time.
+// CHECK: call @fi_rt_block_sparse_plan(%[[SLOT]], %{{.*}}, %{{.*}}, %[[M64]], %[[N64]], %c16_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}) {fi.variant = "plan-time"}
+// CHECK: call @fi_rt_block_sparse_run_f16_f16(%[[SLOT]], {{.*}}) {fi.variant = "plan-time"}
+// CHECK-NOT: fi.block_sparse
+// LLVM: llvm.call @fi_rt_block_sparse_plan(
+// LLVM: llvm.call @fi_rt_block_sparse_run_f16_f16(
+// CUDA: error: 'fi.block_sparse_plan' op cannot run on the CUDA backend: block-sparse attention has no CUDA kernel yet
+func.func @bsr(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+               %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xf16>) {
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x64xf16>, memref<?x2x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>}
+  return
+}
