@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${FI_FUZZ_BUILD:-build-fuzz}
 seconds=${FI_FUZZ_SECONDS:-60}
-targets=("${@:-runtime ir}")
-read -r -a targets <<< "${targets[*]}"
+targets=("$@")
+((${#targets[@]})) || targets=(runtime ir)
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -fno-omit-frame-pointer -g -O1"
 if [ ! -f "$build/build.ninja" ]; then
   mlir=OFF

@@ -246,7 +246,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       p.paged ? (int64_t)plan->private_[FI_PLAN_KV_ENTRIES] * p.page_size
               : (kv.k->shape[0] < kv.v->shape[0] ? kv.k->shape[0] : kv.v->shape[0]);
   const fi_stage_layout stage =
-      fi_prefill_stage_layout(ctx, a, p.paged, q->shape[0], stage_kv_rows);
+      fi_prefill_stage_layout(ctx, a, p.paged, stage_kv_rows);
 
   cudaStream_t stream = fi_cuda_stream(ctx);
   // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
@@ -267,8 +267,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     ws_refusal = "no sm_90a device or no plan counters in the workspace";
   else if (p.group > 128)
     ws_refusal = "a GQA group above 128";
-  const bool needs_stage = kvk != FI_KV_SAME || a->pos_encoding == FI_POS_ROPE_LLAMA ||
-                           (p.paged && p.page_size % 16 != 0);
+  const bool needs_stage = fi_prefill_needs_stage(a, p.paged);
   char stage_why[200];
   if (!ws_refusal && needs_stage && stage.total == 0)
     ws_refusal = "RoPE, fp8 KV or a page size that is not a multiple of 16 with a KV dtype, "

@@ -87,19 +87,20 @@ fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *para
                         "max_qo_rows = %lld, max_kv_rows = %lld: both must be >= 0",
                         (long long)max_qo_rows, (long long)max_kv_rows);
   if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
-  *bytes = fi_prefill_stage_layout(ctx, params, paged != 0, max_qo_rows, max_kv_rows).total;
+  *bytes = fi_prefill_stage_layout(ctx, params, paged != 0, max_kv_rows).total;
   return FI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------- plans -------- */
 
 uint64_t fi_plan_checksum(const fi_plan *plan) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a over the fields, 8 bytes at a time */
+  /* A word at a time (each run checks it): multiply by an odd constant, fold the high half
+   * down, so that a change in any bit of any field reaches the result. */
+  uint64_t h = 1469598103934665603ull;
 #define FI_MIX(v)                                       \
   do {                                                  \
-    uint64_t x_ = (uint64_t)(v);                        \
-    for (int b_ = 0; b_ < 8; ++b_, x_ >>= 8)            \
-      h = (h ^ (x_ & 0xff)) * 1099511628211ull;         \
+    h = (h ^ (uint64_t)(v)) * 0x9e3779b97f4a7c15ull;    \
+    h ^= h >> 32;                                       \
   } while (0)
   FI_MIX(plan->family);
   FI_MIX(plan->tiles.q_tile);
@@ -175,7 +176,7 @@ static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_pa
   tp.fast_path = (p->kv_dtype == p->q_dtype && p->pos_encoding != FI_POS_ROPE_LLAMA &&
                   (!paged || p->page_size % 16 == 0)) ||
                  (ctx->prefill_stage_bytes > 0 &&
-                  fi_prefill_stage_layout(ctx, p, paged, 1, 1).total > 0);
+                  fi_prefill_stage_layout(ctx, p, paged, 1).total > 0);
   return tp;
 }
 

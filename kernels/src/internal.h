@@ -136,17 +136,20 @@ enum {
  * stores it last; every run refuses a plan whose fields no longer match it. */
 uint64_t fi_plan_checksum(const fi_plan *plan);
 
-/* Where the stage pass (kernels/cuda/prefill_stage.cu) puts a run's staged Q, K and V in
- * the context's prefill stage: byte offsets (SIZE_MAX: not staged) and the total (0: the
- * run needs no stage, or cannot take the warp-specialised kernel anyway). Staged: K with
- * RoPE, fp8 KV or (paged) a page size that is not a multiple of 16; V with fp8 KV or such
- * pages. Q is never staged (q stays SIZE_MAX): the kernel rotates it as it lands. q_rows: rows of q; kv_rows: rows of k (ragged), page-table entries
- * times the page size (paged). */
+/* 1 when a prefill with these params reaches the warp-specialised kernel only through the
+ * stage pass (kernels/cuda/prefill_stage.cu): RoPE, fp8 KV or (paged) a page size that is
+ * not a multiple of 16. */
+int fi_prefill_needs_stage(const fi_attention_params *p, int paged);
+/* Where the stage pass puts a run's staged K and V in the context's prefill stage: byte
+ * offsets (SIZE_MAX: not staged) and the total (0: the run needs no stage, or cannot take
+ * the warp-specialised kernel anyway). Staged: K whenever a stage is needed; V with fp8 KV
+ * or odd pages (Q never: the kernel rotates it as it lands). kv_rows: rows of k (ragged),
+ * page-table entries times the page size (paged). */
 typedef struct fi_stage_layout {
-  size_t q, k, v, total;
+  size_t k, v, total;
 } fi_stage_layout;
 fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
-                                        int paged, int64_t q_rows, int64_t kv_rows);
+                                        int paged, int64_t kv_rows);
 enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so

@@ -1212,18 +1212,21 @@ typedef struct ctx_scratch {
   size_t stage_bytes, merge_bytes;
   struct ctx_scratch *next;
 } ctx_scratch;
-static ctx_scratch *scratches = NULL; /* (rt_lock) */
+static ctx_scratch *scratches = NULL; /* (written under rt_lock) */
 
 static ctx_scratch *scratch_of(const char *op, fi_context *ctx) {
-  pthread_mutex_lock(&rt_lock);
-  ctx_scratch *s = scratches;
+  /* As the plan slots' chains: the list only grows at its head, readers need no lock. */
+  ctx_scratch *s = __atomic_load_n(&scratches, __ATOMIC_ACQUIRE);
   while (s && s->ctx != ctx) s = s->next;
-  if (!s && (s = (ctx_scratch *)calloc(1, sizeof(ctx_scratch))) != NULL) {
-    s->ctx = ctx;
-    s->next = scratches;
-    scratches = s;
+  if (!s) {
+    pthread_mutex_lock(&rt_lock);
+    if ((s = (ctx_scratch *)calloc(1, sizeof(ctx_scratch))) != NULL) {
+      s->ctx = ctx; /* (only this context's thread could have made it) */
+      s->next = scratches;
+      __atomic_store_n(&scratches, s, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&rt_lock);
   }
-  pthread_mutex_unlock(&rt_lock);
   if (!s) report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a scratch record");
   return s;
 }

@@ -163,30 +163,31 @@ static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
   return layout(p, u, pr, pr, u);
 }
 
+int fi_prefill_needs_stage(const fi_attention_params *p, int paged) {
+  return p->pos_encoding == FI_POS_ROPE_LLAMA || p->kv_dtype == FI_DTYPE_E4M3 ||
+         p->kv_dtype == FI_DTYPE_E5M2 || (paged && p->page_size % 16 != 0);
+}
+
 fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
-                                        int paged, int64_t q_rows, int64_t kv_rows) {
-  fi_stage_layout l = {SIZE_MAX, SIZE_MAX, SIZE_MAX, 0};
-  const int rope = p->pos_encoding == FI_POS_ROPE_LLAMA;
+                                        int paged, int64_t kv_rows) {
+  fi_stage_layout l = {SIZE_MAX, SIZE_MAX, 0};
   const int fp8 = p->kv_dtype == FI_DTYPE_E4M3 || p->kv_dtype == FI_DTYPE_E5M2;
-  const int odd_pages = paged && p->page_size % 16 != 0;
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
-      ctx->tuning.prefill_warp_spec == 0 || !(rope || fp8 || odd_pages))
+      ctx->tuning.prefill_warp_spec == 0 || !fi_prefill_needs_stage(p, paged))
     return l;
   if ((p->head_dim != 64 && p->head_dim != 128) ||
       (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16) ||
       (!fp8 && p->kv_dtype != p->q_dtype) || p->num_kv_heads <= 0 ||
-      p->num_qo_heads / p->num_kv_heads > 128 || q_rows < 0 || kv_rows < 0)
+      p->num_qo_heads / p->num_kv_heads > 128 || kv_rows < 0)
     return l;
-  const size_t kv_bytes = (size_t)kv_rows * (size_t)p->num_kv_heads * (size_t)p->head_dim * 2;
-  size_t at = 0;
-  /* Q is rotated by the kernel as it lands: no staged copy (l.q stays SIZE_MAX) */
-  l.k = at;  /* every staged run stages K */
-  at += align_up(kv_bytes);
-  if (fp8 || odd_pages) {
-    l.v = at;
-    at += align_up(kv_bytes);
+  const size_t kv_bytes = align_up((size_t)kv_rows * (size_t)p->num_kv_heads *
+                                   (size_t)p->head_dim * 2);
+  l.k = 0;
+  l.total = kv_bytes;
+  if (fp8 || (paged && p->page_size % 16 != 0)) {
+    l.v = kv_bytes;
+    l.total += kv_bytes;
   }
-  l.total = at;
   return l;
 }
 

@@ -125,18 +125,6 @@ static void one_case(rng *r, int trial) {
   free(dv), free(want), free(want_lse), free(ws), free(o), free(lse);
 }
 
-#define EXPECT_ERR(expr, want_status, ...)                                                 \
-  do {                                                                                     \
-    fi_status st_ = (expr);                                                                \
-    const char *msg_ = fi_last_error(ctx);                                                 \
-    const char *subs_[] = {__VA_ARGS__};                                                   \
-    int ok_ = st_ == (want_status);                                                        \
-    for (size_t i_ = 0; i_ < sizeof(subs_) / sizeof(subs_[0]); ++i_)                       \
-      if (!strstr(msg_, subs_[i_])) ok_ = 0;                                               \
-    EXPECT(ok_, "%s: got %s \"%s\", want %s with [%s]", #expr, fi_status_string(st_), msg_, \
-           fi_status_string(want_status), subs_[0]);                                       \
-  } while (0)
-
 static void bad_input(void) {
   fi_attention_params p = fi_attention_params_default(2, 2, 16);
   size_t ws_bytes = 0;

@@ -32,6 +32,20 @@ static int g_checks = 0;
            fi_last_error(ctx));                                                            \
   } while (0)
 
+/* `expr` fails with `want_status` and a message of the test's `ctx` holding every string
+ * that follows (the array, index and value a rule names). */
+#define EXPECT_ERR(expr, want_status, ...)                                                 \
+  do {                                                                                     \
+    fi_status st_ = (expr);                                                                \
+    const char *msg_ = fi_last_error(ctx);                                                 \
+    const char *subs_[] = {__VA_ARGS__};                                                   \
+    int ok_ = st_ == (want_status);                                                        \
+    for (size_t i_ = 0; i_ < sizeof(subs_) / sizeof(subs_[0]); ++i_)                       \
+      if (!strstr(msg_, subs_[i_])) ok_ = 0;                                               \
+    EXPECT(ok_, "%s: got %s \"%s\", want %s with [%s]", #expr, fi_status_string(st_), msg_, \
+           fi_status_string(want_status), subs_[0]);                                       \
+  } while (0)
+
 static inline int test_finish(const char *name) {
   if (g_failures) {
     fprintf(stderr, "%s: %d of %d checks FAILED\n", name, g_failures, g_checks);

@@ -5,18 +5,6 @@
 
 static fi_context *ctx;
 
-#define EXPECT_ERR(expr, want_status, ...)                                                 \
-  do {                                                                                     \
-    fi_status st_ = (expr);                                                                \
-    const char *msg_ = fi_last_error(ctx);                                                 \
-    const char *subs_[] = {__VA_ARGS__};                                                   \
-    int ok_ = st_ == (want_status);                                                        \
-    for (size_t i_ = 0; i_ < sizeof(subs_) / sizeof(subs_[0]); ++i_)                       \
-      if (!strstr(msg_, subs_[i_])) ok_ = 0;                                               \
-    EXPECT(ok_, "%s: got %s \"%s\", want %s with [%s]", #expr, fi_status_string(st_), msg_, \
-           fi_status_string(want_status), subs_[0]);                                       \
-  } while (0)
-
 /* A valid paged problem: 2 requests, page size 4. */
 static int32_t qo_indptr[3] = {0, 2, 5};
 static int32_t kv_indptr[3] = {0, 2, 4};
