@@ -128,12 +128,9 @@ extern "C" fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family famil
     case FI_OP_DECODE: return fi_cuda_decode_supported(ctx, params, tiles);
     case FI_OP_PAGED_PREFILL:
     case FI_OP_RAGGED_PREFILL:
+    case FI_OP_BLOCK_SPARSE:
       return fi_cuda_prefill_check_supported(ctx, family, params, tiles);
     case FI_OP_APPEND_PAGED_KV: return FI_SUCCESS;
-    case FI_OP_BLOCK_SPARSE:
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "block-sparse attention has no CUDA kernel yet: run it on the host "
-                          "backend");
   }
   return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "unknown op family %d", (int)family);
 }
@@ -142,7 +139,7 @@ extern "C" fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family famil
 extern "C" const int32_t *fi_cuda_plan_device_counts(const fi_plan *plan) {
   if (!plan->workspace) return NULL;
   if (plan->family != FI_OP_DECODE && plan->family != FI_OP_PAGED_PREFILL &&
-      plan->family != FI_OP_RAGGED_PREFILL)
+      plan->family != FI_OP_RAGGED_PREFILL && plan->family != FI_OP_BLOCK_SPARSE)
     return NULL;
   return (const int32_t *)plan->workspace;
 }

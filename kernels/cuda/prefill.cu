@@ -258,7 +258,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
   // take fails, naming why; for tests).
   const char *ws_refusal = nullptr;
-  if (ctx->tuning.prefill_warp_spec == 0)
+  if (ctx->tuning.prefill_warp_spec == 0 && !p.bsr_tiles)
     ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
   else if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
       plan->tiles.kv_tile != 128)
@@ -314,6 +314,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.page_size))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
+  if (ws_refusal && p.bsr_tiles)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: only the warp-specialised prefill kernel runs it, and it cannot: "
+                        "%s", what, ws_refusal);
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the warp-specialised prefill kernel is required "
@@ -332,7 +336,9 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
-  return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
+  // (block-sparse plans never split a unit: no merge)
+  return fi_cuda_merge_partials(ctx, plan, counts && !p.bsr_tiles ? counts + 1 : nullptr, o,
+                                lse);
 }
 
 }  // namespace
@@ -369,6 +375,33 @@ extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *p
   p.page_size = plan->params.page_size;
   const KvTensors kvt = {&kv->k, &kv->v, true, true, kv->layout};
   return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "paged prefill");
+}
+
+// Block-sparse attention: the one request's indptrs and the KV tiles come from the plan's
+// region of the workspace (fi_plan_build_block_sparse); only the warp-specialised kernel
+// walks tile lists, so run_prefill never falls back for it.
+extern "C" fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan,
+                                              const fi_tensor *q, const fi_tensor *k,
+                                              const fi_tensor *v, fi_tensor *o, fi_tensor *lse) {
+  fi_status s;
+  if ((s = check_vector_tensor(ctx, "k", k, 2)) != FI_SUCCESS) return s;
+  if ((s = check_vector_tensor(ctx, "v", v, 2)) != FI_SUCCESS) return s;
+  const int32_t *region =
+      reinterpret_cast<const int32_t *>((const char *)plan->workspace +
+                                        plan->private_[FI_PLAN_OFF_BSR]);
+  PrefillParams p = {};
+  p.k = k->data;
+  p.v = v->data;
+  p.k_stride_tok = k->strides[0];
+  p.k_stride_head = k->strides[1];
+  p.v_stride_tok = v->strides[0];
+  p.v_stride_head = v->strides[1];
+  p.kv_indptr = region + 2;
+  p.bsr_tiles = region + 4;
+  p.paged = 0;
+  p.page_size = 1;
+  const KvTensors kvt = {k, v, false, false, FI_LAYOUT_NHD};
+  return run_prefill(ctx, plan, p, q, kvt, region, nullptr, o, lse, "block-sparse attention");
 }
 
 extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan,

@@ -16,7 +16,10 @@
 // whole tokens that fit CTA_Q = 128 rows (128 - 128 % group rows; a group that does not
 // divide 128 leaves the last rows of the tile unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
-// sliding window: tiles wholly left of every row's window are never loaded).
+// sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
+// attention (p.bsr_tiles) walks the unit's own list of KV tiles instead, each a run of at
+// most CTA_KV keys of the listed blocks (the planner cuts the block row's runs of adjacent
+// blocks into tiles, causal and window already applied), masked past the run's end.
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
@@ -266,47 +269,51 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         c.t_hi = (int)p.group_div.div((uint32_t)last_pr);
         c.kv_lo = c.wu.kv_start;
         c.kv_hi = c.wu.kv_end;
-        if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
-        // Sliding window: tiles wholly left of every row's window are never loaded (paged:
-        // the range starts on a tile boundary, so each box stays inside one page).
-        if (EXTRAS && p.window_left >= 0) {
-          int lo = c.q_pos_shift + c.t_lo - p.window_left;
-          if (p.paged) lo &= ~(CTA_KV - 1);
-          c.kv_lo = max(c.kv_lo, lo);
-        }
-        // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
-        // its rows, reduced over the warp; the start on a tile boundary as above).
         c.dense = 0;
-        if (EXTRAS && p.mask_extent) {
-          int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
-          for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
-            const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
-            const int e_hi = e.y < 0 ? -e.y : e.y;  // negative: the run has holes
-            dense &= e.y >= 0;
-            lo = min(lo, e.x);
-            hi = max(hi, e_hi);
-            in_lo = max(in_lo, e.x);
-            in_hi = min(in_hi, e_hi);
-          }
-          for (int off = 16; off > 0; off >>= 1) {
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
-            in_lo = max(in_lo, __shfl_xor_sync(0xffffffffu, in_lo, off));
-            in_hi = min(in_hi, __shfl_xor_sync(0xffffffffu, in_hi, off));
-            dense &= __shfl_xor_sync(0xffffffffu, dense, off);
-          }
-          c.dense = dense;
-          c.in_lo = in_lo;
-          c.in_hi = in_hi;
-          if (lo < hi) {
+        if (p.bsr_tiles) {  // block-sparse: kv_lo .. kv_hi index the plan's tile list
+          c.num_tiles = c.kv_hi - c.kv_lo;
+        } else {
+          if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
+          // Sliding window: tiles wholly left of every row's window are never loaded (paged:
+          // the range starts on a tile boundary, so each box stays inside one page).
+          if (EXTRAS && p.window_left >= 0) {
+            int lo = c.q_pos_shift + c.t_lo - p.window_left;
             if (p.paged) lo &= ~(CTA_KV - 1);
             c.kv_lo = max(c.kv_lo, lo);
-            c.kv_hi = min(c.kv_hi, hi);
-          } else {
-            c.kv_hi = c.kv_lo;  // no row of the chunk keeps a key: no tile
           }
+          // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
+          // its rows, reduced over the warp; the start on a tile boundary as above).
+          if (EXTRAS && p.mask_extent) {
+            int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
+            for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
+              const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
+              const int e_hi = e.y < 0 ? -e.y : e.y;  // negative: the run has holes
+              dense &= e.y >= 0;
+              lo = min(lo, e.x);
+              hi = max(hi, e_hi);
+              in_lo = max(in_lo, e.x);
+              in_hi = min(in_hi, e_hi);
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+              lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+              hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+              in_lo = max(in_lo, __shfl_xor_sync(0xffffffffu, in_lo, off));
+              in_hi = min(in_hi, __shfl_xor_sync(0xffffffffu, in_hi, off));
+              dense &= __shfl_xor_sync(0xffffffffu, dense, off);
+            }
+            c.dense = dense;
+            c.in_lo = in_lo;
+            c.in_hi = in_hi;
+            if (lo < hi) {
+              if (p.paged) lo &= ~(CTA_KV - 1);
+              c.kv_lo = max(c.kv_lo, lo);
+              c.kv_hi = min(c.kv_hi, hi);
+            } else {
+              c.kv_hi = c.kv_lo;  // no row of the chunk keeps a key: no tile
+            }
+          }
+          c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
-        c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
         ++q_seq;
         // Q of the chunk, then K and V of each tile as stages free up.
@@ -328,7 +335,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           }
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
-          const int kv0 = kv_lo + tile * CTA_KV;
+          const int kv0 = p.bsr_tiles ? p.bsr_tiles[2 * (kv_lo + tile)] : kv_lo + tile * CTA_KV;
           // Paged: lane b copies box b (BOX tokens of one page); boxes past the request's
           // last page read its last page again (rows past kv_len: masked and zeroed).
           const int box = maps.kv_box_rows, boxes = CTA_KV / box;
@@ -466,7 +473,13 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
-      const int kv0 = kv_lo + tile * CTA_KV;
+      // The tile's first key and the end of the keys it may keep (block-sparse: the run's).
+      int kv0 = kv_lo + tile * CTA_KV, tile_hi = kv_hi;
+      if (p.bsr_tiles) {
+        const int2 bt = reinterpret_cast<const int2 *>(p.bsr_tiles)[kv_lo + tile];
+        kv0 = bt.x;
+        tile_hi = bt.y;
+      }
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
       uint32_t mask_w[2][4];
@@ -508,7 +521,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
       // left edge (a custom mask: every tile).
-      const bool tile_partial = kv0 + CTA_KV > kv_hi;
+      const bool tile_partial = kv0 + CTA_KV > tile_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
       if constexpr (EXTRAS) {
         const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
@@ -540,7 +553,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
             for (int e = 0; e < 4; ++e) {
               const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
               const int qpos = q_pos_shift + row_tok[e >> 1];
-              bool keep = j < kv_hi;
+              bool keep = j < tile_hi;
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
               if (dense)
@@ -557,7 +570,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           for (int e = 0; e < 4; ++e) {
             const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
             const int lim =
-                p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
+                p.causal ? min(tile_hi - 1, q_pos_shift + row_tok[e >> 1]) : tile_hi - 1;
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
           }
       }

@@ -43,6 +43,13 @@ fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const 
   return UNAVAILABLE(ctx);
 }
 
+fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                   const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
+                                   fi_tensor *lse) {
+  (void)plan, (void)q, (void)k, (void)v, (void)o, (void)lse;
+  return UNAVAILABLE(ctx);
+}
+
 fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                      const fi_tensor *k, const fi_tensor *v,
                                      const int32_t *qo_indptr, const int32_t *kv_indptr,

@@ -77,6 +77,28 @@ fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *
   return FI_SUCCESS;
 }
 
+fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                        int64_t max_qo_rows, int64_t max_kv_rows,
+                                        int32_t block_rows, int32_t block_cols,
+                                        size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, 0, 0));
+  if (max_qo_rows < 0 || max_kv_rows < 0 || max_qo_rows > INT32_MAX || max_kv_rows > INT32_MAX)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "max_qo_rows = %lld, max_kv_rows = %lld: each must be in [0, 2^31)",
+                        (long long)max_qo_rows, (long long)max_kv_rows);
+  if (block_rows < 1 || block_cols < 1)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "block_rows = %d, block_cols = %d: both must be >= 1", (int)block_rows,
+                        (int)block_cols);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = ctx->backend == FI_BACKEND_CUDA
+               ? fi_plan_block_sparse_cuda_bytes(params, max_qo_rows, max_kv_rows, block_rows,
+                                                 block_cols)
+               : fi_plan_workspace_bytes(ctx, FI_OP_RAGGED_PREFILL, params, 1, max_qo_rows);
+  return FI_SUCCESS;
+}
+
 fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *params,
                                 int32_t paged, int64_t max_qo_rows, int64_t max_kv_rows,
                                 size_t *bytes) {
@@ -742,10 +764,21 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode = FI_MASK_CUSTOM: the BSR matrix is the mask of "
                         "block-sparse attention; use FI_MASK_NONE or FI_MASK_CAUSAL");
+  if (ctx->backend == FI_BACKEND_CUDA) {
+    if (num_qo_rows < 0 || num_kv_rows < 0 || num_qo_rows > INT32_MAX || num_kv_rows > INT32_MAX)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "num_qo_rows = %lld, num_kv_rows = %lld: each must be in [0, 2^31)",
+                          (long long)num_qo_rows, (long long)num_kv_rows);
+    CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
+    const fi_tiles ws = {128, 128, 0, FI_CORES_WGMMA};
+    if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
+    CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));
+    CHECK(fi_plan_build_block_sparse(ctx, params, num_qo_rows, num_kv_rows, host_bsr, ws,
+                                     workspace, workspace_bytes, plan));
+    return seal(plan, FI_SUCCESS);
+  }
   CHECK(bsr_check_size(ctx, num_qo_rows, num_kv_rows));
   CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
-  if (ctx->backend == FI_BACKEND_CUDA)
-    return fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles);
   uint8_t *bits = bsr_bits(ctx, host_bsr, num_qo_rows, num_kv_rows,
                            params->mask_mode == FI_MASK_CAUSAL);
   if (!bits) return FI_ERROR_OUT_OF_MEMORY;
@@ -777,6 +810,17 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
                         "bsr blocks are %d x %d but the plan was made for %d x %d: re-plan",
                         (int)bsr->block_rows, (int)bsr->block_cols, (int)(shape >> 32),
                         (int)(uint32_t)shape);
+  if (ctx->backend == FI_BACKEND_CUDA) {
+    /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays
+     * are not read, and may be device pointers. */
+    CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+    const fi_attention_params *p = &plan->params;
+    int64_t kshape[3] = {n, p->num_kv_heads, p->head_dim};
+    CHECK(check_rows(ctx, "k [N, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
+    CHECK(check_rows(ctx, "v [N, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
+    CHECK(check_outputs_vs_kv(ctx, o, lse, k, v));
+    return fi_cuda_block_sparse_run(ctx, plan, q, k, v, o, lse);
+  }
   CHECK(fi_validate_bsr(ctx, bsr, m, n));
   uint8_t *bits = bsr_bits(ctx, bsr, m, n, plan->params.mask_mode == FI_MASK_CAUSAL);
   if (!bits) return FI_ERROR_OUT_OF_MEMORY;

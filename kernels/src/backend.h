@@ -126,6 +126,11 @@ fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_plan_problem
 /* Copies `bytes` device -> host on ctx's stream and waits for it (fi_plan_device_status). */
 fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *device_src,
                                 size_t bytes);
+/* Block-sparse attention on the warp-specialised Hopper prefill kernel, with the KV tiles
+ * of the plan (fi_plan_build_block_sparse); validated like the other runs. */
+fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                   const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
+                                   fi_tensor *lse);
 /* The backend's tile support: FI_SUCCESS or FI_ERROR_UNSUPPORTED with a message. */
 fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
                                   const fi_attention_params *params, const fi_tiles *tiles);

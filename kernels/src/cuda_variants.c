@@ -70,6 +70,23 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
   if (!listed(head_dims, FI_COUNT(head_dims), p->head_dim, 0))
     return FI_WHY("%s: head_dim %d has no CUDA kernel (64, 128 and 256 do); use one of "
                   "those or the host backend", op, (int)p->head_dim);
+  if (family == FI_OP_BLOCK_SPARSE) {
+    /* The warp-specialised Hopper prefill kernel walks the plan's KV tiles. */
+    if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))
+      return FI_WHY("block_sparse: the CUDA kernel (the warp-specialised Hopper prefill "
+                    "kernel) has head_dim 64 and 128, not %d; use the host backend",
+                    (int)p->head_dim);
+    if (p->num_kv_heads > 0 && p->num_qo_heads / p->num_kv_heads > 128)
+      return FI_WHY("block_sparse: a GQA group of %d query heads per KV head; the CUDA kernel "
+                    "takes at most 128", (int)(p->num_qo_heads / p->num_kv_heads));
+    if (tiles && (tiles->cores != FI_CORES_WGMMA || tiles->q_tile != 128 ||
+                  tiles->kv_tile != 128 || tiles->split_kv != 0))
+      return FI_WHY("block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles without split-KV "
+                    "(q_tile 128, kv_tile 128, split_kv 0, cores = wgmma), not q_tile %d, "
+                    "kv_tile %d, split_kv %d; pass those or no tiles",
+                    (int)tiles->q_tile, (int)tiles->kv_tile, (int)tiles->split_kv);
+    return 1;
+  }
   if (family == FI_OP_DECODE) {
     if (p->mask_mode == FI_MASK_CUSTOM)
       return FI_WHY("decode: custom masks have no CUDA decode kernel; use the host backend");

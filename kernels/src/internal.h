@@ -129,6 +129,20 @@ enum {
   FI_PLAN_BSR_SHAPE = 15,  /* block-sparse: block_rows << 32 | block_cols */
   FI_PLAN_CHECKSUM = 16, /* fi_plan_checksum of the rest, stored last by every plan function */
 };
+/* Block-sparse plans on CUDA have no mask extents: their slot holds the offset of the BSR
+ * region (the one request's indptrs {0, M, 0, N}, then the KV tiles {first, end}). */
+enum { FI_PLAN_OFF_BSR = FI_PLAN_OFF_MASK_EXTENT };
+
+/* Block-sparse attention on CUDA (fi_block_sparse_plan): work units of at most 128 / group
+ * query rows inside one block row, each with its list of KV tiles (runs of adjacent listed
+ * blocks cut into tiles of <= 128 keys; causal and window applied), most tiles first; the
+ * workspace size that bounds every matrix of these shapes. */
+fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t m, int64_t n, const fi_bsr_matrix *bsr,
+                                     fi_tiles tiles, void *workspace, size_t workspace_bytes,
+                                     fi_plan *plan);
+size_t fi_plan_block_sparse_cuda_bytes(const fi_attention_params *p, int64_t m, int64_t n,
+                                       int32_t block_rows, int32_t block_cols);
 
 /* A hash of everything a run trusts in a plan: the public counts and workspace, the shape
  * parameters (heads, head_dim, page size, dtypes, mask mode; not the per-run attributes the

@@ -810,7 +810,13 @@ void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
-  if (!prepare_workspace(op, ctx, r, &p, 0, 1, m)) return;
+  /* Sized for the shapes rounded up (the bound grows with M and N), kept while it fits. */
+  size_t bytes = 0;
+  if (failed(op, ctx, fi_block_sparse_workspace_size(ctx, &p, round_up_pow2(m, 64),
+                                                     round_up_pow2(n, 64), block_rows,
+                                                     block_cols, &bytes)) ||
+      !ensure_workspace(op, ctx, r, bytes))
+    return;
   if (plan_failed(op, ctx, r, fi_block_sparse_plan(ctx, &p, m, n, &bsr, tiles, r->workspace,
                                                    r->workspace_bytes, &r->plan)))
     return;
@@ -1364,9 +1370,15 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
   fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
   const uint64_t shape = plan.private_[FI_PLAN_BSR_SHAPE];
   fi_bsr_matrix bsr;
-  if (!bsr_of(op, ctx, indptr, indices, tq.shape[0], (int32_t)(shape >> 32),
-              (int32_t)(uint32_t)shape, &bsr))
+  if (is_cuda(ctx)) {
+    /* The CUDA kernel walks the plan's tiles: the run's arrays (device memory) are not read. */
+    bsr.block_rows = (int32_t)(shape >> 32);
+    bsr.block_cols = (int32_t)(uint32_t)shape;
+    bsr.indptr = bsr.indices = NULL;
+  } else if (!bsr_of(op, ctx, indptr, indices, tq.shape[0], (int32_t)(shape >> 32),
+                     (int32_t)(uint32_t)shape, &bsr)) {
     return;
+  }
   if (!failed(op, ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to,
                                            has_lse ? &tl : NULL)))
     after_run(op, ctx);

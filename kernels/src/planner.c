@@ -687,3 +687,152 @@ fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
   plan->private_[FI_PLAN_OFF_MASK_EXTENT] = k.off_ext;
   return FI_SUCCESS;
 }
+
+/* --------------------------------------------- block-sparse attention on CUDA ------- */
+
+/* The warp-specialised prefill kernel walks 128 GQA-packed query rows at a time: 128 /
+ * group whole tokens (prefill_ws.cuh). A block-sparse work unit is at most that many query
+ * rows of one block row, so every row of a unit shares the block row's KV blocks. */
+static int64_t bsr_unit_rows(const fi_attention_params *p, int32_t block_rows) {
+  int64_t per_chunk = 128 / (p->num_qo_heads / p->num_kv_heads);
+  if (per_chunk < 1) per_chunk = 1;
+  return per_chunk < block_rows ? per_chunk : block_rows;
+}
+
+/* Bounds of one problem's layout: units <= ceil(M / rows) + ceil(M / R) (a block row's last
+ * unit may be short); tiles per unit <= the tiles of all key blocks: each run of adjacent
+ * blocks is cut into ceil(run / 128) tiles, at most ceil(N / 128) + (runs <= blocks). */
+static void bsr_bounds(const fi_attention_params *p, int64_t m, int64_t n, int32_t r, int32_t c,
+                       int64_t *units, int64_t *tiles) {
+  const int64_t rows = bsr_unit_rows(p, r), blocks = ceil_div(n, c);
+  int64_t per_unit = ceil_div(n, 128) + blocks;
+  if (blocks * ceil_div(c, 128) < per_unit) per_unit = blocks * ceil_div(c, 128);
+  *units = ceil_div(m, rows) + ceil_div(m, r);
+  *tiles = *units * per_unit;
+}
+
+/* Workspace layout: the counts header (as fi_plan_build's), the work units, then the
+ * query/KV indptr of the one request {0, M, 0, N} and the tiles {first key, end key}. */
+static size_t bsr_bytes(int64_t units, int64_t tiles, size_t *off_bsr) {
+  *off_bsr = align_up(FI_ALIGN + (size_t)units * sizeof(fi_work_unit));
+  return *off_bsr + 4 * sizeof(int32_t) + (size_t)tiles * 2 * sizeof(int32_t);
+}
+
+size_t fi_plan_block_sparse_cuda_bytes(const fi_attention_params *p, int64_t m, int64_t n,
+                                       int32_t block_rows, int32_t block_cols) {
+  int64_t units, tiles;
+  size_t off;
+  bsr_bounds(p, m, n, block_rows, block_cols, &units, &tiles);
+  return bsr_bytes(units, tiles, &off);
+}
+
+static int compare_bsr_units(const void *pa, const void *pb) {
+  const fi_work_unit *a = (const fi_work_unit *)pa, *b = (const fi_work_unit *)pb;
+  const int32_t ta = a->kv_end - a->kv_start, tb = b->kv_end - b->kv_start;
+  if (ta != tb) return ta > tb ? -1 : 1; /* most tiles first: the scheduler balances */
+  return a->qo_start < b->qo_start ? -1 : a->qo_start > b->qo_start;
+}
+
+fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t m, int64_t n, const fi_bsr_matrix *bsr,
+                                     fi_tiles tiles, void *workspace, size_t workspace_bytes,
+                                     fi_plan *plan) {
+  const int32_t R = bsr->block_rows, C = bsr->block_cols;
+  const int causal = params->mask_mode == FI_MASK_CAUSAL;
+  const int64_t rows_per_unit = bsr_unit_rows(params, R), shift = n - m;
+  /* The exact counts of this matrix first (the bounds may be far above them). */
+  int64_t nu = 0, nt = 0;
+  const int64_t block_rows = ceil_div(m, R);
+  for (int pass = 0; pass < 2; ++pass) {
+    fi_work_unit *work = NULL;
+    int32_t *tl = NULL;
+    if (pass == 1) {
+      size_t off_bsr, need = bsr_bytes(nu, nt, &off_bsr);
+      if (!workspace || workspace_bytes < need)
+        return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                            "block-sparse attention: this BSR matrix needs a workspace of %zu "
+                            "bytes (%lld work units, %lld KV tiles) but it has %zu: allocate "
+                            "fi_block_sparse_workspace_size(M = %lld, N = %lld, %d x %d blocks)",
+                            need, (long long)nu, (long long)nt,
+                            workspace ? workspace_bytes : (size_t)0, (long long)m, (long long)n,
+                            (int)R, (int)C);
+      char *scratch = (char *)fi_context_plan_scratch(
+          ctx, (size_t)nu * sizeof(fi_work_unit) + (size_t)(4 + 2 * nt) * sizeof(int32_t));
+      if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
+      work = (fi_work_unit *)scratch;
+      tl = (int32_t *)(scratch + (size_t)nu * sizeof(fi_work_unit));
+      tl[0] = 0, tl[1] = (int32_t)m, tl[2] = 0, tl[3] = (int32_t)n;
+      tl += 4;
+    }
+    int64_t u = 0, t = 0;
+    for (int64_t i = 0; i < block_rows; ++i) {
+      const int64_t row_end = (i + 1) * R < m ? (i + 1) * R : m;
+      for (int64_t r0 = i * R; r0 < row_end; r0 += rows_per_unit) {
+        const int64_t r1 = r0 + rows_per_unit < row_end ? r0 + rows_per_unit : row_end;
+        /* Keys some row of the unit may keep: causal ends at the last row's position, a
+         * window starts at the first row's left edge (the kernel masks the rest). */
+        int64_t lo = 0, hi = n;
+        if (causal && shift + r1 < hi) hi = shift + r1;
+        if (params->window_left >= 0 && shift + r0 - params->window_left > lo)
+          lo = shift + r0 - params->window_left;
+        const int64_t t_begin = t;
+        for (int64_t e = bsr->indptr[i]; e < bsr->indptr[i + 1];) {
+          int64_t e_last = e; /* a run of adjacent blocks */
+          while (e_last + 1 < bsr->indptr[i + 1] &&
+                 bsr->indices[e_last + 1] == bsr->indices[e_last] + 1)
+            ++e_last;
+          int64_t k0 = (int64_t)bsr->indices[e] * C, k1 = ((int64_t)bsr->indices[e_last] + 1) * C;
+          e = e_last + 1;
+          if (k0 < lo) k0 = lo;
+          if (k1 > hi) k1 = hi;
+          for (int64_t s = k0; s < k1; s += 128, ++t)
+            if (tl) tl[2 * t] = (int32_t)s, tl[2 * t + 1] = (int32_t)(s + 128 < k1 ? s + 128 : k1);
+        }
+        if (work) {
+          fi_work_unit *w = &work[u];
+          w->request = 0;
+          w->qo_start = (int32_t)r0;
+          w->qo_len = (int32_t)(r1 - r0);
+          w->kv_start = (int32_t)t_begin;
+          w->kv_end = (int32_t)t;
+          w->partial_row = -1;
+        }
+        ++u;
+      }
+    }
+    nu = u, nt = t; /* (within bsr_bounds: fi_block_sparse_workspace_size covers them) */
+    if (nt > INT32_MAX / 2)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "block-sparse attention: %lld KV tiles are more than the plan's "
+                          "int32 tile list indexes; split the sequence", (long long)nt);
+    if (pass == 1) {
+      qsort(work, (size_t)nu, sizeof(fi_work_unit), compare_bsr_units);
+      size_t off_bsr;
+      bsr_bytes(nu, nt, &off_bsr);
+      int32_t hdr[9] = {(int32_t)nu, 0, 0, 0, 0, 0, 0, 0, 1};
+      char *base = (char *)workspace;
+      fi_status s = fi_cuda_upload(ctx, base, hdr, sizeof hdr);
+      if (s == FI_SUCCESS && nu)
+        s = fi_cuda_upload(ctx, base + FI_ALIGN, work, (size_t)nu * sizeof(fi_work_unit));
+      if (s == FI_SUCCESS)
+        s = fi_cuda_upload(ctx, base + off_bsr, tl - 4, (size_t)(4 + 2 * nt) * sizeof(int32_t));
+      if (s != FI_SUCCESS) return s;
+      memset(plan, 0, sizeof *plan);
+      plan->family = FI_OP_BLOCK_SPARSE;
+      plan->tiles = tiles;
+      plan->batch = 1;
+      plan->num_work_units = (int32_t)nu;
+      plan->params = *params;
+      plan->total_qo_rows = m;
+      plan->total_kv = n;
+      plan->workspace = workspace;
+      plan->workspace_bytes = workspace_bytes;
+      plan->private_[FI_PLAN_OFF_WORK] = FI_ALIGN;
+      plan->private_[FI_PLAN_OFF_BSR] = off_bsr;
+      plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rows_per_unit;
+      plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+      plan->private_[FI_PLAN_BSR_SHAPE] = (uint64_t)(uint32_t)R << 32 | (uint32_t)C;
+    }
+  }
+  return FI_SUCCESS;
+}

@@ -186,6 +186,7 @@ public:
       return success();
     fi_op_family family = decode ? FI_OP_DECODE
                           : isa<RaggedPrefillPlanOp, RaggedPrefillOp>(op) ? FI_OP_RAGGED_PREFILL
+                          : isa<BlockSparsePlanOp>(op)                    ? FI_OP_BLOCK_SPARSE
                                                                          : FI_OP_PAGED_PREFILL;
     fi_attention_params params = {};
     params.head_dim = static_cast<int32_t>(headDim);
@@ -250,11 +251,10 @@ public:
         return failure();
       if (r.getOnDevice() && !r.getTilesAttr())
         return needsTiles(op);
-    } else if (isa<BlockSparsePlanOp>(op)) {
-      if (backend == "cuda")
-        return op->emitOpError()
-               << "cannot run on the CUDA backend: block-sparse attention has no CUDA "
-                  "kernel yet; compile for the host backend (backend=host or any)";
+    } else if (auto s = dyn_cast<BlockSparsePlanOp>(op)) {
+      if (failed(checkBackend(op, s.getHeadDim(), s.getQType(), s.getKvType(), s.getMaskMode(),
+                              s.getTilesAttr(), false)))
+        return failure();
     } else if (!isa<AppendPlanOp>(op)) {
       return op->emitOpError() << "is not an fi plan op";
     }

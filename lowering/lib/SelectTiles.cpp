@@ -81,6 +81,10 @@ constexpr int64_t kDevicePlanQoLen = 512;
 /// `devicePlan`: the op's plan is made on the device, so the choice cannot wait.
 std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
                                const fi_target &target, bool devicePlan) {
+  // Block-sparse attention has one kernel per backend (on CUDA the warp-specialised one,
+  // with wgmma 128 x 128 tiles): nothing to choose, the plan takes it.
+  if (info.family == PlanFamily::block_sparse)
+    return std::nullopt;
   fi_tile_problem p{};
   p.batch = info.staticBatch > 0 ? static_cast<int32_t>(info.staticBatch) : 0;
   p.num_qo_heads = static_cast<int32_t>(info.qoHeads);

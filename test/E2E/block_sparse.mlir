@@ -1,7 +1,7 @@
 // End to end: fi.block_sparse_attention compiled through fi-to-llvm, run on the host
 // backend with random BSR matrices (local, global and random blocks, blocks that do not
 // divide the lengths) and compared bit for bit with fi_block_sparse_plan/run called
-// directly (drivers/block_sparse.c); on the CUDA backend the plan is refused (no kernel yet).
+// directly (drivers/block_sparse.c); scripts/gpu-e2e.sh runs it on the CUDA backend too.
 //
 // RUN: fi-opt %s --fi-to-llvm | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.o
 // RUN: %cc %fi_e2e_cflags %S/drivers/block_sparse.c %t.o %fi_e2e_ldflags -o %t.exe

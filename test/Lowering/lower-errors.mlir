@@ -74,3 +74,30 @@ func.func @plan_argument(%plan: !fi.plan<decode>, %q: memref<?x4x64xf16>,
       outs(%o : memref<?x4x64xf16>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
   return
 }
+
+// -----
+
+// Block-sparse attention on CUDA: the warp-specialised kernel's head dims.
+func.func @block_sparse_hd256(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf16>,
+    %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x256xf16>) {
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel (the warp-specialised Hopper prefill kernel) has head_dim 64 and 128, not 256; use the host backend}}
+  fi.block_sparse_attention q(%q : memref<?x4x256xf16>)
+      kv(%k, %k : memref<?x2x256xf16>, memref<?x2x256xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>}
+  return
+}
+
+// -----
+
+// ... and its tiles.
+func.func @block_sparse_tiles(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>,
+    %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xf16>) {
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles without split-KV (q_tile 128, kv_tile 128, split_kv 0, cores = wgmma), not q_tile 64, kv_tile 64, split_kv 0; pass those or no tiles}}
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %k : memref<?x2x64xf16>, memref<?x2x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       tiles = #fi.tiles<q = 64, kv = 64, split_kv = false, cores = tensor>}
+  return
+}

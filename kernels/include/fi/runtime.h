@@ -362,10 +362,22 @@ typedef struct fi_bsr_matrix {
 /* Block-sparse attention of q [M, qo_heads, head_dim] against k, v [N, kv_heads, head_dim]:
  * each query row attends to the keys of its block row's listed blocks. params.mask_mode
  * NONE, or CAUSAL (query row r also drops keys past r + N - M, bottom-right aligned as
- * everywhere) -- not CUSTOM; soft cap, window, ALiBi, RoPE, fp8 KV and LSE as for prefill.
- * The workspace: fi_prefill_workspace_size(ctx, params, 1, M). The host backend runs it
- * (the pairs of the listed blocks, exactly); the CUDA backend has no block-sparse kernel yet
- * (plan: FI_ERROR_UNSUPPORTED). The run's bsr must hold what the plan's did. */
+ * everywhere) -- not CUSTOM; soft cap, window, ALiBi, RoPE, fp8 KV and LSE as for prefill
+ * (RoPE and fp8 KV on CUDA: a prefill stage, fi_prefill_stage_size(ctx, params, 0, M, N)).
+ * The workspace: fi_block_sparse_workspace_size, an upper bound for every BSR matrix of
+ * those shapes and blocks.
+ *   Host backend: the pairs of the listed blocks, exactly; the run reads bsr (host arrays),
+ *   which must hold what the plan's did.
+ *   CUDA backend (Hopper, sm_90a; head_dim 64 or 128): the plan turns host_bsr into work
+ *   units (at most 128 / group query rows of one block row) and each unit's KV tiles (runs of
+ *   adjacent listed blocks cut into tiles of <= 128 keys, causal and window applied), most
+ *   tiles first, in the workspace; the warp-specialised prefill kernel loads and computes
+ *   only those tiles. The run reads the plan's tiles, not bsr's arrays (they may be device
+ *   pointers); bsr's block shape must be the plan's. */
+fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                        int64_t max_qo_rows, int64_t max_kv_rows,
+                                        int32_t block_rows, int32_t block_cols,
+                                        size_t *bytes);
 fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
                                int64_t num_qo_rows, int64_t num_kv_rows,
                                const fi_bsr_matrix *host_bsr, const fi_tiles *tiles,

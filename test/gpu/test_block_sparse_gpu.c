@@ -1,0 +1,268 @@
+/* test/gpu/test_block_sparse_gpu.c -- block-sparse attention on the CUDA backend (the
+ * warp-specialised Hopper prefill kernel walking the plan's KV tiles) against the host
+ * backend, which computes exactly the pairs of the listed blocks.
+ *
+ * FI_TEST_CONFIGS random configurations (default 240; seed FI_TEST_SEED; lengths up to
+ * FI_TEST_MAXLEN, default 1024): BSR matrices of the seeds' patterns (local / sliding,
+ * global + local, random at 2-50 % density, banded, empty block rows, full), block shapes
+ * from 16 to 256 that do and do not divide the lengths or the kernel's 128-key tiles, GQA
+ * groups 1-16 (dividing 128 or not), head_dim 64 and 128, f16 / bf16, fp8 KV and RoPE
+ * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE. The
+ * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); its outputs
+ * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
+ * Then the CUDA backend's refusals. Exits 77 (skipped) without a Hopper device. */
+#include "gpu_common.h"
+
+static fi_context *host, *cuda;
+
+enum { PAT_LOCAL, PAT_GLOBAL_LOCAL, PAT_RANDOM, PAT_BANDED, PAT_EMPTY_ROWS, PAT_FULL, PAT_COUNT };
+static const char *const pattern_names[PAT_COUNT] = {"local", "global+local", "random",
+                                                     "banded", "empty-rows", "full"};
+
+/* A BSR matrix of `pattern` over rows x cols blocks: indptr [rows + 1], sorted indices. */
+static void make_bsr(int pattern, int64_t rows, int64_t cols, int32_t *indptr,
+                     int32_t *indices) {
+  const int64_t width = gpu_rand_int(1, 4);
+  static const float densities[] = {0.02f, 0.1f, 0.5f};
+  const float density = densities[gpu_rand() % 3];
+  int32_t nnz = 0;
+  indptr[0] = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t diag = (i * cols) / (rows > 0 ? rows : 1);
+    for (int64_t j = 0; j < cols; ++j) {
+      int keep = 0;
+      switch (pattern) {
+        case PAT_LOCAL: keep = j <= diag && j > diag - width; break;
+        case PAT_GLOBAL_LOCAL: keep = j == 0 || (j <= diag && j > diag - width); break;
+        case PAT_RANDOM: keep = gpu_rand_uniform(0.f, 1.f) < density; break;
+        case PAT_BANDED: keep = j >= diag - width && j <= diag + width; break;
+        case PAT_EMPTY_ROWS: keep = i % 3 != 1 && gpu_rand_uniform(0.f, 1.f) < 0.6f; break;
+        case PAT_FULL: keep = 1; break;
+      }
+      if (keep) indices[nnz++] = (int32_t)j;
+    }
+    indptr[i + 1] = nnz;
+  }
+}
+
+static size_t dsize(fi_dtype d) {
+  return d == FI_DTYPE_F32 ? 4 : (d == FI_DTYPE_E4M3 || d == FI_DTYPE_E5M2) ? 1 : 2;
+}
+
+static fi_tensor tensor3(void *data, fi_dtype dt, int64_t a, int64_t b, int64_t c) {
+  const int64_t shape[3] = {a, b, c};
+  return fi_tensor_contiguous(data, dt, 3, shape);
+}
+
+/* One configuration; returns 1 on failure. */
+static int run_config(int idx, int maxlen, long long *elements) {
+  static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
+  static const int32_t cs[] = {16, 32, 64, 96, 128, 200, 256};
+  static const int groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+  const int pattern = idx % PAT_COUNT;
+  const int group = groups[gpu_rand() % 10];
+  const int hkv = group >= 8 ? 1 : gpu_rand_int(1, 3), hq = hkv * group;
+  const int hd = gpu_rand() % 3 ? 128 : 64;
+  fi_attention_params p = fi_attention_params_default(hq, hkv, hd);
+  p.q_dtype = gpu_rand() & 1 ? FI_DTYPE_BF16 : FI_DTYPE_F16;
+  const uint32_t kvr = gpu_rand() % 8;
+  p.kv_dtype = kvr == 0 ? FI_DTYPE_E4M3 : kvr == 1 ? FI_DTYPE_E5M2 : p.q_dtype;
+  p.mask_mode = gpu_rand() & 1 ? FI_MASK_CAUSAL : FI_MASK_NONE;
+  if (gpu_rand() % 4 == 0) p.logits_soft_cap = 10.f + 20.f * gpu_rand_uniform(0.f, 1.f);
+  if (gpu_rand() % 6 == 0) p.pos_encoding = FI_POS_ALIBI;
+  else if (gpu_rand() % 5 == 0) p.pos_encoding = FI_POS_ROPE_LLAMA;
+  const int with_lse = gpu_rand() & 1;
+  const int64_t m = gpu_rand_log(1, maxlen);
+  int64_t n = p.mask_mode == FI_MASK_CAUSAL ? m + gpu_rand_int(0, (int)(m / 2 + 8))
+                                            : gpu_rand_log(1, maxlen + maxlen / 2);
+  if (gpu_rand() % 5 == 0) p.window_left = gpu_rand_int(0, (int)n);
+  fi_bsr_matrix bsr;
+  bsr.block_rows = rs[gpu_rand() % 7];
+  bsr.block_cols = cs[gpu_rand() % 7];
+  const int64_t rows = (m + bsr.block_rows - 1) / bsr.block_rows;
+  const int64_t cols = (n + bsr.block_cols - 1) / bsr.block_cols;
+  int32_t *indptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(rows + 1));
+  int32_t *indices = (int32_t *)malloc(sizeof(int32_t) * (size_t)(rows * cols + 1));
+  make_bsr(pattern, rows, cols, indptr, indices);
+  bsr.indptr = indptr;
+  bsr.indices = indices;
+  char desc[320];
+  snprintf(desc, sizeof desc,
+           "%s M %lld N %lld blocks %dx%d heads %d/%d hd %d %s/%s %s cap %.1f win %d pos %d lse %d",
+           pattern_names[pattern], (long long)m, (long long)n, (int)bsr.block_rows,
+           (int)bsr.block_cols, hq, hkv, hd, fi_dtype_name(p.q_dtype), fi_dtype_name(p.kv_dtype),
+           p.mask_mode == FI_MASK_CAUSAL ? "causal" : "none", p.logits_soft_cap,
+           (int)p.window_left, (int)p.pos_encoding, with_lse);
+
+  const size_t qn = (size_t)m * hq * hd, kn = (size_t)n * hkv * hd;
+  const size_t qb = qn * dsize(p.q_dtype), kb = kn * dsize(p.kv_dtype), lb = (size_t)m * hq * 4;
+  void *q = malloc(qb), *k = malloc(kb), *v = malloc(kb);
+  void *oh = malloc(qb), *od = malloc(qb), *od2 = malloc(qb);
+  float *lh = (float *)malloc(lb + 4), *ld = (float *)malloc(lb + 4), *ld2 = (float *)malloc(lb + 4);
+  gpu_fill_random(q, p.q_dtype, qn);
+  gpu_fill_random(k, p.kv_dtype, kn);
+  gpu_fill_random(v, p.kv_dtype, kn);
+
+  /* The host backend. */
+  int failed = 0;
+  fi_plan hp, cp;
+  size_t hws_bytes = 0;
+  FI_CK(host, fi_block_sparse_workspace_size(host, &p, m, n, bsr.block_rows, bsr.block_cols,
+                                             &hws_bytes));
+  void *hws = malloc(hws_bytes + 1);
+  FI_CK(host, fi_block_sparse_plan(host, &p, m, n, &bsr, NULL, hws, hws_bytes, &hp));
+  fi_tensor tq = tensor3(q, p.q_dtype, m, hq, hd), tk = tensor3(k, p.kv_dtype, n, hkv, hd);
+  fi_tensor tv = tensor3(v, p.kv_dtype, n, hkv, hd), to = tensor3(oh, p.q_dtype, m, hq, hd);
+  const int64_t lshape[2] = {m, hq};
+  fi_tensor tl = fi_tensor_contiguous(lh, FI_DTYPE_F32, 2, lshape);
+  FI_CK(host, fi_block_sparse_run(host, &hp, &tq, &tk, &tv, &bsr, &to, with_lse ? &tl : NULL));
+
+  /* The CUDA backend: device tensors, BSR arrays in device memory, poisoned outputs. */
+  void *dq = gpu_upload(q, qb), *dk = gpu_upload(k, kb), *dv = gpu_upload(v, kb);
+  void *dout = gpu_alloc_poisoned(qb), *dlse = gpu_alloc_poisoned(lb + 4);
+  int32_t *d_indptr = (int32_t *)gpu_upload(indptr, sizeof(int32_t) * (size_t)(rows + 1));
+  int32_t *d_indices = (int32_t *)gpu_upload(indices, sizeof(int32_t) * (size_t)(indptr[rows] + 1));
+  fi_bsr_matrix dbsr = bsr;
+  dbsr.indptr = d_indptr;
+  dbsr.indices = d_indices;
+  size_t ws_bytes = 0, stage_bytes = 0;
+  FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, m, n, bsr.block_rows, bsr.block_cols,
+                                             &ws_bytes));
+  void *dws = gpu_alloc_poisoned(ws_bytes);
+  FI_CK(cuda, fi_prefill_stage_size(cuda, &p, 0, m, n, &stage_bytes));
+  void *stage = stage_bytes ? gpu_alloc_poisoned(stage_bytes) : NULL;
+  FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
+  fi_status s = fi_block_sparse_plan(cuda, &p, m, n, &bsr, NULL, dws, ws_bytes, &cp);
+  if (s != FI_SUCCESS) {
+    fprintf(stderr, "FAIL config %d: %s\n  plan: %s\n", idx, desc, fi_last_error(cuda));
+    failed = 1;
+  }
+  fi_tensor dtq = tensor3(dq, p.q_dtype, m, hq, hd), dtk = tensor3(dk, p.kv_dtype, n, hkv, hd);
+  fi_tensor dtv = tensor3(dv, p.kv_dtype, n, hkv, hd), dto = tensor3(dout, p.q_dtype, m, hq, hd);
+  fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lshape);
+  for (int pass = 0; pass < 2 && !failed; ++pass) {
+    if (pass == 1) { /* poisoned again: the second run must write every element itself */
+      GPU_CK(cudaMemset(dout, 0xff, qb));
+      GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
+    }
+    s = fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto, with_lse ? &dtl : NULL);
+    if (s != FI_SUCCESS) {
+      fprintf(stderr, "FAIL config %d: %s\n  run: %s\n", idx, desc, fi_last_error(cuda));
+      failed = 1;
+      break;
+    }
+    GPU_CK(cudaDeviceSynchronize());
+    gpu_download(pass ? od2 : od, dout, qb);
+    gpu_download(pass ? ld2 : ld, dlse, lb);
+  }
+
+  if (!failed) {
+    /* Every element: |gpu - host| <= atol + rtol |host|, atol relative to the largest. */
+    const double rtol = p.q_dtype == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
+    double maxref = 0;
+    for (size_t i = 0; i < qn; ++i) {
+      const double r = gpu_load(oh, p.q_dtype, (int64_t)i);
+      if (fabs(r) > maxref) maxref = fabs(r);
+    }
+    const double atol = rtol * (maxref > 0 ? maxref : 1.0);
+    size_t bad = 0, first = 0, lbad = 0;
+    for (size_t i = 0; i < qn; ++i) {
+      const double r = gpu_load(oh, p.q_dtype, (int64_t)i), g = gpu_load(od, p.q_dtype, (int64_t)i);
+      if (!(fabs(g - r) <= atol + rtol * fabs(r)) && !bad++) first = i;
+    }
+    if (with_lse)
+      for (size_t i = 0; i < (size_t)m * hq; ++i) {
+        const double r = lh[i], g = ld[i];
+        const int ok = isinf(r) && r < 0 ? isinf(g) && g < 0 : fabs(g - r) <= 1e-2 * (1 + fabs(r));
+        lbad += !ok;
+      }
+    const int differs = memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0);
+    *elements += (long long)qn + (with_lse ? (long long)m * hq : 0);
+    if (bad || lbad || differs) {
+      fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu off", idx, desc, bad, qn);
+      if (bad)
+        fprintf(stderr, " (first %zu: gpu %g host %g)", first, gpu_load(od, p.q_dtype, (int64_t)first),
+                gpu_load(oh, p.q_dtype, (int64_t)first));
+      fprintf(stderr, "; lse: %zu off%s\n", lbad,
+              differs ? "; a second run differs from the first" : "");
+      failed = 1;
+    } else if (getenv("FI_TEST_VERBOSE")) {
+      printf("ok config %d: %s (%d units)\n", idx, desc, (int)cp.num_work_units);
+    }
+  }
+  FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
+  cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dws);
+  cudaFree(d_indptr), cudaFree(d_indices), cudaFree(stage);
+  free(q), free(k), free(v), free(oh), free(od), free(od2), free(lh), free(ld), free(ld2);
+  free(hws), free(indptr), free(indices);
+  return failed;
+}
+
+/* The CUDA backend's refusals, each with a message naming the fix. */
+static int refusals(void) {
+  int bad = 0;
+  const int32_t indptr[3] = {0, 1, 2}, indices[2] = {0, 1};
+  const fi_bsr_matrix bsr = {64, 64, indptr, indices};
+  fi_attention_params p = fi_attention_params_default(8, 2, 128);
+  fi_plan plan;
+  size_t need = 0;
+  FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, 128, 128, 64, 64, &need));
+  void *ws = gpu_alloc_poisoned(need);
+  struct {
+    const char *what, *expect;
+    fi_status status;
+    fi_tiles tiles;
+    int hd, small;
+  } cases[] = {
+      {"mma.sync tiles", "wgmma 128 x 128 tiles", FI_ERROR_UNSUPPORTED, {64, 64, 0, FI_CORES_TENSOR}, 128, 0},
+      {"split-KV tiles", "without split-KV", FI_ERROR_UNSUPPORTED, {128, 128, 1, FI_CORES_WGMMA}, 128, 0},
+      {"head_dim 256", "head_dim 64 and 128", FI_ERROR_UNSUPPORTED, {0, 0, 0, 0}, 256, 0},
+      {"small workspace", "fi_block_sparse_workspace_size", FI_ERROR_WORKSPACE_TOO_SMALL, {0, 0, 0, 0}, 128, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    p.head_dim = cases[i].hd;
+    const fi_tiles *t = cases[i].tiles.q_tile ? &cases[i].tiles : NULL;
+    fi_status s = fi_block_sparse_plan(cuda, &p, 128, 128, &bsr, t, ws, cases[i].small ? 64 : need, &plan);
+    const int ok = s == cases[i].status && strstr(fi_last_error(cuda), cases[i].expect);
+    printf("refused %s: %s (%s)\n", cases[i].what, ok ? "ok" : "WRONG", fi_last_error(cuda));
+    bad += !ok;
+  }
+  cudaFree(ws);
+  return bad;
+}
+
+int main(void) {
+  gpu_require_device("test_block_sparse_gpu");
+  FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &host));
+  FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
+  {
+    /* Hopper only: the plan's check says so on other devices. */
+    const int32_t ip[2] = {0, 1}, ix[1] = {0};
+    const fi_bsr_matrix b = {16, 16, ip, ix};
+    fi_attention_params p = fi_attention_params_default(1, 1, 64);
+    size_t need = 0;
+    FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, 16, 16, 16, 16, &need));
+    void *ws = gpu_alloc_poisoned(need);
+    fi_plan plan;
+    fi_status s = fi_block_sparse_plan(cuda, &p, 16, 16, &b, NULL, ws, need, &plan);
+    cudaFree(ws);
+    if (s == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "Hopper")) {
+      printf("test_block_sparse_gpu: skipped: %s\n", fi_last_error(cuda));
+      return 77;
+    }
+    FI_CK(cuda, s);
+  }
+  gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
+  const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
+  const int maxlen = (int)gpu_env_u64("FI_TEST_MAXLEN", 1024);
+  int failed = 0;
+  long long elements = 0;
+  for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
+  printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
+         "unless reported\n", n, failed, elements);
+  failed += refusals();
+  fi_context_destroy(cuda);
+  fi_context_destroy(host);
+  printf("test_block_sparse_gpu: %s\n", failed ? "FAILED" : "passed");
+  return failed ? 1 : 0;
+}
