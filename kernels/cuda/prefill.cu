@@ -116,11 +116,12 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
 }
 
 // The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
-// of (64, group, 128 / group); ragged k/v (D, kv heads, tokens) with (64, 1, 128); paged
+// of (64, group, 128 / group); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
+// 128, or 64 for block-sparse tiles (two halves of 64 keys from their own first keys); paged
 // k/v (D, kv heads, position, page) with (64, 1, box, 1), box the largest of 128/64/32/16
 // that divides the page size. False when a tensor cannot be mapped.
 bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
-                    int group, int page_size) {
+                    int group, int page_size, int ragged_box) {
   if (q->strides[2] != 1 || kv.k->strides[kv.k_paged ? 3 : 2] != 1 ||
       kv.v->strides[kv.v_paged ? 3 : 2] != 1)
     return false;
@@ -135,7 +136,7 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
     if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
       const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
       const cuuint64_t st[2] = {(cuuint64_t)t->strides[1] * 2, (cuuint64_t)t->strides[0] * 2};
-      const cuuint32_t b[3] = {64, 1, 128};
+      const cuuint32_t b[3] = {64, 1, (cuuint32_t)ragged_box};
       if (!encode_map(map, t->data, 3, d, st, b)) return false;
     } else {
       int box = 128;
@@ -237,8 +238,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.v_scale = a->v_scale;
   p.rope_rcp_scale = 1.f / a->rope_scale;
   p.rope_log2_theta = log2f(a->rope_theta);
+  // (block-sparse tiles: only the kernel with the extras walks them)
   const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
-                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
+                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0 ||
+                      p.bsr_tiles != nullptr;
   // RoPE, fp8 KV and (paged) page sizes that are not a multiple of 16 reach the
   // warp-specialised kernel through the stage pass (prefill_stage.cu), in the context's
   // prefill stage: the layout is 0 bytes when the run needs none.
@@ -312,7 +315,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
   if (!ws_refusal &&
-      !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.page_size))
+      !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.page_size,
+                      p.bsr_tiles ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (ws_refusal && p.bsr_tiles)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,

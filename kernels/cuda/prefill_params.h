@@ -59,8 +59,8 @@ struct PrefillParams {
   // warp-specialised kernel narrows each chunk's KV range to the union of its rows'
   // extents, and masks a chunk whose rows keep one run each by range, not by bits.
   const int32_t *mask_extent;
-  // Block-sparse attention (prefill_ws.cuh only): the plan's KV tiles {first key, end key}
-  // (at most 128 keys, every key in them kept by the unit's block row); a work unit's
+  // Block-sparse attention (prefill_ws.cuh's kernel with the extras only): the plan's KV
+  // tiles, each two halves of 64 keys {first key, keys kept} x 2 (int4); a work unit's
   // kv_start .. kv_end index this list instead of a key range. Null for prefill.
   const int32_t *bsr_tiles;
   const fi_work_unit *work;

@@ -17,9 +17,11 @@
 // divide 128 leaves the last rows of the tile unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
-// attention (p.bsr_tiles) walks the unit's own list of KV tiles instead, each a run of at
-// most CTA_KV keys of the listed blocks (the planner cuts the block row's runs of adjacent
-// blocks into tiles, causal and window already applied), masked past the run's end.
+// attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
+// two halves of 64 keys, each loaded from its own first key and kept up to its own length
+// (a run of adjacent listed blocks fills both halves; the short pieces that runs leave --
+// blocks of 64 keys or less -- are paired, so a tile is never mostly empty), with causal
+// and window already applied by the planner and masked here where a half crosses them.
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
@@ -54,7 +56,8 @@
 // size as token rows; k_staged / v_staged), which needs the context's prefill stage; with
 // RoPE the consumers rotate each Q tile in shared memory as it lands (rope_q).
 // EXTRAS = false is the plain kernel (no soft cap, ALiBi, custom mask or window: none of
-// their per-element work is compiled in).
+// their per-element work is compiled in); BSR = true (with EXTRAS, without custom masks) the
+// block-sparse one, so that neither of the others carries its registers.
 #ifndef FI_CUDA_PREFILL_WS_CUH
 #define FI_CUDA_PREFILL_WS_CUH
 
@@ -184,7 +187,7 @@ struct WsShape {
       Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
 };
 
-template <int HD, typename DT, bool EXTRAS>
+template <int HD, typename DT, bool EXTRAS, bool BSR>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
@@ -270,7 +273,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         c.kv_lo = c.wu.kv_start;
         c.kv_hi = c.wu.kv_end;
         c.dense = 0;
-        if (p.bsr_tiles) {  // block-sparse: kv_lo .. kv_hi index the plan's tile list
+        if (BSR) {  // block-sparse: kv_lo .. kv_hi index the plan's tiles
           c.num_tiles = c.kv_hi - c.kv_lo;
         } else {
           if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
@@ -283,7 +286,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           }
           // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
           // its rows, reduced over the warp; the start on a tile boundary as above).
-          if (EXTRAS && p.mask_extent) {
+          if (EXTRAS && !BSR && p.mask_extent) {
             int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
             for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
               const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
@@ -335,7 +338,13 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           }
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
-          const int kv0 = p.bsr_tiles ? p.bsr_tiles[2 * (kv_lo + tile)] : kv_lo + tile * CTA_KV;
+          const int kv0 = kv_lo + tile * CTA_KV;
+          // Block-sparse: the first keys of the tile's two halves.
+          int half_key[2] = {0, 0};
+          if (BSR) {
+            half_key[0] = p.bsr_tiles[4 * (kv_lo + tile)];
+            half_key[1] = p.bsr_tiles[4 * (kv_lo + tile) + 2];
+          }
           // Paged: lane b copies box b (BOX tokens of one page); boxes past the request's
           // last page read its last page again (rows past kv_len: masked and zeroed).
           const int box = maps.kv_box_rows, boxes = CTA_KV / box;
@@ -358,7 +367,13 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
             const bool staged = part == 0 ? p.k_staged : p.v_staged;
-            if (!p.paged || staged) {
+            if (BSR) {  // lane h copies half h (boxes of 64 rows)
+              if (lane < 2)
+#pragma unroll
+                for (int h = 0; h < HD / 64; ++h)
+                  fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
+                                  kv_head, c.kv_tok_begin + half_key[lane], full);
+            } else if (!p.paged || staged) {
               const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
               if (lane == 0)
 #pragma unroll
@@ -452,7 +467,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
     // A dense chunk (every row keeps one run of keys): each row's run from the plan's
     // extents replaces the bits (a range test per pair, no loads per tile).
-    const bool dense = EXTRAS && p.custom_mask && c.dense;
+    const bool dense = EXTRAS && !BSR && p.custom_mask && c.dense;
     int row_first[2] = {0, 0}, row_end[2] = {0, 0};
     if (dense) {
 #pragma unroll
@@ -462,7 +477,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         row_end[hh] = e.y;
       }
     }
-    if (EXTRAS && p.custom_mask && !dense) {
+    if (EXTRAS && !BSR && p.custom_mask && !dense) {
       const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
       mask_lo_byte = req_lo >> 3;
       mask_hi_byte = (req_hi - 1) >> 3;
@@ -473,17 +488,16 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
-      // The tile's first key and the end of the keys it may keep (block-sparse: the run's).
-      int kv0 = kv_lo + tile * CTA_KV, tile_hi = kv_hi;
-      if (p.bsr_tiles) {
-        const int2 bt = reinterpret_cast<const int2 *>(p.bsr_tiles)[kv_lo + tile];
-        kv0 = bt.x;
-        tile_hi = bt.y;
-      }
+      const int kv0 = kv_lo + tile * CTA_KV;
+      // Block-sparse: the halves' {first key, keys kept} (x, y: keys 0-63 of the tile; z, w:
+      // keys 64-127).
+      int4 bsr_half = make_int4(0, 0, 0, 0);
+      if (BSR)
+        bsr_half = reinterpret_cast<const int4 *>(p.bsr_tiles)[kv_lo + tile];
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
       uint32_t mask_w[2][4];
-      if constexpr (EXTRAS) {
+      if constexpr (EXTRAS && !BSR) {
         if (p.custom_mask && !dense) {
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
@@ -521,21 +535,26 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
       // left edge (a custom mask: every tile).
-      const bool tile_partial = kv0 + CTA_KV > tile_hi;
+      const bool tile_partial = kv0 + CTA_KV > kv_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
       if constexpr (EXTRAS) {
         const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
         if (p.pos_encoding == FI_POS_ALIBI) {
           // slope * (key - query position), the row's part once per tile: an FMA per pair
-          float row_bias[2];
+          // (block-sparse: each half of the tile from its own first key)
+          float row_bias[2][2];
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh)
-            row_bias[hh] = row_slope[hh] * (float)(kv0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+          for (int hh = 0; hh < 2; ++hh) {
+            const int key0 = BSR ? bsr_half.x : kv0, key1 = BSR ? bsr_half.z - 64 : kv0;
+            row_bias[0][hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+            row_bias[1][hh] = row_slope[hh] * (float)(key1 + 2 * t4 - q_pos_shift - row_tok[hh]);
+          }
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
-              s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)), row_bias[e >> 1]);
+              s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)),
+                               row_bias[BSR && nb >= NB_KV / 2][e >> 1]);
         }
         if (p.logits_soft_cap > 0.f) {
 #pragma unroll
@@ -546,20 +565,36 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
         // A dense chunk's tiles inside the keys every row keeps need no masking.
         const bool tile_custom =
             p.custom_mask && !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
-        if (tile_partial || tile_diag || tile_window || tile_custom) {
+        bool tile_masked = tile_partial || tile_diag || tile_window || tile_custom;
+        if constexpr (BSR) {  // a short half, or keys past the diagonal or left of the window
+          const int lo = min(bsr_half.x, bsr_half.z);
+          const int hi = max(bsr_half.x + bsr_half.y, bsr_half.z + bsr_half.w);
+          tile_masked = bsr_half.y < 64 || bsr_half.w < 64 ||
+                        (p.causal && hi - 1 > q_pos_shift + t_lo) ||
+                        (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
+        }
+        if (tile_masked) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
               const int qpos = q_pos_shift + row_tok[e >> 1];
-              bool keep = j < tile_hi;
+              bool keep = j < kv_hi;
+              if constexpr (BSR) {  // (nb >= NB_KV / 2: the second half, known at compile time)
+                const int col = (nb % (NB_KV / 2)) * 8 + 2 * t4 + (e & 1);
+                j = (nb >= NB_KV / 2 ? bsr_half.z : bsr_half.x) + col;
+                keep = col < (nb >= NB_KV / 2 ? bsr_half.w : bsr_half.y);
+              }
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if (dense)
-                keep = keep && j >= row_first[e >> 1] && j < row_end[e >> 1];
-              else if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
-                keep = keep && ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
+              if constexpr (!BSR) {
+                if (dense)
+                  keep = keep && j >= row_first[e >> 1] && j < row_end[e >> 1];
+                else if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
+                  keep = keep &&
+                         ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
+              }
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }
         }
@@ -570,7 +605,7 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
           for (int e = 0; e < 4; ++e) {
             const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
             const int lim =
-                p.causal ? min(tile_hi - 1, q_pos_shift + row_tok[e >> 1]) : tile_hi - 1;
+                p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
           }
       }
@@ -604,7 +639,20 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       // issues a read of the stage.
       fi::mbar_wait(&v_full[st], par);
       const int v_rows = kv_len - kv0;
-      if (v_rows < CTA_KV) {
+      if (BSR) {
+        // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
+        // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
+        if (bsr_half.y < 64 || bsr_half.w < 64) {
+          for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
+            const int row = idx / CH, ch = idx % CH;
+            if ((row & 63) >= (row < 64 ? bsr_half.y : bsr_half.w))
+              *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
+                  make_uint4(0, 0, 0, 0);
+          }
+          fi::fence_proxy_async_smem();
+          asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
+        }
+      } else if (v_rows < CTA_KV) {
         for (int idx = tid; idx < (CTA_KV - v_rows) * CH; idx += 32 * W::CONSUMER_WARPS) {
           const int row = v_rows + idx / CH, ch = idx % CH;
           *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
@@ -713,16 +761,19 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
 template <int HD, typename DT>
 cudaError_t prepare_prefill_ws() {
-  cudaError_t e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, false>,
+  cudaError_t e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, false, false>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WsShape<HD>::SMEM);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true>,
+  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true, true>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
 }
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
-// extras: soft cap, ALiBi, custom mask or sliding window in use.
+// extras: soft cap, ALiBi, custom mask or sliding window in use; p.bsr_tiles: block-sparse.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool extras,
                               int num_work_units, int sm_count, cudaStream_t stream) {
@@ -730,7 +781,9 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool e
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
-                       extras ? prefill_ws_kernel<HD, DT, true> : prefill_ws_kernel<HD, DT, false>,
+                       p.bsr_tiles ? prefill_ws_kernel<HD, DT, true, true>
+                       : extras    ? prefill_ws_kernel<HD, DT, true, false>
+                                   : prefill_ws_kernel<HD, DT, false, false>,
                        p, maps);
 }
 

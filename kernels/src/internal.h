@@ -134,9 +134,10 @@ enum {
 enum { FI_PLAN_OFF_BSR = FI_PLAN_OFF_MASK_EXTENT };
 
 /* Block-sparse attention on CUDA (fi_block_sparse_plan): work units of at most 128 / group
- * query rows inside one block row, each with its list of KV tiles (runs of adjacent listed
- * blocks cut into tiles of <= 128 keys; causal and window applied), most tiles first; the
- * workspace size that bounds every matrix of these shapes. */
+ * query rows inside one block row, each with its list of KV tiles of two 64-key halves
+ * (runs of adjacent listed blocks cut into 128 keys, the leftover pieces of <= 64 keys
+ * paired; causal and window applied), most tiles first; the workspace size that bounds
+ * every matrix of these shapes. */
 fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
                                      int64_t m, int64_t n, const fi_bsr_matrix *bsr,
                                      fi_tiles tiles, void *workspace, size_t workspace_bytes,

@@ -700,22 +700,32 @@ static int64_t bsr_unit_rows(const fi_attention_params *p, int32_t block_rows) {
 }
 
 /* Bounds of one problem's layout: units <= ceil(M / rows) + ceil(M / R) (a block row's last
- * unit may be short); tiles per unit <= the tiles of all key blocks: each run of adjacent
- * blocks is cut into ceil(run / 128) tiles, at most ceil(N / 128) + (runs <= blocks). */
+ * unit may be short); tiles per unit: each run of adjacent blocks gives floor(run / 128)
+ * full tiles, then at most one tile or one half-tile piece (paired with another run's),
+ * so at most ceil(N / 128) + (runs <= blocks) + 1. */
 static void bsr_bounds(const fi_attention_params *p, int64_t m, int64_t n, int32_t r, int32_t c,
                        int64_t *units, int64_t *tiles) {
   const int64_t rows = bsr_unit_rows(p, r), blocks = ceil_div(n, c);
-  int64_t per_unit = ceil_div(n, 128) + blocks;
-  if (blocks * ceil_div(c, 128) < per_unit) per_unit = blocks * ceil_div(c, 128);
+  int64_t per_unit = ceil_div(n, 128) + blocks + 1;
+  if (blocks * ceil_div(c, 128) + 1 < per_unit) per_unit = blocks * ceil_div(c, 128) + 1;
   *units = ceil_div(m, rows) + ceil_div(m, r);
   *tiles = *units * per_unit;
 }
 
 /* Workspace layout: the counts header (as fi_plan_build's), the work units, then the
- * query/KV indptr of the one request {0, M, 0, N} and the tiles {first key, end key}. */
+ * query/KV indptr of the one request {0, M, 0, N} and the tiles, each two halves of 64
+ * keys {first key, keys kept} (prefill_ws.cuh). */
+enum { BSR_TILE_INTS = 4, BSR_HALF = 64 };
 static size_t bsr_bytes(int64_t units, int64_t tiles, size_t *off_bsr) {
   *off_bsr = align_up(FI_ALIGN + (size_t)units * sizeof(fi_work_unit));
-  return *off_bsr + 4 * sizeof(int32_t) + (size_t)tiles * 2 * sizeof(int32_t);
+  return *off_bsr + 4 * sizeof(int32_t) + (size_t)tiles * BSR_TILE_INTS * sizeof(int32_t);
+}
+
+/* Appends tile {a, la, b, lb} at index t of tl (when tl is not NULL). */
+static void bsr_tile(int32_t *tl, int64_t t, int64_t a, int64_t la, int64_t b, int64_t lb) {
+  if (!tl) return;
+  int32_t *x = tl + BSR_TILE_INTS * t;
+  x[0] = (int32_t)a, x[1] = (int32_t)la, x[2] = (int32_t)b, x[3] = (int32_t)lb;
 }
 
 size_t fi_plan_block_sparse_cuda_bytes(const fi_attention_params *p, int64_t m, int64_t n,
@@ -757,7 +767,8 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
                             workspace ? workspace_bytes : (size_t)0, (long long)m, (long long)n,
                             (int)R, (int)C);
       char *scratch = (char *)fi_context_plan_scratch(
-          ctx, (size_t)nu * sizeof(fi_work_unit) + (size_t)(4 + 2 * nt) * sizeof(int32_t));
+          ctx, (size_t)nu * sizeof(fi_work_unit) +
+                   (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
       if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
       work = (fi_work_unit *)scratch;
       tl = (int32_t *)(scratch + (size_t)nu * sizeof(fi_work_unit));
@@ -776,6 +787,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
         if (params->window_left >= 0 && shift + r0 - params->window_left > lo)
           lo = shift + r0 - params->window_left;
         const int64_t t_begin = t;
+        int64_t piece = -1, piece_len = 0; /* a piece of <= 64 keys waiting for a partner */
         for (int64_t e = bsr->indptr[i]; e < bsr->indptr[i + 1];) {
           int64_t e_last = e; /* a run of adjacent blocks */
           while (e_last + 1 < bsr->indptr[i + 1] &&
@@ -785,9 +797,20 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
           e = e_last + 1;
           if (k0 < lo) k0 = lo;
           if (k1 > hi) k1 = hi;
-          for (int64_t s = k0; s < k1; s += 128, ++t)
-            if (tl) tl[2 * t] = (int32_t)s, tl[2 * t + 1] = (int32_t)(s + 128 < k1 ? s + 128 : k1);
+          /* Full tiles, then the rest: a tile of more than 64 keys, or a piece paired with
+           * the next run's (two halves from their own first keys). */
+          for (; k1 - k0 >= 2 * BSR_HALF; k0 += 2 * BSR_HALF)
+            bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, BSR_HALF);
+          if (k1 - k0 > BSR_HALF) {
+            bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, k1 - k0 - BSR_HALF);
+          } else if (k1 > k0 && piece < 0) {
+            piece = k0, piece_len = k1 - k0;
+          } else if (k1 > k0) {
+            bsr_tile(tl, t++, piece, piece_len, k0, k1 - k0);
+            piece = -1;
+          }
         }
+        if (piece >= 0) bsr_tile(tl, t++, piece, piece_len, piece, 0);
         if (work) {
           fi_work_unit *w = &work[u];
           w->request = 0;
@@ -815,7 +838,8 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
       if (s == FI_SUCCESS && nu)
         s = fi_cuda_upload(ctx, base + FI_ALIGN, work, (size_t)nu * sizeof(fi_work_unit));
       if (s == FI_SUCCESS)
-        s = fi_cuda_upload(ctx, base + off_bsr, tl - 4, (size_t)(4 + 2 * nt) * sizeof(int32_t));
+        s = fi_cuda_upload(ctx, base + off_bsr, tl - 4,
+                           (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
       if (s != FI_SUCCESS) return s;
       memset(plan, 0, sizeof *plan);
       plan->family = FI_OP_BLOCK_SPARSE;

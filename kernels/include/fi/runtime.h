@@ -369,10 +369,10 @@ typedef struct fi_bsr_matrix {
  *   Host backend: the pairs of the listed blocks, exactly; the run reads bsr (host arrays),
  *   which must hold what the plan's did.
  *   CUDA backend (Hopper, sm_90a; head_dim 64 or 128): the plan turns host_bsr into work
- *   units (at most 128 / group query rows of one block row) and each unit's KV tiles (runs of
- *   adjacent listed blocks cut into tiles of <= 128 keys, causal and window applied), most
- *   tiles first, in the workspace; the warp-specialised prefill kernel loads and computes
- *   only those tiles. The run reads the plan's tiles, not bsr's arrays (they may be device
+ *   units (at most 128 / group query rows of one block row) and each unit's KV tiles of two
+ *   64-key halves (runs of adjacent listed blocks cut into 128 keys, the short pieces left
+ *   over paired; causal and window applied), most tiles first, in the workspace; the
+ *   warp-specialised prefill kernel loads and computes only those tiles. The run reads the plan's tiles, not bsr's arrays (they may be device
  *   pointers); bsr's block shape must be the plan's. */
 fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                         int64_t max_qo_rows, int64_t max_kv_rows,
