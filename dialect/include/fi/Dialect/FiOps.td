@@ -295,8 +295,10 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
     * `mask_mode` (`#fi.mask_mode<none>`): `none` or `causal`.
   }], Fi_AttentionAttrDoc, [{
 
-    Runs on the host backend (the runtime's fi_block_sparse_run); the CUDA backend has no
-    block-sparse kernel yet and refuses the plan.
+    Runs on the host backend (the runtime's fi_block_sparse_run, exactly the listed pairs)
+    and on the CUDA backend on Hopper with head_dim 64 or 128: the plan lists each unit's KV
+    tiles from the BSR matrix (host arrays) and the warp-specialised prefill kernel loads and
+    computes only those; the run's BSR arrays may then be device memory (they are not read).
 
     Example:
 
