@@ -9,7 +9,8 @@
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
  * column gives that ratio. Bytes: q and o once, k and v once per listed block row
- * (a lower bound of the traffic). */
+ * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix). */
+#include <math.h>
 #include <string.h>
 
 #include "bench.h"
@@ -138,6 +139,238 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
   return rate;
 }
 
+/* ---- long rows: 512 query rows against 65536 keys, 64 x 64 blocks at random, 50 % sparse:
+ * 16 units x 8 KV heads do not fill the GPU, so the plan splits each unit along its tiles
+ * (split_kv, merged); the same matrix with split_kv = 0 beside it. */
+static void long_rows(fi_bench_ctx *b, double dense_rate) {
+  enum { LM = 512, LN = 65536, LB = 64 };
+  const int64_t blocks_r = LM / LB, blocks_c = LN / LB, keep = blocks_c / 2;
+  int32_t *indptr = malloc(sizeof(int32_t) * (blocks_r + 1));
+  int32_t *indices = malloc(sizeof(int32_t) * blocks_r * keep);
+  indptr[0] = 0;
+  for (int64_t i = 0; i < blocks_r; ++i) {
+    int64_t nnz = indptr[i], left = keep;
+    for (int64_t j = 0; j < blocks_c; ++j) /* `keep` of the blocks, each with the odds left */
+      if ((int64_t)(sparse_rand() % (uint32_t)(blocks_c - j)) < left)
+        indices[nnz++] = (int32_t)j, --left;
+    indptr[i + 1] = (int32_t)nnz;
+  }
+  sparse_arg a;
+  memset(&a, 0, sizeof a);
+  a.ctx = b->ctx;
+  const int64_t qshape[3] = {LM, QO_HEADS, HD}, kshape[3] = {LN, KV_HEADS, HD};
+  const size_t qbytes = (size_t)LM * QO_HEADS * HD * 2, kbytes = (size_t)LN * KV_HEADS * HD * 2;
+  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
+  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  void *obuf = NULL, *ws = NULL;
+  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
+  a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+  a.bsr.block_rows = a.bsr.block_cols = LB;
+  a.bsr.indptr = indptr;
+  a.bsr.indices = indices;
+  fi_attention_params p = fi_attention_params_default(QO_HEADS, KV_HEADS, HD);
+  size_t ws_bytes = 0;
+  FI_BENCH_OK(b->ctx, fi_block_sparse_workspace_size(b->ctx, &p, LM, LN, LB, LB, &ws_bytes));
+  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
+  const double flops = 4.0 * HD * QO_HEADS * (double)LM * keep * LB;
+  for (int split = 1; split >= 0; --split) {
+    char name[96], variant[96];
+    snprintf(name, sizeof name, "bsr 64x64 50%% M%d N%d%s", LM, LN, split ? "" : " no split");
+    if (!fi_bench_selected(b, name)) continue;
+    const fi_tiles t = {128, 128, split, FI_CORES_WGMMA};
+    FI_BENCH_OK(b->ctx,
+                fi_block_sparse_plan(b->ctx, &p, LM, LN, &a.bsr, &t, ws, ws_bytes, &a.plan));
+    const double ms = fi_bench_time_ms(b, run_sparse, &a);
+    snprintf(variant, sizeof variant, "u%d p%d %.2fx dense", a.plan.num_work_units,
+             a.plan.num_partial_rows, flops / ms / dense_rate);
+    fi_bench_row(b, "sparse", name, variant, ms, qbytes * 2.0 + kbytes * 2.0, flops);
+  }
+  cudaFree(ws), cudaFree(obuf), cudaFree((void *)(uintptr_t)a.q.data), cudaFree(a.k.data);
+  cudaFree(a.v.data);
+  free(indptr), free(indices);
+}
+
+/* ---- shared prefix (the paper's composable formats): 64 requests decode one token each
+ * over a shared 32768-token prefix (2048 pages of 16, stored once) plus 256 tokens of
+ * their own. Plain: one paged decode whose page tables all list the prefix pages (read
+ * once per request). Composed: the prefix as ONE block row of all 64 queries (a paged
+ * prefill of one request with 64 query rows: each KV tile loaded once for all rows of a
+ * 128-row chunk), the suffixes as a decode (block rows of 1), the two states merged. */
+enum { SP_BATCH = 64, SP_PREFIX_PAGES = 2048, SP_SUFFIX_PAGES = 16, SP_PAGE = 16 };
+
+typedef struct prefix_arg {
+  fi_context *ctx;
+  fi_plan plain, prefix, suffix;
+  fi_tensor q, o, o_prefix, lse_prefix, o_suffix, lse_suffix;
+  fi_paged_kv_cache kv;
+  fi_page_table all, pre, suf;
+  int32_t *qo_indptr; /* {0, SP_BATCH} */
+} prefix_arg;
+
+static void run_plain(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->plain, &a->q, &a->kv, &a->all, &a->o, NULL));
+}
+
+static void run_composed(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
+                                           &a->pre, NULL, &a->o_prefix, &a->lse_prefix));
+  FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->suffix, &a->q, &a->kv, &a->suf, &a->o_suffix,
+                                    &a->lse_suffix));
+  FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
+                                     &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+}
+
+static void run_prefix_only(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
+                                           &a->pre, NULL, &a->o_prefix, &a->lse_prefix));
+}
+
+static void run_suffix_only(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->suffix, &a->q, &a->kv, &a->suf, &a->o_suffix,
+                                    &a->lse_suffix));
+}
+
+static int32_t *to_device(const int32_t *h, size_t n) {
+  int32_t *d = NULL;
+  FI_BENCH_CK(cudaMalloc((void **)&d, sizeof(int32_t) * (n ? n : 1)));
+  if (n) FI_BENCH_CK(cudaMemcpy(d, h, sizeof(int32_t) * n, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  uint32_t x;
+  if (e == 0) {
+    const float f = (float)m * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  x = sign | ((e == 31 ? 255 : e + 112) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static void shared_prefix(fi_bench_ctx *b) {
+  const char *plain_name = "shared prefix b64 32k+256: plain", *comp_name =
+      "shared prefix b64 32k+256: composed";
+  if (!fi_bench_selected(b, plain_name) && !fi_bench_selected(b, comp_name)) return;
+  fi_attention_params p = fi_attention_params_default(QO_HEADS, KV_HEADS, HD);
+  p.page_size = SP_PAGE;
+  const int num_pages = SP_PREFIX_PAGES + SP_BATCH * SP_SUFFIX_PAGES;
+  /* Page ids: the prefix on pages 0 .. 2047, request i's suffix after them. */
+  const int per_req = SP_PREFIX_PAGES + SP_SUFFIX_PAGES;
+  int32_t *all_indptr = malloc(sizeof(int32_t) * (SP_BATCH + 1));
+  int32_t *all_indices = malloc(sizeof(int32_t) * (size_t)SP_BATCH * per_req);
+  int32_t *suf_indptr = malloc(sizeof(int32_t) * (SP_BATCH + 1));
+  int32_t *suf_indices = malloc(sizeof(int32_t) * SP_BATCH * SP_SUFFIX_PAGES);
+  int32_t *pre_indices = malloc(sizeof(int32_t) * SP_PREFIX_PAGES);
+  int32_t last[SP_BATCH], pre_indptr[2] = {0, SP_PREFIX_PAGES}, pre_last[1] = {SP_PAGE};
+  int32_t qo_indptr[2] = {0, SP_BATCH};
+  for (int j = 0; j < SP_PREFIX_PAGES; ++j) pre_indices[j] = j;
+  for (int i = 0; i <= SP_BATCH; ++i)
+    all_indptr[i] = i * per_req, suf_indptr[i] = i * SP_SUFFIX_PAGES;
+  for (int i = 0; i < SP_BATCH; ++i) {
+    last[i] = SP_PAGE;
+    for (int j = 0; j < SP_PREFIX_PAGES; ++j) all_indices[i * per_req + j] = j;
+    for (int j = 0; j < SP_SUFFIX_PAGES; ++j) {
+      const int32_t page = SP_PREFIX_PAGES + i * SP_SUFFIX_PAGES + j;
+      all_indices[i * per_req + SP_PREFIX_PAGES + j] = page;
+      suf_indices[i * SP_SUFFIX_PAGES + j] = page;
+    }
+  }
+  prefix_arg a;
+  memset(&a, 0, sizeof a);
+  a.ctx = b->ctx;
+  const int64_t kvshape[5] = {num_pages, 2, SP_PAGE, KV_HEADS, HD};
+  const int64_t qshape[3] = {SP_BATCH, QO_HEADS, HD}, lshape[2] = {SP_BATCH, QO_HEADS};
+  const size_t kv_bytes = (size_t)num_pages * 2 * SP_PAGE * KV_HEADS * HD * 2;
+  const size_t q_bytes = (size_t)SP_BATCH * QO_HEADS * HD * 2;
+  const size_t l_bytes = (size_t)SP_BATCH * QO_HEADS * 4;
+  fi_tensor kvt = fi_tensor_contiguous(fi_bench_random_device(kv_bytes), FI_DTYPE_F16, 5, kvshape);
+  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
+  a.q = fi_tensor_contiguous(fi_bench_random_device(q_bytes), FI_DTYPE_F16, 3, qshape);
+  void *bufs[5];
+  for (int i = 0; i < 5; ++i) FI_BENCH_CK(cudaMalloc(&bufs[i], i % 2 ? l_bytes : q_bytes));
+  a.o = fi_tensor_contiguous(bufs[0], FI_DTYPE_F16, 3, qshape);
+  a.lse_prefix = fi_tensor_contiguous(bufs[1], FI_DTYPE_F32, 2, lshape);
+  a.o_prefix = fi_tensor_contiguous(bufs[2], FI_DTYPE_F16, 3, qshape);
+  a.lse_suffix = fi_tensor_contiguous(bufs[3], FI_DTYPE_F32, 2, lshape);
+  a.o_suffix = fi_tensor_contiguous(bufs[4], FI_DTYPE_F16, 3, qshape);
+  fi_page_table h_all = {all_indptr, all_indices, last};
+  fi_page_table h_pre = {pre_indptr, pre_indices, pre_last};
+  fi_page_table h_suf = {suf_indptr, suf_indices, last};
+  a.all.indptr = to_device(all_indptr, SP_BATCH + 1);
+  a.all.indices = to_device(all_indices, (size_t)SP_BATCH * per_req);
+  a.all.last_page_len = a.suf.last_page_len = to_device(last, SP_BATCH);
+  a.pre.indptr = to_device(pre_indptr, 2);
+  a.pre.indices = to_device(pre_indices, SP_PREFIX_PAGES);
+  a.pre.last_page_len = to_device(pre_last, 1);
+  a.suf.indptr = to_device(suf_indptr, SP_BATCH + 1);
+  a.suf.indices = to_device(suf_indices, SP_BATCH * SP_SUFFIX_PAGES);
+  a.qo_indptr = to_device(qo_indptr, 2);
+  size_t w1 = 0, w2 = 0, w3 = 0;
+  FI_BENCH_OK(b->ctx, fi_decode_workspace_size(b->ctx, &p, SP_BATCH, &w1));
+  FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, 1, SP_BATCH, &w2));
+  FI_BENCH_OK(b->ctx, fi_decode_workspace_size(b->ctx, &p, SP_BATCH, &w3));
+  void *ws[3];
+  FI_BENCH_CK(cudaMalloc(&ws[0], w1));
+  FI_BENCH_CK(cudaMalloc(&ws[1], w2));
+  FI_BENCH_CK(cudaMalloc(&ws[2], w3));
+  FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_all, num_pages, NULL, ws[0], w1,
+                                     &a.plain));
+  FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &p, 1, qo_indptr, &h_pre, num_pages, NULL,
+                                            NULL, ws[1], w2, &a.prefix));
+  FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws[2], w3,
+                                     &a.suffix));
+  const double ms_plain = fi_bench_time_ms(b, run_plain, &a);
+  const double ms_comp = fi_bench_time_ms(b, run_composed, &a);
+
+  /* The two agree (fp16 outputs; merge order differs): the largest difference. */
+  uint16_t *h1 = malloc(q_bytes), *h2 = malloc(q_bytes);
+  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+  FI_BENCH_CK(cudaMemcpy(h1, bufs[0], q_bytes, cudaMemcpyDeviceToHost));
+  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
+  double max_diff = 0;
+  for (size_t i = 0; i < q_bytes / 2; ++i) {
+    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
+    if (!(d <= max_diff)) max_diff = d;
+  }
+  const double ms_prefix = fi_bench_time_ms(b, run_prefix_only, &a); /* (after the diff) */
+  const double ms_suffix = fi_bench_time_ms(b, run_suffix_only, &a);
+  const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
+  const double unique_bytes = (double)num_pages * SP_PAGE * KV_HEADS * HD * 2 * 2;
+  char tn[64], variant[96];
+  fi_tiles_name(a.plain.tiles, 1, tn, sizeof tn);
+  fi_bench_row(b, "sparse", plain_name, tn, ms_plain, plain_bytes, 0);
+  snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_comp, max_diff);
+  fi_bench_row(b, "sparse", comp_name, variant, ms_comp, unique_bytes, 0);
+  /* its parts: the prefix (FLOPs of 64 rows x 32768 keys) and the suffix decode */
+  fi_tiles_name(a.prefix.tiles, 0, tn, sizeof tn);
+  snprintf(variant, sizeof variant, "%s u%d p%d", tn, a.prefix.num_work_units,
+           a.prefix.num_partial_rows);
+  fi_bench_row(b, "sparse", "  its prefix (one block row of 64)", variant, ms_prefix,
+               (double)SP_PREFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2,
+               4.0 * HD * QO_HEADS * SP_BATCH * (double)SP_PREFIX_PAGES * SP_PAGE);
+  fi_tiles_name(a.suffix.tiles, 1, tn, sizeof tn);
+  fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix,
+               (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
+  free(h1), free(h2);
+  cudaFree(kvt.data), cudaFree((void *)(uintptr_t)a.q.data);
+  for (int i = 0; i < 5; ++i) cudaFree(bufs[i]);
+  for (int i = 0; i < 3; ++i) cudaFree(ws[i]);
+  cudaFree((void *)(uintptr_t)a.all.indptr), cudaFree((void *)(uintptr_t)a.all.indices);
+  cudaFree((void *)(uintptr_t)a.all.last_page_len), cudaFree((void *)(uintptr_t)a.pre.indptr);
+  cudaFree((void *)(uintptr_t)a.pre.indices), cudaFree((void *)(uintptr_t)a.pre.last_page_len);
+  cudaFree((void *)(uintptr_t)a.suf.indptr), cudaFree((void *)(uintptr_t)a.suf.indices);
+  cudaFree(a.qo_indptr);
+  free(all_indptr), free(all_indices), free(suf_indptr), free(suf_indices), free(pre_indices);
+}
+
 void fi_bench_sparse(fi_bench_ctx *b) {
   sparse_arg a;
   memset(&a, 0, sizeof a);
@@ -157,7 +390,8 @@ void fi_bench_sparse(fi_bench_ctx *b) {
   static const int blocks[2] = {64, 128};
   static const double sparsities[4] = {0.0, 0.5, 0.9, 0.98};
   for (int bi = 0; bi < 2; ++bi) {
-    for (int si = 0; si < 4; ++si) sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense);
+    for (int si = 0; si < 4; ++si)
+      sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense);
     sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense);
   }
   cudaFree((void *)(uintptr_t)a.q.data);
@@ -165,4 +399,6 @@ void fi_bench_sparse(fi_bench_ctx *b) {
   cudaFree(a.v.data);
   cudaFree(obuf);
   cudaFree(a.indptr);
+  if (dense > 0) long_rows(b, dense);
+  shared_prefix(b);
 }

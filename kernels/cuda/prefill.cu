@@ -340,9 +340,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
-  // (block-sparse plans never split a unit: no merge)
-  return fi_cuda_merge_partials(ctx, plan, counts && !p.bsr_tiles ? counts + 1 : nullptr, o,
-                                lse);
+  return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
 
 }  // namespace

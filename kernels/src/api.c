@@ -93,8 +93,8 @@ fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_par
                         (int)block_cols);
   if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
   *bytes = ctx->backend == FI_BACKEND_CUDA
-               ? fi_plan_block_sparse_cuda_bytes(params, max_qo_rows, max_kv_rows, block_rows,
-                                                 block_cols)
+               ? fi_plan_block_sparse_cuda_bytes(ctx, params, max_qo_rows, max_kv_rows,
+                                                 block_rows, block_cols)
                : fi_plan_workspace_bytes(ctx, FI_OP_RAGGED_PREFILL, params, 1, max_qo_rows);
   return FI_SUCCESS;
 }
@@ -770,7 +770,7 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
                           "num_qo_rows = %lld, num_kv_rows = %lld: each must be in [0, 2^31)",
                           (long long)num_qo_rows, (long long)num_kv_rows);
     CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
-    const fi_tiles ws = {128, 128, 0, FI_CORES_WGMMA};
+    const fi_tiles ws = {128, 128, tiles ? tiles->split_kv : 1, FI_CORES_WGMMA};
     if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
     CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));
     CHECK(fi_plan_build_block_sparse(ctx, params, num_qo_rows, num_kv_rows, host_bsr, ws,

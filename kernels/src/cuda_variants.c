@@ -80,11 +80,11 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
       return FI_WHY("block_sparse: a GQA group of %d query heads per KV head; the CUDA kernel "
                     "takes at most 128", (int)(p->num_qo_heads / p->num_kv_heads));
     if (tiles && (tiles->cores != FI_CORES_WGMMA || tiles->q_tile != 128 ||
-                  tiles->kv_tile != 128 || tiles->split_kv != 0))
-      return FI_WHY("block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles without split-KV "
-                    "(q_tile 128, kv_tile 128, split_kv 0, cores = wgmma), not q_tile %d, "
-                    "kv_tile %d, split_kv %d; pass those or no tiles",
-                    (int)tiles->q_tile, (int)tiles->kv_tile, (int)tiles->split_kv);
+                  tiles->kv_tile != 128))
+      return FI_WHY("block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles (q_tile 128, "
+                    "kv_tile 128, cores = wgmma), not q_tile %d, kv_tile %d; pass those (with "
+                    "split_kv as wanted) or no tiles",
+                    (int)tiles->q_tile, (int)tiles->kv_tile);
     return 1;
   }
   if (family == FI_OP_DECODE) {

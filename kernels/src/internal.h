@@ -136,14 +136,16 @@ enum { FI_PLAN_OFF_BSR = FI_PLAN_OFF_MASK_EXTENT };
 /* Block-sparse attention on CUDA (fi_block_sparse_plan): work units of at most 128 / group
  * query rows inside one block row, each with its list of KV tiles of two 64-key halves
  * (runs of adjacent listed blocks cut into 128 keys, the leftover pieces of <= 64 keys
- * paired; causal and window applied), most tiles first; the workspace size that bounds
- * every matrix of these shapes. */
+ * paired; causal and window applied), most tiles first; units split along their tiles
+ * (merged like split-KV prefill) while the units alone do not fill the SMs; the workspace
+ * size that bounds every matrix of these shapes. */
 fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
                                      int64_t m, int64_t n, const fi_bsr_matrix *bsr,
                                      fi_tiles tiles, void *workspace, size_t workspace_bytes,
                                      fi_plan *plan);
-size_t fi_plan_block_sparse_cuda_bytes(const fi_attention_params *p, int64_t m, int64_t n,
-                                       int32_t block_rows, int32_t block_cols);
+size_t fi_plan_block_sparse_cuda_bytes(const fi_context *ctx, const fi_attention_params *p,
+                                       int64_t m, int64_t n, int32_t block_rows,
+                                       int32_t block_cols);
 
 /* A hash of everything a run trusts in a plan: the public counts and workspace, the shape
  * parameters (heads, head_dim, page size, dtypes, mask mode; not the per-run attributes the

@@ -700,25 +700,53 @@ static int64_t bsr_unit_rows(const fi_attention_params *p, int32_t block_rows) {
 }
 
 /* Bounds of one problem's layout: units <= ceil(M / rows) + ceil(M / R) (a block row's last
- * unit may be short); tiles per unit: each run of adjacent blocks gives floor(run / 128)
- * full tiles, then at most one tile or one half-tile piece (paired with another run's),
- * so at most ceil(N / 128) + (runs <= blocks) + 1. */
-static void bsr_bounds(const fi_attention_params *p, int64_t m, int64_t n, int32_t r, int32_t c,
-                       int64_t *units, int64_t *tiles) {
+ * unit may be short), plus one per partial row a split may add; tiles per unit: each run
+ * of adjacent blocks gives floor(run / 128) full tiles, then at most one tile or one
+ * half-tile piece (paired with another run's), so at most ceil(N / 128) + (runs <= blocks)
+ * + 1. Partial rows and merge units: the prefill planner's budget. */
+typedef struct bsr_caps {
+  int64_t units, tiles, partial;
+  size_t off_merge, off_po, off_plse, off_bsr, total;
+} bsr_caps;
+
+enum { BSR_TILE_INTS = 4, BSR_HALF = 64, BSR_MIN_CHUNK_TILES = 2, BSR_MAX_CHUNKS = 16 };
+
+static bsr_caps bsr_layout(const fi_attention_params *p, int64_t units, int64_t tiles,
+                           int64_t partial) {
+  bsr_caps k;
+  k.units = units, k.tiles = tiles, k.partial = partial;
+  k.off_merge = FI_ALIGN + align_up((size_t)units * sizeof(fi_work_unit));
+  k.off_po = k.off_merge + align_up((size_t)partial * sizeof(fi_merge_unit));
+  k.off_plse = k.off_po + align_up((size_t)partial * row_o_bytes(p));
+  k.off_bsr = k.off_plse + align_up((size_t)partial * row_lse_bytes(p));
+  /* the request's indptrs {0, M, 0, N}, then the tiles: two halves of 64 keys each
+   * {first key, keys kept} (prefill_ws.cuh) */
+  k.total = k.off_bsr + (size_t)(4 + BSR_TILE_INTS * tiles) * sizeof(int32_t);
+  return k;
+}
+
+static bsr_caps bsr_bounds(const fi_context *ctx, const fi_attention_params *p, int64_t m,
+                           int64_t n, int32_t r, int32_t c) {
   const int64_t rows = bsr_unit_rows(p, r), blocks = ceil_div(n, c);
   int64_t per_unit = ceil_div(n, 128) + blocks + 1;
   if (blocks * ceil_div(c, 128) + 1 < per_unit) per_unit = blocks * ceil_div(c, 128) + 1;
-  *units = ceil_div(m, rows) + ceil_div(m, r);
-  *tiles = *units * per_unit;
+  const int64_t units = ceil_div(m, rows) + ceil_div(m, r);
+  const int64_t partial = prefill_partial_budget(&ctx->target, p);
+  return bsr_layout(p, units + partial, units * per_unit, partial);
 }
 
-/* Workspace layout: the counts header (as fi_plan_build's), the work units, then the
- * query/KV indptr of the one request {0, M, 0, N} and the tiles, each two halves of 64
- * keys {first key, keys kept} (prefill_ws.cuh). */
-enum { BSR_TILE_INTS = 4, BSR_HALF = 64 };
-static size_t bsr_bytes(int64_t units, int64_t tiles, size_t *off_bsr) {
-  *off_bsr = align_up(FI_ALIGN + (size_t)units * sizeof(fi_work_unit));
-  return *off_bsr + 4 * sizeof(int32_t) + (size_t)tiles * BSR_TILE_INTS * sizeof(int32_t);
+size_t fi_plan_block_sparse_cuda_bytes(const fi_context *ctx, const fi_attention_params *p,
+                                       int64_t m, int64_t n, int32_t block_rows,
+                                       int32_t block_cols) {
+  return bsr_bounds(ctx, p, m, n, block_rows, block_cols).total;
+}
+
+static int compare_bsr_units(const void *pa, const void *pb) {
+  const fi_work_unit *a = (const fi_work_unit *)pa, *b = (const fi_work_unit *)pb;
+  const int32_t ta = a->kv_end - a->kv_start, tb = b->kv_end - b->kv_start;
+  if (ta != tb) return ta > tb ? -1 : 1; /* most tiles first: the scheduler balances */
+  if (a->qo_start != b->qo_start) return a->qo_start < b->qo_start ? -1 : 1;
+  return a->kv_start < b->kv_start ? -1 : a->kv_start > b->kv_start;
 }
 
 /* Appends tile {a, la, b, lb} at index t of tl (when tl is not NULL). */
@@ -728,19 +756,63 @@ static void bsr_tile(int32_t *tl, int64_t t, int64_t a, int64_t la, int64_t b, i
   x[0] = (int32_t)a, x[1] = (int32_t)la, x[2] = (int32_t)b, x[3] = (int32_t)lb;
 }
 
-size_t fi_plan_block_sparse_cuda_bytes(const fi_attention_params *p, int64_t m, int64_t n,
-                                       int32_t block_rows, int32_t block_cols) {
-  int64_t units, tiles;
-  size_t off;
-  bsr_bounds(p, m, n, block_rows, block_cols, &units, &tiles);
-  return bsr_bytes(units, tiles, &off);
-}
-
-static int compare_bsr_units(const void *pa, const void *pb) {
-  const fi_work_unit *a = (const fi_work_unit *)pa, *b = (const fi_work_unit *)pb;
-  const int32_t ta = a->kv_end - a->kv_start, tb = b->kv_end - b->kv_start;
-  if (ta != tb) return ta > tb ? -1 : 1; /* most tiles first: the scheduler balances */
-  return a->qo_start < b->qo_start ? -1 : a->qo_start > b->qo_start;
+/* The units of the BSR matrix (one per <= rows_per_unit query rows of a block row) and
+ * their tiles; counts only when work and tl are NULL. */
+static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
+                      const fi_bsr_matrix *bsr, fi_work_unit *work, int32_t *tl, int64_t *nu,
+                      int64_t *nt) {
+  const int32_t R = bsr->block_rows, C = bsr->block_cols;
+  const int causal = params->mask_mode == FI_MASK_CAUSAL;
+  const int64_t rows_per_unit = bsr_unit_rows(params, R), shift = n - m;
+  int64_t u = 0, t = 0;
+  for (int64_t i = 0; i < ceil_div(m, R); ++i) {
+    const int64_t row_end = (i + 1) * R < m ? (i + 1) * R : m;
+    for (int64_t r0 = i * R; r0 < row_end; r0 += rows_per_unit) {
+      const int64_t r1 = r0 + rows_per_unit < row_end ? r0 + rows_per_unit : row_end;
+      /* Keys some row of the unit may keep: causal ends at the last row's position, a
+       * window starts at the first row's left edge (the kernel masks the rest). */
+      int64_t lo = 0, hi = n;
+      if (causal && shift + r1 < hi) hi = shift + r1;
+      if (params->window_left >= 0 && shift + r0 - params->window_left > lo)
+        lo = shift + r0 - params->window_left;
+      const int64_t t_begin = t;
+      int64_t piece = -1, piece_len = 0; /* a piece of <= 64 keys waiting for a partner */
+      for (int64_t e = bsr->indptr[i]; e < bsr->indptr[i + 1];) {
+        int64_t e_last = e; /* a run of adjacent blocks */
+        while (e_last + 1 < bsr->indptr[i + 1] &&
+               bsr->indices[e_last + 1] == bsr->indices[e_last] + 1)
+          ++e_last;
+        int64_t k0 = (int64_t)bsr->indices[e] * C, k1 = ((int64_t)bsr->indices[e_last] + 1) * C;
+        e = e_last + 1;
+        if (k0 < lo) k0 = lo;
+        if (k1 > hi) k1 = hi;
+        /* Full tiles, then the rest: a tile of more than 64 keys, or a piece paired with
+         * the next run's (two halves from their own first keys). */
+        for (; k1 - k0 >= 2 * BSR_HALF; k0 += 2 * BSR_HALF)
+          bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, BSR_HALF);
+        if (k1 - k0 > BSR_HALF) {
+          bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, k1 - k0 - BSR_HALF);
+        } else if (k1 > k0 && piece < 0) {
+          piece = k0, piece_len = k1 - k0;
+        } else if (k1 > k0) {
+          bsr_tile(tl, t++, piece, piece_len, k0, k1 - k0);
+          piece = -1;
+        }
+      }
+      if (piece >= 0) bsr_tile(tl, t++, piece, piece_len, piece, 0);
+      if (work) {
+        fi_work_unit *w = &work[u];
+        w->request = 0;
+        w->qo_start = (int32_t)r0;
+        w->qo_len = (int32_t)(r1 - r0);
+        w->kv_start = (int32_t)t_begin;
+        w->kv_end = (int32_t)t;
+        w->partial_row = -1;
+      }
+      ++u;
+    }
+  }
+  *nu = u, *nt = t;
 }
 
 fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
@@ -748,115 +820,99 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
                                      fi_tiles tiles, void *workspace, size_t workspace_bytes,
                                      fi_plan *plan) {
   const int32_t R = bsr->block_rows, C = bsr->block_cols;
-  const int causal = params->mask_mode == FI_MASK_CAUSAL;
-  const int64_t rows_per_unit = bsr_unit_rows(params, R), shift = n - m;
-  /* The exact counts of this matrix first (the bounds may be far above them). */
   int64_t nu = 0, nt = 0;
-  const int64_t block_rows = ceil_div(m, R);
-  for (int pass = 0; pass < 2; ++pass) {
-    fi_work_unit *work = NULL;
-    int32_t *tl = NULL;
-    if (pass == 1) {
-      size_t off_bsr, need = bsr_bytes(nu, nt, &off_bsr);
-      if (!workspace || workspace_bytes < need)
-        return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
-                            "block-sparse attention: this BSR matrix needs a workspace of %zu "
-                            "bytes (%lld work units, %lld KV tiles) but it has %zu: allocate "
-                            "fi_block_sparse_workspace_size(M = %lld, N = %lld, %d x %d blocks)",
-                            need, (long long)nu, (long long)nt,
-                            workspace ? workspace_bytes : (size_t)0, (long long)m, (long long)n,
-                            (int)R, (int)C);
-      char *scratch = (char *)fi_context_plan_scratch(
-          ctx, (size_t)nu * sizeof(fi_work_unit) +
-                   (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
-      if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
-      work = (fi_work_unit *)scratch;
-      tl = (int32_t *)(scratch + (size_t)nu * sizeof(fi_work_unit));
-      tl[0] = 0, tl[1] = (int32_t)m, tl[2] = 0, tl[3] = (int32_t)n;
-      tl += 4;
+  bsr_units(params, m, n, bsr, NULL, NULL, &nu, &nt);
+  if (nt > INT32_MAX / 2)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "block-sparse attention: %lld KV tiles are more than the plan's "
+                        "int32 tile list indexes; split the sequence", (long long)nt);
+  const int64_t budget = prefill_partial_budget(&ctx->target, params);
+  /* Scratch: the units, the units after splitting (<= nu + budget: a split adds fewer
+   * units than partial rows), the merge units and the tile list. */
+  char *scratch = (char *)fi_context_plan_scratch(
+      ctx, (size_t)(2 * nu + budget) * sizeof(fi_work_unit) +
+               (size_t)budget * sizeof(fi_merge_unit) +
+               (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
+  if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
+  fi_work_unit *units = (fi_work_unit *)scratch, *work = units + nu;
+  fi_merge_unit *merge = (fi_merge_unit *)(work + nu + budget);
+  int32_t *region = (int32_t *)(merge + budget);
+  region[0] = 0, region[1] = (int32_t)m, region[2] = 0, region[3] = (int32_t)n;
+  bsr_units(params, m, n, bsr, units, region + 4, &nu, &nt);
+  qsort(units, (size_t)nu, sizeof(fi_work_unit), compare_bsr_units);
+
+  /* Split-KV across long rows (tiles.split_kv): while the (unit, KV head) items do not fill
+   * the SMs, each unit's tiles are split into up to n chunks of >= 2 tiles (fp32 partial
+   * rows merged in chunk order), longest units first, within the partial-row budget. */
+  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  const int64_t items = nu * params->num_kv_heads;
+  int64_t want = tiles.split_kv && items > 0 && items < sms ? ceil_div(sms, items) : 1;
+  if (want > BSR_MAX_CHUNKS) want = BSR_MAX_CHUNKS;
+  int64_t nw = 0, nm = 0, partial = 0;
+  for (int64_t i = 0; i < nu; ++i) {
+    const fi_work_unit *un = &units[i];
+    const int64_t tl = un->kv_end - un->kv_start;
+    int64_t chunks = want < tl / BSR_MIN_CHUNK_TILES ? want : tl / BSR_MIN_CHUNK_TILES;
+    if (chunks > 1 && partial + chunks * un->qo_len > budget) chunks = 1;
+    if (chunks <= 1) {
+      work[nw++] = *un;
+      continue;
     }
-    int64_t u = 0, t = 0;
-    for (int64_t i = 0; i < block_rows; ++i) {
-      const int64_t row_end = (i + 1) * R < m ? (i + 1) * R : m;
-      for (int64_t r0 = i * R; r0 < row_end; r0 += rows_per_unit) {
-        const int64_t r1 = r0 + rows_per_unit < row_end ? r0 + rows_per_unit : row_end;
-        /* Keys some row of the unit may keep: causal ends at the last row's position, a
-         * window starts at the first row's left edge (the kernel masks the rest). */
-        int64_t lo = 0, hi = n;
-        if (causal && shift + r1 < hi) hi = shift + r1;
-        if (params->window_left >= 0 && shift + r0 - params->window_left > lo)
-          lo = shift + r0 - params->window_left;
-        const int64_t t_begin = t;
-        int64_t piece = -1, piece_len = 0; /* a piece of <= 64 keys waiting for a partner */
-        for (int64_t e = bsr->indptr[i]; e < bsr->indptr[i + 1];) {
-          int64_t e_last = e; /* a run of adjacent blocks */
-          while (e_last + 1 < bsr->indptr[i + 1] &&
-                 bsr->indices[e_last + 1] == bsr->indices[e_last] + 1)
-            ++e_last;
-          int64_t k0 = (int64_t)bsr->indices[e] * C, k1 = ((int64_t)bsr->indices[e_last] + 1) * C;
-          e = e_last + 1;
-          if (k0 < lo) k0 = lo;
-          if (k1 > hi) k1 = hi;
-          /* Full tiles, then the rest: a tile of more than 64 keys, or a piece paired with
-           * the next run's (two halves from their own first keys). */
-          for (; k1 - k0 >= 2 * BSR_HALF; k0 += 2 * BSR_HALF)
-            bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, BSR_HALF);
-          if (k1 - k0 > BSR_HALF) {
-            bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, k1 - k0 - BSR_HALF);
-          } else if (k1 > k0 && piece < 0) {
-            piece = k0, piece_len = k1 - k0;
-          } else if (k1 > k0) {
-            bsr_tile(tl, t++, piece, piece_len, k0, k1 - k0);
-            piece = -1;
-          }
-        }
-        if (piece >= 0) bsr_tile(tl, t++, piece, piece_len, piece, 0);
-        if (work) {
-          fi_work_unit *w = &work[u];
-          w->request = 0;
-          w->qo_start = (int32_t)r0;
-          w->qo_len = (int32_t)(r1 - r0);
-          w->kv_start = (int32_t)t_begin;
-          w->kv_end = (int32_t)t;
-          w->partial_row = -1;
-        }
-        ++u;
-      }
+    merge[nm].out_row = un->qo_start; /* the one request starts at row 0 */
+    merge[nm].rows = un->qo_len;
+    merge[nm].first_partial_row = (int32_t)partial;
+    merge[nm].num_chunks = (int32_t)chunks;
+    ++nm;
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      fi_work_unit *w = &work[nw++];
+      *w = *un;
+      w->kv_start = (int32_t)(un->kv_start + tl * ch / chunks);
+      w->kv_end = (int32_t)(un->kv_start + tl * (ch + 1) / chunks);
+      w->partial_row = (int32_t)(partial + ch * un->qo_len);
     }
-    nu = u, nt = t; /* (within bsr_bounds: fi_block_sparse_workspace_size covers them) */
-    if (nt > INT32_MAX / 2)
-      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                          "block-sparse attention: %lld KV tiles are more than the plan's "
-                          "int32 tile list indexes; split the sequence", (long long)nt);
-    if (pass == 1) {
-      qsort(work, (size_t)nu, sizeof(fi_work_unit), compare_bsr_units);
-      size_t off_bsr;
-      bsr_bytes(nu, nt, &off_bsr);
-      int32_t hdr[9] = {(int32_t)nu, 0, 0, 0, 0, 0, 0, 0, 1};
-      char *base = (char *)workspace;
-      fi_status s = fi_cuda_upload(ctx, base, hdr, sizeof hdr);
-      if (s == FI_SUCCESS && nu)
-        s = fi_cuda_upload(ctx, base + FI_ALIGN, work, (size_t)nu * sizeof(fi_work_unit));
-      if (s == FI_SUCCESS)
-        s = fi_cuda_upload(ctx, base + off_bsr, tl - 4,
-                           (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
-      if (s != FI_SUCCESS) return s;
-      memset(plan, 0, sizeof *plan);
-      plan->family = FI_OP_BLOCK_SPARSE;
-      plan->tiles = tiles;
-      plan->batch = 1;
-      plan->num_work_units = (int32_t)nu;
-      plan->params = *params;
-      plan->total_qo_rows = m;
-      plan->total_kv = n;
-      plan->workspace = workspace;
-      plan->workspace_bytes = workspace_bytes;
-      plan->private_[FI_PLAN_OFF_WORK] = FI_ALIGN;
-      plan->private_[FI_PLAN_OFF_BSR] = off_bsr;
-      plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rows_per_unit;
-      plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
-      plan->private_[FI_PLAN_BSR_SHAPE] = (uint64_t)(uint32_t)R << 32 | (uint32_t)C;
-    }
+    partial += chunks * un->qo_len;
   }
+  if (nm > 0) qsort(work, (size_t)nw, sizeof(fi_work_unit), compare_bsr_units);
+
+  const bsr_caps k = bsr_layout(params, nw, nt, budget);
+  if (!workspace || workspace_bytes < k.total)
+    return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                        "block-sparse attention: this BSR matrix needs a workspace of %zu "
+                        "bytes (%lld work units, %lld KV tiles) but it has %zu: allocate "
+                        "fi_block_sparse_workspace_size(M = %lld, N = %lld, %d x %d blocks)",
+                        k.total, (long long)nw, (long long)nt,
+                        workspace ? workspace_bytes : (size_t)0, (long long)m, (long long)n,
+                        (int)R, (int)C);
+  int32_t hdr[9] = {(int32_t)nw, (int32_t)nm, 0, 0, 0, 0, 0, 0, 1};
+  char *base = (char *)workspace;
+  fi_status s = fi_cuda_upload(ctx, base, hdr, sizeof hdr);
+  if (s == FI_SUCCESS && nw)
+    s = fi_cuda_upload(ctx, base + FI_ALIGN, work, (size_t)nw * sizeof(fi_work_unit));
+  if (s == FI_SUCCESS && nm)
+    s = fi_cuda_upload(ctx, base + k.off_merge, merge, (size_t)nm * sizeof(fi_merge_unit));
+  if (s == FI_SUCCESS)
+    s = fi_cuda_upload(ctx, base + k.off_bsr, region,
+                       (size_t)(4 + BSR_TILE_INTS * nt) * sizeof(int32_t));
+  if (s != FI_SUCCESS) return s;
+  memset(plan, 0, sizeof *plan);
+  plan->family = FI_OP_BLOCK_SPARSE;
+  plan->tiles = tiles;
+  plan->batch = 1;
+  plan->num_work_units = (int32_t)nw;
+  plan->num_partial_rows = (int32_t)partial;
+  plan->params = *params;
+  plan->total_qo_rows = m;
+  plan->total_kv = n;
+  plan->workspace = workspace;
+  plan->workspace_bytes = workspace_bytes;
+  plan->private_[FI_PLAN_OFF_WORK] = FI_ALIGN;
+  plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
+  plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
+  plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
+  plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
+  plan->private_[FI_PLAN_OFF_BSR] = k.off_bsr;
+  plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)bsr_unit_rows(params, R);
+  plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
+  plan->private_[FI_PLAN_BSR_SHAPE] = (uint64_t)(uint32_t)R << 32 | (uint32_t)C;
   return FI_SUCCESS;
 }

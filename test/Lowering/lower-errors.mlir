@@ -93,7 +93,7 @@ func.func @block_sparse_hd256(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf16>,
 // ... and its tiles.
 func.func @block_sparse_tiles(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>,
     %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xf16>) {
-  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles without split-KV (q_tile 128, kv_tile 128, split_kv 0, cores = wgmma), not q_tile 64, kv_tile 64, split_kv 0; pass those or no tiles}}
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles (q_tile 128, kv_tile 128, cores = wgmma), not q_tile 64, kv_tile 64; pass those (with split_kv as wanted) or no tiles}}
   fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
       kv(%k, %k : memref<?x2x64xf16>, memref<?x2x64xf16>)
       blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)

@@ -8,7 +8,8 @@
  * from 16 to 256 that do and do not divide the lengths or the kernel's 128-key tiles, GQA
  * groups 1-16 (dividing 128 or not), head_dim 64 and 128, f16 / bf16, fp8 KV and RoPE
  * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE. The
- * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); its outputs
+ * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); one config in
+ * five has few, long rows (the plan splits them along their tiles and merges); its outputs
  * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
  * Then the CUDA backend's refusals. Exits 77 (skipped) without a Hopper device. */
 #include "gpu_common.h"
@@ -55,6 +56,8 @@ static fi_tensor tensor3(void *data, fi_dtype dt, int64_t a, int64_t b, int64_t 
 }
 
 /* One configuration; returns 1 on failure. */
+static int split_configs; /* plans that split units along their tiles (merged) */
+
 static int run_config(int idx, int maxlen, long long *elements) {
   static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
   static const int32_t cs[] = {16, 32, 64, 96, 128, 200, 256};
@@ -72,9 +75,13 @@ static int run_config(int idx, int maxlen, long long *elements) {
   if (gpu_rand() % 6 == 0) p.pos_encoding = FI_POS_ALIBI;
   else if (gpu_rand() % 5 == 0) p.pos_encoding = FI_POS_ROPE_LLAMA;
   const int with_lse = gpu_rand() & 1;
-  const int64_t m = gpu_rand_log(1, maxlen);
+  int64_t m = gpu_rand_log(1, maxlen);
   int64_t n = p.mask_mode == FI_MASK_CAUSAL ? m + gpu_rand_int(0, (int)(m / 2 + 8))
                                             : gpu_rand_log(1, maxlen + maxlen / 2);
+  if (idx % 5 == 4) { /* long rows, few units: the plan splits them along their tiles */
+    m = gpu_rand_log(1, 96);
+    n = m + gpu_rand_int(2 * maxlen, 6 * maxlen);
+  }
   if (gpu_rand() % 5 == 0) p.window_left = gpu_rand_int(0, (int)n);
   fi_bsr_matrix bsr;
   bsr.block_rows = rs[gpu_rand() % 7];
@@ -98,7 +105,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
   const size_t qb = qn * dsize(p.q_dtype), kb = kn * dsize(p.kv_dtype), lb = (size_t)m * hq * 4;
   void *q = malloc(qb), *k = malloc(kb), *v = malloc(kb);
   void *oh = malloc(qb), *od = malloc(qb), *od2 = malloc(qb);
-  float *lh = (float *)malloc(lb + 4), *ld = (float *)malloc(lb + 4), *ld2 = (float *)malloc(lb + 4);
+  float *lh = (float *)malloc(lb + 4), *ld = (float *)malloc(lb + 4);
+  float *ld2 = (float *)malloc(lb + 4);
   gpu_fill_random(q, p.q_dtype, qn);
   gpu_fill_random(k, p.kv_dtype, kn);
   gpu_fill_random(v, p.kv_dtype, kn);
@@ -136,6 +144,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
   if (s != FI_SUCCESS) {
     fprintf(stderr, "FAIL config %d: %s\n  plan: %s\n", idx, desc, fi_last_error(cuda));
     failed = 1;
+  } else if (cp.num_partial_rows > 0) {
+    ++split_configs;
   }
   fi_tensor dtq = tensor3(dq, p.q_dtype, m, hq, hd), dtk = tensor3(dk, p.kv_dtype, n, hkv, hd);
   fi_tensor dtv = tensor3(dv, p.kv_dtype, n, hkv, hd), dto = tensor3(dout, p.q_dtype, m, hq, hd);
@@ -181,8 +191,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
     if (bad || lbad || differs) {
       fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu off", idx, desc, bad, qn);
       if (bad)
-        fprintf(stderr, " (first %zu: gpu %g host %g)", first, gpu_load(od, p.q_dtype, (int64_t)first),
-                gpu_load(oh, p.q_dtype, (int64_t)first));
+        fprintf(stderr, " (first %zu: gpu %g host %g)", first,
+                gpu_load(od, p.q_dtype, (int64_t)first), gpu_load(oh, p.q_dtype, (int64_t)first));
       fprintf(stderr, "; lse: %zu off%s\n", lbad,
               differs ? "; a second run differs from the first" : "");
       failed = 1;
@@ -214,15 +224,19 @@ static int refusals(void) {
     fi_tiles tiles;
     int hd, small;
   } cases[] = {
-      {"mma.sync tiles", "wgmma 128 x 128 tiles", FI_ERROR_UNSUPPORTED, {64, 64, 0, FI_CORES_TENSOR}, 128, 0},
-      {"split-KV tiles", "without split-KV", FI_ERROR_UNSUPPORTED, {128, 128, 1, FI_CORES_WGMMA}, 128, 0},
+      {"mma.sync tiles", "wgmma 128 x 128 tiles", FI_ERROR_UNSUPPORTED,
+       {64, 64, 0, FI_CORES_TENSOR}, 128, 0},
+      {"wgmma 64 x 128 tiles", "not q_tile 64", FI_ERROR_UNSUPPORTED,
+       {64, 128, 1, FI_CORES_WGMMA}, 128, 0},
       {"head_dim 256", "head_dim 64 and 128", FI_ERROR_UNSUPPORTED, {0, 0, 0, 0}, 256, 0},
-      {"small workspace", "fi_block_sparse_workspace_size", FI_ERROR_WORKSPACE_TOO_SMALL, {0, 0, 0, 0}, 128, 1},
+      {"small workspace", "fi_block_sparse_workspace_size", FI_ERROR_WORKSPACE_TOO_SMALL,
+       {0, 0, 0, 0}, 128, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     p.head_dim = cases[i].hd;
     const fi_tiles *t = cases[i].tiles.q_tile ? &cases[i].tiles : NULL;
-    fi_status s = fi_block_sparse_plan(cuda, &p, 128, 128, &bsr, t, ws, cases[i].small ? 64 : need, &plan);
+    fi_status s = fi_block_sparse_plan(cuda, &p, 128, 128, &bsr, t, ws,
+                                       cases[i].small ? 64 : need, &plan);
     const int ok = s == cases[i].status && strstr(fi_last_error(cuda), cases[i].expect);
     printf("refused %s: %s (%s)\n", cases[i].what, ok ? "ok" : "WRONG", fi_last_error(cuda));
     bad += !ok;
@@ -259,7 +273,7 @@ int main(void) {
   long long elements = 0;
   for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
   printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
-         "unless reported\n", n, failed, elements);
+         "unless reported; %d plans split long rows\n", n, failed, elements, split_configs);
   failed += refusals();
   fi_context_destroy(cuda);
   fi_context_destroy(host);

@@ -183,7 +183,8 @@ static void bad_input(void) {
    * Hopper, the device is refused by name). */
   fi_context *cuda = NULL;
   if (fi_context_create(FI_BACKEND_CUDA, &cuda) == FI_SUCCESS) {
-    fi_status st = fi_block_sparse_plan(cuda, &p, 10, 20, &b, NULL, NULL, 0, &plan);
+    const fi_attention_params p64 = fi_attention_params_default(2, 2, 64); /* a CUDA head_dim */
+    fi_status st = fi_block_sparse_plan(cuda, &p64, 10, 20, &b, NULL, NULL, 0, &plan);
     EXPECT((st == FI_ERROR_WORKSPACE_TOO_SMALL &&
             strstr(fi_last_error(cuda), "fi_block_sparse_workspace_size")) ||
                (st == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "Hopper")),
