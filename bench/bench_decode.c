@@ -35,11 +35,17 @@ static uint32_t next_rand(void) {
   return shuffle_rng;
 }
 
+/* The last decode row's median time (ms; 0 when skipped or refused) and variant name. */
+static double decode_last_ms;
+static char decode_last_variant[64];
+
 /* Times one decode row; returns the core kind its plan ran (FI_CORES_CUDA when skipped). */
 static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads,
                                 int kv_heads, int rope, const fi_tiles *force, const char *tag) {
   char name[96];
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
+  decode_last_ms = 0;
+  decode_last_variant[0] = '\0';
   if (!fi_bench_selected(b, name)) return FI_CORES_CUDA;
   const int D = 128, page = 16;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
@@ -97,8 +103,16 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
       force = &forced;
     }
   }
-  FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, batch, &host_pages, num_pages, force, ws,
-                                     ws_bytes, &a.plan));
+  fi_status ps = fi_decode_plan(b->ctx, &p, batch, &host_pages, num_pages, force, ws,
+                                ws_bytes, &a.plan);
+  if (ps != FI_SUCCESS && force) { /* a forced variant the plan refuses (shared memory) */
+    printf("| decode   | %-34s | plan refused: %s\n", name, fi_last_error(b->ctx));
+    cudaFree(kv); cudaFree(q); cudaFree(o); cudaFree(lse); cudaFree(ws);
+    cudaFree(d_indptr); cudaFree(d_indices); cudaFree(d_last);
+    free(indptr); free(indices); free(last);
+    return FI_CORES_CUDA;
+  }
+  FI_BENCH_OK(b->ctx, ps);
   int64_t qshape[3] = {batch, qo_heads, D}, lshape[2] = {batch, qo_heads};
   int64_t kvshape[5] = {num_pages, 2, page, kv_heads, D};
   a.q = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qshape);
@@ -118,6 +132,8 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   snprintf(variant, sizeof(variant), "%s u%d%s", tn, a.plan.num_work_units,
            split_rows ? " merge" : "");
   fi_bench_row(b, "decode", name, variant, ms, bytes, 0);
+  decode_last_ms = ms;
+  snprintf(decode_last_variant, sizeof decode_last_variant, "%s", tn);
 
   cudaFree(kv); cudaFree(q); cudaFree(o); cudaFree(lse); cudaFree(ws);
   cudaFree(d_indptr); cudaFree(d_indices); cudaFree(d_last);
@@ -269,6 +285,48 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
   }
 }
 
+/* FI_BENCH_GRID_OUT=<csv>: every decode variant on a grid of shapes (batch 1-128, KV 2k and
+ * 16k tokens, groups 1-8; head_dim 128, page 16, fp16), one line per (shape, variant) with its
+ * median time, for the heuristics' replay test (test/runtime/test_decode_sweep.c, which
+ * checks the variant fi_select_decode_tiles picks against the fastest of each shape). The
+ * variants: CUDA cores with kv_tile 16/32/64, tensor cores (q16) with kv_tile 32/64/128,
+ * each with and without split-KV; the whole grid twice (100 repeats each). */
+static void decode_grid(fi_bench_ctx *b, const char *path) {
+  static const int batches[] = {1, 8, 64, 128}, lens[] = {2048, 16384};
+  static const int heads[][2] = {{32, 32}, {32, 8}, {32, 4}, {64, 8}};
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "decode grid: cannot write %s\n", path);
+    return;
+  }
+  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, fp16\n",
+          b->gpu, b->copy_gbps);
+  fprintf(f, "batch,kv_len,qo_heads,kv_heads,variant,us\n");
+  const int reps = b->reps;
+  b->reps = 100;
+  for (int pass = 0; pass < 2; ++pass) /* the grid twice: the replay averages the two */
+  for (size_t h = 0; h < sizeof heads / sizeof heads[0]; ++h)
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; ++bi)
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
+        const int batch = batches[bi], len = lens[li];
+        if ((long long)batch * len * heads[h][1] > (1LL << 24)) continue; /* <= 8.6 GB of KV */
+        for (int v = 0; v < 12; ++v) {
+          fi_tiles t;
+          t.cores = v < 6 ? FI_CORES_CUDA : FI_CORES_TENSOR;
+          t.q_tile = v < 6 ? 1 : 16;
+          t.kv_tile = (v < 6 ? 16 : 32) << (v % 6 / 2);
+          t.split_kv = v % 2;
+          decode_case(b, batch, len, heads[h][0], heads[h][1], 0, &t, " [grid]");
+          if (decode_last_ms > 0)
+            fprintf(f, "%d,%d,%d,%d,%s,%.2f\n", batch, len, heads[h][0], heads[h][1],
+                    decode_last_variant, decode_last_ms * 1e3);
+        }
+        fflush(f);
+      }
+  b->reps = reps;
+  fclose(f);
+}
+
 /* The other core kind than `chosen` (tensor cores: q16, kv 64, split). */
 static fi_tiles other_cores(fi_core_kind chosen) {
   fi_tiles t;
@@ -283,6 +341,11 @@ void fi_bench_decode(fi_bench_ctx *b) {
   const char *sweep = getenv("FI_BENCH_SWEEP");
   if (sweep) {
     decode_sweep(b, sweep);
+    return;
+  }
+  const char *grid = getenv("FI_BENCH_GRID_OUT");
+  if (grid) {
+    decode_grid(b, grid);
     return;
   }
   /* FI_BENCH_DECODE_ROWS="batch,kv_len,qo_heads,kv_heads ...": these rows instead of the
