@@ -770,6 +770,11 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
                           "num_qo_rows = %lld, num_kv_rows = %lld: each must be in [0, 2^31)",
                           (long long)num_qo_rows, (long long)num_kv_rows);
     CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
+    if (num_kv_rows == 0 && num_qo_rows > 0)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "block-sparse attention over N = 0 keys: the CUDA kernel needs at "
+                          "least one key (every output row would be 0, its LSE -inf); skip "
+                          "the op or run it on the host backend");
     const fi_tiles ws = {128, 128, tiles ? tiles->split_kv : 1, FI_CORES_WGMMA};
     if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
     CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));

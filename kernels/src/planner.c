@@ -874,7 +874,9 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   }
   if (nm > 0) qsort(work, (size_t)nw, sizeof(fi_work_unit), compare_bsr_units);
 
-  const bsr_caps k = bsr_layout(params, nw, nt, budget);
+  /* (laid out for the partial rows this plan uses: a plan without splits needs no room
+   * for them; the size query reserves the budget) */
+  const bsr_caps k = bsr_layout(params, nw, nt, partial);
   if (!workspace || workspace_bytes < k.total)
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "block-sparse attention: this BSR matrix needs a workspace of %zu "

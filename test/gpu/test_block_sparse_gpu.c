@@ -241,6 +241,14 @@ static int refusals(void) {
     printf("refused %s: %s (%s)\n", cases[i].what, ok ? "ok" : "WRONG", fi_last_error(cuda));
     bad += !ok;
   }
+  /* N = 0 keys: refused at plan, by name */
+  p.head_dim = 128;
+  const int32_t empty_indptr[3] = {0, 0, 0};
+  const fi_bsr_matrix none = {64, 64, empty_indptr, indices};
+  fi_status s = fi_block_sparse_plan(cuda, &p, 128, 0, &none, NULL, ws, need, &plan);
+  const int ok = s == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "N = 0 keys");
+  printf("refused N = 0: %s (%s)\n", ok ? "ok" : "WRONG", fi_last_error(cuda));
+  bad += !ok;
   cudaFree(ws);
   return bad;
 }
