@@ -18,6 +18,10 @@ if [ "${1:-}" = --prepare ]; then
   compile() { "$build/bin/fi-opt" "$1" --fi-to-llvm | "$llvm/mlir-translate" --mlir-to-llvmir |
               "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/$2.o"; }
   for t in decode prefill merge_append block_sparse; do compile "test/E2E/$t.mlir" "$t"; done
+  # On CUDA the split writes device memory, which only plans made on the device read.
+  "$build/bin/fi-opt" test/E2E/shared_prefix.mlir --fi-to-llvm=plans-on-device=1 |
+    "$llvm/mlir-translate" --mlir-to-llvmir |
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/shared_prefix.o"
   for e in decode_step prefill_step cascade; do compile "examples/$e.mlir" "$e"; done
   "$build/bin/fi-embed-decode-step" "$carry/embed.ll" 2 2> /dev/null &&
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed.ll" -o "$carry/embed_decode.o"
@@ -52,6 +56,7 @@ link test/E2E/drivers/decode.c decode
 link test/E2E/drivers/prefill.c prefill
 link test/E2E/drivers/merge_append.c merge_append
 link test/E2E/drivers/block_sparse.c block_sparse
+link test/E2E/drivers/shared_prefix.c shared_prefix
 link test/E2E/drivers/embed_decode.c embed_decode
 # The decode step driver owns a CUDA stream and captures the step in a graph.
 link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
@@ -77,7 +82,7 @@ run() { # name backend args...  (FI_E2E_ONLY=<name>: run only that program)
   grep -vE "^  +(o|lse|v|s|k cache|v cache|kv cache|layer [0-9]+ [a-z]+|o \(layer 2\)|replay [0-9]+ layer [0-9]+ o|graph layer [0-9]+ cache): " "$OUT/$name.$backend.$runs.log" | head -60
   [ $rc = 0 ] || status=1
 }
-for name in decode prefill merge_append block_sparse embed_decode; do run $name cuda; done
+for name in decode prefill merge_append block_sparse shared_prefix embed_decode; do run $name cuda; done
 run decode_step cuda --batch=32 --max-kv=4096 --steps=20 --replays=50
 run decode_step cuda --batch=128 --max-kv=4096 --steps=20 --replays=10
 run decode_step cuda --batch=1 --max-kv=32768 --steps=20 --replays=50

@@ -92,5 +92,5 @@ void attachAll(MLIRContext *context) {
 void mlir::fi::detail::attachBufferizableOpInterfaceModels(MLIRContext *context) {
   attachAll<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, MergeStateOp, MergeStatesOp,
             AppendPagedKvOp, DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp,
-            AppendPlanOp, BlockSparseAttentionOp, BlockSparsePlanOp>(context);
+            AppendPlanOp, BlockSparseAttentionOp, BlockSparsePlanOp, SplitSharedPrefixOp>(context);
 }

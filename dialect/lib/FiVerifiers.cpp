@@ -821,3 +821,38 @@ LogicalResult AppendPlanOp::verify() {
   return c.sameLength(getAppendIndptr(), "append_indptr", getKvIndptr(), "kv_indptr",
                       "both have batch + 1 entries");
 }
+
+LogicalResult SplitSharedPrefixOp::verify() {
+  Checker c(*this);
+  if (failed(c.form(presentOperandNames(
+          *this, {"kv_indptr", "kv_indices", "kv_last_page_len", "num_pages",
+                  "prefix_qo_indptr", "prefix_indptr",
+                  "prefix_indices", "prefix_last_page_len", "suffix_indptr",
+                  "suffix_indices", "suffix_last_page_len"}))) ||
+      failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||
+      failed(c.indexArray(getPrefixQoIndptr(), "prefix_qo_indptr", "[2]")) ||
+      failed(c.indexArray(getPrefixIndptr(), "prefix_indptr", "[2]")) ||
+      failed(c.indexArray(getPrefixIndices(), "prefix_indices", "[>= P]")) ||
+      failed(c.indexArray(getPrefixLastPageLen(), "prefix_last_page_len", "[1]")) ||
+      failed(c.indexArray(getSuffixIndptr(), "suffix_indptr", "[batch + 1]")) ||
+      failed(c.indexArray(getSuffixIndices(), "suffix_indices", "[>= the suffixes' pages]")) ||
+      failed(c.indexArray(getSuffixLastPageLen(), "suffix_last_page_len", "[batch]")) ||
+      failed(c.sameLength(getSuffixIndptr(), "suffix_indptr", getKvIndptr(), "kv_indptr",
+                          "both have batch + 1 entries")) ||
+      failed(c.sameLength(getSuffixLastPageLen(), "suffix_last_page_len", getKvLastPageLen(),
+                          "kv_last_page_len", "both have batch entries")))
+    return failure();
+  auto fixed = [&](Value v, StringRef name, int64_t n) -> LogicalResult {
+    int64_t len = shapedOf(v).getDimSize(0);
+    if (ShapedType::isDynamic(len) || len == n)
+      return success();
+    return c.error() << "operand '" << name << "' has " << len << " entries but needs " << n;
+  };
+  if (failed(fixed(getPrefixQoIndptr(), "prefix_qo_indptr", 2)) ||
+      failed(fixed(getPrefixIndptr(), "prefix_indptr", 2)) ||
+      failed(fixed(getPrefixLastPageLen(), "prefix_last_page_len", 1)))
+    return failure();
+  if (getPageSize() < 1)
+    return c.error() << "page_size = " << getPageSize() << " must be >= 1 (the cache's page size)";
+  return success();
+}

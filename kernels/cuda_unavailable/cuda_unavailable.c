@@ -43,6 +43,19 @@ fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const 
   return UNAVAILABLE(ctx);
 }
 
+fi_status fi_cuda_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
+                                      const fi_page_table *pages, int32_t *prefix_qo_indptr,
+                                      int32_t *prefix_indptr,
+                                      int32_t *prefix_indices, int32_t *prefix_last_page_len,
+                                      int32_t *suffix_indptr, int32_t *suffix_indices,
+                                      int32_t *suffix_last_page_len) {
+  (void)batch, (void)page_size, (void)pages, (void)prefix_indptr, (void)prefix_indices;
+  (void)prefix_qo_indptr;
+  (void)prefix_last_page_len, (void)suffix_indptr, (void)suffix_indices;
+  (void)suffix_last_page_len;
+  return UNAVAILABLE(ctx);
+}
+
 fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                    const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
                                    fi_tensor *lse) {

@@ -126,3 +126,42 @@ fi_status fi_host_append_paged_kv_run(fi_context *ctx, const fi_plan *plan, cons
   }
   return FI_SUCCESS;
 }
+
+/* ------------------------------------------------------------ shared prefix -------- */
+
+fi_status fi_host_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
+                                      const fi_page_table *pages, int32_t *prefix_qo_indptr,
+                                      int32_t *prefix_indptr,
+                                      int32_t *prefix_indices, int32_t *prefix_last_page_len,
+                                      int32_t *suffix_indptr, int32_t *suffix_indices,
+                                      int32_t *suffix_last_page_len) {
+  (void)ctx;
+  const int32_t *ip = pages->indptr, *ix = pages->indices;
+  /* P: leading pages every request lists, never a request's last one */
+  int64_t shared = -1;
+  for (int32_t i = 0; i < batch; ++i) {
+    const int64_t own = (int64_t)ip[i + 1] - ip[i] - 1;
+    if (shared < 0 || own < shared) shared = own < 0 ? 0 : own;
+  }
+  if (shared < 0) shared = 0;
+  for (int64_t j = 0; j < shared; ++j)
+    for (int32_t i = 1; i < batch; ++i)
+      if (ix[ip[i] + j] != ix[ip[0] + j]) {
+        shared = j;
+        break;
+      }
+  prefix_qo_indptr[0] = 0;
+  prefix_qo_indptr[1] = batch;
+  prefix_indptr[0] = 0;
+  prefix_indptr[1] = (int32_t)shared;
+  prefix_last_page_len[0] = page_size;
+  for (int64_t j = 0; j < shared; ++j) prefix_indices[j] = ix[ip[0] + j];
+  for (int32_t i = 0; i <= batch; ++i)
+    suffix_indptr[i] = (int32_t)(ip[i] - ip[0] - (int64_t)i * shared);
+  for (int32_t i = 0; i < batch; ++i) {
+    suffix_last_page_len[i] = pages->last_page_len[i];
+    for (int64_t e = ip[i] + shared; e < ip[i + 1]; ++e)
+      suffix_indices[suffix_indptr[i] + (e - ip[i] - shared)] = ix[e];
+  }
+  return FI_SUCCESS;
+}

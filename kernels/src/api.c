@@ -839,6 +839,38 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
   return fi_ragged_prefill_run(ctx, &rp, q, k, v, qo, kv, &mask, o, lse);
 }
 
+/* ------------------------------------------------------------ shared prefix ------- */
+
+fi_status fi_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
+                                 const fi_page_table *pages, int32_t num_pages,
+                                 int32_t *prefix_qo_indptr, int32_t *prefix_indptr,
+                                 int32_t *prefix_indices, int32_t *prefix_last_page_len,
+                                 int32_t *suffix_indptr, int32_t *suffix_indices,
+                                 int32_t *suffix_last_page_len) {
+  NEED_CTX(ctx);
+  if (batch < 0 || page_size < 1 || num_pages < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "batch = %d, page_size = %d, num_pages = %d: batch and num_pages must "
+                        "be >= 0, page_size >= 1", (int)batch, (int)page_size, (int)num_pages);
+  if (!pages || !pages->indptr || !pages->indices || !pages->last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "pages (indptr, indices, last_page_len) must not be NULL");
+  if (!prefix_qo_indptr || !prefix_indptr || !prefix_indices || !prefix_last_page_len ||
+      !suffix_indptr || !suffix_indices || !suffix_last_page_len)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "the seven output arrays (prefix_qo_indptr, prefix_indptr, "
+                        "prefix_indices, prefix_last_page_len, suffix_indptr, "
+                        "suffix_indices, suffix_last_page_len) must not be NULL");
+  if (ctx->backend == FI_BACKEND_HOST) {
+    int64_t total = 0;
+    CHECK(fi_validate_page_table(ctx, pages, batch, page_size, num_pages, &total));
+  }
+  return DISPATCH(ctx, split_shared_prefix, ctx, batch, page_size, pages, prefix_qo_indptr,
+                  prefix_indptr,
+                  prefix_indices, prefix_last_page_len, suffix_indptr, suffix_indices,
+                  suffix_last_page_len);
+}
+
 /* ------------------------------------------------------------ append -------------- */
 
 fi_status fi_append_paged_kv_plan(fi_context *ctx, int32_t batch, int32_t page_size,

@@ -1421,6 +1421,54 @@ static void merge_state(fi_memref *va, fi_memref *sa, fi_memref *vb, fi_memref *
     after_run(op, ctx);
 }
 
+/* fi.split_shared_prefix: the page table's lengths checked against the outputs here (the
+ * runtime sees pointers only), then fi_split_shared_prefix on the run's context. */
+void _mlir_ciface_fi_rt_split_shared_prefix(fi_memref *indptr, fi_memref *indices,
+                                            fi_memref *last, int64_t num_pages, fi_memref *qo,
+                                            fi_memref *pi, fi_memref *px, fi_memref *pl,
+                                            fi_memref *si, fi_memref *sx, fi_memref *sl,
+                                            int32_t page_size) {
+  const char *op = "fi.split_shared_prefix";
+  fi_context *ctx = context_or_report(op);
+  int32_t batch;
+  if (!ctx || !batch_of(op, "kv_indptr", indptr, &batch)) return;
+  const int64_t n_idx = length_of(indices);
+  char msg[256];
+  const struct { const fi_memref *m; const char *name; int64_t need; } outs[] = {
+      {last, "kv_last_page_len", batch}, {qo, "prefix_qo_indptr", 2}, {pi, "prefix_indptr", 2},
+      {px, "prefix_indices", n_idx},     {pl, "prefix_last_page_len", 1},
+      {si, "suffix_indptr", batch + 1},  {sx, "suffix_indices", n_idx},
+      {sl, "suffix_last_page_len", batch}};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; ++i)
+    if (length_of(outs[i].m) < outs[i].need) {
+      snprintf(msg, sizeof msg, "%s has %lld elements but needs %lld (batch = %d, kv_indices "
+               "has %lld)", outs[i].name, (long long)length_of(outs[i].m),
+               (long long)outs[i].need, (int)batch, (long long)n_idx);
+      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+      return;
+    }
+  if (num_pages > INT32_MAX) {
+    report(op, FI_ERROR_INVALID_ARGUMENT, "num_pages is above 2^31 - 1");
+    return;
+  }
+  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
+                         array_of(op, "kv_indices", indices, 4),
+                         array_of(op, "kv_last_page_len", last, 4)};
+  int32_t *o[7];
+  const fi_memref *om[7] = {qo, pi, px, pl, si, sx, sl};
+  static const char *const on[7] = {"prefix_qo_indptr", "prefix_indptr", "prefix_indices",
+                                    "prefix_last_page_len", "suffix_indptr", "suffix_indices",
+                                    "suffix_last_page_len"};
+  for (int i = 0; i < 7; ++i) {
+    o[i] = (int32_t *)(uintptr_t)array_of(op, on[i], om[i], 4);
+    if (!o[i]) return;
+  }
+  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (!failed(op, ctx, fi_split_shared_prefix(ctx, batch, page_size, &pages, (int32_t)num_pages,
+                                              o[0], o[1], o[2], o[3], o[4], o[5], o[6])))
+    after_run(op, ctx);
+}
+
 static void merge_states(fi_memref *v, fi_memref *s, fi_memref *vo, fi_memref *so,
                          int32_t has_so, fi_dtype d) {
   const char *op = "fi.merge_states";

@@ -508,6 +508,17 @@ public:
         args.push_back(canonical(loc, v));
       pushLse(loc, args, mA.getSOut());
       callee = "fi_rt_merge_states" + suffix({mA.getV()});
+    } else if (auto sp = dyn_cast<SplitSharedPrefixOp>(op)) {
+      SplitSharedPrefixOp::Adaptor sA(operands, sp);
+      for (Value v : {sA.getKvIndptr(), sA.getKvIndices(), sA.getKvLastPageLen()})
+        args.push_back(canonical(loc, v));
+      args.push_back(i64FromIndex(loc, sA.getNumPages()));
+      for (Value v : {sA.getPrefixQoIndptr(), sA.getPrefixIndptr(), sA.getPrefixIndices(),
+                      sA.getPrefixLastPageLen(),
+                      sA.getSuffixIndptr(), sA.getSuffixIndices(), sA.getSuffixLastPageLen()})
+        args.push_back(canonical(loc, v));
+      args.push_back(i32(loc, sp.getPageSize()));
+      callee = "fi_rt_split_shared_prefix";
     } else if (auto a = dyn_cast<AppendPagedKvOp>(op)) {
       AppendPagedKvOp::Adaptor aA(operands, a);
       if (failed(slotOf(op, a.getPlan(), aA.getPlan(), slot, variant)))
@@ -658,7 +669,8 @@ void mlir::fi::populateFiToRuntimeConversionPatterns(const TypeConverter &conver
   patterns.add<RunToRuntime<PagedDecodeOp>, RunToRuntime<PagedPrefillOp>,
                RunToRuntime<RaggedPrefillOp>, RunToRuntime<BlockSparseAttentionOp>,
                RunToRuntime<MergeStateOp>,
-               RunToRuntime<MergeStatesOp>, RunToRuntime<AppendPagedKvOp>>(converter, ctx, backend);
+               RunToRuntime<MergeStatesOp>, RunToRuntime<AppendPagedKvOp>,
+               RunToRuntime<SplitSharedPrefixOp>>(converter, ctx, backend);
 }
 
 void mlir::fi::populateMemrefCopyToFiRuntimePatterns(const TypeConverter &converter,

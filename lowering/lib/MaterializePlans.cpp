@@ -24,9 +24,12 @@ using namespace mlir::fi;
 namespace {
 
 /// True if `op` may write memory that a plan reads (i32 index arrays). fi ops write
-/// only their float destinations, so plans may move above them; anything else that
+/// only their float destinations (fi.split_shared_prefix excepted), so plans may move
+/// above them; anything else that
 /// writes memory (or whose effects are unknown) is a barrier.
 bool mayWriteIndexArrays(Operation *op) {
+  if (isa<SplitSharedPrefixOp>(op))
+    return true; // it writes the page tables of a shared prefix and its suffixes
   if (op->getDialect() && isa<FiDialect>(op->getDialect()))
     return false;
   if (isMemoryEffectFree(op))

@@ -32,7 +32,9 @@ struct FiEmitCInterfacePass
 void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &options) {
   if (options.cInterface)
     pm.addPass(createFiEmitCInterface());
-  // Tensor level: choose tiles, make plans explicit, share identical plans.
+  // Tensor level: decodes over a shared prefix as two formats, choose tiles, make plans
+  // explicit, share identical plans.
+  pm.addPass(createFiDecomposeSharedPrefix());
   FiSelectTilesOptions select;
   select.devicePlans = options.plansOnDevice;
   pm.addPass(createFiSelectTiles(select));

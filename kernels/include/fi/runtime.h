@@ -386,6 +386,31 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
                               const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
                               fi_tensor *o, fi_tensor *lse);
 
+/* ------------------------------------------------------------ shared prefix -------- */
+
+/* A page table whose requests share their leading pages (a system prompt, parallel
+ * samples of one prompt) as the paper's composable formats: the shared prefix -- P pages,
+ * P the longest run of leading page ids that every request lists, never a request's last
+ * page -- and each request's own suffix, the pages after it. Outputs (the backend's memory:
+ * device memory on CUDA, where the split is two kernels on the context's stream and nothing
+ * waits):
+ *   prefix_qo_indptr [2] = {0, batch} (the batch's queries as one request),
+ *   prefix_indptr [2] = {0, P}, prefix_indices [>= P] (the shared page ids),
+ *   prefix_last_page_len [1] = {page_size};
+ *   suffix_indptr [batch + 1], suffix_indices [>= kv_indptr[batch] - batch * P],
+ *   suffix_last_page_len [batch] (kv_last_page_len's values).
+ * A decode over `pages` equals fi_merge_state of a paged prefill over the prefix with the
+ * batch's queries as ONE request (qo_indptr {0, batch}, no mask: every KV tile read once for
+ * all of them) and a decode over the suffixes (fi-decompose-shared-prefix emits this). The
+ * host backend validates the page table (indices < num_pages); the CUDA split reads it as
+ * given, like a device plan. */
+fi_status fi_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
+                                 const fi_page_table *pages, int32_t num_pages,
+                                 int32_t *prefix_qo_indptr, int32_t *prefix_indptr,
+                                 int32_t *prefix_indices,
+                                 int32_t *prefix_last_page_len, int32_t *suffix_indptr,
+                                 int32_t *suffix_indices, int32_t *suffix_last_page_len);
+
 /* ------------------------------------------------------------ merge, append -------- */
 
 /* Merges two states of the same rows: v [rows, heads, head_dim] (f16/bf16/f32),

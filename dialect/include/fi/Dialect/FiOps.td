@@ -120,6 +120,11 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
   let summary = "batch decode attention against a paged KV cache";
   let description = !strconcat([{
     One query row per request attends to that request's KV in the paged cache.
+    `shared_prefix` (unit) says the requests share leading pages (a system prompt,
+    parallel samples): fi-decompose-shared-prefix (first step of fi-to-llvm) then runs
+    the op as the paper's composable formats -- `fi.split_shared_prefix`, the shared
+    pages as one block row of every query (`fi.paged_prefill`), the rest as a decode,
+    and `fi.merge_state`; without the pass it is a plain decode (the same result).
 
     Operands:
 
@@ -147,7 +152,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
       Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
-      Fi_BsrAttr:$bsr), Fi_AttentionAttrs);
+      Fi_BsrAttr:$bsr, UnitAttr:$shared_prefix), Fi_AttentionAttrs);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
@@ -402,6 +407,56 @@ def Fi_MergeStatesOp : Fi_DpsOp<"merge_states", "VOut"> {
 //===----------------------------------------------------------------------===//
 // Appending to a paged KV cache
 //===----------------------------------------------------------------------===//
+
+def Fi_SplitSharedPrefixOp : Fi_DpsOp<"split_shared_prefix", "PrefixQoIndptr"> {
+  let summary = "split a page table into its shared prefix and the requests' own suffixes";
+  let description = [{
+    The page table `(kv_indptr, kv_indices, kv_last_page_len)` of `batch` requests as the
+    shared prefix -- P pages, P the longest run of leading page ids that every request
+    lists, never a request's last page -- and each request's suffix (the runtime's
+    fi_split_shared_prefix; on CUDA two kernels, no synchronisation).
+
+    Operands (all rank-1 i32):
+
+    * `kv_indptr` `[batch + 1]`, `kv_indices`, `kv_last_page_len` `[batch]`; `num_pages`
+      (index): pages in the cache (the host backend checks every id against it).
+    * `prefix_qo_indptr` `[2]` = `{0, batch}`: the batch's queries as one request.
+    * `prefix_indptr` `[2]` = `{0, P}`, `prefix_indices` (at least P: the length of
+      `kv_indices` always suffices), `prefix_last_page_len` `[1]` = `{page_size}`.
+    * `suffix_indptr` `[batch + 1]`, `suffix_indices` (the length of `kv_indices`
+      suffices), `suffix_last_page_len` `[batch]`.
+    * `page_size`: the cache's page size.
+
+    Example:
+
+    ```mlir
+    %qo, %pi, %px, %pl, %si, %sx, %sl = fi.split_shared_prefix
+        pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        num_pages(%np)
+        outs(%qo0, %pi0, %px0, %pl0, %si0, %sx0, %sl0 : tensor<2xi32>, tensor<2xi32>,
+             tensor<?xi32>, tensor<1xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+        {page_size = 16} -> tensor<2xi32>, tensor<2xi32>, tensor<?xi32>, tensor<1xi32>,
+                            tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+                       Index:$num_pages, Fi_Shaped:$prefix_qo_indptr,
+                       Fi_Shaped:$prefix_indptr, Fi_Shaped:$prefix_indices,
+                       Fi_Shaped:$prefix_last_page_len, Fi_Shaped:$suffix_indptr,
+                       Fi_Shaped:$suffix_indices, Fi_Shaped:$suffix_last_page_len,
+                       I64Attr:$page_size);
+  let assemblyFormat = [{
+    `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    `num_pages` `(` $num_pages `)`
+    `outs` `(` $prefix_qo_indptr `,` $prefix_indptr `,` $prefix_indices `,`
+        $prefix_last_page_len `,` $suffix_indptr `,` $suffix_indices `,`
+        $suffix_last_page_len `:` type($prefix_qo_indptr) `,`
+        type($prefix_indptr) `,` type($prefix_indices) `,` type($prefix_last_page_len) `,`
+        type($suffix_indptr) `,` type($suffix_indices) `,` type($suffix_last_page_len) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
 
 def Fi_AppendPagedKvOp : Fi_DpsOp<"append_paged_kv", "KCache", [AttrSizedOperandSegments]> {
   let summary = "write ragged new keys/values into a paged KV cache";

@@ -4,6 +4,27 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FiDecomposeSharedPrefix : Pass<"fi-decompose-shared-prefix", "ModuleOp"> {
+  let summary = "Run decodes whose requests share leading pages as the composable formats";
+  let description = [{
+    Rewrites every `fi.paged_decode` marked `shared_prefix` (tensor form, no plan yet) into
+    the FlashInfer paper's composition of two formats: `fi.split_shared_prefix` finds, at
+    run time, the leading pages every request lists (the shared prefix) and each
+    request's own suffix; the prefix runs as ONE block row of all the batch's queries
+    (`fi.paged_prefill` with `qo_indptr = {0, batch}`, no mask: each KV tile is read
+    once for the rows of a 128-row chunk instead of once per request), the suffixes as a
+    `fi.paged_decode`, and `fi.merge_state` combines the two states (exact; a prefix of
+    0 pages is the identity). The result is the decode's (LSE too, if requested).
+
+    Query positions differ between the two parts, so a decode with `pos_encoding`
+    (RoPE, ALiBi) or `window_left` is refused with an error: apply RoPE before the op,
+    or drop `shared_prefix`. First step of fi-to-llvm; ops without `shared_prefix` are
+    left alone.
+  }];
+  let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FiSelectTiles : Pass<"fi-select-tiles", "ModuleOp"> {
   let summary = "Choose the microkernel variant (#fi.tiles) of every fi attention op";
   let description = [{

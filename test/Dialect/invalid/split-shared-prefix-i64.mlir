@@ -1,0 +1,8 @@
+// RUN: fi-opt %s -verify-diagnostics
+// Rule: fi.split_shared_prefix's arrays are i32
+
+func.func @bad(%ip: tensor<?xi32>, %ix: tensor<?xi32>, %l: tensor<?xi32>, %np: index, %qo: tensor<2xi32>, %pi: tensor<2xi32>, %px: tensor<?xi32>, %pl: tensor<1xi32>, %si: tensor<?xi64>, %sx: tensor<?xi32>, %sl: tensor<?xi32>) {
+  // expected-error @+1 {{operand 'suffix_indptr' has element type 'i64' but index arrays must be i32}}
+  %r:7 = fi.split_shared_prefix pages(%ip, %ix, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) num_pages(%np) outs(%qo, %pi, %px, %pl, %si, %sx, %sl : tensor<2xi32>, tensor<2xi32>, tensor<?xi32>, tensor<1xi32>, tensor<?xi64>, tensor<?xi32>, tensor<?xi32>) {page_size = 16} -> tensor<2xi32>, tensor<2xi32>, tensor<?xi32>, tensor<1xi32>, tensor<?xi64>, tensor<?xi32>, tensor<?xi32>
+  return
+}
