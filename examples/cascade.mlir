@@ -9,6 +9,8 @@
 // Level 1 (unique suffixes): plain batch decode, block_rows = 1.
 // The two partial states (o, lse) of each query are merged exactly with fi.merge_state.
 // Both levels' plans are computed once and shared by the layers.
+// examples/shared_prefix_decode.mlir writes the same step as one decode marked
+// `shared_prefix`: fi-decompose-shared-prefix finds the prefix at run time and emits this.
 #prefix = #fi.bsr<block_rows = 8, block_cols = 16, layout = nhd>
 #suffix = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>
 

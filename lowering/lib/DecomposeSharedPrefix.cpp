@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 
 namespace mlir {
 namespace fi {
@@ -50,7 +51,23 @@ Operation *createWithSegments(OpBuilder &b, Location loc, StringRef name,
   return b.create(state);
 }
 
-LogicalResult decompose(PagedDecodeOp d) {
+/// The splits made so far, by page table: the layers of a step decode over the same page
+/// tables (in caches of their own), and share one split of them.
+struct SplitCache {
+  DominanceInfo &dom;
+  SmallVector<SplitSharedPrefixOp> splits;
+  SplitSharedPrefixOp find(PagedDecodeOp d) {
+    for (SplitSharedPrefixOp s : splits)
+      if (s.getKvIndptr() == d.getKvIndptr() && s.getKvIndices() == d.getKvIndices() &&
+          s.getKvLastPageLen() == d.getKvLastPageLen() &&
+          static_cast<int64_t>(s.getPageSize()) == d.getBsr().getBlockCols() &&
+          dom.properlyDominates(s.getOperation(), d.getOperation()))
+        return s;
+    return nullptr;
+  }
+};
+
+LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
   if (!d.hasTensorForm())
     return d.emitOpError() << "is `shared_prefix` in memref form; run fi-decompose-shared-"
                               "prefix before bufferization (fi-to-llvm does)";
@@ -67,20 +84,23 @@ LogicalResult decompose(PagedDecodeOp d) {
   Type i32 = b.getI32Type();
   Value indptr = d.getKvIndptr(), indices = d.getKvIndices(), last = d.getKvLastPageLen();
   auto tensorOf = [&](int64_t n) { return RankedTensorType::get({n}, i32); };
-  Value qo = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2}, i32);
-  Value pi = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2}, i32);
-  Value px = emptyLike(b, loc, indices);
-  Value pl = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{1}, i32);
-  Value si = emptyLike(b, loc, indptr), sx = emptyLike(b, loc, indices);
-  Value sl = emptyLike(b, loc, last);
-  Value numPages = tensor::DimOp::create(b, loc, d.getK(), 0);
-  BsrAttr bsr = d.getBsr();
-  auto split = SplitSharedPrefixOp::create(
-      b, loc,
-      TypeRange{tensorOf(2), tensorOf(2), px.getType(), tensorOf(1), si.getType(),
-                sx.getType(), sl.getType()},
-      indptr, indices, last, numPages, qo, pi, px, pl, si, sx, sl,
-      b.getI64IntegerAttr(bsr.getBlockCols()));
+  SplitSharedPrefixOp split = cache.find(d);
+  if (!split) {
+    Value qo = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2}, i32);
+    Value pi = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2}, i32);
+    Value px = emptyLike(b, loc, indices);
+    Value pl = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{1}, i32);
+    Value si = emptyLike(b, loc, indptr), sx = emptyLike(b, loc, indices);
+    Value sl = emptyLike(b, loc, last);
+    Value numPages = tensor::DimOp::create(b, loc, d.getK(), 0);
+    split = SplitSharedPrefixOp::create(
+        b, loc,
+        TypeRange{tensorOf(2), tensorOf(2), px.getType(), tensorOf(1), si.getType(),
+                  sx.getType(), sl.getType()},
+        indptr, indices, last, numPages, qo, pi, px, pl, si, sx, sl,
+        b.getI64IntegerAttr(d.getBsr().getBlockCols()));
+    cache.splits.push_back(split);
+  }
 
   // The prefix: one request whose query rows are the whole batch (its qo_indptr
   // {0, batch} written by the split, in the backend's memory like the page tables).
@@ -136,8 +156,9 @@ struct FiDecomposeSharedPrefixPass
       if (d.getSharedPrefix())
         ops.push_back(d);
     });
+    SplitCache cache{getAnalysis<DominanceInfo>(), {}};
     for (PagedDecodeOp d : ops)
-      if (failed(decompose(d)))
+      if (failed(decompose(d, cache)))
         return signalPassFailure();
   }
 };

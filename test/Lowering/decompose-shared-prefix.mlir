@@ -45,3 +45,28 @@ func.func @plain(%q: tensor<?x32x128xf16>, %kv: tensor<?x2x16x8x128xf16>,
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }
+
+// Two layers over the same page tables share one split.
+// CHECK-LABEL: func.func @two_layers
+// CHECK: fi.split_shared_prefix
+// CHECK-NOT: fi.split_shared_prefix
+// CHECK: fi.merge_state
+// CHECK-NOT: fi.split_shared_prefix
+// CHECK: fi.merge_state
+// CHECK: return
+func.func @two_layers(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>,
+    %kv1: tensor<?x2x16x8x128xf16>, %indptr: tensor<?xi32>, %indices: tensor<?xi32>,
+    %last: tensor<?xi32>, %o0: tensor<?x32x128xf16>)
+    -> (tensor<?x32x128xf16>, tensor<?x32x128xf16>) {
+  %a = fi.paged_decode q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, shared_prefix}
+      -> tensor<?x32x128xf16>
+  %b = fi.paged_decode q(%q : tensor<?x32x128xf16>) kv(%kv1 : tensor<?x2x16x8x128xf16>)
+      pages(%indptr, %indices, %last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, shared_prefix}
+      -> tensor<?x32x128xf16>
+  return %a, %b : tensor<?x32x128xf16>, tensor<?x32x128xf16>
+}
