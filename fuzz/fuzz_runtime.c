@@ -209,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     b.indptr = bp;
     b.indices = bi;
     size_t wb = 0;
-    s = fi_prefill_workspace_size(ctx, &p, 1, max_q, &wb);
+    s = fi_block_sparse_workspace_size(ctx, &p, max_q, max_kv, b.block_rows, b.block_cols, &wb);
     expect_message(ctx, s);
     void *w = alloc0(wb + 64);
     s = fi_block_sparse_plan(ctx, &p, max_q, max_kv, &b, NULL, w, wb, &plan);
@@ -225,7 +225,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     free(w), free(bp), free(bi);
   }
-  /* Merges of fuzzed shapes. */
+  /* The shared prefix of the (maybe corrupted) page table; outputs as long as the table
+   * says (validated first). */
+  if (pick(&in, 4) == 0) {
+    int32_t qo2[2], pi[2], pl[1];
+    int32_t *px = alloc0(sizeof(int32_t) * (max_entry + 1)), *sx = alloc0(sizeof(int32_t) * (max_entry + 1));
+    int32_t *si = alloc0(sizeof(int32_t) * (nb + 1)), *sl = alloc0(sizeof(int32_t) * (nb + 1));
+    s = fi_split_shared_prefix(ctx, batch, p.page_size, &pt, num_pages, qo2, pi, px, pl, si, sx, sl);
+    expect_message(ctx, s);
+    free(px), free(sx), free(si), free(sl);
+  }
+    /* Merges of fuzzed shapes. */
   if (pick(&in, 4) == 0) {
     const int64_t vs[3] = {pick(&in, 5), pick(&in, 3) + 1, 8}, ss[2] = {vs[0], vs[1]};
     void *b1, *b2, *b3, *b4, *b5, *b6;
