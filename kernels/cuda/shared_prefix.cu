@@ -27,6 +27,7 @@ struct SplitParams {
 };
 
 __global__ void find_prefix_kernel(const SplitParams p) {
+  pdl_enter();  // (the launch contract of every kernel: pdl.cuh)
   __shared__ int shortest, first_bad;
   if (threadIdx.x == 0) shortest = INT_MAX;
   __syncthreads();
@@ -54,6 +55,7 @@ __global__ void find_prefix_kernel(const SplitParams p) {
 }
 
 __global__ void copy_suffix_kernel(const SplitParams p) {
+  pdl_enter();
   const int shared = p.prefix_indptr[1], first = p.indptr[0];
   const int i = blockIdx.x;
   if (i == 0) {

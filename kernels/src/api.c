@@ -96,6 +96,12 @@ fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_par
                ? fi_plan_block_sparse_cuda_bytes(ctx, params, max_qo_rows, max_kv_rows,
                                                  block_rows, block_cols)
                : fi_plan_workspace_bytes(ctx, FI_OP_RAGGED_PREFILL, params, 1, max_qo_rows);
+  if (*bytes == SIZE_MAX)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "block-sparse attention of %lld x %lld keys in %d x %d blocks needs a "
+                        "workspace beyond 2^60 bytes: use larger blocks or split the sequence",
+                        (long long)max_qo_rows, (long long)max_kv_rows, (int)block_rows,
+                        (int)block_cols);
   return FI_SUCCESS;
 }
 
@@ -824,6 +830,13 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
     CHECK(check_rows(ctx, "k [N, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
     CHECK(check_rows(ctx, "v [N, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
     CHECK(check_outputs_vs_kv(ctx, o, lse, k, v));
+    /* The plan's tiles left out the keys left of its window: a run may narrow it only. */
+    const int64_t planned = (int64_t)plan->private_[FI_PLAN_BSR_WINDOW] - 1;
+    if (planned >= 0 && (p->window_left < 0 || p->window_left > planned))
+      return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                          "window_left = %d but the plan was made for window_left = %lld "
+                          "(its KV tiles stop there): re-plan with the run's window",
+                          (int)p->window_left, (long long)planned);
     return fi_cuda_block_sparse_run(ctx, plan, q, k, v, o, lse);
   }
   CHECK(fi_validate_bsr(ctx, bsr, m, n));

@@ -1379,9 +1379,18 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
                      (int32_t)(uint32_t)shape, &bsr)) {
     return;
   }
-  if (!failed(op, ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to,
-                                           has_lse ? &tl : NULL)))
-    after_run(op, ctx);
+  if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, tk.data, tv.data,
+                             to.data, has_lse ? tl.data : NULL},
+                             (const char *const[]){"q", "k", "v", "o", "lse"}, 5))
+    return;
+  /* RoPE and fp8 KV reach the CUDA kernel through the context's prefill stage. */
+  if (!set_prefill_stage(op, ctx, &plan.params, 0, tq.shape[0],
+                         tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]))
+    return;
+  const fi_status st = fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to,
+                                           has_lse ? &tl : NULL);
+  clear_prefill_stage(ctx);
+  if (!failed(op, ctx, st)) after_run(op, ctx);
 }
 
 /* s_out of fi.merge_state is optional in the dialect but required by the runtime: an
@@ -1464,6 +1473,20 @@ void _mlir_ciface_fi_rt_split_shared_prefix(fi_memref *indptr, fi_memref *indice
     if (!o[i]) return;
   }
   if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
+  if (is_cuda(ctx)) { /* the kernels read and write every array */
+    for (int i = 0; i < 7; ++i)
+      if (!require_device_memory(op, ctx, on[i], o[i])) return;
+    if (!require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
+        !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
+        !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
+      return;
+  } else if (pages.indptr[batch] < 0 || pages.indptr[batch] > n_idx) {
+    /* the outputs are sized by kv_indices: the table may not reach past it */
+    snprintf(msg, sizeof msg, "kv_indptr[%d] = %d but kv_indices has %lld elements",
+             (int)batch, (int)pages.indptr[batch], (long long)n_idx);
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return;
+  }
   if (!failed(op, ctx, fi_split_shared_prefix(ctx, batch, page_size, &pages, (int32_t)num_pages,
                                               o[0], o[1], o[2], o[3], o[4], o[5], o[6])))
     after_run(op, ctx);

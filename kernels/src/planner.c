@@ -738,6 +738,10 @@ static bsr_caps bsr_bounds(const fi_context *ctx, const fi_attention_params *p, 
 size_t fi_plan_block_sparse_cuda_bytes(const fi_context *ctx, const fi_attention_params *p,
                                        int64_t m, int64_t n, int32_t block_rows,
                                        int32_t block_cols) {
+  /* (SIZE_MAX when the bound does not fit in 2^60 bytes: tiny blocks over huge lengths) */
+  const int64_t rows = bsr_unit_rows(p, block_rows), blocks = ceil_div(n, block_cols);
+  const double units = (double)ceil_div(m, rows) + (double)ceil_div(m, block_rows);
+  if (units * ((double)ceil_div(n, 128) + (double)blocks + 1) * 16.0 > 0x1p60) return SIZE_MAX;
   return bsr_bounds(ctx, p, m, n, block_rows, block_cols).total;
 }
 
@@ -822,7 +826,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   const int32_t R = bsr->block_rows, C = bsr->block_cols;
   int64_t nu = 0, nt = 0;
   bsr_units(params, m, n, bsr, NULL, NULL, &nu, &nt);
-  if (nt > INT32_MAX / 2)
+  if (nt > INT32_MAX / 4) /* (the kernel indexes the tiles' ints in int32) */
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "block-sparse attention: %lld KV tiles are more than the plan's "
                         "int32 tile list indexes; split the sequence", (long long)nt);
@@ -916,5 +920,6 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)bsr_unit_rows(params, R);
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
   plan->private_[FI_PLAN_BSR_SHAPE] = (uint64_t)(uint32_t)R << 32 | (uint32_t)C;
+  plan->private_[FI_PLAN_BSR_WINDOW] = (uint64_t)(params->window_left + 1);
   return FI_SUCCESS;
 }

@@ -78,6 +78,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
   int64_t m = gpu_rand_log(1, maxlen);
   int64_t n = p.mask_mode == FI_MASK_CAUSAL ? m + gpu_rand_int(0, (int)(m / 2 + 8))
                                             : gpu_rand_log(1, maxlen + maxlen / 2);
+  if (p.mask_mode == FI_MASK_CAUSAL && idx % 7 == 6) /* fewer keys: rows that keep none */
+    n = gpu_rand_int(1, (int)m);
   if (idx % 5 == 4) { /* long rows, few units: the plan splits them along their tiles */
     m = gpu_rand_log(1, 96);
     n = m + gpu_rand_int(2 * maxlen, 6 * maxlen);
@@ -282,6 +284,10 @@ int main(void) {
   for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
   printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
          "unless reported; %d plans split long rows\n", n, failed, elements, split_configs);
+  if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
+    printf("FAIL: no plan split a long row\n");
+    ++failed;
+  }
   failed += refusals();
   fi_context_destroy(cuda);
   fi_context_destroy(host);

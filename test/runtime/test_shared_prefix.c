@@ -12,7 +12,7 @@ static void one_case(rng *r, int trial) {
   const int32_t shared = trial == 1 ? 0 : (int32_t)rng_int(r, 0, 30);
   int32_t own[8], total = 0;
   for (int32_t i = 0; i < batch; ++i) total += own[i] = (int32_t)rng_int(r, 1, 4);
-  const int32_t num_pages = shared + total + 1;
+  int32_t num_pages = shared + total + 1;
   int32_t indptr[9], indices[8 * 34], last[8];
   int32_t n = 0, next = shared;
   indptr[0] = 0;
@@ -23,8 +23,14 @@ static void one_case(rng *r, int trial) {
     last[i] = (int32_t)rng_int(r, 1, 16);
   }
   /* Expected P: the construction's, except with one request, whose pages all are "shared"
-   * with itself but its last. */
-  const int32_t want = batch == 1 ? n - 1 : shared;
+   * with itself but its last; and in half the cases one request (any, request 0 too)
+   * diverges inside the prefix, at a drawn page, which ends it there. */
+  int32_t want = batch == 1 ? n - 1 : shared;
+  if (batch > 1 && shared > 0 && rng_int(r, 0, 1)) {
+    const int32_t d = (int32_t)rng_int(r, 0, batch - 1), at = (int32_t)rng_int(r, 0, shared - 1);
+    indices[indptr[d] + at] = num_pages++;
+    want = at;
+  }
   const fi_page_table pages = {indptr, indices, last};
   int32_t qo[2], pi[2], px[8 * 34], pl[1], si[9], sx[8 * 34], sl[8];
   EXPECT_OK(fi_split_shared_prefix(ctx, batch, 16, &pages, num_pages, qo, pi, px, pl, si, sx,
@@ -47,7 +53,8 @@ static void one_case(rng *r, int trial) {
 }
 
 static void edges_and_bad_input(void) {
-  int32_t qo[2], pi[2] = {-1, -1}, px[4], pl[1], si[4], sx[4], sl[3];
+  int32_t qo[2] = {-1, -1}, pi[2] = {-1, -1}, px[4], pl[1], si[4] = {-1, -1, -1, -1}, sx[4];
+  int32_t sl[3];
   /* batch 0: an empty prefix and an empty suffix table */
   const int32_t z[1] = {0};
   const fi_page_table none = {z, z, z};
