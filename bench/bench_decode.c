@@ -35,17 +35,20 @@ static uint32_t next_rand(void) {
   return shuffle_rng;
 }
 
-/* The last decode row's median time (ms; 0 when skipped or refused) and variant name. */
-static double decode_last_ms;
-static char decode_last_variant[64];
+/* A decode row's median time (ms; 0 when skipped or refused) and variant name. */
+typedef struct decode_result {
+  double ms;
+  char variant[64];
+} decode_result;
 
-/* Times one decode row; returns the core kind its plan ran (FI_CORES_CUDA when skipped). */
+/* Times one decode row; returns the core kind its plan ran (FI_CORES_CUDA when skipped),
+ * and its time and variant in *out when out is not NULL. */
 static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads,
-                                int kv_heads, int rope, const fi_tiles *force, const char *tag) {
+                                int kv_heads, int rope, const fi_tiles *force, const char *tag,
+                                decode_result *out) {
   char name[96];
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
-  decode_last_ms = 0;
-  decode_last_variant[0] = '\0';
+  if (out) out->ms = 0, out->variant[0] = '\0';
   if (!fi_bench_selected(b, name)) return FI_CORES_CUDA;
   const int D = 128, page = 16;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
@@ -132,8 +135,10 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   snprintf(variant, sizeof(variant), "%s u%d%s", tn, a.plan.num_work_units,
            split_rows ? " merge" : "");
   fi_bench_row(b, "decode", name, variant, ms, bytes, 0);
-  decode_last_ms = ms;
-  snprintf(decode_last_variant, sizeof decode_last_variant, "%s", tn);
+  if (out) {
+    out->ms = ms;
+    snprintf(out->variant, sizeof out->variant, "%s", tn);
+  }
 
   cudaFree(kv); cudaFree(q); cudaFree(o); cudaFree(lse); cudaFree(ws);
   cudaFree(d_indptr); cudaFree(d_indices); cudaFree(d_last);
@@ -279,7 +284,7 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
       int i = *r - '0';
       if (i < 0 || i > 5) continue;
       decode_case(b, decode_cases[i][0], decode_cases[i][1], decode_cases[i][2],
-                  decode_cases[i][3], 0, NULL, tag);
+                  decode_cases[i][3], 0, NULL, tag, NULL);
     }
     fflush(stdout);
   }
@@ -316,10 +321,11 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
           t.q_tile = v < 6 ? 1 : 16;
           t.kv_tile = (v < 6 ? 16 : 32) << (v % 6 / 2);
           t.split_kv = v % 2;
-          decode_case(b, batch, len, heads[h][0], heads[h][1], 0, &t, " [grid]");
-          if (decode_last_ms > 0)
+          decode_result res;
+          decode_case(b, batch, len, heads[h][0], heads[h][1], 0, &t, " [grid]", &res);
+          if (res.ms > 0)
             fprintf(f, "%d,%d,%d,%d,%s,%.2f\n", batch, len, heads[h][0], heads[h][1],
-                    decode_last_variant, decode_last_ms * 1e3);
+                    res.variant, res.ms * 1e3);
         }
         fflush(f);
       }
@@ -361,21 +367,22 @@ void fi_bench_decode(fi_bench_ctx *b) {
         fprintf(stderr, "bad row %s (batch,kv_len,qo_heads,kv_heads)\n", tok);
         continue;
       }
-      fi_tiles t = other_cores(decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, ""));
-      decode_case(b, r[0], r[1], r[2], r[3], 0, &t, " forced");
+      fi_tiles t = other_cores(decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, "", NULL));
+      decode_case(b, r[0], r[1], r[2], r[3], 0, &t, " forced", NULL);
     }
     return;
   }
   const int(*cases)[4] = decode_cases;
   fi_core_kind chosen[6];
   for (int i = 0; i < 6; ++i)
-    chosen[i] = decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "");
+    chosen[i] = decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "",
+                            NULL);
   for (int i = 0; i < 6; ++i)
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope");
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope", NULL);
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
     fi_tiles t = other_cores(chosen[i]);
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, &t, " forced");
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, &t, " forced", NULL);
   }
   merge_case(b, 4096, 8, 32);
   append_case(b, 256, 2048, 128, 8);

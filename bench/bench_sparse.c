@@ -46,6 +46,29 @@ static uint32_t sparse_rand(void) {
 
 enum { PAT_DENSE_KERNEL, PAT_RANDOM, PAT_LOCAL_GLOBAL };
 
+/* a's q, o [m, QO_HEADS, HD] and k, v [n, KV_HEADS, HD], fp16 on the device (q, k, v
+ * random), with the context; sparse_free gives them back. */
+static void sparse_tensors(fi_bench_ctx *b, sparse_arg *a, int64_t m, int64_t n) {
+  memset(a, 0, sizeof *a);
+  a->ctx = b->ctx;
+  const int64_t qshape[3] = {m, QO_HEADS, HD}, kshape[3] = {n, KV_HEADS, HD};
+  const size_t qbytes = (size_t)m * QO_HEADS * HD * 2, kbytes = (size_t)n * KV_HEADS * HD * 2;
+  a->q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
+  a->k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  a->v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
+  void *obuf = NULL;
+  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
+  a->o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+}
+
+static void sparse_free(sparse_arg *a) {
+  cudaFree((void *)(uintptr_t)a->q.data);
+  cudaFree(a->k.data);
+  cudaFree(a->v.data);
+  cudaFree(a->o.data);
+  cudaFree(a->indptr);
+}
+
 /* One row; returns its rate (FLOP per ms, 0 when skipped). */
 static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block,
                           double sparsity, double dense_rate) {
@@ -156,16 +179,9 @@ static void long_rows(fi_bench_ctx *b, double dense_rate) {
     indptr[i + 1] = (int32_t)nnz;
   }
   sparse_arg a;
-  memset(&a, 0, sizeof a);
-  a.ctx = b->ctx;
-  const int64_t qshape[3] = {LM, QO_HEADS, HD}, kshape[3] = {LN, KV_HEADS, HD};
+  sparse_tensors(b, &a, LM, LN);
   const size_t qbytes = (size_t)LM * QO_HEADS * HD * 2, kbytes = (size_t)LN * KV_HEADS * HD * 2;
-  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
-  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
-  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
-  void *obuf = NULL, *ws = NULL;
-  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
-  a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+  void *ws = NULL;
   a.bsr.block_rows = a.bsr.block_cols = LB;
   a.bsr.indptr = indptr;
   a.bsr.indices = indices;
@@ -186,8 +202,8 @@ static void long_rows(fi_bench_ctx *b, double dense_rate) {
              a.plan.num_partial_rows, flops / ms / dense_rate);
     fi_bench_row(b, "sparse", name, variant, ms, qbytes * 2.0 + kbytes * 2.0, flops);
   }
-  cudaFree(ws), cudaFree(obuf), cudaFree((void *)(uintptr_t)a.q.data), cudaFree(a.k.data);
-  cudaFree(a.v.data);
+  cudaFree(ws);
+  sparse_free(&a);
   free(indptr), free(indices);
 }
 
@@ -373,16 +389,7 @@ static void shared_prefix(fi_bench_ctx *b) {
 
 void fi_bench_sparse(fi_bench_ctx *b) {
   sparse_arg a;
-  memset(&a, 0, sizeof a);
-  a.ctx = b->ctx;
-  const int64_t qshape[3] = {SEQ, QO_HEADS, HD}, kshape[3] = {SEQ, KV_HEADS, HD};
-  const size_t qbytes = (size_t)SEQ * QO_HEADS * HD * 2, kbytes = (size_t)SEQ * KV_HEADS * HD * 2;
-  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
-  a.k = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
-  a.v = fi_tensor_contiguous(fi_bench_random_device(kbytes), FI_DTYPE_F16, 3, kshape);
-  void *obuf = NULL;
-  FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
-  a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
+  sparse_tensors(b, &a, SEQ, SEQ);
   const int32_t host_indptr[2] = {0, SEQ};
   FI_BENCH_CK(cudaMalloc((void **)&a.indptr, sizeof host_indptr));
   FI_BENCH_CK(cudaMemcpy(a.indptr, host_indptr, sizeof host_indptr, cudaMemcpyHostToDevice));
@@ -394,11 +401,7 @@ void fi_bench_sparse(fi_bench_ctx *b) {
       sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense);
     sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense);
   }
-  cudaFree((void *)(uintptr_t)a.q.data);
-  cudaFree(a.k.data);
-  cudaFree(a.v.data);
-  cudaFree(obuf);
-  cudaFree(a.indptr);
+  sparse_free(&a);
   if (dense > 0) long_rows(b, dense);
   shared_prefix(b);
 }

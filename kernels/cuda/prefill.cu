@@ -379,39 +379,14 @@ extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *p
   return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "paged prefill");
 }
 
-// Block-sparse attention: the one request's indptrs and the KV tiles come from the plan's
-// region of the workspace (fi_plan_build_block_sparse); only the warp-specialised kernel
-// walks tile lists, so run_prefill never falls back for it.
-extern "C" fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan,
-                                              const fi_tensor *q, const fi_tensor *k,
-                                              const fi_tensor *v, fi_tensor *o, fi_tensor *lse) {
-  fi_status s;
-  if ((s = check_vector_tensor(ctx, "k", k, 2)) != FI_SUCCESS) return s;
-  if ((s = check_vector_tensor(ctx, "v", v, 2)) != FI_SUCCESS) return s;
-  const int32_t *region =
-      reinterpret_cast<const int32_t *>((const char *)plan->workspace +
-                                        plan->private_[FI_PLAN_OFF_BSR]);
-  PrefillParams p = {};
-  p.k = k->data;
-  p.v = v->data;
-  p.k_stride_tok = k->strides[0];
-  p.k_stride_head = k->strides[1];
-  p.v_stride_tok = v->strides[0];
-  p.v_stride_head = v->strides[1];
-  p.kv_indptr = region + 2;
-  p.bsr_tiles = region + 4;
-  p.paged = 0;
-  p.page_size = 1;
-  const KvTensors kvt = {k, v, false, false, FI_LAYOUT_NHD};
-  return run_prefill(ctx, plan, p, q, kvt, region, nullptr, o, lse, "block-sparse attention");
-}
+namespace {
 
-extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan,
-                                                const fi_tensor *q, const fi_tensor *k,
-                                                const fi_tensor *v, const int32_t *qo_indptr,
-                                                const int32_t *kv_indptr,
-                                                const fi_custom_mask *mask, fi_tensor *o,
-                                                fi_tensor *lse) {
+// Ragged K/V (token rows) into the argument block, then run_prefill; bsr_tiles: the plan's
+// block-sparse tile list (null for prefill).
+fi_status run_ragged(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                     const fi_tensor *k, const fi_tensor *v, const int32_t *qo_indptr,
+                     const int32_t *kv_indptr, const int32_t *bsr_tiles,
+                     const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse, const char *what) {
   fi_status s;
   if ((s = check_vector_tensor(ctx, "k", k, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "v", v, 2)) != FI_SUCCESS) return s;
@@ -423,8 +398,34 @@ extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *
   p.v_stride_tok = v->strides[0];
   p.v_stride_head = v->strides[1];
   p.kv_indptr = kv_indptr;
+  p.bsr_tiles = bsr_tiles;
   p.paged = 0;
   p.page_size = 1;
   const KvTensors kvt = {k, v, false, false, FI_LAYOUT_NHD};
-  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "ragged prefill");
+  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, what);
+}
+
+}  // namespace
+
+// Block-sparse attention: the one request's indptrs and the KV tiles come from the plan's
+// region of the workspace (fi_plan_build_block_sparse); only the warp-specialised kernel
+// walks tile lists, so run_prefill never falls back for it.
+extern "C" fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan,
+                                              const fi_tensor *q, const fi_tensor *k,
+                                              const fi_tensor *v, fi_tensor *o, fi_tensor *lse) {
+  const int32_t *region =
+      reinterpret_cast<const int32_t *>((const char *)plan->workspace +
+                                        plan->private_[FI_PLAN_OFF_BSR]);
+  return run_ragged(ctx, plan, q, k, v, region, region + 2, region + 4, nullptr, o, lse,
+                    "block-sparse attention");
+}
+
+extern "C" fi_status fi_cuda_ragged_prefill_run(fi_context *ctx, const fi_plan *plan,
+                                                const fi_tensor *q, const fi_tensor *k,
+                                                const fi_tensor *v, const int32_t *qo_indptr,
+                                                const int32_t *kv_indptr,
+                                                const fi_custom_mask *mask, fi_tensor *o,
+                                                fi_tensor *lse) {
+  return run_ragged(ctx, plan, q, k, v, qo_indptr, kv_indptr, nullptr, mask, o, lse,
+                    "ragged prefill");
 }

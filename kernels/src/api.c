@@ -640,18 +640,27 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
   return DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
 }
 
+/* q, o, lse against the plan and k, v as [total_kv, kv_heads, head_dim] token rows (ragged
+ * prefill and block-sparse attention). */
+static fi_status check_ragged_tensors(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                      const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
+                                      fi_tensor *lse) {
+  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  const fi_attention_params *p = &plan->params;
+  int64_t kshape[3] = {plan->total_kv, p->num_kv_heads, p->head_dim};
+  CHECK(check_rows(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
+  CHECK(check_rows(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
+  return check_outputs_vs_kv(ctx, o, lse, k, v);
+}
+
 fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                 const fi_tensor *k, const fi_tensor *v,
                                 const int32_t *qo_indptr, const int32_t *kv_indptr,
                                 const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_RAGGED_PREFILL));
-  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
   const fi_attention_params *p = &plan->params;
-  int64_t kshape[3] = {plan->total_kv, p->num_kv_heads, p->head_dim};
-  CHECK(check_rows(ctx, "k [nnz_kv, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
-  CHECK(check_rows(ctx, "v [nnz_kv, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
-  CHECK(check_outputs_vs_kv(ctx, o, lse, k, v));
   if (!qo_indptr || !kv_indptr)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "qo_indptr and kv_indptr must not be NULL");
   if (p->mask_mode == FI_MASK_CUSTOM && (!mask || !mask->bits || !mask->indptr))
@@ -824,12 +833,8 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
   if (ctx->backend == FI_BACKEND_CUDA) {
     /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays
      * are not read, and may be device pointers. */
-    CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+    CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
     const fi_attention_params *p = &plan->params;
-    int64_t kshape[3] = {n, p->num_kv_heads, p->head_dim};
-    CHECK(check_rows(ctx, "k [N, kv_heads, head_dim]", k, p->kv_dtype, 3, kshape));
-    CHECK(check_rows(ctx, "v [N, kv_heads, head_dim]", v, p->kv_dtype, 3, kshape));
-    CHECK(check_outputs_vs_kv(ctx, o, lse, k, v));
     /* The plan's tiles left out the keys left of its window: a run may narrow it only. */
     const int64_t planned = (int64_t)plan->private_[FI_PLAN_BSR_WINDOW] - 1;
     if (planned >= 0 && (p->window_left < 0 || p->window_left > planned))

@@ -83,7 +83,12 @@ fi_status fi_set_error(fi_context *ctx, fi_status status, const char *fmt, ...)
                                   fi_tensor *, fi_tensor *);                               \
   fi_status prefix##_append_paged_kv_run(fi_context *, const fi_plan *, const fi_tensor *, \
                                          const fi_tensor *, const int32_t *,               \
-                                         fi_paged_kv_cache *, const fi_page_table *);
+                                         fi_paged_kv_cache *, const fi_page_table *);      \
+  /* fi_split_shared_prefix without num_pages (checked by api.c on the host) */            \
+  fi_status prefix##_split_shared_prefix(fi_context *, int32_t, int32_t,                   \
+                                         const fi_page_table *, int32_t *, int32_t *,      \
+                                         int32_t *, int32_t *, int32_t *, int32_t *,       \
+                                         int32_t *);
 
 FI_BACKEND_DECLS(fi_host)
 FI_BACKEND_DECLS(fi_cuda)
@@ -131,19 +136,6 @@ fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *dev
 fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                    const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
                                    fi_tensor *lse);
-/* fi_split_shared_prefix on each backend (arguments validated by api.c). */
-fi_status fi_host_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
-                                      const fi_page_table *pages, int32_t *prefix_qo_indptr,
-                                      int32_t *prefix_indptr,
-                                      int32_t *prefix_indices, int32_t *prefix_last_page_len,
-                                      int32_t *suffix_indptr, int32_t *suffix_indices,
-                                      int32_t *suffix_last_page_len);
-fi_status fi_cuda_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_size,
-                                      const fi_page_table *pages, int32_t *prefix_qo_indptr,
-                                      int32_t *prefix_indptr,
-                                      int32_t *prefix_indices, int32_t *prefix_last_page_len,
-                                      int32_t *suffix_indptr, int32_t *suffix_indices,
-                                      int32_t *suffix_last_page_len);
 /* The backend's tile support: FI_SUCCESS or FI_ERROR_UNSUPPORTED with a message. */
 fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
                                   const fi_attention_params *params, const fi_tiles *tiles);

@@ -1443,44 +1443,33 @@ void _mlir_ciface_fi_rt_split_shared_prefix(fi_memref *indptr, fi_memref *indice
   if (!ctx || !batch_of(op, "kv_indptr", indptr, &batch)) return;
   const int64_t n_idx = length_of(indices);
   char msg[256];
-  const struct { const fi_memref *m; const char *name; int64_t need; } outs[] = {
-      {last, "kv_last_page_len", batch}, {qo, "prefix_qo_indptr", 2}, {pi, "prefix_indptr", 2},
-      {px, "prefix_indices", n_idx},     {pl, "prefix_last_page_len", 1},
-      {si, "suffix_indptr", batch + 1},  {sx, "suffix_indices", n_idx},
-      {sl, "suffix_last_page_len", batch}};
-  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; ++i)
-    if (length_of(outs[i].m) < outs[i].need) {
-      snprintf(msg, sizeof msg, "%s has %lld elements but needs %lld (batch = %d, kv_indices "
-               "has %lld)", outs[i].name, (long long)length_of(outs[i].m),
-               (long long)outs[i].need, (int)batch, (long long)n_idx);
-      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
-      return;
-    }
   if (num_pages > INT32_MAX) {
     report(op, FI_ERROR_INVALID_ARGUMENT, "num_pages is above 2^31 - 1");
     return;
   }
-  fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
-                         array_of(op, "kv_indices", indices, 4),
-                         array_of(op, "kv_last_page_len", last, 4)};
-  int32_t *o[7];
-  const fi_memref *om[7] = {qo, pi, px, pl, si, sx, sl};
-  static const char *const on[7] = {"prefix_qo_indptr", "prefix_indptr", "prefix_indices",
-                                    "prefix_last_page_len", "suffix_indptr", "suffix_indices",
-                                    "suffix_last_page_len"};
-  for (int i = 0; i < 7; ++i) {
-    o[i] = (int32_t *)(uintptr_t)array_of(op, on[i], om[i], 4);
-    if (!o[i]) return;
-  }
-  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (is_cuda(ctx)) { /* the kernels read and write every array */
-    for (int i = 0; i < 7; ++i)
-      if (!require_device_memory(op, ctx, on[i], o[i])) return;
-    if (!require_device_memory(op, ctx, "kv_indptr", pages.indptr) ||
-        !require_device_memory(op, ctx, "kv_indices", pages.indices) ||
-        !require_device_memory(op, ctx, "kv_last_page_len", pages.last_page_len))
+  /* The page table, then the seven outputs; each as long as the runtime writes or reads. */
+  enum { N_ARRAYS = 10 };
+  const struct { const fi_memref *m; const char *name; int64_t need; } arr[N_ARRAYS] = {
+      {indptr, "kv_indptr", batch + 1},   {indices, "kv_indices", 0},
+      {last, "kv_last_page_len", batch},  {qo, "prefix_qo_indptr", 2},
+      {pi, "prefix_indptr", 2},           {px, "prefix_indices", n_idx},
+      {pl, "prefix_last_page_len", 1},    {si, "suffix_indptr", batch + 1},
+      {sx, "suffix_indices", n_idx},      {sl, "suffix_last_page_len", batch}};
+  int32_t *a[N_ARRAYS];
+  for (int i = 0; i < N_ARRAYS; ++i) {
+    if (length_of(arr[i].m) < arr[i].need) {
+      snprintf(msg, sizeof msg, "%s has %lld elements but needs %lld (batch = %d, kv_indices "
+               "has %lld)", arr[i].name, (long long)length_of(arr[i].m),
+               (long long)arr[i].need, (int)batch, (long long)n_idx);
+      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
       return;
-  } else if (pages.indptr[batch] < 0 || pages.indptr[batch] > n_idx) {
+    }
+    a[i] = (int32_t *)(uintptr_t)array_of(op, arr[i].name, arr[i].m, 4);
+    /* the CUDA kernels read and write every array */
+    if (!a[i] || (is_cuda(ctx) && !require_device_memory(op, ctx, arr[i].name, a[i]))) return;
+  }
+  const fi_page_table pages = {a[0], a[1], a[2]};
+  if (!is_cuda(ctx) && (pages.indptr[batch] < 0 || pages.indptr[batch] > n_idx)) {
     /* the outputs are sized by kv_indices: the table may not reach past it */
     snprintf(msg, sizeof msg, "kv_indptr[%d] = %d but kv_indices has %lld elements",
              (int)batch, (int)pages.indptr[batch], (long long)n_idx);
@@ -1488,7 +1477,7 @@ void _mlir_ciface_fi_rt_split_shared_prefix(fi_memref *indptr, fi_memref *indice
     return;
   }
   if (!failed(op, ctx, fi_split_shared_prefix(ctx, batch, page_size, &pages, (int32_t)num_pages,
-                                              o[0], o[1], o[2], o[3], o[4], o[5], o[6])))
+                                              a[3], a[4], a[5], a[6], a[7], a[8], a[9])))
     after_run(op, ctx);
 }
 

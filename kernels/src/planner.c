@@ -732,16 +732,19 @@ static bsr_caps bsr_bounds(const fi_context *ctx, const fi_attention_params *p, 
   if (blocks * ceil_div(c, 128) + 1 < per_unit) per_unit = blocks * ceil_div(c, 128) + 1;
   const int64_t units = ceil_div(m, rows) + ceil_div(m, r);
   const int64_t partial = prefill_partial_budget(&ctx->target, p);
+  /* (no bound past 2^60 bytes: tiny blocks over huge lengths) */
+  if ((double)units * (double)per_unit * BSR_TILE_INTS * sizeof(int32_t) > 0x1p60) {
+    bsr_caps none = {0};
+    none.total = SIZE_MAX;
+    return none;
+  }
   return bsr_layout(p, units + partial, units * per_unit, partial);
 }
 
+/* SIZE_MAX when the bound does not fit in 2^60 bytes. */
 size_t fi_plan_block_sparse_cuda_bytes(const fi_context *ctx, const fi_attention_params *p,
                                        int64_t m, int64_t n, int32_t block_rows,
                                        int32_t block_cols) {
-  /* (SIZE_MAX when the bound does not fit in 2^60 bytes: tiny blocks over huge lengths) */
-  const int64_t rows = bsr_unit_rows(p, block_rows), blocks = ceil_div(n, block_cols);
-  const double units = (double)ceil_div(m, rows) + (double)ceil_div(m, block_rows);
-  if (units * ((double)ceil_div(n, 128) + (double)blocks + 1) * 16.0 > 0x1p60) return SIZE_MAX;
   return bsr_bounds(ctx, p, m, n, block_rows, block_cols).total;
 }
 

@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #include "fi/Lowering/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 

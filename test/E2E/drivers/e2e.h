@@ -126,6 +126,41 @@ static inline void free_pages(pages_t *pg) {
   e2e_free(pg->last);
 }
 
+/* A paged decode's inputs as a compiled function takes them: q [batch, qo_heads, hd] and
+ * the k, v caches [num_pages, page, kv_heads, hd], random fp16 in [-2, 2], and memrefs
+ * over them and over a page table (indptr [batch + 1], indices [indptr[batch]], last). */
+typedef struct decode_inputs {
+  void *q, *k, *v;
+  int64_t qs[3], cs[4], nq; /* q's and a cache's shapes; elements of q */
+  memref3 mq;
+  memref4 mk, mv;
+  memref1 mi, mx, ml;
+} decode_inputs;
+
+static inline void decode_inputs_init(decode_inputs *d, rng *r, int32_t batch, int32_t qo_heads,
+                                      int32_t kv_heads, int32_t hd, int32_t page,
+                                      int32_t num_pages, int32_t *indptr, int32_t *indices,
+                                      int32_t *last) {
+  const int64_t qs[3] = {batch, qo_heads, hd}, cs[4] = {num_pages, page, kv_heads, hd};
+  memcpy(d->qs, qs, sizeof qs);
+  memcpy(d->cs, cs, sizeof cs);
+  d->nq = numel(3, qs);
+  d->q = random_tensor(r, FI_DTYPE_F16, d->nq, -2, 2);
+  d->k = random_tensor(r, FI_DTYPE_F16, numel(4, cs), -2, 2);
+  d->v = random_tensor(r, FI_DTYPE_F16, numel(4, cs), -2, 2);
+  mr_init(&d->mq, 3, d->q, qs);
+  mr_init(&d->mk, 4, d->k, cs);
+  mr_init(&d->mv, 4, d->v, cs);
+  const int64_t ni = batch + 1, nx = indptr[batch], nl = batch;
+  mr_init(&d->mi, 1, indptr, &ni);
+  mr_init(&d->mx, 1, indices, &nx);
+  mr_init(&d->ml, 1, last, &nl);
+}
+
+static inline void decode_inputs_free(decode_inputs *d) {
+  e2e_free(d->q), e2e_free(d->k), e2e_free(d->v);
+}
+
 /* A random ragged indptr of `batch` segments with lengths in [lo, hi]. */
 static inline int32_t *random_indptr(rng *r, int32_t batch, int64_t lo, int64_t hi,
                                      int64_t *total) {

@@ -41,24 +41,13 @@ int main(void) {
       indptr[i + 1] = n;
       last[i] = (int32_t)rng_int(&r, 1, PAGE);
     }
-    int64_t qs[3] = {batch, QH, HD}, cs[4] = {num_pages, PAGE, KVH, HD}, ls[2] = {batch, QH};
-    const int64_t nq = numel(3, qs), nc = numel(4, cs);
-    void *q = random_tensor(&r, FI_DTYPE_F16, nq, -2, 2);
-    void *k = random_tensor(&r, FI_DTYPE_F16, nc, -2, 2);
-    void *v = random_tensor(&r, FI_DTYPE_F16, nc, -2, 2);
-    memref3 mq;
-    memref4 mk, mv;
-    memref1 mi, mx, ml;
-    mr_init(&mq, 3, q, qs);
-    mr_init(&mk, 4, k, cs);
-    mr_init(&mv, 4, v, cs);
-    int64_t ni = batch + 1, nx = n, nl = batch;
-    mr_init(&mi, 1, indptr, &ni);
-    mr_init(&mx, 1, indices, &nx);
-    mr_init(&ml, 1, last, &nl);
+    decode_inputs in;
+    decode_inputs_init(&in, &r, batch, QH, KVH, HD, PAGE, num_pages, indptr, indices, last);
+    const int64_t *qs = in.qs, *cs = in.cs, ls[2] = {batch, QH}, nq = in.nq;
+    void *q = in.q, *k = in.k, *v = in.v;
     fi_rt_plan_log_reset();
     o_lse res;
-    _mlir_ciface_decode_shared(&res, &mq, &mk, &mv, &mi, &mx, &ml);
+    _mlir_ciface_decode_shared(&res, &in.mq, &in.mk, &in.mv, &in.mi, &in.mx, &in.ml);
     /* the two plans the compiled code made, in the order materialize-plans placed them */
     fi_op_family fam[2];
     fi_tiles logged[2];
@@ -141,7 +130,8 @@ int main(void) {
     free(h);
     fi_rt_free(res.o.allocated);
     fi_rt_free(res.lse.allocated);
-    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ids), e2e_free(indptr), e2e_free(indices);
+    decode_inputs_free(&in);
+    e2e_free(ids), e2e_free(indptr), e2e_free(indices);
     e2e_free(last), e2e_free(split), e2e_free(ws1), e2e_free(ws2), e2e_free(ws3);
     e2e_free(o1), e2e_free(o2), e2e_free(l1), e2e_free(l2);
   }

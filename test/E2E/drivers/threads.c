@@ -48,24 +48,14 @@ static void *run_worker(void *arg) {
     const int32_t batch = (int32_t)rng_int(&r, 1, 40);
     pages_t pg;
     make_pages(&r, &pg, batch, PS, 1, 300, 1);
-    int64_t qs[3] = {batch, QH, HD}, cs[4] = {pg.num_pages, PS, KVH, HD};
-    const int64_t nq = numel(3, qs), nc = numel(4, cs);
-    void *q = random_tensor(&r, FI_DTYPE_F16, nq, -2, 2);
-    void *k = random_tensor(&r, FI_DTYPE_F16, nc, -2, 2);
-    void *v = random_tensor(&r, FI_DTYPE_F16, nc, -2, 2);
-    memref3 mq;
-    memref4 mk, mv;
-    memref1 mi, mx, ml;
-    mr_init(&mq, 3, q, qs);
-    mr_init(&mk, 4, k, cs);
-    mr_init(&mv, 4, v, cs);
-    int64_t nb1 = batch + 1, nused = pg.indptr[batch], nb = batch;
-    mr_init(&mi, 1, pg.indptr, &nb1);
-    mr_init(&mx, 1, pg.indices, &nused);
-    mr_init(&ml, 1, pg.last, &nb);
+    decode_inputs in;
+    decode_inputs_init(&in, &r, batch, QH, KVH, HD, PS, pg.num_pages, pg.indptr, pg.indices,
+                       pg.last);
+    const int64_t nq = in.nq;
+    void *q = in.q, *k = in.k, *v = in.v;
     fi_rt_plan_log_reset(); /* this thread's log */
     o_lse res;
-    _mlir_ciface_decode_two_layers(&res, &mq, &mk, &mv, &mi, &mx, &ml);
+    _mlir_ciface_decode_two_layers(&res, &in.mq, &in.mk, &in.mv, &in.mi, &in.mx, &in.ml);
     const fi_tiles tiles = logged_tiles(0, FI_OP_DECODE);
     /* The runtime, directly: layer 1, then layer 2 on layer 1's output. */
     void *o1 = poisoned_tensor(FI_DTYPE_F16, nq), *o2 = poisoned_tensor(FI_DTYPE_F16, nq);
@@ -85,7 +75,8 @@ static void *run_worker(void *arg) {
     }
     fi_rt_free(res.o.allocated);
     fi_rt_free(res.lse.allocated);
-    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(o1), e2e_free(o2), e2e_free(l1), e2e_free(l2);
+    decode_inputs_free(&in);
+    e2e_free(o1), e2e_free(o2), e2e_free(l1), e2e_free(l2);
     free_pages(&pg);
   }
   return NULL;

@@ -21,8 +21,7 @@ def FiDecomposeSharedPrefix : Pass<"fi-decompose-shared-prefix", "ModuleOp"> {
     or drop `shared_prefix`. First step of fi-to-llvm; ops without `shared_prefix` are
     left alone.
   }];
-  let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect"];
 }
 
 def FiSelectTiles : Pass<"fi-select-tiles", "ModuleOp"> {
