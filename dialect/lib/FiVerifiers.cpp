@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "fi/Dialect/FiDialect.h"
 
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cstdio>
@@ -196,6 +198,9 @@ public:
         failed(positive("k_scale", attn.getKScale())) ||
         failed(positive("v_scale", attn.getVScale())))
       return failure();
+    if (!attn.getVariantArgs().empty() && !attn.getScoreModAttr() && !attn.getMaskModAttr())
+      return error() << "has variant_args but neither score_mod nor mask_mod reads them; "
+                        "add the function (score_mod = @f / mask_mod = @m) or drop them";
     return success();
   }
 
@@ -406,8 +411,8 @@ LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadD
 LogicalResult PagedDecodeOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"q", "k", "v", "kv_indptr", "kv_indices", "kv_last_page_len", "plan",
-                  "o", "lse"}))))
+          *this, {"q", "k", "v", "kv_indptr", "kv_indices", "kv_last_page_len", "variant_args",
+                  "plan", "o", "lse"}))))
     return failure();
   FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
   if (failed(cache) ||
@@ -418,6 +423,10 @@ LogicalResult PagedDecodeOp::verify() {
       failed(c.attentionAttrs(*this)) ||
       failed(c.plan(getPlan(), PlanFamily::decode, "decode_plan")))
     return failure();
+  if (getSharedPrefix() && (getScoreModAttr() || getMaskModAttr()))
+    return c.error() << "has shared_prefix and a score_mod/mask_mod: the decomposition runs "
+                        "the prefix and the rest as separate ops whose positions differ from "
+                        "the decode's; drop shared_prefix or the variant";
   return c.planShape<DecodePlanOp>(getPlan(), getQ(), getK(), getQ().getType().getDimSize(1),
                                    cache->kvHeads.size(), cache->headDim.size(), getBsr());
 }
@@ -426,7 +435,8 @@ LogicalResult PagedPrefillOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"q", "qo_indptr", "k", "v", "kv_indptr", "kv_indices",
-                  "kv_last_page_len", "mask", "mask_indptr", "plan", "o", "lse"}))))
+                  "kv_last_page_len", "mask", "mask_indptr", "variant_args", "plan", "o",
+                  "lse"}))))
     return failure();
   FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
   if (failed(cache) ||
@@ -450,8 +460,8 @@ LogicalResult PagedPrefillOp::verify() {
 LogicalResult RaggedPrefillOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"q", "k", "v", "qo_indptr", "kv_indptr", "mask", "mask_indptr", "plan",
-                  "o", "lse"}))))
+          *this, {"q", "k", "v", "qo_indptr", "kv_indptr", "mask", "mask_indptr",
+                  "variant_args", "plan", "o", "lse"}))))
     return failure();
   Value k = getK(), v = getV();
   unsigned offset = v ? 0 : 1;
@@ -507,7 +517,8 @@ LogicalResult checkBlockSparseAttrs(Checker &c, BsrAttr bsr, MaskMode mode) {
 LogicalResult BlockSparseAttentionOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "plan", "o", "lse"}))))
+          *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "variant_args", "plan", "o",
+                  "lse"}))))
     return failure();
   Value k = getK(), v = getV();
   if (failed(c.rank(k, "k", 3, "[N, kv_heads, head_dim]")))
@@ -855,4 +866,121 @@ LogicalResult SplitSharedPrefixOp::verify() {
   if (getPageSize() < 1)
     return c.error() << "page_size = " << getPageSize() << " must be >= 1 (the cache's page size)";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention variants (score_mod / mask_mod)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A captured value's type and the function parameter it binds to agree: scalars exactly;
+/// tensors (and memrefs) by element type, rank and static sizes -- memref layouts may
+/// differ (the lowering casts), the function's own layout decides how it indexes.
+bool captureMatches(Type arg, Type param) {
+  if (arg == param)
+    return true;
+  auto a = dyn_cast<ShapedType>(arg), p = dyn_cast<ShapedType>(param);
+  if (!a || !p || isa<TensorType>(a) != isa<TensorType>(p) ||
+      a.getElementType() != p.getElementType() || a.getRank() != p.getRank())
+    return false;
+  return succeeded(verifyCompatibleShape(a.getShape(), p.getShape()));
+}
+
+/// What a variant function may contain: pure scalar arithmetic and control flow, and
+/// reads of its captured tensors.
+bool allowedInVariant(Operation *op) {
+  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  if (dialect == "arith" || dialect == "math" || dialect == "scf" || dialect == "cf" ||
+      dialect == "index" || dialect == "ub")
+    return true;
+  return llvm::is_contained({"func.return", "tensor.extract", "tensor.dim", "tensor.cast",
+                             "memref.load", "memref.dim", "memref.cast",
+                             "bufferization.to_tensor", "bufferization.to_buffer"},
+                            op->getName().getStringRef());
+}
+
+LogicalResult verifyVariantFunction(Operation *op, SymbolTableCollection &symbols,
+                                    FlatSymbolRefAttr ref, StringRef kind,
+                                    ArrayRef<Type> fixed, Type result,
+                                    StringRef fixedDoc, ValueRange captures) {
+  if (!ref)
+    return success();
+  Operation *target = symbols.lookupNearestSymbolFrom(op, ref);
+  auto fn = dyn_cast_or_null<FunctionOpInterface>(target);
+  if (!fn)
+    return op->emitOpError() << kind << " refers to " << ref << ", which is not a function "
+                             << "of this module; define func.func " << ref << "(" << fixedDoc
+                             << ", <captures>)";
+  if (fn.isExternal())
+    return op->emitOpError() << kind << " " << ref << " is only declared; the variant is "
+                             << "compiled with the program, so give the function a body";
+  ArrayRef<Type> params = fn.getArgumentTypes();
+  auto signature = [&]() {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "(" << fixedDoc;
+    for (Value v : captures)
+      os << ", " << v.getType();
+    os << ") -> " << result;
+    return s;
+  };
+  if (params.size() != fixed.size() + captures.size() || fn.getResultTypes().size() != 1 ||
+      fn.getResultTypes()[0] != result)
+    return op->emitOpError() << kind << " " << ref << " has type " << fn.getFunctionType()
+                             << " but must be " << signature()
+                             << " (the fixed arguments, then one parameter per value in "
+                                "variant_args)";
+  for (auto [i, type] : llvm::enumerate(fixed))
+    if (params[i] != type)
+      return op->emitOpError() << kind << " " << ref << " parameter #" << i << " has type "
+                               << params[i] << " but must be " << type << ": the signature is "
+                               << signature();
+  for (auto [i, v] : llvm::enumerate(captures))
+    if (!captureMatches(v.getType(), params[fixed.size() + i]))
+      return op->emitOpError() << kind << " " << ref << " parameter #" << fixed.size() + i
+                               << " has type " << params[fixed.size() + i]
+                               << " but variant_args #" << i << " is " << v.getType()
+                               << "; make them agree";
+  WalkResult walk = fn->walk([&](Operation *inner) {
+    if (inner == fn.getOperation() || allowedInVariant(inner))
+      return WalkResult::advance();
+    InFlightDiagnostic d = op->emitOpError()
+                           << kind << " " << ref << " contains '" << inner->getName()
+                           << "', which a variant function may not use: variants are pure "
+                              "functions of their arguments (arith, math, scf, cf, index ops "
+                              "and reads of captured tensors; no calls, no side effects)";
+    d.attachNote(inner->getLoc()) << "the offending operation";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+template <typename OpTy>
+LogicalResult verifyVariants(OpTy op, SymbolTableCollection &symbols) {
+  Builder b(op.getContext());
+  Type i32 = b.getI32Type();
+  if (failed(verifyVariantFunction(
+          op, symbols, op.getScoreModAttr(), "score_mod", {b.getF32Type(), i32, i32, i32, i32, i32},
+          b.getF32Type(),
+          "%score: f32, %batch: i32, %qo_head: i32, %kv_head: i32, %q_pos: i32, %kv_pos: i32",
+          op.getVariantArgs())))
+    return failure();
+  return verifyVariantFunction(op, symbols, op.getMaskModAttr(), "mask_mod",
+                               {i32, i32, i32, i32}, b.getI1Type(),
+                               "%batch: i32, %qo_head: i32, %q_pos: i32, %kv_pos: i32",
+                               op.getVariantArgs());
+}
+} // namespace
+
+LogicalResult PagedDecodeOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyVariants(*this, symbols);
+}
+LogicalResult PagedPrefillOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyVariants(*this, symbols);
+}
+LogicalResult RaggedPrefillOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyVariants(*this, symbols);
+}
+LogicalResult BlockSparseAttentionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyVariants(*this, symbols);
 }

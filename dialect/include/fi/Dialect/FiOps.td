@@ -6,6 +6,7 @@ include "fi/Dialect/FiBase.td"
 include "fi/Dialect/FiAttrs.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints. Shapes and element types are checked by the C++ verifiers,
@@ -14,6 +15,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Fi_Shaped : AnyTypeOf<[AnyRankedTensor, AnyMemRef], "ranked tensor or memref",
                           "::mlir::ShapedType">;
+// A value captured by an attention variant (score_mod / mask_mod).
+def Fi_VariantArg : AnyTypeOf<[AnySignlessInteger, Index, AnyFloat, AnyRankedTensor,
+                               AnyMemRef], "integer, index or float scalar, or a tensor or memref">;
+
 def Fi_AnyPlan : Type<CPred<"::llvm::isa<::mlir::fi::PlanType>($_self)">,
                       "!fi.plan of any op family">;
 class Fi_PlanOf<string family>
@@ -83,7 +88,9 @@ defvar Fi_AttentionAttrs = (ins
     DefaultValuedAttr<F32Attr, "1.0e4f">:$rope_theta,
     DefaultValuedAttr<F32Attr, "1.0f">:$k_scale,
     DefaultValuedAttr<F32Attr, "1.0f">:$v_scale,
-    OptionalAttr<Fi_TilesAttr>:$tiles);
+    OptionalAttr<Fi_TilesAttr>:$tiles,
+    OptionalAttr<FlatSymbolRefAttr>:$score_mod,
+    OptionalAttr<FlatSymbolRefAttr>:$mask_mod);
 
 defvar Fi_AttentionAttrDoc = [{
 
@@ -101,6 +108,27 @@ defvar Fi_AttentionAttrDoc = [{
 
     `lse`, when given, receives the natural-log (base e) log-sum-exp of the scaled
     logits of each row and head: `lse = log(sum_j exp(s_j))`, `f32`.
+
+    Variants written in IR (FlexAttention's `score_mod` / `mask_mod`, FlashInfer's
+    variant classes), compiled ahead of time with the program:
+
+    * `score_mod = @f`: `func.func @f(%score: f32, %batch: i32, %qo_head: i32,
+      %kv_head: i32, %q_pos: i32, %kv_pos: i32, <captures>) -> f32` returns the logit to
+      use for one (query, key) pair; it receives the logit after the built-in transforms
+      (`sm_scale * q.k`, ALiBi, soft cap); returning `-inf` drops the pair.
+    * `mask_mod = @m`: `func.func @m(%batch: i32, %qo_head: i32, %q_pos: i32,
+      %kv_pos: i32, <captures>) -> i1` keeps the pair when true; it is applied together
+      with the built-in masks (causal, custom, window).
+    * `variant_args(%a, %t : f32, tensor<?xf32>)`: the captured values, passed to both
+      functions after their fixed arguments: integer, index and float scalars, and
+      tensors (memrefs once bufferized) read with `tensor.extract` (`memref.load`).
+
+    Positions are those of the built-in masks: query row `i` of a request with `qo_len`
+    rows and `kv_len` keys is at `q_pos = kv_len - qo_len + i`, key `j` at `kv_pos = j`;
+    `batch` is the request (0 in `fi.block_sparse_attention`). The functions may use
+    `arith`, `math`, `scf`, `cf`, `index` ops and read captured tensors, nothing with a side
+    effect and no calls. A read of a captured tensor clamps each index to the tensor's
+    bounds (no read outside it). Host backend; the CUDA backend refuses variants for now.
 }];
 
 defvar Fi_PagedKvDoc = [{
@@ -116,7 +144,8 @@ defvar Fi_PagedKvDoc = [{
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]> {
+def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "batch decode attention against a paged KV cache";
   let description = !strconcat([{
     One query row per request attends to that request's KV in the paged cache.
@@ -150,6 +179,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
+      Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       Fi_BsrAttr:$bsr, UnitAttr:$shared_prefix), Fi_AttentionAttrs);
@@ -158,6 +188,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
     `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+    (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
     attr-dict (`->` type($results)^)?
@@ -165,7 +196,8 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments]>
   let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
 }
 
-def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments]> {
+def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "batch prefill (append) attention: ragged queries against a paged KV cache";
   let description = !strconcat([{
     The query rows of each request (packed without padding) attend to that request's KV
@@ -204,6 +236,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
       Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       Fi_BsrAttr:$bsr,
@@ -216,6 +249,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
     attr-dict (`->` type($results)^)?
@@ -223,7 +257,8 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
   let fiExtraClassDeclaration = Fi_AttentionResultAccessors;
 }
 
-def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegments]> {
+def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "batch prefill attention with ragged queries, keys and values";
   let description = !strconcat([{
     The query rows of each request attend to that request's keys/values; all three are
@@ -259,6 +294,7 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
       Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
       Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode),
@@ -268,6 +304,7 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
     `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
     (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
     attr-dict (`->` type($results)^)?
@@ -276,7 +313,7 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
 }
 
 def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
-                                          [AttrSizedOperandSegments]> {
+    [AttrSizedOperandSegments, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "block-sparse attention of one sequence through a BSR matrix";
   let description = !strconcat([{
     The FlashInfer paper's block-sparse attention (FlashInfer's
@@ -319,6 +356,7 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$k, Fi_Shaped:$v,
       Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
+      Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       Fi_BsrAttr:$bsr,
@@ -328,6 +366,7 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $k `,` $v `:` type($k) `,` type($v) `)`
     `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
+    (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
     attr-dict (`->` type($results)^)?
