@@ -128,13 +128,14 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
   Operation *prefix = createWithSegments(
       b, loc, PagedPrefillOp::getOperationName(),
       {one(d.getQ()), one(qoIndptr), one(k), one(v), one(split.getResult(1)),
-       one(split.getResult(2)), one(split.getResult(3)), none, none, none,
-       one(emptyLike(b, loc, o)), one(emptyLse())},
+       one(split.getResult(2)), one(split.getResult(3)), /*mask*/ none, none,
+       /*variant_args*/ none, /*plan*/ none, one(emptyLike(b, loc, o)), one(emptyLse())},
       TypeRange{o.getType(), lseType}, attrs);
   Operation *suffix = createWithSegments(
       b, loc, PagedDecodeOp::getOperationName(),
       {one(d.getQ()), one(k), one(v), one(split.getResult(4)), one(split.getResult(5)),
-       one(split.getResult(6)), none, one(emptyLike(b, loc, o)), one(emptyLse())},
+       one(split.getResult(6)), /*variant_args*/ none, /*plan*/ none,
+       one(emptyLike(b, loc, o)), one(emptyLse())},
       TypeRange{o.getType(), lseType}, attrs);
   Value lseDest = d.getLse() ? d.getLse() : emptyLse();
   auto merge = MergeStateOp::create(

@@ -15,6 +15,7 @@
 #include "fi/Lowering/Passes.h"
 
 #include "FiOpInfo.h"
+#include "VariantCalls.h"
 #include "fi/cuda_variants.h"
 #include "fi/heuristics.h"
 #include "fi/runtime.h"
@@ -418,6 +419,12 @@ public:
     if (op->getNumResults() != 0)
       return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                   "run one-shot-bufferize first (or use fi-to-llvm)";
+    if (backend == "cuda" && (op->hasAttr("score_mod") || op->hasAttr("mask_mod")))
+      return op->emitOpError()
+             << "has a score_mod/mask_mod, which runs on the host backend only for now (the "
+                "CUDA path, variants compiled through NVPTX into the kernels, is not built "
+                "yet); lower with backend=host, or use the built-in attributes "
+                "(logits_soft_cap, window_left, pos_encoding, a custom mask)";
     SmallVector<Value> args;
     std::string callee, variant;
     Value slot;
@@ -433,6 +440,8 @@ public:
       pushLse(loc, args, dA.getLse());
       args.push_back(i32(loc, static_cast<int64_t>(d.getBsr().getLayout())));
       pushAttention(loc, args, op, dA.getQ());
+      if (failed(pushVariantArgs(b, op, dA.getVariantArgs(), args)))
+        return failure();
       callee = "fi_rt_decode_run" + suffix({dA.getQ(), dA.getK()});
     } else if (auto p = dyn_cast<PagedPrefillOp>(op)) {
       PagedPrefillOp::Adaptor pA(operands, p);
@@ -450,6 +459,8 @@ public:
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       args.push_back(i32(loc, static_cast<int64_t>(p.getMaskMode())));
       pushAttention(loc, args, op, pA.getQ());
+      if (failed(pushVariantArgs(b, op, pA.getVariantArgs(), args)))
+        return failure();
       callee = "fi_rt_paged_prefill_run" + suffix({pA.getQ(), pA.getK()}) + maskSuffix(pA.getMask());
     } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
       RaggedPrefillOp::Adaptor rA(operands, r);
@@ -484,6 +495,8 @@ public:
       pushLse(loc, args, rA.getLse());
       args.push_back(i32(loc, static_cast<int64_t>(r.getMaskMode())));
       pushAttention(loc, args, op, rA.getQ());
+      if (failed(pushVariantArgs(b, op, rA.getVariantArgs(), args)))
+        return failure();
       callee = "fi_rt_ragged_prefill_run" + suffix({rA.getQ(), rA.getK()}) + maskSuffix(rA.getMask());
     } else if (auto s = dyn_cast<BlockSparseAttentionOp>(op)) {
       BlockSparseAttentionOp::Adaptor sA(operands, s);
@@ -495,6 +508,8 @@ public:
         args.push_back(canonical(loc, v));
       pushLse(loc, args, sA.getLse());
       pushAttention(loc, args, op, sA.getQ());
+      if (failed(pushVariantArgs(b, op, sA.getVariantArgs(), args)))
+        return failure();
       callee = "fi_rt_block_sparse_run" + suffix({sA.getQ(), sA.getK()});
     } else if (auto m = dyn_cast<MergeStateOp>(op)) {
       MergeStateOp::Adaptor mA(operands, m);
@@ -720,6 +735,9 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       return WalkResult::advance();
     });
     if (users.wasInterrupted())
+      return signalPassFailure();
+    // Variant functions become hooks with the runtime's C signatures.
+    if (failed(generateVariantHooks(module)))
       return signalPassFailure();
 
     MLIRContext *ctx = &getContext();

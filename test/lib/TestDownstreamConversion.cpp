@@ -44,10 +44,13 @@ struct TestDownstreamConversion
     return "Apply fi's runtime lowering as patterns inside a conversion of one's own";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<func::FuncDialect, memref::MemRefDialect, arith::ArithDialect>();
+    registry.insert<func::FuncDialect, memref::MemRefDialect, arith::ArithDialect,
+                    scf::SCFDialect, LLVM::LLVMDialect>();
   }
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    if (failed(fi::generateVariantHooks(getOperation())))
+      return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });
     fi::populateFiToRuntimeTypeConversions(converter);

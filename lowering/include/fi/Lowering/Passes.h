@@ -11,7 +11,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -86,10 +88,19 @@ Value materializePlan(OpBuilder &builder, Operation *op, NumPagesCache *numPages
 /// before it applies the same patterns): every run op has its plan operand
 /// (materializePlan / fi-materialize-plans), plans feed only fi ops, and `#fi.memory`
 /// spaces are gone from memref types (or converted by `converter`). `backend` = "cuda"
-/// rejects ops the CUDA kernels do not cover, naming the op.
+/// rejects ops the CUDA kernels do not cover, naming the op. The calls pass the variant
+/// hooks as `!llvm.ptr` values: the LLVM, SCF dialects must be loaded, and ops with a
+/// score_mod / mask_mod need generateVariantHooks (below) first.
 void populateFiToRuntimeConversionPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            StringRef backend = "any");
+
+/// Pre-step of the patterns above for attention ops with a score_mod / mask_mod (memref
+/// form, functions bufferized): generates each op's hooks, functions with the runtime's
+/// C signatures (fi_score_mod_fn / fi_mask_mod_fn) that unpack the op's captured values
+/// and call a copy of the user's function whose captured-tensor reads are clamped into
+/// bounds. fi-lower-to-runtime runs it.
+LogicalResult generateVariantHooks(ModuleOp module);
 
 /// `!fi.plan` -> memref<1xi64> (the plan's slot), for the converter of the patterns above.
 void populateFiToRuntimeTypeConversions(TypeConverter &converter);

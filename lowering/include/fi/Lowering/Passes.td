@@ -107,7 +107,8 @@ def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
            "the CUDA kernels do not cover)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def FiEmitCInterface : Pass<"fi-emit-c-interface", "ModuleOp"> {

@@ -1,0 +1,280 @@
+//===- VariantCalls.cpp - score_mod / mask_mod as runtime hooks -----------===//
+//
+// The captures block: one 8-byte slot per scalar (stored with its own type; index as
+// i64), and 2 + 2 * rank slots per memref: aligned pointer, offset, sizes, strides. A
+// hook reads them back, rebuilds each memref's descriptor and calls the clamped copy of
+// the user's function, so the runtime needs to know nothing about the captured types.
+//
+//===----------------------------------------------------------------------===//
+#include "VariantCalls.h"
+
+#include "fi/Dialect/FiDialect.h"
+#include "fi/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::fi;
+
+static constexpr StringLiteral kScoreHook = "fi.score_mod_hook";
+static constexpr StringLiteral kMaskHook = "fi.mask_mod_hook";
+
+namespace {
+
+int64_t slotsOf(Type t) {
+  if (auto m = dyn_cast<MemRefType>(t))
+    return 2 + 2 * m.getRank();
+  return 1;
+}
+
+std::string freshName(ModuleOp module, StringRef base) {
+  for (unsigned n = 0;; ++n) {
+    std::string name = (base + "_" + Twine(n)).str();
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      return name;
+  }
+}
+
+/// Internal linkage: objects of several compiled modules link without clashes.
+void internal(func::FuncOp fn) {
+  fn->setAttr("llvm.linkage",
+              LLVM::LinkageAttr::get(fn.getContext(), LLVM::linkage::Linkage::Internal));
+}
+
+/// A private copy of the user's function whose memref.load ops clamp every index into
+/// the memref's bounds, and read zero from an empty memref: a variant never reads outside
+/// a captured tensor, whatever positions it computes.
+func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, func::FuncOp user) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto copy = cast<func::FuncOp>(b.clone(*user));
+  copy.setSymName(freshName(module, ("__fi_variant_" + user.getSymName()).str()));
+  copy.setPrivate();
+  copy->removeAttr("llvm.emit_c_interface");
+  internal(copy);
+  SmallVector<memref::LoadOp> loads;
+  copy.walk([&](memref::LoadOp l) { loads.push_back(l); });
+  for (memref::LoadOp load : loads) {
+    b.setInsertionPoint(load);
+    Location loc = load.getLoc();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value nonEmpty = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    SmallVector<Value> indices;
+    for (auto [d, index] : llvm::enumerate(load.getIndices())) {
+      Value dim = memref::DimOp::create(b, loc, load.getMemRef(), d);
+      Value last = arith::SubIOp::create(b, loc, dim, one);
+      Value low = arith::MaxSIOp::create(b, loc, index, zero);
+      indices.push_back(arith::MinSIOp::create(b, loc, low, last));
+      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, dim, zero);
+      nonEmpty = arith::AndIOp::create(b, loc, nonEmpty, has);
+    }
+    Type elem = load.getType();
+    auto guarded = scf::IfOp::create(b, loc, TypeRange{elem}, nonEmpty, /*withElse=*/true);
+    b.setInsertionPointToStart(&guarded.getThenRegion().front());
+    Value read = memref::LoadOp::create(b, loc, load.getMemRef(), indices);
+    scf::YieldOp::create(b, loc, read);
+    b.setInsertionPointToStart(&guarded.getElseRegion().front());
+    Value none = arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+    scf::YieldOp::create(b, loc, none);
+    load.replaceAllUsesWith(guarded.getResult(0));
+    load.erase();
+  }
+  return copy;
+}
+
+/// The hook of `kind` for a user function copy and the op's capture types.
+func::FuncOp makeHook(OpBuilder &b, ModuleOp module, func::FuncOp callee, bool score,
+                      TypeRange captureTypes, Location loc) {
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Type> inputs;
+  if (score)
+    inputs = {f32, i32, i32, i32, i32, i32, ptr};
+  else
+    inputs = {i32, i32, i32, i32, ptr};
+  auto type = FunctionType::get(ctx, inputs, {score ? f32 : i32});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto hook = func::FuncOp::create(
+      b, loc, freshName(module, score ? "__fi_score_mod_hook" : "__fi_mask_mod_hook"), type);
+  hook.setPrivate();
+  internal(hook);
+  Block *entry = hook.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value block = entry->getArguments().back();
+  SmallVector<Value> callArgs(entry->getArguments().drop_back());
+  auto slot = [&](int64_t index) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr, i64, block, ArrayRef<LLVM::GEPArg>{index});
+  };
+  ArrayRef<Type> params = callee.getArgumentTypes();
+  int64_t next = 0;
+  for (auto [i, t] : llvm::enumerate(captureTypes)) {
+    Type param = params[callArgs.size()];
+    if (auto m = dyn_cast<MemRefType>(t)) {
+      int64_t rank = m.getRank();
+      Value aligned = LLVM::LoadOp::create(b, loc, ptr, slot(next));
+      Value offset = LLVM::LoadOp::create(b, loc, i64, slot(next + 1));
+      SmallVector<Type> fields = {ptr, ptr, i64};
+      if (rank > 0)
+        fields.append(2, LLVM::LLVMArrayType::get(i64, rank));
+      auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+      Value desc = LLVM::PoisonOp::create(b, loc, descType);
+      desc = LLVM::InsertValueOp::create(b, loc, desc, aligned, ArrayRef<int64_t>{0});
+      desc = LLVM::InsertValueOp::create(b, loc, desc, aligned, ArrayRef<int64_t>{1});
+      desc = LLVM::InsertValueOp::create(b, loc, desc, offset, ArrayRef<int64_t>{2});
+      for (int64_t d = 0; d < rank; ++d) {
+        Value size = LLVM::LoadOp::create(b, loc, i64, slot(next + 2 + d));
+        Value stride = LLVM::LoadOp::create(b, loc, i64, slot(next + 2 + rank + d));
+        desc = LLVM::InsertValueOp::create(b, loc, desc, size, ArrayRef<int64_t>{3, d});
+        desc = LLVM::InsertValueOp::create(b, loc, desc, stride, ArrayRef<int64_t>{4, d});
+      }
+      // The descriptor as the fully dynamic strided memref it describes, then cast to
+      // the function's parameter type (the verifier checked element type and rank).
+      SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
+      auto strided = MemRefType::get(
+          dyn, m.getElementType(),
+          StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn));
+      Value view = UnrealizedConversionCastOp::create(b, loc, strided, desc).getResult(0);
+      if (view.getType() != param)
+        view = memref::CastOp::create(b, loc, param, view);
+      callArgs.push_back(view);
+    } else if (t.isIndex()) {
+      Value wide = LLVM::LoadOp::create(b, loc, i64, slot(next));
+      callArgs.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), wide));
+    } else {
+      callArgs.push_back(LLVM::LoadOp::create(b, loc, t, slot(next)));
+    }
+    next += slotsOf(t);
+  }
+  Value result = func::CallOp::create(b, loc, callee, callArgs).getResult(0);
+  if (!score)
+    result = arith::ExtUIOp::create(b, loc, i32, result);
+  func::ReturnOp::create(b, loc, result);
+  return hook;
+}
+
+} // namespace
+
+LogicalResult mlir::fi::generateVariantHooks(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  SymbolTableCollection symbols;
+  llvm::DenseMap<Operation *, func::FuncOp> copies;
+  WalkResult walk = module.walk([&](Operation *op) {
+    if (!isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, BlockSparseAttentionOp>(op))
+      return WalkResult::advance();
+    auto variantArgs = [&]() -> ValueRange {
+      if (auto d = dyn_cast<PagedDecodeOp>(op)) return d.getVariantArgs();
+      if (auto p = dyn_cast<PagedPrefillOp>(op)) return p.getVariantArgs();
+      if (auto r = dyn_cast<RaggedPrefillOp>(op)) return r.getVariantArgs();
+      return cast<BlockSparseAttentionOp>(op).getVariantArgs();
+    }();
+    for (auto [attrName, hookName, score] :
+         {std::make_tuple(StringRef("score_mod"), kScoreHook, true),
+          std::make_tuple(StringRef("mask_mod"), kMaskHook, false)}) {
+      auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
+      if (!ref)
+        continue;
+      auto user = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, ref);
+      if (!user) {
+        op->emitOpError() << attrName << " " << ref
+                          << " must be a func.func to be lowered (the verifier checks it is a "
+                             "function; fi-lower-to-runtime compiles func.func)";
+        return WalkResult::interrupt();
+      }
+      for (Type t : user.getArgumentTypes())
+        if (isa<TensorType>(t)) {
+          op->emitOpError() << attrName << " " << ref
+                            << " still takes tensors; fi-lower-to-runtime needs memrefs: run "
+                               "one-shot-bufferize with bufferize-function-boundaries first "
+                               "(fi-to-llvm does)";
+          return WalkResult::interrupt();
+        }
+      func::FuncOp &copy = copies[user];
+      if (!copy)
+        copy = clampedCopy(b, module, user);
+      func::FuncOp hook =
+          makeHook(b, module, copy, score, TypeRange(variantArgs), op->getLoc());
+      op->setAttr(hookName, FlatSymbolRefAttr::get(hook.getSymNameAttr()));
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange captures,
+                                        SmallVectorImpl<Value> &args) {
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+  auto scoreHook = op->getAttrOfType<FlatSymbolRefAttr>(kScoreHook);
+  auto maskHook = op->getAttrOfType<FlatSymbolRefAttr>(kMaskHook);
+  if ((op->hasAttr("score_mod") && !scoreHook) || (op->hasAttr("mask_mod") && !maskHook))
+    return op->emitOpError() << "has a score_mod/mask_mod without its generated hook; run "
+                                "fi-lower-to-runtime (it generates the hooks before the "
+                                "fi-to-runtime patterns)";
+  auto module = op->getParentOfType<ModuleOp>();
+  auto hookPtr = [&](FlatSymbolRefAttr hook) -> Value {
+    if (!hook)
+      return LLVM::ZeroOp::create(b, loc, ptr);
+    auto fn = SymbolTable::lookupSymbolIn(module, hook.getAttr());
+    auto type = cast<func::FuncOp>(fn).getFunctionType();
+    Value f = func::ConstantOp::create(b, loc, type, hook);
+    return UnrealizedConversionCastOp::create(b, loc, ptr, f).getResult(0);
+  };
+  args.push_back(hookPtr(scoreHook));
+  args.push_back(hookPtr(maskHook));
+  if (captures.empty() || (!scoreHook && !maskHook)) {
+    args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+    return success();
+  }
+  int64_t slots = 0;
+  for (Value v : captures)
+    slots += slotsOf(v.getType());
+  // The block lives in the entry block of the enclosing function: one per op, not one
+  // per loop iteration.
+  auto fn = op->getParentOfType<FunctionOpInterface>();
+  Value block;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&fn.getFunctionBody().front());
+    Value count = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(slots));
+    block = LLVM::AllocaOp::create(b, loc, ptr, i64, count, /*alignment=*/8);
+  }
+  auto slot = [&](int64_t index) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr, i64, block, ArrayRef<LLVM::GEPArg>{index});
+  };
+  auto asI64 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i64, index);
+  };
+  int64_t next = 0;
+  for (Value v : captures) {
+    if (auto m = dyn_cast<MemRefType>(v.getType())) {
+      int64_t rank = m.getRank();
+      Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, v);
+      Value aligned = LLVM::IntToPtrOp::create(b, loc, ptr, asI64(address));
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
+      LLVM::StoreOp::create(b, loc, aligned, slot(next));
+      LLVM::StoreOp::create(b, loc, asI64(meta.getOffset()), slot(next + 1));
+      for (int64_t d = 0; d < rank; ++d) {
+        LLVM::StoreOp::create(b, loc, asI64(meta.getSizes()[d]), slot(next + 2 + d));
+        LLVM::StoreOp::create(b, loc, asI64(meta.getStrides()[d]), slot(next + 2 + rank + d));
+      }
+    } else if (v.getType().isIndex()) {
+      LLVM::StoreOp::create(b, loc, asI64(v), slot(next));
+    } else {
+      LLVM::StoreOp::create(b, loc, v, slot(next));
+    }
+    next += slotsOf(v.getType());
+  }
+  args.push_back(block);
+  return success();
+}

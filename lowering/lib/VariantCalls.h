@@ -1,0 +1,30 @@
+//===- VariantCalls.h - score_mod / mask_mod as runtime hooks ---*- C++ -*-===//
+//
+// An attention op's variant functions (score_mod, mask_mod; see the dialect docs) reach
+// the runtime as the three trailing arguments of its run adapter: a score_mod hook, a
+// mask_mod hook (fi_score_mod_fn / fi_mask_mod_fn of kernels/include/fi/runtime.h) and a
+// pointer to the op's captured values. Each hook is a generated private function with the
+// runtime's fixed C signature that unpacks the captures and calls a copy of the user's
+// function whose captured-tensor reads are clamped into bounds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FI_LOWERING_VARIANTCALLS_H
+#define FI_LOWERING_VARIANTCALLS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir {
+namespace fi {
+
+/// Appends (score_mod hook, mask_mod hook, captures) as !llvm.ptr values for run op `op`
+/// (null pointers when it has no variant). `captures` are the op's variant_args after
+/// conversion (memrefs and scalars). The captures block is an alloca in the enclosing
+/// function's entry block, filled right before the call.
+LogicalResult pushVariantArgs(OpBuilder &b, Operation *op, ValueRange captures,
+                              SmallVectorImpl<Value> &args);
+
+} // namespace fi
+} // namespace mlir
+
+#endif
