@@ -9,6 +9,7 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -886,17 +887,19 @@ bool captureMatches(Type arg, Type param) {
   return succeeded(verifyCompatibleShape(a.getShape(), p.getShape()));
 }
 
-/// What a variant function may contain: pure scalar arithmetic and control flow, and
-/// reads of its captured tensors.
+/// What a variant function may contain: operations without side effects (scalar
+/// arithmetic, control flow) and reads (of its captured tensors); no calls. The buffer
+/// deallocation pipeline briefly adds `bufferization.dealloc` of buffers the function
+/// does not own (folded away at once), so that one is let through.
 bool allowedInVariant(Operation *op) {
-  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
-  if (dialect == "arith" || dialect == "math" || dialect == "scf" || dialect == "cf" ||
-      dialect == "index" || dialect == "ub")
+  if (isa<CallOpInterface>(op))
+    return false;
+  if (op->getName().getStringRef() == "bufferization.dealloc")
     return true;
-  return llvm::is_contained({"func.return", "tensor.extract", "tensor.dim", "tensor.cast",
-                             "memref.load", "memref.dim", "memref.cast",
-                             "bufferization.to_tensor", "bufferization.to_buffer"},
-                            op->getName().getStringRef());
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return effects && effects.onlyHasEffect<MemoryEffects::Read>();
 }
 
 LogicalResult verifyVariantFunction(Operation *op, SymbolTableCollection &symbols,
