@@ -120,12 +120,13 @@ int main(int argc, char **argv) {
 
   /* One fi.paged_decode per layer; layer l's output is layer l+1's query (a stand-in for
    * the rest of the transformer block). Operand segments: q, k, v, kv_indptr, kv_indices,
-   * kv_last_page_len, plan (none), o, lse (none). */
+   * kv_last_page_len, variant_args (none: no score_mod / mask_mod), plan (none), o, lse
+   * (none). */
   MlirAttribute bsr = mlirFiBsrAttrGet(ctx, 1, PAGE, MlirFiKvLayoutNHD);
-  int32_t segments[9] = {1, 1, 1, 1, 1, 1, 0, 1, 0};
+  int32_t segments[10] = {1, 1, 1, 1, 1, 1, 0, 0, 1, 0};
   MlirNamedAttribute decode_attrs[2] = {
       named(ctx, "bsr", bsr),
-      named(ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(ctx, 9, segments)),
+      named(ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(ctx, 10, segments)),
   };
   MlirValue h = q;
   for (int l = 0; l < layers; ++l) {

@@ -7,7 +7,9 @@
  * the unit's KV range. K and V of each KV tile are converted to fp32 once per task (RoPE
  * applied to K at the key's position, k_scale / v_scale folded in), then every row of the
  * group consumes them. Split units write fp32 partial states to the workspace; a second
- * parallel phase merges them in chunk order. */
+ * parallel phase merges them in chunk order. A user-written variant (params.variant:
+ * score_mod / mask_mod) is called per (row, head, key) pair; block-sparse attention runs
+ * here as a one-request ragged prefill, so it gets the variant too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,12 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
   const int rope = p->pos_encoding == FI_POS_ROPE_LLAMA;
   const int alibi = p->pos_encoding == FI_POS_ALIBI;
   const float cap = p->logits_soft_cap;
+  /* The user's variant, read once per task: without one the inner loop only tests two
+   * NULL locals. Positions and the request index as runtime.h defines them (int32: the
+   * planner bounds lengths below 2^31). */
+  const fi_score_mod_fn score_mod = p->variant ? p->variant->score_mod : NULL;
+  const fi_mask_mod_fn mask_mod = p->variant ? p->variant->mask_mod : NULL;
+  const void *captures = p->variant ? p->variant->captures : NULL;
 
   /* q rows of the group, fp32, RoPE'd at their positions */
   for (int32_t i = 0; i < rows; ++i) {
@@ -176,7 +184,7 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
       int64_t qi = u->qo_start + i;          /* row within the request */
       int64_t qpos = kv_len - qo_len + qi;   /* its position */
       for (int32_t hh = 0; hh < g; ++hh) {
-        int32_t x = i * g + hh;
+        int32_t x = i * g + hh, h = kvh * g + hh;
         const float *qv = qb + (size_t)x * hd;
         float tile_max = -INFINITY;
         for (int32_t t = 0; t < nt; ++t) {
@@ -188,6 +196,9 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
             if (!((mbits[bit >> 3] >> (bit & 7)) & 1)) masked = 1;
           }
           if (p->window_left >= 0 && kpos < qpos - p->window_left) masked = 1;
+          /* the user's mask only for pairs the built-in masks keep (it may be costly) */
+          if (!masked && mask_mod && !mask_mod(r, h, (int32_t)qpos, (int32_t)kpos, captures))
+            masked = 1;
           if (masked) {
             sb[t] = -INFINITY;
             continue;
@@ -195,8 +206,11 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
           const float *kd = kb + (size_t)t * hd;
           float dot = dot_f32(qv, kd, hd);
           float s = dot * p->sm_scale;
-          if (alibi) s += j->alibi[kvh * g + hh] * (float)(kpos - qpos);
+          if (alibi) s += j->alibi[h] * (float)(kpos - qpos);
           if (cap > 0) s = cap * tanhf(s / cap);
+          /* after the built-in transforms; -inf drops the pair as a mask does (tile_max
+           * ignores it and the accumulation below skips it) */
+          if (score_mod) s = score_mod(s, r, h, kvh, (int32_t)qpos, (int32_t)kpos, captures);
           sb[t] = s;
           if (s > tile_max) tile_max = s;
         }

@@ -600,6 +600,26 @@ static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
                                 plan->num_pages, NULL);
 }
 
+/* A user-written variant (params.variant with a score_mod or mask_mod) runs on the host
+ * backend only: the CUDA kernels have no call-out to host function pointers, and the path
+ * that compiles the variant into them (through NVPTX) is not built yet. A variant whose
+ * two functions are NULL is none. Checked at run, where the plan's copy of the params is
+ * what the backend would execute (compiled code sets the variant on its run's copy). */
+static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
+  const fi_variant *v = plan->params.variant;
+  if (ctx->backend == FI_BACKEND_HOST || !v || (!v->score_mod && !v->mask_mod))
+    return FI_SUCCESS;
+  return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                      "params.variant (%s%s%s) in a %s run on the CUDA backend: "
+                      "score_mod/mask_mod variants run on the host backend only; the CUDA "
+                      "path (variants compiled through NVPTX into the kernels) is not built "
+                      "yet. Run this op on the host backend or express it with the built-in "
+                      "attributes (logits_soft_cap, window_left, pos_encoding, custom mask)",
+                      v->score_mod ? "score_mod" : "",
+                      v->score_mod && v->mask_mod ? " and " : "",
+                      v->mask_mod ? "mask_mod" : "", family_name(plan->family));
+}
+
 #define DISPATCH(ctx, fn, ...)                                                             \
   ((ctx)->backend == FI_BACKEND_HOST ? fi_host_##fn(__VA_ARGS__) : fi_cuda_##fn(__VA_ARGS__))
 
@@ -608,6 +628,7 @@ fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q
                         fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_DECODE));
+  CHECK(check_variant_backend(ctx, plan));
   CHECK(check_q_o_lse(ctx, plan, q, o, lse));
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
   CHECK(check_pages_present(ctx, pages));
@@ -625,6 +646,7 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
                                fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
+  CHECK(check_variant_backend(ctx, plan));
   CHECK(check_q_o_lse(ctx, plan, q, o, lse));
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
   CHECK(check_pages_present(ctx, pages));
@@ -659,6 +681,7 @@ fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_t
                                 const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_RAGGED_PREFILL));
+  CHECK(check_variant_backend(ctx, plan));
   CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
   const fi_attention_params *p = &plan->params;
   if (!qo_indptr || !kv_indptr)
@@ -821,6 +844,7 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
                               fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_BLOCK_SPARSE));
+  CHECK(check_variant_backend(ctx, plan));
   const int64_t m = plan->total_qo_rows, n = plan->total_kv;
   const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
   if (!bsr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");

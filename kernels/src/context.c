@@ -252,6 +252,7 @@ fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t nu
   p.k_scale = 1.0f;
   p.v_scale = 1.0f;
   p.fixed_split_size = 0;
+  p.variant = NULL; /* no user-written score_mod / mask_mod */
   return p;
 }
 

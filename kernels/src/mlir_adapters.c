@@ -1107,21 +1107,34 @@ void _mlir_ciface_fi_rt_append_plan_device(fi_memref *slot, fi_memref *append_in
 
 /* -------------------------------------------------------------------- runs -------- */
 
-/* The per-op attention attributes, applied to the run's copy of the plan. */
+/* The per-op attention attributes, applied to the run's copy of the plan. `variant` is
+ * the op's score_mod / mask_mod (functions of the compiled module, each possibly NULL)
+ * and its captured values; the run's plan points at it, so the attrs live in the adapter's
+ * frame for the whole run. */
 typedef struct attention_attrs {
   int32_t pos_encoding;
   float sm_scale, logits_soft_cap;
   int32_t window_left;
   float rope_scale, rope_theta, k_scale, v_scale;
+  fi_variant variant;
 } attention_attrs;
 
+/* The scalar tail of every attention run adapter, in the order LowerToRuntime.cpp passes
+ * it: the attributes, then the variant's two function pointers (NULL: none) and the
+ * pointer to the op's captured values (NULL when it captures nothing). */
 #define ATTN_PARAMS                                                                        \
   int32_t pos_encoding, float sm_scale, float logits_soft_cap, int32_t window_left,        \
-      float rope_scale, float rope_theta, float k_scale, float v_scale
+      float rope_scale, float rope_theta, float k_scale, float v_scale, void *score_mod,   \
+      void *mask_mod, const void *captures
+/* The function pointers arrive as void * (an LLVM ptr); the round trip through uintptr_t
+ * back to the function types is the implementation-defined conversion every platform fi
+ * runs on supports (ISO C has no direct object-to-function pointer cast). */
 #define ATTN_ARGS                                                                          \
   (attention_attrs) {                                                                      \
     pos_encoding, sm_scale, logits_soft_cap, window_left, rope_scale, rope_theta, k_scale, \
-        v_scale                                                                            \
+        v_scale,                                                                           \
+        {(fi_score_mod_fn)(uintptr_t)score_mod, (fi_mask_mod_fn)(uintptr_t)mask_mod,       \
+         captures}                                                                         \
   }
 
 /* The run's copy of the slot's plan with the op's attributes; 0 after reporting if the
@@ -1159,6 +1172,9 @@ static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
     out->params.rope_theta = a->rope_theta;
     out->params.k_scale = a->k_scale;
     out->params.v_scale = a->v_scale;
+    /* A variant with neither function is none (a plain op); else the run's plan points at
+     * the caller's attrs, which outlive the run. The CUDA backend refuses the run. */
+    out->params.variant = a->variant.score_mod || a->variant.mask_mod ? &a->variant : NULL;
   }
   (void)ctx;
   return 1;

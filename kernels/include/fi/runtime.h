@@ -173,6 +173,30 @@ typedef enum fi_pos_encoding {
                             interpolation for the remaining heads */
 } fi_pos_encoding;
 
+/* Attention variants written by the user (in IR: a `score_mod` / `mask_mod` function on
+ * an attention op, compiled with the program). Positions are those of the built-in masks:
+ * query row i of a request with qo_len rows and kv_len keys sits at q_pos =
+ * kv_len - qo_len + i, key j at kv_pos = j; `batch` is the request (0 for block-sparse
+ * attention), qo_head the query head, kv_head = qo_head / group.
+ *  - score_mod receives the logit after the built-in transforms (sm_scale * q.k, ALiBi,
+ *    soft cap) and returns the logit to use; -inf drops the pair (NaN is garbage in,
+ *    garbage out, as with NaN inputs).
+ *  - mask_mod returns nonzero to keep the pair; it is applied together with the built-in
+ *    masks (causal, custom, window): a pair is kept only when every mask keeps it.
+ * `captures` is passed through unchanged (compiled code points it at the op's captured
+ * values). Both functions must be pure: the kernels call them in any order, any number
+ * of times, from several threads. Host backend only for now: the CUDA backend refuses a
+ * run with a variant (FI_ERROR_UNSUPPORTED). */
+typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
+                                 int32_t q_pos, int32_t kv_pos, const void *captures);
+typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
+                                  int32_t kv_pos, const void *captures);
+typedef struct fi_variant {
+  fi_score_mod_fn score_mod; /* NULL: none */
+  fi_mask_mod_fn mask_mod;   /* NULL: none */
+  const void *captures;
+} fi_variant;
+
 typedef struct fi_attention_params {
   int32_t num_qo_heads;  /* a multiple of num_kv_heads (GQA/MQA) */
   int32_t num_kv_heads;
@@ -192,6 +216,9 @@ typedef struct fi_attention_params {
   float v_scale;
   int32_t fixed_split_size; /* split-KV chunk in tokens: 0 lets the planner choose; > 0
                                fixes it (batch-invariant results); -1 disables split-KV */
+  const fi_variant *variant; /* NULL (default): none. The plan keeps the pointer with its
+                                copy of the params and run calls it: it must outlive
+                                every run of the plan */
 } fi_attention_params;
 
 /* Sensible defaults for everything but the three sizes and the dtypes (fp16). */
