@@ -40,3 +40,10 @@ fi_plugin = os.path.join(config.fi_obj_root, "lib", "FiPlugin.so")
 if os.path.exists(fi_plugin):
     config.available_features.add("fi-plugin")
     config.substitutions.append(("%fi_plugin", fi_plugin))
+
+# The variant kernels' bitcode (built with the CUDA backend by clang): the tests of the
+# NVPTX path of variants need it.
+if config.fi_variant_bitcode and os.path.exists(config.fi_variant_bitcode):
+    config.available_features.add("fi-variant-bitcode")
+    config.substitutions.append(("%fi_variant_bitcode", config.fi_variant_bitcode))
+    config.substitutions.append(("%fi_cuda_toolkit", config.fi_cuda_toolkit))

@@ -91,7 +91,8 @@ extern "C" fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
   return FI_SUCCESS;
 }
 
-extern "C" void fi_cuda_context_release(fi_context *ctx) { ctx->backend_state = NULL; }
+void fi_cuda_release_variant_images(fi_context *ctx);  // variant_images.cu
+extern "C" void fi_cuda_context_release(fi_context *ctx) { fi_cuda_release_variant_images(ctx); }
 
 extern "C" fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
                                     size_t bytes) {

@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "fi/cuda_variants.h"
@@ -327,12 +328,39 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                         "%s: the warp-specialised prefill kernel is required "
                         "(FI_PREFILL_WARP_SPEC=2) but cannot run: %s",
                         what, ws_refusal);
+  // An attention variant (runtime.h, fi_variant): the kernel of the program's device image,
+  // the warp-specialised kernel with the program's hooks compiled in, with the op's
+  // captured values in its parameters.
+  const fi_variant *var = a->variant && (a->variant->score_mod || a->variant->mask_mod)
+                              ? a->variant : nullptr;
+  const void *variant_kernel = nullptr;
+  if (var) {
+    if (ws_refusal)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "%s with a score_mod/mask_mod: the variant is compiled into the "
+                          "warp-specialised prefill kernel, which cannot take this run: %s",
+                          what, ws_refusal);
+    char name[64];
+    snprintf(name, sizeof name, "fi_variant_prefill_hd%d_%s", a->head_dim,
+             q_dt == FI_DTYPE_BF16 ? "bf16" : "f16");
+    const int smem = a->head_dim == 64 ? fi_prefill_ws_smem_hd64() : fi_prefill_ws_smem_hd128();
+    if ((s = fi_cuda_variant_kernel(ctx, var->device_image, name, smem, &variant_kernel)) !=
+        FI_SUCCESS)
+      return s;
+    p.variant_score = var->score_mod != nullptr;
+    p.variant_mask = var->mask_mod != nullptr;
+    if (var->captures_bytes) memcpy(p.variant_captures, var->captures, var->captures_bytes);
+  }
   cudaError_t e = cudaSuccess;
   if (!ws_refusal) {
     if (needs_stage)
       e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
                                   stream);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && var)
+      e = (a->head_dim == 64 ? fi_prefill_ws_launch_variant_hd64
+                             : fi_prefill_ws_launch_variant_hd128)(
+          variant_kernel, p, ws_maps, lay.num_work_units, ctx->target.sm_count, stream);
+    else if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;

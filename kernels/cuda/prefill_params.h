@@ -78,6 +78,12 @@ struct PrefillParams {
   float v_scale;
   float rope_rcp_scale, rope_log2_theta;
   int32_t pdl;  // launch-side: 1 launches with programmatic stream serialization (pdl.cuh)
+  // An attention variant compiled into the kernel (a program's device image, see
+  // variant_hooks.cuh): which hooks are on, and the op's captured values by value (the
+  // hooks read them from the kernel's parameters; memrefs among them point to device
+  // memory). Zero for the runtime's own kernels.
+  int32_t variant_score, variant_mask;
+  uint64_t variant_captures[FI_VARIANT_MAX_CAPTURE_BYTES / 8];
 };
 
 #endif

@@ -54,6 +54,15 @@ typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
                                                    bool extras, int n, int sm_count,       \
                                                    cudaStream_t stream);                   \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME();
+// A program's variant kernel (variant_images.cu) with the grid and shared memory of
+// head_dim HD's warp-specialised kernel (fi_prefill_ws_smem_hd##HD: its bytes).
+#define FI_PREFILL_WS_VARIANT_DECLARE(HD)                                                  \
+  cudaError_t fi_prefill_ws_launch_variant_hd##HD(const void *kernel, const PrefillParams &p, \
+                                                  const fi_prefill::WsMaps &maps, int n,   \
+                                                  int sm_count, cudaStream_t stream);      \
+  int fi_prefill_ws_smem_hd##HD();
+FI_PREFILL_WS_VARIANT_DECLARE(64)
+FI_PREFILL_WS_VARIANT_DECLARE(128)
 FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
 FI_PREFILL_WS_DECLARE(128, f16)
@@ -72,6 +81,13 @@ FI_PREFILL_WS_DECLARE(128, bf16)
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
     return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \
   }
+#define FI_PREFILL_WS_VARIANT_DEFINE(HD)                                                   \
+  cudaError_t fi_prefill_ws_launch_variant_hd##HD(const void *kernel, const PrefillParams &p, \
+                                                  const fi_prefill::WsMaps &maps, int n,   \
+                                                  int sm_count, cudaStream_t stream) {     \
+    return fi_prefill::launch_prefill_ws_variant<HD>(kernel, p, maps, n, sm_count, stream); \
+  }                                                                                        \
+  int fi_prefill_ws_smem_hd##HD() { return fi_prefill::WsShape<HD>::SMEM; }
 namespace fi_prefill {
 // The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.
 template <int HD, int Q, int KV, typename DT, bool WG>

@@ -67,6 +67,7 @@
 
 #include "common.cuh"
 #include "prefill_kernel.cuh"
+#include "variant_hooks.cuh"
 
 namespace fi_prefill {
 
@@ -187,10 +188,13 @@ struct WsShape {
       Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
 };
 
-template <int HD, typename DT, bool EXTRAS, bool BSR>
-__global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
-    prefill_ws_kernel(const __grid_constant__ PrefillParams p,
-                      const __grid_constant__ WsMaps maps) {
+// The kernel's body, shared by prefill_ws_kernel (nvcc, the runtime's own instances) and
+// the variant kernels (variant_kernels.cu: VARIANT = true, built by clang as LLVM bitcode
+// and linked at compile time with a program's score_mod / mask_mod, variant_hooks.cuh). `p`
+// and `maps` are the kernel's __grid_constant__ parameters.
+template <int HD, typename DT, bool EXTRAS, bool BSR, bool VARIANT>
+__device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
+  static_assert(!VARIANT || (EXTRAS && !BSR), "variants run in the extras kernel, not BSR");
   fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
   using W = WsShape<HD>;
@@ -432,12 +436,13 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
       fi::fence_proxy_async_smem();
       wg_sync(wg);
     }
-    int row_tok[2];
+    int row_tok[2], row_head[2] = {0, 0};
     float row_slope[2] = {0.f, 0.f};
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int pr = chunk + warp * 16 + g + hh * 8;
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
+      if (VARIANT) row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
       if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
         const int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
         // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
@@ -449,6 +454,10 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     float c_log2 = p.sm_scale_log2;
     if (EXTRAS && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
+    // A variant sees the logit itself (S times the scale, or the cap times tanh) and returns
+    // the logit to use: S then holds logits, and the softmax's factor is log2(e).
+    const float logit_unit = EXTRAS && p.logits_soft_cap > 0.f ? p.logits_soft_cap : p.sm_scale;
+    if (VARIANT) c_log2 = 1.4426950408889634f;
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 #pragma unroll
@@ -596,6 +605,26 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
                          ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
               }
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
+            }
+        }
+        if constexpr (VARIANT) {  // every pair the built-in masks kept: the program's hooks
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              float x = s[nb][e];
+              if (x == -INFINITY) continue;
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
+              if (p.variant_mask &&
+                  !fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures)) {
+                s[nb][e] = -INFINITY;
+                continue;
+              }
+              x *= logit_unit;
+              if (p.variant_score)
+                x = fi_variant_score_mod(x, wu.request, h, kv_head, qpos, j, p.variant_captures);
+              s[nb][e] = x;
             }
         }
       } else if (tile_partial || tile_diag) {
@@ -758,6 +787,13 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 #endif
 }
 
+template <int HD, typename DT, bool EXTRAS, bool BSR>
+__global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
+    prefill_ws_kernel(const __grid_constant__ PrefillParams p,
+                      const __grid_constant__ WsMaps maps) {
+  prefill_ws_body<HD, DT, EXTRAS, BSR, false>(p, maps);
+}
+
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
 template <int HD, typename DT>
 cudaError_t prepare_prefill_ws() {
@@ -785,6 +821,21 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool e
                        : extras    ? prefill_ws_kernel<HD, DT, true, false>
                                    : prefill_ws_kernel<HD, DT, false, false>,
                        p, maps);
+}
+
+// Launches a variant kernel (from a program's device image: variant_kernels.cu, loaded by
+// variant_images.cu) in place of prefill_ws_kernel: the same grid, block and shared memory.
+template <int HD>
+cudaError_t launch_prefill_ws_variant(const void *kernel, const PrefillParams &p,
+                                      const WsMaps &maps, int num_work_units, int sm_count,
+                                      cudaStream_t stream) {
+  using W = WsShape<HD>;
+  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
+  const int grid = (int)(items < sm_count ? items : sm_count);
+  // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)
+  auto entry = reinterpret_cast<void (*)(PrefillParams, WsMaps)>(const_cast<void *>(kernel));
+  return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
+                       maps);
 }
 
 }  // namespace fi_prefill

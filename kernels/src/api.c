@@ -605,19 +605,36 @@ static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
  * that compiles the variant into them (through NVPTX) is not built yet. A variant whose
  * two functions are NULL is none. Checked at run, where the plan's copy of the params is
  * what the backend would execute (compiled code sets the variant on its run's copy). */
+/* A variant on the CUDA backend: paged and ragged prefill from a device image (the CUDA
+ * backend checks the rest: the kernel the plan runs, the image, the captures). */
 static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
   const fi_variant *v = plan->params.variant;
   if (ctx->backend == FI_BACKEND_HOST || !v || (!v->score_mod && !v->mask_mod))
     return FI_SUCCESS;
+  const int prefill =
+      plan->family == FI_OP_PAGED_PREFILL || plan->family == FI_OP_RAGGED_PREFILL;
+  if (prefill && v->device_image) {
+    if (v->captures_bytes > FI_VARIANT_MAX_CAPTURE_BYTES || (v->captures_bytes && !v->captures))
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "params.variant: %zu bytes of captures%s; a CUDA kernel takes at "
+                          "most %d bytes of captured values: capture a tensor (one pointer) "
+                          "instead of many scalars",
+                          v->captures_bytes, v->captures ? "" : " at a NULL pointer",
+                          FI_VARIANT_MAX_CAPTURE_BYTES);
+    return FI_SUCCESS;
+  }
   return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                      "params.variant (%s%s%s) in a %s run on the CUDA backend: "
-                      "score_mod/mask_mod variants run on the host backend only; the CUDA "
-                      "path (variants compiled through NVPTX into the kernels) is not built "
-                      "yet. Run this op on the host backend or express it with the built-in "
-                      "attributes (logits_soft_cap, window_left, pos_encoding, custom mask)",
+                      "params.variant (%s%s%s) in a %s run on the CUDA backend: %s. Run this "
+                      "op on the host backend or express it with the built-in attributes "
+                      "(logits_soft_cap, window_left, pos_encoding, custom mask)",
                       v->score_mod ? "score_mod" : "",
                       v->score_mod && v->mask_mod ? " and " : "",
-                      v->mask_mod ? "mask_mod" : "", family_name(plan->family));
+                      v->mask_mod ? "mask_mod" : "", family_name(plan->family),
+                      prefill ? "the variant has no device image (compile the program with "
+                                "fi-to-llvm=backend=cuda, which links the variant into the "
+                                "prefill kernels)"
+                              : "variants run on CUDA in paged and ragged prefill only, "
+                                "not yet in decode or block-sparse attention");
 }
 
 #define DISPATCH(ctx, fn, ...)                                                             \

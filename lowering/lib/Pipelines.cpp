@@ -2,6 +2,7 @@
 #include "fi/Lowering/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -59,8 +60,24 @@ void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &o
   // Memref level: fi ops -> runtime calls.
   FiLowerToRuntimeOptions lower;
   lower.backend = options.backend;
+  lower.variantBitcode = options.variantBitcode;
   pm.addPass(createFiLowerToRuntime(lower));
   pm.addPass(createCanonicalizerPass());
+
+  // CUDA: the device code of variants (gpu.module @__fi_variant_device_N) to NVVM, linked
+  // with the variant kernels' bitcode and compiled through NVPTX and ptxas into a cubin,
+  // which becomes the image global the run passes to the runtime.
+  if (options.backend == "cuda") {
+    OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+    device.addPass(createSCFToControlFlowPass());
+    device.addPass(createConvertGpuOpsToNVVMOps());
+    device.addPass(createReconcileUnrealizedCastsPass());
+    GpuModuleToBinaryPassOptions binary;
+    binary.toolkitPath = options.cudaToolkit;
+    binary.compilationTarget = "bin";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+    pm.addPass(createFiEmbedVariantImages());
+  }
 
   // To the LLVM dialect.
   pm.addPass(createSCFToControlFlowPass());

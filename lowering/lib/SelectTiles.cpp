@@ -106,9 +106,19 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
     p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_kv_len == 0 && info.staticBatch > 0 && info.staticKvRows >= 0)
     p.avg_kv_len = (info.staticKvRows + info.staticBatch - 1) / info.staticBatch;
+  // A variant (score_mod / mask_mod) is compiled into the warp-specialised kernel alone: its
+  // wgmma 128 x 128 tiles whatever the lengths (the host backend ignores the cores).
+  const bool variant = op->hasAttr("score_mod") || op->hasAttr("mask_mod");
+  if (variant && p.avg_qo_len <= 0)
+    p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_qo_len <= 0)
     return std::nullopt;
-  return fi_select_prefill_tiles(&target, &p);
+  fi_tiles tiles = fi_select_prefill_tiles(&target, &p);
+  if (variant && p.fast_path && (info.headDim == 64 || info.headDim == 128)) {
+    tiles.q_tile = tiles.kv_tile = 128;
+    tiles.cores = FI_CORES_WGMMA;
+  }
+  return tiles;
 }
 
 void setTiles(Operation *op, TilesAttr tiles) { op->setAttr("tiles", tiles); }

@@ -13,18 +13,24 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+
+#include "fi/runtime.h"
 
 using namespace mlir;
 using namespace mlir::fi;
 
 static constexpr StringLiteral kScoreHook = "fi.score_mod_hook";
 static constexpr StringLiteral kMaskHook = "fi.mask_mod_hook";
+static constexpr StringLiteral kImage = "fi.variant_image";
 
 namespace {
 
@@ -51,9 +57,9 @@ void internal(func::FuncOp fn) {
 /// A private copy of the user's function whose memref.load ops clamp every index into
 /// the memref's bounds, and read zero from an empty memref: a variant never reads outside
 /// a captured tensor, whatever positions it computes.
-func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, func::FuncOp user) {
+func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp user) {
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
+  b.setInsertionPointToStart(into);
   auto copy = cast<func::FuncOp>(b.clone(*user));
   copy.setSymName(freshName(module, ("__fi_variant_" + user.getSymName()).str()));
   copy.setPrivate();
@@ -90,9 +96,10 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, func::FuncOp user) {
   return copy;
 }
 
-/// The hook of `kind` for a user function copy and the op's capture types.
-func::FuncOp makeHook(OpBuilder &b, ModuleOp module, func::FuncOp callee, bool score,
-                      TypeRange captureTypes, Location loc) {
+/// The hook of `kind` for a user function copy and the op's capture types, in `into`
+/// (named `name`, or a fresh internal name when empty).
+func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name,
+                      func::FuncOp callee, bool score, TypeRange captureTypes, Location loc) {
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -103,11 +110,16 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, func::FuncOp callee, bool s
     inputs = {i32, i32, i32, i32, ptr};
   auto type = FunctionType::get(ctx, inputs, {score ? f32 : i32});
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
+  b.setInsertionPointToStart(into);
   auto hook = func::FuncOp::create(
-      b, loc, freshName(module, score ? "__fi_score_mod_hook" : "__fi_mask_mod_hook"), type);
-  hook.setPrivate();
-  internal(hook);
+      b, loc,
+      name.empty() ? freshName(module, score ? "__fi_score_mod_hook" : "__fi_mask_mod_hook")
+                   : name.str(),
+      type);
+  if (name.empty()) {
+    hook.setPrivate();
+    internal(hook);
+  }
   Block *entry = hook.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value block = entry->getArguments().back();
@@ -162,9 +174,121 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, func::FuncOp callee, bool s
   return hook;
 }
 
+/// The hook a device module needs but the op does not use (the kernel calls both; the
+/// run turns the unused one off): the score unchanged, every pair kept.
+void identityHook(OpBuilder &b, Block *into, bool score, Location loc) {
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type(), f32 = b.getF32Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Type> inputs;
+  if (score)
+    inputs = {f32, i32, i32, i32, i32, i32, ptr};
+  else
+    inputs = {i32, i32, i32, i32, ptr};
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(into);
+  auto hook = func::FuncOp::create(b, loc, score ? "fi_variant_score_mod" : "fi_variant_mask_mod",
+                                   FunctionType::get(ctx, inputs, {score ? f32 : i32}));
+  Block *entry = hook.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value result = score ? entry->getArgument(0)
+                       : arith::ConstantIntOp::create(b, loc, i32, 1).getResult();
+  func::ReturnOp::create(b, loc, result);
+}
+
+/// The variant kernels of the runtime's bitcode (kernels/cuda/variant/variant_kernels.cu).
+constexpr const char *kVariantKernels[] = {
+    "fi_variant_prefill_hd64_f16", "fi_variant_prefill_hd64_bf16",
+    "fi_variant_prefill_hd128_f16", "fi_variant_prefill_hd128_bf16"};
+
+/// `@__fi_variant_device_<n>`: the op's variant functions as the kernels' hooks, compiled
+/// with the variant kernels' bitcode by gpu-module-to-binary; its image global
+/// `@__fi_variant_image_<n>` (a placeholder until fi-embed-variant-images fills it).
+FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
+                                              ValueRange captures,
+                                              const VariantDeviceOptions &device) {
+  MLIRContext *ctx = b.getContext();
+  Location loc = op->getLoc();
+  if (device.bitcode.empty() || !llvm::sys::fs::exists(device.bitcode))
+    return op->emitOpError()
+           << "has a score_mod/mask_mod for the CUDA backend, which links it with the "
+              "runtime's variant kernels, but their bitcode "
+           << (device.bitcode.empty() ? std::string("was not built")
+                                      : "'" + device.bitcode + "' does not exist")
+           << "; build the runtime with the CUDA backend and clang-22 (kernels/CMakeLists.txt "
+              "makes fi_variant_kernels_sm90a.bc) or pass variant-bitcode=<path>";
+  int64_t slots = 0;
+  for (Value v : captures)
+    slots += slotsOf(v.getType());
+  if (slots * 8 > FI_VARIANT_MAX_CAPTURE_BYTES)
+    return op->emitOpError() << "captures " << slots * 8
+                             << " bytes of values, more than the CUDA kernels take ("
+                             << FI_VARIANT_MAX_CAPTURE_BYTES
+                             << "); pack scalars into a tensor (one pointer)";
+  std::string suffix;
+  for (unsigned n = 0;; ++n) {
+    suffix = std::to_string(n);
+    if (!SymbolTable::lookupSymbolIn(module, "__fi_variant_device_" + suffix) &&
+        !SymbolTable::lookupSymbolIn(module, "__fi_variant_image_" + suffix))
+      break;
+  }
+  module->setAttr("gpu.container_module", UnitAttr::get(ctx));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto target = NVVM::NVVMTargetAttr::get(
+      ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", device.chip, "+ptx86", DictionaryAttr(),
+      b.getStrArrayAttr({device.bitcode}));
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, "__fi_variant_device_" + suffix,
+                                            b.getArrayAttr({target}));
+  Block *body = gpuModule.getBody();
+  // Each function once (a score_mod that is also the mask_mod's is still two functions).
+  for (auto [attrName, score] : {std::make_pair(StringRef("score_mod"), true),
+                                 std::make_pair(StringRef("mask_mod"), false)}) {
+    auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
+    if (!ref) {
+      identityHook(b, body, score, loc);
+      continue;
+    }
+    auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
+    func::FuncOp copy = clampedCopy(b, module, body, user);
+    copy.setPrivate();
+    makeHook(b, module, body, score ? "fi_variant_score_mod" : "fi_variant_mask_mod", copy,
+             score, TypeRange(captures), loc);
+  }
+  // The kernels, declared and kept (llvm.used): the link takes only what the module
+  // needs from the bitcode.
+  b.setInsertionPointToEnd(body);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto kernelType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
+  for (const char *k : kVariantKernels)
+    LLVM::LLVMFuncOp::create(b, loc, k, kernelType);
+  auto usedType = LLVM::LLVMArrayType::get(ptr, std::size(kVariantKernels));
+  auto used = LLVM::GlobalOp::create(b, loc, usedType, /*isConstant=*/false,
+                                     LLVM::Linkage::Appending, "llvm.used", Attribute());
+  used.setSection(StringRef("llvm.metadata"));
+  Block *init = b.createBlock(&used.getInitializerRegion());
+  b.setInsertionPointToStart(init);
+  Value array = LLVM::UndefOp::create(b, loc, usedType);
+  for (auto [i, k] : llvm::enumerate(kVariantKernels)) {
+    Value address = LLVM::AddressOfOp::create(b, loc, ptr, k);
+    array = LLVM::InsertValueOp::create(b, loc, array, address,
+                                        ArrayRef<int64_t>{static_cast<int64_t>(i)});
+  }
+  LLVM::ReturnOp::create(b, loc, array);
+  // The image: filled by fi-embed-variant-images.
+  b.setInsertionPointToStart(module.getBody());
+  std::string imageName = "__fi_variant_image_" + suffix;
+  auto imageType = LLVM::LLVMArrayType::get(b.getI8Type(), 8);
+  auto image = LLVM::GlobalOp::create(b, loc, imageType, /*isConstant=*/true,
+                                      LLVM::Linkage::Internal, imageName,
+                                      b.getStringAttr(std::string(8, '\0')));
+  image.setAlignment(8);
+  return FlatSymbolRefAttr::get(ctx, imageName);
+}
+
 } // namespace
 
-LogicalResult mlir::fi::generateVariantHooks(ModuleOp module) {
+LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
+                                             const VariantDeviceOptions *device) {
   OpBuilder b(module.getContext());
   SymbolTableCollection symbols;
   llvm::DenseMap<Operation *, func::FuncOp> copies;
@@ -200,10 +324,16 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module) {
         }
       func::FuncOp &copy = copies[user];
       if (!copy)
-        copy = clampedCopy(b, module, user);
-      func::FuncOp hook =
-          makeHook(b, module, copy, score, TypeRange(variantArgs), op->getLoc());
+        copy = clampedCopy(b, module, module.getBody(), user);
+      func::FuncOp hook = makeHook(b, module, module.getBody(), "", copy, score,
+                                   TypeRange(variantArgs), op->getLoc());
       op->setAttr(hookName, FlatSymbolRefAttr::get(hook.getSymNameAttr()));
+    }
+    if (device && (op->hasAttr("score_mod") || op->hasAttr("mask_mod"))) {
+      FailureOr<FlatSymbolRefAttr> image = makeDeviceModule(b, module, op, variantArgs, *device);
+      if (failed(image))
+        return WalkResult::interrupt();
+      op->setAttr(kImage, *image);
     }
     return WalkResult::advance();
   });
@@ -232,13 +362,22 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
   };
   args.push_back(hookPtr(scoreHook));
   args.push_back(hookPtr(maskHook));
-  if (captures.empty() || (!scoreHook && !maskHook)) {
-    args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
-    return success();
-  }
   int64_t slots = 0;
   for (Value v : captures)
     slots += slotsOf(v.getType());
+  // The captures' bytes and the device image (null: host only) follow the block.
+  auto tail = [&]() {
+    args.push_back(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(8 * slots)));
+    auto image = op->getAttrOfType<FlatSymbolRefAttr>(kImage);
+    args.push_back(image ? LLVM::AddressOfOp::create(b, loc, ptr, image.getValue()).getResult()
+                         : LLVM::ZeroOp::create(b, loc, ptr).getResult());
+  };
+  if (captures.empty() || (!scoreHook && !maskHook)) {
+    slots = 0;
+    args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+    tail();
+    return success();
+  }
   // The block lives in the entry block of the enclosing function: one per op, not one
   // per loop iteration.
   auto fn = op->getParentOfType<FunctionOpInterface>();
@@ -276,5 +415,6 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
     next += slotsOf(v.getType());
   }
   args.push_back(block);
+  tail();
   return success();
 }

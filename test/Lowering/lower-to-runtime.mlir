@@ -4,7 +4,7 @@
 // RUN: fi-opt %s --split-input-file --fi-lower-to-runtime | FileCheck %s
 
 // CHECK-DAG: func.func private @fi_rt_decode_plan(memref<1xi64>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) attributes {llvm.emit_c_interface}
-// CHECK-DAG: func.func private @fi_rt_decode_run_f16_f16(memref<1xi64>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, i32, f32, f32, i32, f32, f32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @fi_rt_decode_run_f16_f16(memref<1xi64>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, i32, f32, f32, i32, f32, f32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) attributes {llvm.emit_c_interface}
 // CHECK-DAG: memref.global "private" @__fi_plan_slot_0 : memref<1xi64> = dense<0>
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[NP:.*]] = memref.dim %arg1, %c0
@@ -20,7 +20,7 @@
 // CHECK: %[[SCALE:.*]] = arith.constant 0.0883883461 : f32
 // No variant: null hooks and captures.
 // CHECK: %[[NOFN:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: call @fi_rt_decode_run_f16_f16(%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NOLSEC]], %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %[[SCALE]], %{{.*}}, %c-1_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NOFN]], %{{.*}}, %{{.*}}) {fi.variant = "decode_tc_q16_kv64_split"}
+// CHECK: call @fi_rt_decode_run_f16_f16(%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NOLSEC]], %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %[[SCALE]], %{{.*}}, %c-1_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NOFN]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {fi.variant = "decode_tc_q16_kv64_split"}
 // CHECK-NOT: fi.paged_decode
 func.func @decode(%q: memref<?x32x128xf16>, %k: memref<?x16x8x128xf16>, %v: memref<?x16x8x128xf16>,
     %p: memref<?xi32>, %i: memref<?xi32>, %l: memref<?xi32>, %o: memref<?x32x128xf16>) {
@@ -96,7 +96,7 @@ func.func @paged_prefill_custom(%q: memref<?x4x32xf16>, %qo: memref<?xi32>,
 // CHECK: memref.subview %arg1[0, 1, 0, 0] [%{{.*}}, 1, 2, 64] [1, 1, 1, 1] : memref<?x2x2x64xf8E5M2> to memref<?x2x64xf8E5M2, strided<[256, 64, 1], offset: 128>>
 // CHECK: %[[KS:.*]] = arith.constant 2.500000e-01 : f32
 // CHECK: %[[VS:.*]] = arith.constant 4.000000e+00 : f32
-// CHECK: call @fi_rt_ragged_prefill_run_f16_e5m2(%[[SLOT]], {{.*}}, %c1_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, {{.*}}, %[[KS]], %[[VS]], %{{.*}}, %{{.*}}, %{{.*}}) {fi.variant = "prefill_q32_kv64"}
+// CHECK: call @fi_rt_ragged_prefill_run_f16_e5m2(%[[SLOT]], {{.*}}, %c1_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, {{.*}}, %[[KS]], %[[VS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {fi.variant = "prefill_q32_kv64"}
 func.func @ragged_combined(%q: memref<?x8x64xf16>, %kv: memref<?x2x2x64xf8E5M2>,
     %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x8x64xf16>, %lse: memref<?x8xf32>) {
   fi.ragged_prefill q(%q : memref<?x8x64xf16>) kv(%kv : memref<?x2x2x64xf8E5M2>)

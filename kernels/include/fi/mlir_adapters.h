@@ -31,13 +31,13 @@
  *
  * Layers sharing a plan: a plan op carries the shape attributes only; the per-op
  * attention attributes (sm_scale, soft cap, window, RoPE/ALiBi, fp8 scales) and the op's
- * variant (its score_mod / mask_mod functions, compiled with the module, and a pointer to
- * its captured values: the three pointers that end every attention run adapter's
- * arguments, NULL when absent), which do not affect the runtime's work partition, are
- * applied by each run adapter to its own copy of the plan (params.variant points at the
- * adapter's copy for the duration of the run), so that layers with different attributes
- * or variants can share one plan. A run with a variant needs the host backend: on CUDA
- * it is reported as FI_ERROR_UNSUPPORTED (runtime.h, fi_variant).
+ * variant (its score_mod / mask_mod functions, compiled with the module, a pointer to its
+ * captured values and their bytes, and with backend=cuda the device image: the arguments
+ * that end every attention run adapter's, NULL / 0 when absent), which do not affect the
+ * runtime's work partition, are applied by each run adapter to its own copy of the plan
+ * (params.variant points at the adapter's copy for the duration of the run), so that
+ * layers with different attributes or variants can share one plan. On CUDA a variant runs
+ * in paged and ragged prefill from its device image (runtime.h, fi_variant).
  *
  * CUDA backend -- the execution model of compiled code:
  *  - Memory. Buffers passed to a compiled function are device memory (the first runs of

@@ -185,8 +185,18 @@ typedef enum fi_pos_encoding {
  *    masks (causal, custom, window): a pair is kept only when every mask keeps it.
  * `captures` is passed through unchanged (compiled code points it at the op's captured
  * values). Both functions must be pure: the kernels call them in any order, any number
- * of times, from several threads. Host backend only for now: the CUDA backend refuses a
- * run with a variant (FI_ERROR_UNSUPPORTED). */
+ * of times, from several threads.
+ * Backends. The host backend calls score_mod / mask_mod. The CUDA backend runs a variant
+ * in paged and ragged prefill, on the warp-specialised Hopper kernel (wgmma 128 x 128
+ * tiles, head_dim 64 / 128, 16-bit q), from `device_image`: a cubin in which a compiler
+ * linked the variant's device functions (fi_variant_score_mod / fi_variant_mask_mod) with
+ * the runtime's variant kernels (fi-to-llvm=backend=cuda makes it: a uint64 byte count,
+ * then the cubin), loaded once per context; the non-NULL host pointers say which of the
+ * two hooks are on, and the first captures_bytes (<= FI_VARIANT_MAX_CAPTURE_BYTES) bytes
+ * at `captures` are copied into the kernel's parameters (device pointers among them
+ * stay pointers). Other CUDA runs with a variant, or one without a device image, are
+ * refused (FI_ERROR_UNSUPPORTED). */
+#define FI_VARIANT_MAX_CAPTURE_BYTES 256
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
@@ -195,6 +205,8 @@ typedef struct fi_variant {
   fi_score_mod_fn score_mod; /* NULL: none */
   fi_mask_mod_fn mask_mod;   /* NULL: none */
   const void *captures;
+  size_t captures_bytes;     /* CUDA: bytes of captures the kernel gets */
+  const void *device_image;  /* CUDA: see above (NULL: host only) */
 } fi_variant;
 
 typedef struct fi_attention_params {

@@ -11,6 +11,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -32,6 +34,12 @@ class TypeConverter;
 namespace fi {
 
 #define GEN_PASS_DECL
+#ifndef FI_VARIANT_BITCODE_DEFAULT
+#define FI_VARIANT_BITCODE_DEFAULT ""
+#endif
+#ifndef FI_CUDA_TOOLKIT_DEFAULT
+#define FI_CUDA_TOOLKIT_DEFAULT "/usr/local/cuda"
+#endif
 #include "fi/Lowering/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
@@ -52,6 +60,15 @@ struct FiToLLVMOptions : public PassPipelineOptions<FiToLLVMOptions> {
       *this, "c-interface",
       llvm::cl::desc("Give every public function a C interface (_mlir_ciface_<name>)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> cudaToolkit{
+      *this, "cuda-toolkit",
+      llvm::cl::desc("backend=cuda with variants: the CUDA toolkit whose ptxas and "
+                     "libdevice compile them"),
+      llvm::cl::init(FI_CUDA_TOOLKIT_DEFAULT)};
+  PassOptions::Option<std::string> variantBitcode{
+      *this, "variant-bitcode",
+      llvm::cl::desc("backend=cuda with variants: the runtime's variant kernels' bitcode"),
+      llvm::cl::init(FI_VARIANT_BITCODE_DEFAULT)};
   PassOptions::Option<bool> plansOnDevice{
       *this, "plans-on-device",
       llvm::cl::desc("Plans that fi-materialize-plans creates are made on the device "
@@ -95,12 +112,23 @@ void populateFiToRuntimeConversionPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            StringRef backend = "any");
 
+/// Device code of variants (backend=cuda): where the variant kernels' bitcode is and the
+/// chip they are compiled for.
+struct VariantDeviceOptions {
+  std::string bitcode;
+  std::string chip = "sm_90a";
+};
+
 /// Pre-step of the patterns above for attention ops with a score_mod / mask_mod (memref
 /// form, functions bufferized): generates each op's hooks, functions with the runtime's
 /// C signatures (fi_score_mod_fn / fi_mask_mod_fn) that unpack the op's captured values
 /// and call a copy of the user's function whose captured-tensor reads are clamped into
 /// bounds. fi-lower-to-runtime runs it.
-LogicalResult generateVariantHooks(ModuleOp module);
+/// With `device` (backend=cuda), each op with a variant also gets its device code: a
+/// `gpu.module @__fi_variant_device_N` for gpu-module-to-binary and the image global
+/// `@__fi_variant_image_N` that fi-embed-variant-images fills.
+LogicalResult generateVariantHooks(ModuleOp module,
+                                   const VariantDeviceOptions *device = nullptr);
 
 /// `!fi.plan` -> memref<1xi64> (the plan's slot), for the converter of the patterns above.
 void populateFiToRuntimeTypeConversions(TypeConverter &converter);

@@ -105,10 +105,18 @@ def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
     Option<"backend", "backend", "std::string", /*default=*/"\"any\"",
            "Backend the program will run on: any (no check), host or cuda (reject ops "
            "the CUDA kernels do not cover)">,
+    Option<"variantBitcode", "variant-bitcode", "std::string",
+           /*default=*/"FI_VARIANT_BITCODE_DEFAULT",
+           "backend=cuda: the LLVM bitcode of the runtime's variant kernels "
+           "(fi_variant_kernels_sm90a.bc, built with the runtime) that a score_mod / "
+           "mask_mod is linked with">,
+    Option<"variantChip", "variant-chip", "std::string", /*default=*/"\"sm_90a\"",
+           "backend=cuda: the GPU the variant kernels are compiled for">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def FiEmitCInterface : Pass<"fi-emit-c-interface", "ModuleOp"> {
@@ -122,3 +130,17 @@ def FiEmitCInterface : Pass<"fi-emit-c-interface", "ModuleOp"> {
 }
 
 #endif // FI_LOWERING_PASSES_TD
+
+def FiEmbedVariantImages : Pass<"fi-embed-variant-images", "ModuleOp"> {
+  let summary = "Put each variant's cubin (a gpu.binary) into its image global";
+  let description = [{
+    With `backend=cuda`, fi-lower-to-runtime puts the device code of every attention op
+    with a score_mod / mask_mod into a `gpu.module @__fi_variant_device_N` (the variant's
+    functions as `fi_variant_score_mod` / `fi_variant_mask_mod`, linked with the runtime's
+    variant kernels' bitcode) and passes the address of `@__fi_variant_image_N` to the
+    run. After `gpu-module-to-binary` has compiled each module to a cubin (NVPTX, then
+    ptxas), this pass makes that global the image the runtime loads: a little-endian
+    uint64 byte count, then the cubin; the `gpu.binary` goes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect"];
+}

@@ -1,0 +1,23 @@
+// variant_kernels.cu -- the warp-specialised prefill kernel (prefill_ws.cuh) with a
+// program's attention variant (VARIANT = true: the score_mod / mask_mod hooks of
+// variant_hooks.cuh), one extern "C" entry per head_dim and q dtype. Not part of the
+// runtime library: clang compiles it to LLVM bitcode at build time (kernels/CMakeLists.txt,
+// fi_variant_kernels_sm90a.bc), and fi-to-llvm=backend=cuda links a program's variant
+// functions with it, optimises them together (the hooks inlined into the kernel), and
+// lowers the result through LLVM's NVPTX backend and ptxas into the program's own cubin,
+// which the runtime loads once per context (variant_images.cu) and launches in place of
+// its own instance under the same plan. The work split and memory traffic are
+// prefill_ws.cuh's.
+#include "../prefill_ws.cuh"
+
+#define FI_VARIANT_PREFILL_KERNEL(HD, NAME, DT)                                          \
+  extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)        \
+      fi_variant_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
+                                         const __grid_constant__ fi_prefill::WsMaps maps) { \
+    fi_prefill::prefill_ws_body<HD, DT, true, false, true>(p, maps);                       \
+  }
+
+FI_VARIANT_PREFILL_KERNEL(64, f16, __half)
+FI_VARIANT_PREFILL_KERNEL(64, bf16, __nv_bfloat16)
+FI_VARIANT_PREFILL_KERNEL(128, f16, __half)
+FI_VARIANT_PREFILL_KERNEL(128, bf16, __nv_bfloat16)

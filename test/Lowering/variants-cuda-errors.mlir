@@ -1,0 +1,29 @@
+// fi-lower-to-runtime with backend=cuda refuses what has no device code: a variant on
+// decode (no variant kernel yet), and any variant when the variant kernels' bitcode is
+// missing.
+// RUN: fi-opt %s --split-input-file --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" -verify-diagnostics
+// RUN: not fi-opt %s --split-input-file --fi-lower-to-runtime="backend=cuda variant-bitcode=%s.missing" 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: error: 'fi.ragged_prefill' op has a score_mod/mask_mod for the CUDA backend, which links it with the runtime's variant kernels, but their bitcode '{{.*}}variants-cuda-errors.mlir.missing' does not exist; build the runtime with the CUDA backend and clang-22
+
+func.func private @keep(%b: i32, %qh: i32, %qp: i32, %kp: i32) -> i1 {
+  %t = arith.constant true
+  return %t : i1
+}
+func.func @decode(%q: memref<?x4x128xf16>, %kv: memref<?x2x16x2x128xf16>, %ip: memref<?xi32>,
+                  %ix: memref<?xi32>, %lp: memref<?xi32>, %o: memref<?x4x128xf16>) {
+  // expected-error @+1 {{has a score_mod/mask_mod, which the CUDA backend runs in paged and ragged prefill only for now}}
+  fi.paged_decode q(%q : memref<?x4x128xf16>) kv(%kv : memref<?x2x16x2x128xf16>) pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x128xf16>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @keep}
+  return
+}
+
+// -----
+
+func.func private @keep2(%b: i32, %qh: i32, %qp: i32, %kp: i32) -> i1 {
+  %t = arith.constant true
+  return %t : i1
+}
+func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
+                  %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>) indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x128xf16>) {mask_mod = @keep2}
+  return
+}
