@@ -23,6 +23,10 @@ if [ "${1:-}" = --prepare ]; then
     "$llvm/mlir-translate" --mlir-to-llvmir |
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/shared_prefix.o"
   for e in decode_step prefill_step cascade; do compile "examples/$e.mlir" "$e"; done
+  # Variants for the CUDA backend: their device code through NVPTX and ptxas, here.
+  "$build/bin/fi-opt" test/E2E/variants_cuda.mlir --fi-to-llvm=backend=cuda |
+    "$llvm/mlir-translate" --mlir-to-llvmir |
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_cuda.o"
   "$build/bin/fi-embed-decode-step" "$carry/embed.ll" 2 2> /dev/null &&
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed.ll" -o "$carry/embed_decode.o"
   # The 32-layer step examples/embed/serve_decode_step.c serves (plans on the device).
@@ -58,6 +62,7 @@ link test/E2E/drivers/merge_append.c merge_append
 link test/E2E/drivers/block_sparse.c block_sparse
 link test/E2E/drivers/shared_prefix.c shared_prefix
 link test/E2E/drivers/embed_decode.c embed_decode
+link test/E2E/drivers/variants_cuda.c variants_cuda
 # The decode step driver owns a CUDA stream and captures the step in a graph.
 link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
   -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
@@ -93,4 +98,5 @@ run prefill_step cuda --batch=8 --max-kv=1024 --max-q=256 --steps=10 --replays=2
 run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1 --replays=0
 run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10 --replays=20
 run cascade host --prefix-pages=256 --max-suffix=256 --steps=1 --replays=0
+run variants_cuda cuda --configs=40
 exit $status

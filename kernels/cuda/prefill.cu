@@ -340,6 +340,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                           "%s with a score_mod/mask_mod: the variant is compiled into the "
                           "warp-specialised prefill kernel, which cannot take this run: %s",
                           what, ws_refusal);
+    if (extras)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "%s with a score_mod/mask_mod and a built-in soft cap, ALiBi, custom "
+                          "mask or sliding window: the variant kernel has none of those built "
+                          "in; express them in the variant (causal and RoPE stay built in)",
+                          what);
     char name[64];
     snprintf(name, sizeof name, "fi_variant_prefill_hd%d_%s", a->head_dim,
              q_dt == FI_DTYPE_BF16 ? "bf16" : "f16");

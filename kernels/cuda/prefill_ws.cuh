@@ -194,7 +194,8 @@ struct WsShape {
 // and `maps` are the kernel's __grid_constant__ parameters.
 template <int HD, typename DT, bool EXTRAS, bool BSR, bool VARIANT>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  static_assert(!VARIANT || (EXTRAS && !BSR), "variants run in the extras kernel, not BSR");
+  static_assert(!VARIANT || (!EXTRAS && !BSR),
+                "variants run in the kernel without the built-in extras, not block-sparse");
   fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
   using W = WsShape<HD>;
@@ -454,10 +455,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     float c_log2 = p.sm_scale_log2;
     if (EXTRAS && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
-    // A variant sees the logit itself (S times the scale, or the cap times tanh) and returns
-    // the logit to use: S then holds logits, and the softmax's factor is log2(e).
-    const float logit_unit = EXTRAS && p.logits_soft_cap > 0.f ? p.logits_soft_cap : p.sm_scale;
-    if (VARIANT) c_log2 = 1.4426950408889634f;
+    // A score_mod sees the logit itself (S times the scale) and returns the logit to use: S
+    // then holds logits, and the softmax's factor is log2(e) (a mask_mod alone keeps S raw).
+    const float logit_unit = p.sm_scale;
+    if (VARIANT && p.variant_score) c_log2 = 1.4426950408889634f;
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 #pragma unroll
@@ -607,26 +608,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }
         }
-        if constexpr (VARIANT) {  // every pair the built-in masks kept: the program's hooks
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              float x = s[nb][e];
-              if (x == -INFINITY) continue;
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
-              if (p.variant_mask &&
-                  !fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures)) {
-                s[nb][e] = -INFINITY;
-                continue;
-              }
-              x *= logit_unit;
-              if (p.variant_score)
-                x = fi_variant_score_mod(x, wu.request, h, kv_head, qpos, j, p.variant_captures);
-              s[nb][e] = x;
-            }
-        }
       } else if (tile_partial || tile_diag) {
 #pragma unroll
         for (int nb = 0; nb < NB_KV; ++nb)
@@ -636,6 +617,25 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             const int lim =
                 p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
+          }
+      }
+      if constexpr (VARIANT) {  // the program's hooks, on every pair causal and the range keep
+        const bool tile_cut = tile_partial || tile_diag;  // (else no pair is masked yet)
+#pragma unroll
+        for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float x = s[nb][e];
+            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+            const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
+            bool keep = !tile_cut || x != -INFINITY;
+            if (p.variant_mask)
+              keep = keep && fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures);
+            float y = x;
+            if (p.variant_score && keep)
+              y = fi_variant_score_mod(x * logit_unit, wu.request, h, kv_head, qpos, j,
+                                       p.variant_captures);
+            s[nb][e] = keep ? y : -INFINITY;
           }
       }
 

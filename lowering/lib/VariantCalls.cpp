@@ -11,11 +11,14 @@
 #include "fi/Dialect/FiDialect.h"
 #include "fi/Lowering/Passes.h"
 
+#include "FiOpInfo.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
@@ -195,14 +198,32 @@ void identityHook(OpBuilder &b, Block *into, bool score, Location loc) {
   func::ReturnOp::create(b, loc, result);
 }
 
-/// The variant kernels of the runtime's bitcode (kernels/cuda/variant/variant_kernels.cu).
-constexpr const char *kVariantKernels[] = {
-    "fi_variant_prefill_hd64_f16", "fi_variant_prefill_hd64_bf16",
-    "fi_variant_prefill_hd128_f16", "fi_variant_prefill_hd128_bf16"};
 
 /// `@__fi_variant_device_<n>`: the op's variant functions as the kernels' hooks, compiled
 /// with the variant kernels' bitcode by gpu-module-to-binary; its image global
 /// `@__fi_variant_image_<n>` (a placeholder until fi-embed-variant-images fills it).
+/// On the GPU, an f32 `math.tanh` that allows approximate functions (fastmath `afn`) is the
+/// SFU's tanh.approx, as the built-in soft cap's (libdevice's tanhf costs the kernel
+/// registers and spills).
+void useApproxTanh(OpBuilder &b, func::FuncOp fn) {
+  SmallVector<math::TanhOp> tanhs;
+  fn.walk([&](math::TanhOp t) {
+    if (t.getType().isF32() &&
+        bitEnumContainsAll(t.getFastmath(), arith::FastMathFlags::afn))
+      tanhs.push_back(t);
+  });
+  for (math::TanhOp t : tanhs) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(t);
+    // (llvm.tanh with `afn` is what NVPTX selects tanh.approx.f32 for)
+    auto approx = LLVM::TanhOp::create(
+        b, t.getLoc(), t.getType(), t.getOperand(),
+        LLVM::FastmathFlagsAttr::get(b.getContext(), LLVM::FastmathFlags::afn));
+    t.replaceAllUsesWith(approx.getResult());
+    t.erase();
+  }
+}
+
 FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
                                               ValueRange captures,
                                               const VariantDeviceOptions &device) {
@@ -216,6 +237,27 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
                                       : "'" + device.bitcode + "' does not exist")
            << "; build the runtime with the CUDA backend and clang-22 (kernels/CMakeLists.txt "
               "makes fi_variant_kernels_sm90a.bc) or pass variant-bitcode=<path>";
+  // The one kernel of the runtime's bitcode (kernels/cuda/variant/variant_kernels.cu) the
+  // op runs: the warp-specialised prefill kernel of its head_dim and q dtype.
+  std::optional<AttentionInfo> info = getAttentionInfo(op);
+  if (!info || (info->headDim != 64 && info->headDim != 128) ||
+      !(info->qType.isF16() || info->qType.isBF16()) || info->kvType != info->qType)
+    return op->emitOpError()
+           << "has a score_mod/mask_mod for the CUDA backend, whose variant kernels (the "
+              "warp-specialised Hopper prefill kernel) take head_dim 64 or 128 with f16 or "
+              "bf16 q and the same KV type; lower with backend=host for other shapes";
+  auto softCap = op->getAttrOfType<FloatAttr>("logits_soft_cap");
+  auto window = op->getAttrOfType<IntegerAttr>("window_left");
+  auto pos = op->getAttrOfType<PosEncodingAttr>("pos_encoding");
+  if ((softCap && softCap.getValueAsDouble() > 0) || (window && window.getInt() >= 0) ||
+      (pos && pos.getValue() == PosEncoding::alibi) || info->mask == MaskMode::custom)
+    return op->emitOpError()
+           << "has a score_mod/mask_mod and a built-in soft cap, sliding window, ALiBi or "
+              "custom mask: on the CUDA backend the variant kernel has none of those built "
+              "in (they would crowd its registers); express them in the score_mod / mask_mod "
+              "(causal and RoPE stay built in)";
+  std::string kernelName = "fi_variant_prefill_hd" + std::to_string(info->headDim) +
+                           (info->qType.isBF16() ? "_bf16" : "_f16");
   int64_t slots = 0;
   for (Value v : captures)
     slots += slotsOf(v.getType());
@@ -251,28 +293,25 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
     func::FuncOp copy = clampedCopy(b, module, body, user);
     copy.setPrivate();
+    useApproxTanh(b, copy);
     makeHook(b, module, body, score ? "fi_variant_score_mod" : "fi_variant_mask_mod", copy,
              score, TypeRange(captures), loc);
   }
-  // The kernels, declared and kept (llvm.used): the link takes only what the module
-  // needs from the bitcode.
+  // The kernel, declared and kept (llvm.used): the link takes only what the module needs
+  // from the bitcode.
   b.setInsertionPointToEnd(body);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   auto kernelType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
-  for (const char *k : kVariantKernels)
-    LLVM::LLVMFuncOp::create(b, loc, k, kernelType);
-  auto usedType = LLVM::LLVMArrayType::get(ptr, std::size(kVariantKernels));
+  LLVM::LLVMFuncOp::create(b, loc, kernelName, kernelType);
+  auto usedType = LLVM::LLVMArrayType::get(ptr, 1);
   auto used = LLVM::GlobalOp::create(b, loc, usedType, /*isConstant=*/false,
                                      LLVM::Linkage::Appending, "llvm.used", Attribute());
   used.setSection(StringRef("llvm.metadata"));
   Block *init = b.createBlock(&used.getInitializerRegion());
   b.setInsertionPointToStart(init);
   Value array = LLVM::UndefOp::create(b, loc, usedType);
-  for (auto [i, k] : llvm::enumerate(kVariantKernels)) {
-    Value address = LLVM::AddressOfOp::create(b, loc, ptr, k);
-    array = LLVM::InsertValueOp::create(b, loc, array, address,
-                                        ArrayRef<int64_t>{static_cast<int64_t>(i)});
-  }
+  Value address = LLVM::AddressOfOp::create(b, loc, ptr, kernelName);
+  array = LLVM::InsertValueOp::create(b, loc, array, address, ArrayRef<int64_t>{0});
   LLVM::ReturnOp::create(b, loc, array);
   // The image: filled by fi-embed-variant-images.
   b.setInsertionPointToStart(module.getBody());

@@ -1,8 +1,8 @@
 // fi-lower-to-runtime with backend=cuda: an op with a variant also gets its device code,
 // a gpu.module for gpu-module-to-binary (NVVM target, linked with the runtime's variant
 // kernels' bitcode) holding the variant as the kernels' hooks fi_variant_score_mod /
-// fi_variant_mask_mod (an identity hook for the one it lacks), the four kernels declared
-// and kept; and an image global whose address the run passes. (The lowering only checks
+// fi_variant_mask_mod (an identity hook for the one it lacks), the kernel of its head_dim and
+// dtype declared and kept; and an image global whose address the run passes. (The lowering only checks
 // that the bitcode exists: this file stands in for it.)
 // RUN: fi-opt %s --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" | FileCheck %s
 
@@ -16,8 +16,7 @@
 // CHECK-DAG: func.func @fi_variant_mask_mod(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @__fi_variant_soft_cap_{{[0-9]+}}(
 // CHECK-DAG: llvm.func @fi_variant_prefill_hd128_f16(!llvm.ptr, !llvm.ptr)
-// CHECK-DAG: llvm.func @fi_variant_prefill_hd64_bf16(!llvm.ptr, !llvm.ptr)
-// CHECK-DAG: llvm.mlir.global appending @llvm.used() {addr_space = 0 : i32, section = "llvm.metadata"} : !llvm.array<4 x ptr>
+// CHECK-DAG: llvm.mlir.global appending @llvm.used() {addr_space = 0 : i32, section = "llvm.metadata"} : !llvm.array<1 x ptr>
 func.func private @soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                             %cap: f32) -> f32 {
   %x = arith.divf %s, %cap : f32

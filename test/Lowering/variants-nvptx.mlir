@@ -1,6 +1,7 @@
 // The NVPTX path of a variant, stage by stage: fi-lower-to-runtime (backend=cuda) puts the
 // variant into a gpu.module as the kernels' hooks; convert-gpu-to-nvvm lowers it to the
-// LLVM dialect (math.tanh -> libdevice's __nv_tanhf); gpu-module-to-binary links it with
+// LLVM dialect (math.tanh -> libdevice's __nv_tanhf, or with fastmath<afn> the SFU's
+// tanh.approx); gpu-module-to-binary links it with
 // the runtime's variant kernels' bitcode, optimises the whole (the hook inlined into every
 // kernel) and emits PTX. fi-to-llvm=backend=cuda runs the same steps, then ptxas.
 // REQUIRES: fi-variant-bitcode
@@ -13,16 +14,18 @@
 // NVVM: gpu.module @__fi_variant_device_0
 // NVVM-DAG: llvm.func @fi_variant_score_mod(%{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> f32
 // NVVM-DAG: llvm.call @__nv_tanhf(
+// NVVM-DAG: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>}
 // NVVM-DAG: llvm.mlir.constant(1.234500e+00 : f32)
 
-// Four kernel entries, each with the hook's constant inlined (and no call of the hook).
+// The op's kernel (head_dim 128, f16) only, with the hook's constant inlined (once per
+// unrolled logit; no call of the hook).
 // PTX: .target sm_90a
-// PTX-NOT: call.uni{{.*}}fi_variant_score_mod
-// PTX-DAG: .entry fi_variant_prefill_hd64_f16(
-// PTX-DAG: .entry fi_variant_prefill_hd64_bf16(
-// PTX-DAG: .entry fi_variant_prefill_hd128_f16(
-// PTX-DAG: .entry fi_variant_prefill_hd128_bf16(
-// PTX-COUNT-5: 0f3F9E0419
+// PTX-NOT: call.uni
+// PTX-NOT: .entry fi_variant_prefill_hd64
+// PTX: .entry fi_variant_prefill_hd128_f16(
+// PTX-NOT: .entry
+// PTX: tanh.approx.f32
+// PTX-COUNT-64: 0f3F9E0419
 
 // The program: the cubin (ELF) behind its byte count in the image the run passes.
 // IMAGE: llvm.mlir.global internal constant @__fi_variant_image_0("{{.*}}\7FELF
@@ -33,7 +36,8 @@ func.func private @scaled_soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i3
                                    %cap: f32) -> f32 {
   %x = arith.divf %s, %cap : f32
   %t = math.tanh %x : f32
-  %r = arith.mulf %cap, %t : f32
+  %t2 = math.tanh %t fastmath<afn> : f32
+  %r = arith.mulf %cap, %t2 : f32
   %k = arith.constant 1.2345 : f32
   %y = arith.mulf %r, %k : f32
   return %y : f32

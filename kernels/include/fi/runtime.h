@@ -188,7 +188,8 @@ typedef enum fi_pos_encoding {
  * of times, from several threads.
  * Backends. The host backend calls score_mod / mask_mod. The CUDA backend runs a variant
  * in paged and ragged prefill, on the warp-specialised Hopper kernel (wgmma 128 x 128
- * tiles, head_dim 64 / 128, 16-bit q), from `device_image`: a cubin in which a compiler
+ * tiles, head_dim 64 / 128, 16-bit q; causal and RoPE built in, but no built-in soft cap,
+ * ALiBi, custom mask or window beside the variant), from `device_image`: a cubin in which a compiler
  * linked the variant's device functions (fi_variant_score_mod / fi_variant_mask_mod) with
  * the runtime's variant kernels (fi-to-llvm=backend=cuda makes it: a uint64 byte count,
  * then the cubin), loaded once per context; the non-NULL host pointers say which of the

@@ -1,0 +1,317 @@
+/* Driver of test/E2E/variants_cuda.mlir (compiled with fi-to-llvm=backend=cuda): each
+ * variant runs on the default context (the GPU with FI_BACKEND=cuda) and, from the same
+ * object, on a host context; the GPU's outputs must match the host's within the prefill
+ * tolerances of test/gpu (rtol 1e-2 f16, 2e-2 bf16, atol rtol * max |ref|), every element,
+ * outputs poisoned, and a second GPU run must be bit-identical. Then (GPU, --bench=1) the
+ * bench rows: a variant against the built-in feature it reimplements on the same inputs.
+ * Without a GPU only the host side runs (there is nothing to compare it with).
+ * Options: --configs=40 (per variant) --seed=1 --bench=1 */
+#include "../../../examples/drivers/example.h"
+
+typedef struct { memref3 o; memref2 lse; } o_lse;
+void _mlir_ciface_ragged_cap(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *, float);
+void _mlir_ciface_paged_window(memref3 *, memref3 *, memref1 *, memref4 *, memref4 *, memref1 *,
+                               memref1 *, memref1 *, int32_t);
+void _mlir_ciface_ragged_t5(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
+                            memref2 *);
+void _mlir_ciface_bench_cap_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                    memref1 *, float);
+void _mlir_ciface_bench_cap_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *);
+void _mlir_ciface_bench_plain(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *);
+void _mlir_ciface_bench_window_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                       memref1 *, int32_t);
+void _mlir_ciface_bench_keep_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                     memref1 *, int32_t);
+void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                       memref1 *);
+
+enum { QH = 8, KVH = 2 };
+static fi_context *gpu_ctx, *host_ctx;
+
+/* A host copy of a compiled result (device memory on the GPU context). */
+static void *result_copy(fi_context *ctx, const void *desc, fi_dtype dt, int64_t n) {
+  fi_rt_set_thread_context(ctx);
+  void *h = host_copy_of(data_ptr(desc, dt), (size_t)n * fi_dtype_size(dt));
+  fi_rt_free(((void *const *)desc)[0]);
+  return h;
+}
+
+/* |gpu - host| <= atol + rtol |host| everywhere (atol = rtol * max |host|); NaN fails. */
+static int64_t close_to(const char *what, const void *gpu, const void *host, fi_dtype dt,
+                        int64_t n) {
+  const double rtol = dt == FI_DTYPE_BF16 ? 2e-2 : dt == FI_DTYPE_F16 ? 1e-2 : 1e-3;
+  double maxref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double r = fi_load_f32(host, dt, i);
+    if (isfinite(r) && fabs(r) > maxref) maxref = fabs(r);
+  }
+  const double atol = rtol * (maxref > 0 ? maxref : 1.0);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double g = fi_load_f32(gpu, dt, i), r = fi_load_f32(host, dt, i);
+    int ok = (isinf(r) && g == r) || fabs(g - r) <= atol + rtol * fabs(r);
+    if (!ok && bad++ < 4) printf("MISMATCH %s[%lld]: gpu %.6g host %.6g\n", what, (long long)i, g, r);
+  }
+  return bad;
+}
+
+typedef struct {
+  int32_t batch, *qo, *kv;
+  int64_t nq, nk;
+} lengths;
+static void ragged_lengths(rng *r, lengths *L, int max_kv, int max_q) {
+  L->batch = (int32_t)rng_int(r, 1, 6);
+  L->qo = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(L->batch + 1));
+  L->kv = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(L->batch + 1));
+  L->qo[0] = L->kv[0] = 0;
+  for (int32_t i = 0; i < L->batch; ++i) {
+    int32_t kl = (int32_t)rng_int(r, 1, max_kv), ql = (int32_t)rng_int(r, 1, kl < max_q ? kl : max_q);
+    L->qo[i + 1] = L->qo[i] + ql;
+    L->kv[i + 1] = L->kv[i] + kl;
+  }
+  L->nq = L->qo[L->batch];
+  L->nk = L->kv[L->batch];
+}
+
+/* One variant's configuration on both contexts; returns 1 when the GPU matches. */
+typedef void (*run_fn)(void *state, void *out);
+static int both(const char *what, int config, run_fn run, void *state, size_t out_bytes,
+                fi_dtype dt, int64_t n, int has_lse, int64_t nl) {
+  char gpu_out[sizeof(o_lse)], gpu_again[sizeof(o_lse)], host_out[sizeof(o_lse)];
+  if (!gpu_ctx) { /* host only: it runs, and writes finite values */
+    fi_rt_set_thread_context(host_ctx);
+    run(state, host_out);
+    void *h = result_copy(host_ctx, host_out, dt, n);
+    int64_t nan = 0;
+    for (int64_t i = 0; i < n; ++i) nan += !isfinite(fi_load_f32(h, dt, i));
+    free(h);
+    fi_rt_set_thread_context(NULL);
+    if (nan) printf("MISMATCH %s config %d: %lld non-finite outputs on the host\n", what, config, (long long)nan);
+    return nan == 0;
+  }
+  fi_rt_set_thread_context(gpu_ctx);
+  run(state, gpu_out);
+  run(state, gpu_again);
+  fi_rt_set_thread_context(host_ctx);
+  run(state, host_out);
+  void *g = result_copy(gpu_ctx, gpu_out, dt, n), *g2 = result_copy(gpu_ctx, gpu_again, dt, n);
+  void *h = result_copy(host_ctx, host_out, dt, n);
+  int64_t bad = close_to(what, g, h, dt, n);
+  int differs = memcmp(g, g2, (size_t)n * fi_dtype_size(dt)) != 0;
+  if (has_lse) {
+    const o_lse *go = (const o_lse *)gpu_out, *ga = (const o_lse *)gpu_again, *ho = (const o_lse *)host_out;
+    void *gl = result_copy(gpu_ctx, &go->lse, FI_DTYPE_F32, nl);
+    void *gl2 = result_copy(gpu_ctx, &ga->lse, FI_DTYPE_F32, nl);
+    void *hl = result_copy(host_ctx, &ho->lse, FI_DTYPE_F32, nl);
+    bad += close_to("lse", gl, hl, FI_DTYPE_F32, nl);
+    differs |= memcmp(gl, gl2, (size_t)nl * 4) != 0;
+    free(gl), free(gl2), free(hl);
+  }
+  (void)out_bytes;
+  fi_rt_set_thread_context(NULL); /* the inputs are the default context's (managed) memory */
+  if (differs) printf("MISMATCH %s config %d: a second GPU run differs\n", what, config);
+  if (bad) printf("MISMATCH %s config %d: %lld elements\n", what, config, (long long)bad);
+  free(g), free(g2), free(h);
+  return !bad && !differs;
+}
+
+/* ------------------------------------------------------------------ the variants --- */
+typedef struct {
+  lengths L;
+  void *q, *k, *v;
+  memref3 mq, mk, mv;
+  memref1 mqo, mkv;
+  memref2 mtable;
+  float cap;
+} ragged_state;
+static void ragged_state_init(rng *r, ragged_state *s, int hd, fi_dtype dt) {
+  ragged_lengths(r, &s->L, 700, 300);
+  int64_t qs[3] = {s->L.nq, QH, hd}, ks[3] = {s->L.nk, KVH, hd}, nb = s->L.batch + 1;
+  s->q = random_tensor(r, dt, numel(3, qs), -2, 2);
+  s->k = random_tensor(r, dt, numel(3, ks), -2, 2);
+  s->v = random_tensor(r, dt, numel(3, ks), -2, 2);
+  mr_init(&s->mq, 3, s->q, qs), mr_init(&s->mk, 3, s->k, ks), mr_init(&s->mv, 3, s->v, ks);
+  mr_init(&s->mqo, 1, s->L.qo, &nb), mr_init(&s->mkv, 1, s->L.kv, &nb);
+}
+static void ragged_state_free(ragged_state *s) {
+  e2e_free(s->q), e2e_free(s->k), e2e_free(s->v), e2e_free(s->L.qo), e2e_free(s->L.kv);
+}
+static void run_cap(void *st, void *out) {
+  ragged_state *s = (ragged_state *)st;
+  _mlir_ciface_ragged_cap((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mqo, &s->mkv, s->cap);
+}
+static void run_t5(void *st, void *out) {
+  ragged_state *s = (ragged_state *)st;
+  _mlir_ciface_ragged_t5((memref3 *)out, &s->mq, &s->mk, &s->mv, &s->mqo, &s->mkv, &s->mtable);
+}
+
+typedef struct {
+  pages_t pg;
+  decode_inputs d;
+  void *q;
+  int32_t *qo;
+  memref3 mq;
+  memref1 mqo;
+  int32_t window;
+} paged_state;
+static void run_window(void *st, void *out) {
+  paged_state *s = (paged_state *)st;
+  _mlir_ciface_paged_window((memref3 *)out, &s->mq, &s->mqo, &s->d.mk, &s->d.mv, &s->d.mi,
+                            &s->d.mx, &s->d.ml, s->window);
+}
+
+/* -------------------------------------------------------------------------- bench --- */
+typedef void (*bench_fn)(memref3 *, void *);
+typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv; } bench_in;
+static void b_cap_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 30.0f); }
+static void b_cap_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
+static void b_plain(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_plain(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
+static void b_win_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
+static void b_keep_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_keep_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 0); }
+static void b_win_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
+
+/* Median ms of `reps` runs (each synchronised), and the output of the last. */
+static double time_ms(bench_fn f, void *in, int reps, memref3 *keep) {
+  double t[32];
+  for (int i = 0; i < 3; ++i) { memref3 o; f(&o, in); fi_rt_synchronize(); fi_rt_free(o.allocated); }
+  for (int i = 0; i < reps; ++i) {
+    memref3 o;
+    double t0 = now_ms();
+    f(&o, in);
+    fi_rt_synchronize();
+    t[i] = now_ms() - t0;
+    if (i == reps - 1) *keep = o; else fi_rt_free(o.allocated);
+  }
+  return median(t, reps);
+}
+
+static void bench(rng *r) {
+  fi_rt_set_thread_context(gpu_ctx);
+  fi_rt_set_poison(0);
+  const int64_t len = 8192, qh = 32, kvh = 8, hd = 128;
+  int64_t qs[3] = {len, qh, hd}, ks[3] = {len, kvh, hd}, nb = 2;
+  bench_in in;
+  void *q = random_tensor(r, FI_DTYPE_F16, numel(3, qs), -2, 2);
+  void *k = random_tensor(r, FI_DTYPE_F16, numel(3, ks), -2, 2);
+  void *v = random_tensor(r, FI_DTYPE_F16, numel(3, ks), -2, 2);
+  int32_t *ind = (int32_t *)e2e_alloc(2 * sizeof(int32_t));
+  ind[0] = 0, ind[1] = (int32_t)len;
+  /* device copies: managed pages would migrate inside the timed runs */
+  void *dq = device_copy(q, (size_t)numel(3, qs) * 2), *dk = device_copy(k, (size_t)numel(3, ks) * 2);
+  void *dv = device_copy(v, (size_t)numel(3, ks) * 2);
+  mr_init(&in.mq, 3, dq, qs), mr_init(&in.mk, 3, dk, ks), mr_init(&in.mv, 3, dv, ks);
+  mr_init(&in.mqo, 1, ind, &nb), mr_init(&in.mkv, 1, ind, &nb);
+  /* FLOPs over the kept pairs: causal len (len + 1) / 2; window 1024: each row keeps
+   * min(row + 1, 1025) keys */
+  const double causal_pairs = (double)len * (len + 1) / 2;
+  double window_pairs = 0;
+  for (int64_t i = 0; i < len; ++i) window_pairs += i + 1 < 1025 ? i + 1 : 1025;
+  const double per_pair = 4.0 * qh * hd;
+  struct { const char *name; bench_fn f; double pairs; } rows[] = {
+      {"plain causal (built-in)", b_plain, causal_pairs},
+      {"keep-all mask_mod variant", b_keep_variant, causal_pairs},
+      {"soft cap 30, built-in", b_cap_builtin, causal_pairs},
+      {"soft cap 30, score_mod variant", b_cap_variant, causal_pairs},
+      {"window 1024, built-in", b_win_builtin, window_pairs},
+      {"window 1024, mask_mod variant", b_win_variant, window_pairs},
+  };
+  memref3 outs[6];
+  printf("bench (1, %lld, %lld, %lld), hd %lld, f16, causal; median of 15, TFLOP/s over kept pairs:\n",
+         (long long)1, (long long)len, (long long)qh, (long long)kvh, (long long)hd);
+  for (int i = 0; i < 6; ++i) {
+    double ms = time_ms(rows[i].f, &in, 15, &outs[i]);
+    printf("  %-34s %8.3f ms %7.1f TFLOP/s\n", rows[i].name, ms, per_pair * rows[i].pairs / ms / 1e9);
+  }
+  /* the variants against the built-ins on these inputs */
+  const int64_t n = numel(3, qs);
+  void *pb = result_copy(gpu_ctx, &outs[0], FI_DTYPE_F16, n), *kv = result_copy(gpu_ctx, &outs[1], FI_DTYPE_F16, n);
+  void *cb = result_copy(gpu_ctx, &outs[2], FI_DTYPE_F16, n), *cv = result_copy(gpu_ctx, &outs[3], FI_DTYPE_F16, n);
+  void *wb = result_copy(gpu_ctx, &outs[4], FI_DTYPE_F16, n), *wv = result_copy(gpu_ctx, &outs[5], FI_DTYPE_F16, n);
+  int64_t kexact = 0;
+  for (int64_t i = 0; i < n; ++i) kexact += fi_load_f32(pb, FI_DTYPE_F16, i) == fi_load_f32(kv, FI_DTYPE_F16, i);
+  printf("  keep-all variant vs plain: %lld of %lld elements bit-identical\n", (long long)kexact, (long long)n);
+  free(pb), free(kv);
+  double dc = 0, dw = 0;
+  int64_t wexact = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = fabs(fi_load_f32(cb, FI_DTYPE_F16, i) - fi_load_f32(cv, FI_DTYPE_F16, i));
+    double b = fabs(fi_load_f32(wb, FI_DTYPE_F16, i) - fi_load_f32(wv, FI_DTYPE_F16, i));
+    dc = a > dc ? a : dc;
+    dw = b > dw ? b : dw;
+    wexact += b == 0;
+  }
+  printf("  soft cap variant vs built-in: max |diff| %.3g (tanh: libdevice vs the SFU's approximation)\n", dc);
+  printf("  window variant vs built-in: max |diff| %.3g, %lld of %lld elements bit-identical\n",
+         dw, (long long)wexact, (long long)n);
+  free(cb), free(cv), free(wb), free(wv);
+  fi_rt_set_thread_context(gpu_ctx);
+  fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv);
+  e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ind);
+  fi_rt_set_thread_context(NULL);
+}
+
+int main(int argc, char **argv) {
+  e2e_setup();
+  fi_context *dflt = fi_default_context();
+  gpu_ctx = fi_context_backend(dflt) == FI_BACKEND_CUDA ? dflt : NULL;
+  if (fi_context_create(FI_BACKEND_HOST, &host_ctx) != FI_SUCCESS) return 2;
+  fi_context_set_num_threads(host_ctx, 0);
+  const int configs = (int)arg_long(argc, argv, "configs", 40);
+  rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
+  int passed[3] = {0, 0, 0};
+  for (int c = 0; c < configs; ++c) {
+    ragged_state s;
+    ragged_state_init(&r, &s, 128, FI_DTYPE_F16);
+    s.cap = (float)rng_int(&r, 5, 50);
+    passed[0] += both("soft cap", c, run_cap, &s, sizeof(o_lse), FI_DTYPE_F16,
+                      s.L.nq * QH * 128, 1, s.L.nq * QH);
+    ragged_state_free(&s);
+  }
+  for (int c = 0; c < configs; ++c) {
+    paged_state s;
+    int32_t batch = (int32_t)rng_int(&r, 1, 6);
+    make_pages(&r, &s.pg, batch, 16, 1, 600, 0);
+    decode_inputs_init(&s.d, &r, batch, QH, KVH, 64, 16, s.pg.num_pages, s.pg.indptr,
+                       s.pg.indices, s.pg.last);
+    /* bf16 caches: the decode inputs are f16; refill them as bf16 */
+    e2e_free(s.d.k), e2e_free(s.d.v);
+    s.d.k = random_tensor(&r, FI_DTYPE_BF16, numel(4, s.d.cs), -2, 2);
+    s.d.v = random_tensor(&r, FI_DTYPE_BF16, numel(4, s.d.cs), -2, 2);
+    mr_init(&s.d.mk, 4, s.d.k, s.d.cs), mr_init(&s.d.mv, 4, s.d.v, s.d.cs);
+    s.qo = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch + 1));
+    s.qo[0] = 0;
+    for (int32_t i = 0; i < batch; ++i)
+      s.qo[i + 1] = s.qo[i] + (int32_t)rng_int(&r, 1, s.pg.kv_len[i] < 300 ? s.pg.kv_len[i] : 300);
+    int64_t nq = s.qo[batch], qs[3] = {nq, QH, 64}, nb = batch + 1;
+    s.q = random_tensor(&r, FI_DTYPE_BF16, numel(3, qs), -2, 2);
+    mr_init(&s.mq, 3, s.q, qs), mr_init(&s.mqo, 1, s.qo, &nb);
+    s.window = (int32_t)rng_int(&r, 0, 400);
+    passed[1] += both("window", c, run_window, &s, sizeof(memref3), FI_DTYPE_BF16, nq * QH * 64, 0, 0);
+    e2e_free(s.q), e2e_free(s.qo);
+    decode_inputs_free(&s.d);
+    free_pages(&s.pg);
+  }
+  float *table = (float *)random_tensor(&r, FI_DTYPE_F32, QH * 32, -3, 3);
+  for (int c = 0; c < configs; ++c) {
+    ragged_state s;
+    ragged_state_init(&r, &s, 128, FI_DTYPE_BF16);
+    int64_t ts[2] = {QH, 32};
+    mr_init(&s.mtable, 2, table, ts);
+    passed[2] += both("t5 bias + head mask", c, run_t5, &s, sizeof(memref3), FI_DTYPE_BF16,
+                      s.L.nq * QH * 128, 0, 0);
+    ragged_state_free(&s);
+  }
+  e2e_free(table);
+  const char *names[3] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
+                          "t5 bias + head mask (ragged, hd 128, bf16)"};
+  int ok = 1;
+  for (int i = 0; i < 3; ++i) {
+    printf("%s: %d/%d configurations %s\n", names[i], passed[i], configs,
+           gpu_ctx ? "match the host backend" : "ran on the host (no GPU)");
+    ok &= passed[i] == configs;
+  }
+  if (gpu_ctx && arg_long(argc, argv, "bench", 1)) bench(&r);
+  fi_context_destroy(host_ctx);
+  printf("variants_cuda: %s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}

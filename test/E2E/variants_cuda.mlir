@@ -1,0 +1,188 @@
+// End to end on the CUDA backend: variants compiled with fi-to-llvm=backend=cuda (device
+// code through NVPTX and ptxas into the program's own cubin) run on the GPU and, from the
+// same object, on a host context; drivers/variants_cuda.c compares the two on random
+// problems and times a variant against the built-in feature it reimplements. Without a GPU
+// the driver runs the host side only.
+//
+// REQUIRES: fi-variant-bitcode
+// RUN: fi-opt %s --fi-to-llvm="backend=cuda variant-bitcode=%fi_variant_bitcode cuda-toolkit=%fi_cuda_toolkit" | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.o
+// RUN: %cc %fi_e2e_cflags %S/drivers/variants_cuda.c %t.o %fi_e2e_ldflags -o %t.exe
+// RUN: %t.exe --configs=4 | FileCheck %s
+// CHECK-NOT: MISMATCH
+// CHECK: variants_cuda: PASS
+
+// (fastmath<afn>: on the GPU the SFU's tanh.approx, as the built-in soft cap)
+func.func private @soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                            %cap: f32) -> f32 {
+  %x = arith.divf %s, %cap : f32
+  %t = math.tanh %x fastmath<afn> : f32
+  %r = arith.mulf %cap, %t : f32
+  return %r : f32
+}
+func.func private @window(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
+  %lo = arith.subi %qp, %w : i32
+  %keep = arith.cmpi sge, %kp, %lo : i32
+  return %keep : i1
+}
+// Keeps every pair: the bench's floor of what a variant costs the kernel.
+func.func private @keep_all(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
+  %t = arith.constant true
+  return %t : i1
+}
+// T5-style bias per (head, clamped distance) from a captured table, and head 1 sees only
+// even keys.
+func.func private @t5_bias(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                           %table: tensor<8x32xf32>) -> f32 {
+  %d = arith.subi %qp, %kp : i32
+  %h = arith.index_cast %qh : i32 to index
+  %j = arith.index_cast %d : i32 to index
+  %bias = tensor.extract %table[%h, %j] : tensor<8x32xf32>
+  %r = arith.addf %s, %bias : f32
+  return %r : f32
+}
+func.func private @head_mask(%b: i32, %qh: i32, %qp: i32, %kp: i32,
+                             %table: tensor<8x32xf32>) -> i1 {
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %odd = arith.remsi %kp, %c2 : i32
+  %head1 = arith.cmpi eq, %qh, %c1 : i32
+  %is_odd = arith.cmpi eq, %odd, %c1 : i32
+  %drop = arith.andi %head1, %is_odd : i1
+  %true = arith.constant true
+  %keep = arith.xori %drop, %true : i1
+  return %keep : i1
+}
+
+// Soft cap as score_mod: ragged, causal, head_dim 128, f16, with LSE.
+func.func @ragged_cap(%q: tensor<?x8x128xf16>, %k: tensor<?x2x128xf16>,
+    %v: tensor<?x2x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %cap: f32)
+    -> (tensor<?x8x128xf16>, tensor<?x8xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x128xf16>
+  %l0 = tensor.empty(%n) : tensor<?x8xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x8x128xf16>)
+      kv(%k, %v : tensor<?x2x128xf16>, tensor<?x2x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%cap : f32) outs(%o0, %l0 : tensor<?x8x128xf16>, tensor<?x8xf32>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @soft_cap}
+      -> tensor<?x8x128xf16>, tensor<?x8xf32>
+  return %o, %lse : tensor<?x8x128xf16>, tensor<?x8xf32>
+}
+
+// Sliding window as mask_mod: paged (page 16), causal, head_dim 64, bf16.
+func.func @paged_window(%q: tensor<?x8x64xbf16>, %qo: tensor<?xi32>,
+    %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x64xbf16>, %ip: tensor<?xi32>,
+    %ix: tensor<?xi32>, %lp: tensor<?xi32>, %w: i32)
+    -> tensor<?x8x64xbf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x64xbf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x64xbf16>
+  %o = fi.paged_prefill q(%q : tensor<?x8x64xbf16>) qo_indptr(%qo : tensor<?xi32>)
+      kv(%k, %v : tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%w : i32) outs(%o0 : tensor<?x8x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, mask_mod = @window} -> tensor<?x8x64xbf16>
+  return %o : tensor<?x8x64xbf16>
+}
+
+// T5 bias + head mask: ragged, causal, head_dim 128, bf16, the table in device memory.
+func.func @ragged_t5(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>,
+    %v: tensor<?x2x128xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>,
+    %table: tensor<8x32xf32>) -> tensor<?x8x128xbf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x128xbf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x128xbf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x8x128xbf16>)
+      kv(%k, %v : tensor<?x2x128xbf16>, tensor<?x2x128xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%table : tensor<8x32xf32>) outs(%o0 : tensor<?x8x128xbf16>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @t5_bias, mask_mod = @head_mask}
+      -> tensor<?x8x128xbf16>
+  return %o : tensor<?x8x128xbf16>
+}
+
+// The bench rows: (1, 8192, 32, 8)-shaped causal prefill, hd 128, f16: soft cap as a
+// variant and built in; a window as a variant and built in.
+func.func @bench_cap_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %cap: f32)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%cap : f32) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @soft_cap} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_cap_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, logits_soft_cap = 30.0 : f32,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_plain(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_window_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %w: i32)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @window} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_window_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, window_left = 1024 : i64,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %w: i32)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @keep_all} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
