@@ -24,6 +24,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 
 #include "fi/runtime.h"
@@ -226,7 +227,8 @@ void useApproxTanh(OpBuilder &b, func::FuncOp fn) {
 
 FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
                                               ValueRange captures,
-                                              const VariantDeviceOptions &device) {
+                                              const VariantDeviceOptions &device,
+                                              llvm::StringMap<FlatSymbolRefAttr> &images) {
   MLIRContext *ctx = b.getContext();
   Location loc = op->getLoc();
   if (device.bitcode.empty() || !llvm::sys::fs::exists(device.bitcode))
@@ -266,6 +268,22 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
                              << " bytes of values, more than the CUDA kernels take ("
                              << FI_VARIANT_MAX_CAPTURE_BYTES
                              << "); pack scalars into a tensor (one pointer)";
+  // Ops with the same functions, capture types and kernel (the layers of a step) share one
+  // device image: one NVPTX and ptxas compile per variant, not per op.
+  std::string key;
+  {
+    llvm::raw_string_ostream os(key);
+    os << kernelName;
+    for (StringRef attrName : {"score_mod", "mask_mod"}) {
+      os << "|";
+      if (auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName))
+        os << ref.getValue();
+    }
+    for (Value v : captures)
+      os << "|" << v.getType();
+  }
+  if (auto it = images.find(key); it != images.end())
+    return it->second;
   std::string suffix;
   for (unsigned n = 0;; ++n) {
     suffix = std::to_string(n);
@@ -321,7 +339,9 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
                                       LLVM::Linkage::Internal, imageName,
                                       b.getStringAttr(std::string(8, '\0')));
   image.setAlignment(8);
-  return FlatSymbolRefAttr::get(ctx, imageName);
+  auto ref = FlatSymbolRefAttr::get(ctx, imageName);
+  images[key] = ref;
+  return ref;
 }
 
 } // namespace
@@ -331,6 +351,7 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
   OpBuilder b(module.getContext());
   SymbolTableCollection symbols;
   llvm::DenseMap<Operation *, func::FuncOp> copies;
+  llvm::StringMap<FlatSymbolRefAttr> images;
   WalkResult walk = module.walk([&](Operation *op) {
     if (!isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, BlockSparseAttentionOp>(op))
       return WalkResult::advance();
@@ -369,7 +390,8 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
       op->setAttr(hookName, FlatSymbolRefAttr::get(hook.getSymNameAttr()));
     }
     if (device && (op->hasAttr("score_mod") || op->hasAttr("mask_mod"))) {
-      FailureOr<FlatSymbolRefAttr> image = makeDeviceModule(b, module, op, variantArgs, *device);
+      FailureOr<FlatSymbolRefAttr> image =
+          makeDeviceModule(b, module, op, variantArgs, *device, images);
       if (failed(image))
         return WalkResult::interrupt();
       op->setAttr(kImage, *image);

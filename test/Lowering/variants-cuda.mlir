@@ -11,6 +11,9 @@
 // CHECK-LABEL: func.func @ragged
 // CHECK: %[[IMAGE:.*]] = llvm.mlir.addressof @__fi_variant_image_0 : !llvm.ptr
 // CHECK: call @fi_rt_ragged_prefill_run_f16_f16({{.*}}, %[[IMAGE]])
+// CHECK: %[[IMAGE2:.*]] = llvm.mlir.addressof @__fi_variant_image_0 : !llvm.ptr
+// CHECK: call @fi_rt_ragged_prefill_run_f16_f16({{.*}}, %[[IMAGE2]])
+// CHECK-NOT: __fi_variant_image_1
 // CHECK: gpu.module @__fi_variant_device_0 [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86", link = ["{{.*}}variants-cuda.mlir"]>] {
 // CHECK-DAG: func.func @fi_variant_score_mod(%{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> f32
 // CHECK-DAG: func.func @fi_variant_mask_mod(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
@@ -26,6 +29,11 @@ func.func private @soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp:
 }
 func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
                   %qo: memref<?xi32>, %kvp: memref<?xi32>, %cap: f32, %o: memref<?x4x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%cap : f32)
+      outs(%o : memref<?x4x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @soft_cap}
+  // A second layer with the same variant shares the device image.
   fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%cap : f32)
       outs(%o : memref<?x4x128xf16>)
