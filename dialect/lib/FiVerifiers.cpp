@@ -888,18 +888,27 @@ bool captureMatches(Type arg, Type param) {
 }
 
 /// What a variant function may contain: operations without side effects (scalar
-/// arithmetic, control flow) and reads (of its captured tensors); no calls. The buffer
+/// arithmetic, control flow) and reads of its captured tensors (tensor.extract /
+/// memref.load, which the lowering clamps); no calls, no other reads. The buffer
 /// deallocation pipeline briefly adds `bufferization.dealloc` of buffers the function
 /// does not own (folded away at once), so that one is let through.
 bool allowedInVariant(Operation *op) {
+  StringRef name = op->getName().getStringRef();
   if (isa<CallOpInterface>(op))
     return false;
-  if (op->getName().getStringRef() == "bufferization.dealloc")
+  // Views that could reach past a captured buffer (the lowering clamps reads into the
+  // bounds of the memref they read).
+  if (name == "memref.reinterpret_cast" || name == "memref.view")
+    return false;
+  // Module globals are host data the device code cannot see: capture a tensor instead.
+  if (name == "memref.get_global" || name == "llvm.mlir.addressof")
+    return false;
+  // Reads: the two the lowering clamps, and bufferization's own.
+  if (llvm::is_contained({"memref.load", "tensor.extract", "bufferization.to_tensor",
+                          "bufferization.to_buffer", "bufferization.dealloc"},
+                         name))
     return true;
-  if (isMemoryEffectFree(op))
-    return true;
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  return effects && effects.onlyHasEffect<MemoryEffects::Read>();
+  return isMemoryEffectFree(op);
 }
 
 LogicalResult verifyVariantFunction(Operation *op, SymbolTableCollection &symbols,

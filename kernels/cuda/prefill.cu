@@ -347,7 +347,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                           "in; express them in the variant (causal and RoPE stay built in)",
                           what);
     char name[64];
-    snprintf(name, sizeof name, "fi_variant_prefill_hd%d_%s", a->head_dim,
+    snprintf(name, sizeof name, FI_VARIANT_KERNEL_PREFIX "%d_%s", a->head_dim,
              q_dt == FI_DTYPE_BF16 ? "bf16" : "f16");
     const int smem = a->head_dim == 64 ? fi_prefill_ws_smem_hd64() : fi_prefill_ws_smem_hd128();
     if ((s = fi_cuda_variant_kernel(ctx, var->device_image, name, smem, &variant_kernel)) !=

@@ -5,6 +5,7 @@
 // (a program's image is static data: its address identifies it). A context is used by one
 // thread at a time (runtime.h), so the list needs no lock.
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@
 namespace {
 
 struct VariantKernel {
-  const char *name;  // one of variant_kernels.cu's entries (static strings)
+  char name[48];  // one of variant_kernels.cu's entries (a copy: callers pass a buffer)
   cudaKernel_t kernel;
 };
 
@@ -92,7 +93,9 @@ extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_
                         "recompile the program with this runtime's variant bitcode",
                         name, cudaGetErrorName(e), cudaGetErrorString(e));
   }
-  img->kernels[img->num_kernels++] = {name, k};
+  VariantKernel &entry = img->kernels[img->num_kernels++];
+  snprintf(entry.name, sizeof entry.name, "%s", name);
+  entry.kernel = k;
   *kernel = reinterpret_cast<const void *>(k);
   return FI_SUCCESS;
 }

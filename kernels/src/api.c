@@ -600,13 +600,11 @@ static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
                                 plan->num_pages, NULL);
 }
 
-/* A user-written variant (params.variant with a score_mod or mask_mod) runs on the host
- * backend only: the CUDA kernels have no call-out to host function pointers, and the path
- * that compiles the variant into them (through NVPTX) is not built yet. A variant whose
- * two functions are NULL is none. Checked at run, where the plan's copy of the params is
- * what the backend would execute (compiled code sets the variant on its run's copy). */
-/* A variant on the CUDA backend: paged and ragged prefill from a device image (the CUDA
- * backend checks the rest: the kernel the plan runs, the image, the captures). */
+/* A user-written variant (params.variant with a score_mod or mask_mod; both NULL is none)
+ * on the CUDA backend: paged and ragged prefill from a device image (the CUDA backend
+ * checks the rest: the kernel the plan runs, the image). Checked at run, where the plan's
+ * copy of the params is what the backend executes (compiled code sets the variant on its
+ * run's copy). */
 static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
   const fi_variant *v = plan->params.variant;
   if (ctx->backend == FI_BACKEND_HOST || !v || (!v->score_mod && !v->mask_mod))

@@ -1174,7 +1174,9 @@ static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
     out->params.k_scale = a->k_scale;
     out->params.v_scale = a->v_scale;
     /* A variant with neither function is none (a plain op); else the run's plan points at
-     * the caller's attrs, which outlive the run. The CUDA backend refuses the run. */
+     * the caller's attrs, which outlive the run. On CUDA the device image runs it (paged
+     * and ragged prefill; other runs are refused). In a captured graph the scalar captures
+     * are frozen in the kernel's parameters, captured tensors are read at replay. */
     out->params.variant = a->variant.score_mod || a->variant.mask_mod ? &a->variant : NULL;
   }
   (void)ctx;

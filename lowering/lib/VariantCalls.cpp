@@ -52,6 +52,16 @@ std::string freshName(ModuleOp module, StringRef base) {
   }
 }
 
+/// memref<?x...x?xT, strided<[?, ...], offset: ?>> in t's memory space: what a captured
+/// memref is inside the variant's copy, whatever its static type (its real sizes, offset
+/// and strides come from the descriptor; the clamps read the real sizes).
+MemRefType dynamicStrided(MemRefType t) {
+  SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
+  return MemRefType::get(dyn, t.getElementType(),
+                         StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, dyn),
+                         t.getMemorySpace());
+}
+
 /// Internal linkage: objects of several compiled modules link without clashes.
 void internal(func::FuncOp fn) {
   fn->setAttr("llvm.linkage",
@@ -69,6 +79,14 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncO
   copy.setPrivate();
   copy->removeAttr("llvm.emit_c_interface");
   internal(copy);
+  // Captured memrefs as the descriptors they are (a slice keeps its offset and strides, a
+  // dynamic size its real extent).
+  Block &entryBlock = copy.getBody().front();
+  for (BlockArgument arg : entryBlock.getArguments())
+    if (auto m = dyn_cast<MemRefType>(arg.getType()))
+      arg.setType(dynamicStrided(m));
+  copy.setFunctionType(FunctionType::get(copy.getContext(), entryBlock.getArgumentTypes(),
+                                         copy.getResultTypes()));
   SmallVector<memref::LoadOp> loads;
   copy.walk([&](memref::LoadOp l) { loads.push_back(l); });
   for (memref::LoadOp load : loads) {
@@ -129,7 +147,8 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name
   Value block = entry->getArguments().back();
   SmallVector<Value> callArgs(entry->getArguments().drop_back());
   auto slot = [&](int64_t index) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr, i64, block, ArrayRef<LLVM::GEPArg>{index});
+    return LLVM::GEPOp::create(b, loc, ptr, i64, block,
+                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
   };
   ArrayRef<Type> params = callee.getArgumentTypes();
   int64_t next = 0;
@@ -153,15 +172,11 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name
         desc = LLVM::InsertValueOp::create(b, loc, desc, size, ArrayRef<int64_t>{3, d});
         desc = LLVM::InsertValueOp::create(b, loc, desc, stride, ArrayRef<int64_t>{4, d});
       }
-      // The descriptor as the fully dynamic strided memref it describes, then cast to
-      // the function's parameter type (the verifier checked element type and rank).
-      SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
-      auto strided = MemRefType::get(
-          dyn, m.getElementType(),
-          StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn));
-      Value view = UnrealizedConversionCastOp::create(b, loc, strided, desc).getResult(0);
-      if (view.getType() != param)
-        view = memref::CastOp::create(b, loc, param, view);
+      // The descriptor as the fully dynamic strided memref it describes: the copy's
+      // parameter type (clampedCopy).
+      (void)param;
+      Value view =
+          UnrealizedConversionCastOp::create(b, loc, dynamicStrided(m), desc).getResult(0);
       callArgs.push_back(view);
     } else if (t.isIndex()) {
       Value wide = LLVM::LoadOp::create(b, loc, i64, slot(next));
@@ -248,6 +263,16 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
            << "has a score_mod/mask_mod for the CUDA backend, whose variant kernels (the "
               "warp-specialised Hopper prefill kernel) take head_dim 64 or 128 with f16 or "
               "bf16 q and the same KV type; lower with backend=host for other shapes";
+  if (info->tiles && !(info->tiles.getQTile() == 128 && info->tiles.getKvTile() == 128 &&
+                       info->tiles.getCores() == Cores::wgmma))
+    return op->emitOpError()
+           << "has a score_mod/mask_mod for the CUDA backend, which runs in the wgmma 128 x "
+              "128 kernel, but its tiles (its own or its plan's, shared with another op) are "
+           << info->tiles << "; give the variant op its own plan, or wgmma 128 x 128 tiles";
+  if (info->kvHeads > 0 && info->qoHeads / info->kvHeads > 128)
+    return op->emitOpError() << "has a score_mod/mask_mod for the CUDA backend, whose kernel "
+                                "takes a GQA group of at most 128; this op's is "
+                             << info->qoHeads / info->kvHeads;
   auto softCap = op->getAttrOfType<FloatAttr>("logits_soft_cap");
   auto window = op->getAttrOfType<IntegerAttr>("window_left");
   auto pos = op->getAttrOfType<PosEncodingAttr>("pos_encoding");
@@ -258,7 +283,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
               "custom mask: on the CUDA backend the variant kernel has none of those built "
               "in (they would crowd its registers); express them in the score_mod / mask_mod "
               "(causal and RoPE stay built in)";
-  std::string kernelName = "fi_variant_prefill_hd" + std::to_string(info->headDim) +
+  std::string kernelName = std::string(FI_VARIANT_KERNEL_PREFIX) + std::to_string(info->headDim) +
                            (info->qType.isBF16() ? "_bf16" : "_f16");
   int64_t slots = 0;
   for (Value v : captures)
@@ -416,13 +441,20 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
   auto hookPtr = [&](FlatSymbolRefAttr hook) -> Value {
     if (!hook)
       return LLVM::ZeroOp::create(b, loc, ptr);
-    auto fn = SymbolTable::lookupSymbolIn(module, hook.getAttr());
-    auto type = cast<func::FuncOp>(fn).getFunctionType();
+    auto fn = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(module, hook.getAttr()));
+    if (!fn)
+      return Value();
+    auto type = fn.getFunctionType();
     Value f = func::ConstantOp::create(b, loc, type, hook);
     return UnrealizedConversionCastOp::create(b, loc, ptr, f).getResult(0);
   };
-  args.push_back(hookPtr(scoreHook));
-  args.push_back(hookPtr(maskHook));
+  Value scorePtr = hookPtr(scoreHook), maskPtr = hookPtr(maskHook);
+  if (!scorePtr || !maskPtr)
+    return op->emitOpError() << "names a variant hook that is not a function of the module "
+                                "(a stale fi.score_mod_hook / fi.mask_mod_hook attribute); "
+                                "drop it and let fi-lower-to-runtime generate the hooks";
+  args.push_back(scorePtr);
+  args.push_back(maskPtr);
   int64_t slots = 0;
   for (Value v : captures)
     slots += slotsOf(v.getType());
@@ -450,7 +482,8 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
     block = LLVM::AllocaOp::create(b, loc, ptr, i64, count, /*alignment=*/8);
   }
   auto slot = [&](int64_t index) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr, i64, block, ArrayRef<LLVM::GEPArg>{index});
+    return LLVM::GEPOp::create(b, loc, ptr, i64, block,
+                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
   };
   auto asI64 = [&](Value index) -> Value {
     return arith::IndexCastOp::create(b, loc, i64, index);

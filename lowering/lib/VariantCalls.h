@@ -1,9 +1,9 @@
 //===- VariantCalls.h - score_mod / mask_mod as runtime hooks ---*- C++ -*-===//
 //
 // An attention op's variant functions (score_mod, mask_mod; see the dialect docs) reach
-// the runtime as the three trailing arguments of its run adapter: a score_mod hook, a
-// mask_mod hook (fi_score_mod_fn / fi_mask_mod_fn of kernels/include/fi/runtime.h) and a
-// pointer to the op's captured values. Each hook is a generated private function with the
+// the runtime as the five trailing arguments of its run adapter: a score_mod hook, a
+// mask_mod hook (fi_score_mod_fn / fi_mask_mod_fn of kernels/include/fi/runtime.h), a
+// pointer to the op's captured values, their bytes, and (backend=cuda) the device image. Each hook is a generated private function with the
 // runtime's fixed C signature that unpacks the captures and calls a copy of the user's
 // function whose captured-tensor reads are clamped into bounds.
 //
@@ -17,8 +17,8 @@
 namespace mlir {
 namespace fi {
 
-/// Appends (score_mod hook, mask_mod hook, captures) as !llvm.ptr values for run op `op`
-/// (null pointers when it has no variant). `captures` are the op's variant_args after
+/// Appends (score_mod hook, mask_mod hook, captures: !llvm.ptr; captures' bytes: i64;
+/// device image: !llvm.ptr) for run op `op` (null pointers when it has no variant). `captures` are the op's variant_args after
 /// conversion (memrefs and scalars). The captures block is an alloca in the enclosing
 /// function's entry block, filled right before the call.
 LogicalResult pushVariantArgs(OpBuilder &b, Operation *op, ValueRange captures,

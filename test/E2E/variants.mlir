@@ -14,6 +14,7 @@
 // CHECK: window (paged decode): 6 trials bit-exact
 // CHECK: alibi (paged prefill): 6 trials bit-exact
 // CHECK: t5 bias + head mask (block sparse): 6 trials bit-exact
+// CHECK: t5 bias from a slice of a stacked table: 6 trials bit-exact
 // CHECK: E2E variants: PASS
 
 // ---------------------------------------------------------------- the variants --
@@ -172,6 +173,27 @@ func.func @paged_alibi_variant(%q: tensor<?x4x64xf16>, %qo: tensor<?xi32>,
 func.func @bsr_t5(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>,
     %indptr: tensor<?xi32>, %indices: tensor<?xi32>, %table: tensor<4x8xf32>)
     -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%m) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%m) : tensor<?x4xf32>
+  %o, %lse = fi.block_sparse_attention q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%table : tensor<4x8xf32>) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, score_mod = @t5_bias, mask_mod = @head_mask}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+// The same with the table a slice of a stacked [layers, heads, buckets] tensor (layer 1):
+// the variant reads the slice through its own offset, not the stack's first layer.
+func.func @bsr_t5_sliced(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>,
+    %indptr: tensor<?xi32>, %indices: tensor<?xi32>, %stack: tensor<2x4x8xf32>)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %table = tensor.extract_slice %stack[1, 0, 0] [1, 4, 8] [1, 1, 1]
+      : tensor<2x4x8xf32> to tensor<4x8xf32>
   %c0 = arith.constant 0 : index
   %m = tensor.dim %q, %c0 : tensor<?x4x64xf16>
   %o0 = tensor.empty(%m) : tensor<?x4x64xf16>

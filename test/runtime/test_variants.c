@@ -16,8 +16,9 @@
  *  e. score_mod returning -inf for every key of some rows (all heads of one, one head of
  *     another): those rows get o = 0 and lse = -inf, as the built-in gives a row with no
  *     key, also when the row's keys were split over several chunks.
- *  f. a CUDA context refuses a run with a variant (FI_ERROR_UNSUPPORTED naming
- *     params.variant); skipped where no CUDA context can be made.
+ *  f. a CUDA context refuses a run with a variant that has no device image
+ *     (FI_ERROR_UNSUPPORTED naming params.variant: the host hooks cannot run on the GPU);
+ *     skipped where no CUDA context can be made.
  * Every variant also checks its arguments against the problem (batch, query and key
  * positions as runtime.h defines them, kv_head = qo_head / group): score_mod returns NaN,
  * mask_mod drops the pair, on a wrong one, which fails the comparison. */
@@ -726,8 +727,9 @@ static void case_drop_rows(const config *c, rng *r) {
   free_problem(&pr);
 }
 
-/* f. the CUDA backend refuses every run with a variant, after a valid plan (device
- * workspace from fi_rt_alloc on that context); tensors are not looked at first. */
+/* f. the CUDA backend refuses every run with a variant and no device image, after a valid
+ * plan (device workspace from fi_rt_alloc on that context); tensors are not looked at
+ * first. (Device images: test/E2E/variants_cuda.mlir.) */
 static void case_cuda(void) {
   fi_context *cuda = NULL;
   if (fi_context_create(FI_BACKEND_CUDA, &cuda) != FI_SUCCESS) {

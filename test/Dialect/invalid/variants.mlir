@@ -124,3 +124,31 @@ func.func @not_a_function(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %v: te
   %r = fi.ragged_prefill q(%q : tensor<?x8x64xf16>) kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o : tensor<?x8x64xf16>) {mask_mod = @bias_table} -> tensor<?x8x64xf16>
   return %r : tensor<?x8x64xf16>
 }
+
+// -----
+
+func.func private @wide(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32, %c: i128) -> f32 {
+  return %s : f32
+}
+func.func @wide_scalar(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %c: i128, %o: tensor<?x8x64xf16>) -> tensor<?x8x64xf16> {
+  // expected-error @+1 {{operand #5 must be variadic of i1/i8/i16/i32/i64/index/f16/bf16/f32/f64 scalar, or a ranked tensor or memref}}
+  %r = fi.ragged_prefill q(%q : tensor<?x8x64xf16>) kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) variant_args(%c : i128) outs(%o : tensor<?x8x64xf16>) {score_mod = @wide} -> tensor<?x8x64xf16>
+  return %r : tensor<?x8x64xf16>
+}
+
+// -----
+
+memref.global "private" constant @table : memref<4xf32> = dense<1.0>
+func.func private @reads_global(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32) -> f32 {
+  // expected-note @+1 {{the offending operation}}
+  %t = memref.get_global @table : memref<4xf32>
+  %c0 = arith.constant 0 : index
+  %x = memref.load %t[%c0] : memref<4xf32>
+  %r = arith.addf %s, %x : f32
+  return %r : f32
+}
+func.func @global_table(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %o: tensor<?x8x64xf16>) -> tensor<?x8x64xf16> {
+  // expected-error @+1 {{score_mod @reads_global contains 'memref.get_global', which a variant function may not use}}
+  %r = fi.ragged_prefill q(%q : tensor<?x8x64xf16>) kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o : tensor<?x8x64xf16>) {score_mod = @reads_global} -> tensor<?x8x64xf16>
+  return %r : tensor<?x8x64xf16>
+}

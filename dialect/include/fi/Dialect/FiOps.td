@@ -16,8 +16,10 @@ include "mlir/IR/SymbolInterfaces.td"
 def Fi_Shaped : AnyTypeOf<[AnyRankedTensor, AnyMemRef], "ranked tensor or memref",
                           "::mlir::ShapedType">;
 // A value captured by an attention variant (score_mod / mask_mod).
-def Fi_VariantArg : AnyTypeOf<[AnySignlessInteger, Index, AnyFloat, AnyRankedTensor,
-                               AnyMemRef], "integer, index or float scalar, or a tensor or memref">;
+// (A scalar takes one 8-byte slot of the captures block: at most 64 bits.)
+def Fi_VariantArg : AnyTypeOf<[I1, I8, I16, I32, I64, Index, F16, BF16, F32, F64,
+                               AnyRankedTensor, AnyMemRef],
+    "i1/i8/i16/i32/i64/index/f16/bf16/f32/f64 scalar, or a ranked tensor or memref">;
 
 def Fi_AnyPlan : Type<CPred<"::llvm::isa<::mlir::fi::PlanType>($_self)">,
                       "!fi.plan of any op family">;
@@ -120,7 +122,8 @@ defvar Fi_AttentionAttrDoc = [{
       %kv_pos: i32, <captures>) -> i1` keeps the pair when true; it is applied together
       with the built-in masks (causal, custom, window).
     * `variant_args(%a, %t : f32, tensor<?xf32>)`: the captured values, passed to both
-      functions after their fixed arguments: integer, index and float scalars, and
+      functions after their fixed arguments: scalars of at most 64 bits (i1 to i64, index, f16,
+      bf16, f32, f64), and
       tensors (memrefs once bufferized) read with `tensor.extract` (`memref.load`).
 
     Positions are those of the built-in masks: query row `i` of a request with `qo_len`

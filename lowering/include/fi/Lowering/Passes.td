@@ -129,8 +129,6 @@ def FiEmitCInterface : Pass<"fi-emit-c-interface", "ModuleOp"> {
   }];
 }
 
-#endif // FI_LOWERING_PASSES_TD
-
 def FiEmbedVariantImages : Pass<"fi-embed-variant-images", "ModuleOp"> {
   let summary = "Put each variant's cubin (a gpu.binary) into its image global";
   let description = [{
@@ -144,3 +142,5 @@ def FiEmbedVariantImages : Pass<"fi-embed-variant-images", "ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect"];
 }
+
+#endif // FI_LOWERING_PASSES_TD
