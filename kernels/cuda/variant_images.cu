@@ -66,7 +66,7 @@ extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_
       cudaGetLastError();
       return fi_set_error(ctx, FI_ERROR_CUDA,
                           "loading a variant's device image (%llu bytes of cubin) failed: %s "
-                          "(%s); was it compiled for this GPU (fi-lower-to-runtime's "
+                          "(%s); was it compiled for this GPU (fi-to-llvm's "
                           "variant-chip, sm_90a by default)?",
                           (unsigned long long)bytes, cudaGetErrorName(e), cudaGetErrorString(e));
     }

@@ -61,6 +61,7 @@ void mlir::fi::buildFiToLLVMPipeline(OpPassManager &pm, const FiToLLVMOptions &o
   FiLowerToRuntimeOptions lower;
   lower.backend = options.backend;
   lower.variantBitcode = options.variantBitcode;
+  lower.variantChip = options.variantChip;
   pm.addPass(createFiLowerToRuntime(lower));
   pm.addPass(createCanonicalizerPass());
 

@@ -69,6 +69,10 @@ struct FiToLLVMOptions : public PassPipelineOptions<FiToLLVMOptions> {
       *this, "variant-bitcode",
       llvm::cl::desc("backend=cuda with variants: the runtime's variant kernels' bitcode"),
       llvm::cl::init(FI_VARIANT_BITCODE_DEFAULT)};
+  PassOptions::Option<std::string> variantChip{
+      *this, "variant-chip",
+      llvm::cl::desc("backend=cuda with variants: the GPU they are compiled for"),
+      llvm::cl::init("sm_90a")};
   PassOptions::Option<bool> plansOnDevice{
       *this, "plans-on-device",
       llvm::cl::desc("Plans that fi-materialize-plans creates are made on the device "
