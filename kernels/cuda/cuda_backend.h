@@ -33,11 +33,12 @@ fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                           const fi_attention_params *params,
                                           const fi_tiles *tiles);
 
-/* The kernel `name` of a variant's device image (runtime.h, fi_variant: a uint64 byte
- * count, then a cubin), loaded once per context (variant_images.cu) with `smem_bytes` of
- * dynamic shared memory allowed; the kernel as a launchable function pointer. */
-fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image, const char *name,
-                                 int smem_bytes, const void **kernel);
+/* The prefill kernel (head_dim 64 / 128, f16 / bf16 q) of a variant's device image
+ * (runtime.h, fi_variant: a uint64 byte count, then a cubin), loaded once per context
+ * (variant_images.cu) with the warp-specialised kernel's shared memory allowed; the kernel
+ * as a launchable function pointer. */
+fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image, int head_dim,
+                                 int bf16, const void **kernel);
 
 #ifdef __cplusplus
 }

@@ -346,12 +346,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                           "mask or sliding window: the variant kernel has none of those built "
                           "in; express them in the variant (causal and RoPE stay built in)",
                           what);
-    char name[64];
-    snprintf(name, sizeof name, FI_VARIANT_KERNEL_PREFIX "%d_%s", a->head_dim,
-             q_dt == FI_DTYPE_BF16 ? "bf16" : "f16");
-    const int smem = a->head_dim == 64 ? fi_prefill_ws_smem_hd64() : fi_prefill_ws_smem_hd128();
-    if ((s = fi_cuda_variant_kernel(ctx, var->device_image, name, smem, &variant_kernel)) !=
-        FI_SUCCESS)
+    if ((s = fi_cuda_variant_kernel(ctx, var->device_image, a->head_dim,
+                                    q_dt == FI_DTYPE_BF16, &variant_kernel)) != FI_SUCCESS)
       return s;
     p.variant_score = var->score_mod != nullptr;
     p.variant_mask = var->mask_mod != nullptr;
@@ -362,12 +358,9 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (needs_stage)
       e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
                                   stream);
-    if (e == cudaSuccess && var)
-      e = (a->head_dim == 64 ? fi_prefill_ws_launch_variant_hd64
-                             : fi_prefill_ws_launch_variant_hd128)(
-          variant_kernel, p, ws_maps, lay.num_work_units, ctx->target.sm_count, stream);
-    else if (e == cudaSuccess)
-      e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream);
+    if (e == cudaSuccess)
+      e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream,
+                    variant_kernel);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;
     e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,

@@ -43,26 +43,23 @@ FI_PREFILL_DECLARE(256, bf16)
 namespace fi_prefill {
 struct WsMaps;
 }
+// variant_kernel: a program's variant kernel to launch instead of the runtime's (NULL: none).
 typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
                                                const fi_prefill::WsMaps &maps, bool extras,
                                                int num_work_units, int sm_count,
-                                               cudaStream_t stream);
+                                               cudaStream_t stream, const void *variant_kernel);
 // ..._prepare sets the kernel's shared-memory attribute (once per context, sm_90 only).
 #define FI_PREFILL_WS_DECLARE(HD, NAME)                                                    \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
                                                    const fi_prefill::WsMaps &maps,         \
                                                    bool extras, int n, int sm_count,       \
-                                                   cudaStream_t stream);                   \
+                                                   cudaStream_t stream,                    \
+                                                   const void *variant_kernel);            \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME();
-// A program's variant kernel (variant_images.cu) with the grid and shared memory of
-// head_dim HD's warp-specialised kernel (fi_prefill_ws_smem_hd##HD: its bytes).
-#define FI_PREFILL_WS_VARIANT_DECLARE(HD)                                                  \
-  cudaError_t fi_prefill_ws_launch_variant_hd##HD(const void *kernel, const PrefillParams &p, \
-                                                  const fi_prefill::WsMaps &maps, int n,   \
-                                                  int sm_count, cudaStream_t stream);      \
-  int fi_prefill_ws_smem_hd##HD();
-FI_PREFILL_WS_VARIANT_DECLARE(64)
-FI_PREFILL_WS_VARIANT_DECLARE(128)
+// The dynamic shared memory of head_dim HD's warp-specialised kernel (a variant kernel's
+// attribute, set when variant_images.cu loads it).
+int fi_prefill_ws_smem_hd64();
+int fi_prefill_ws_smem_hd128();
 FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
 FI_PREFILL_WS_DECLARE(128, f16)
@@ -75,18 +72,15 @@ FI_PREFILL_WS_DECLARE(128, bf16)
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
                                                    const fi_prefill::WsMaps &maps,         \
                                                    bool extras, int n, int sm_count,       \
-                                                   cudaStream_t stream) {                  \
-    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, extras, n, sm_count, stream);  \
+                                                   cudaStream_t stream,                    \
+                                                   const void *variant_kernel) {           \
+    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, extras, n, sm_count, stream,   \
+                                                   variant_kernel);                        \
   }                                                                                        \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
     return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \
   }
-#define FI_PREFILL_WS_VARIANT_DEFINE(HD)                                                   \
-  cudaError_t fi_prefill_ws_launch_variant_hd##HD(const void *kernel, const PrefillParams &p, \
-                                                  const fi_prefill::WsMaps &maps, int n,   \
-                                                  int sm_count, cudaStream_t stream) {     \
-    return fi_prefill::launch_prefill_ws_variant<HD>(kernel, p, maps, n, sm_count, stream); \
-  }                                                                                        \
+#define FI_PREFILL_WS_SMEM_DEFINE(HD)                                                      \
   int fi_prefill_ws_smem_hd##HD() { return fi_prefill::WsShape<HD>::SMEM; }
 namespace fi_prefill {
 // The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.

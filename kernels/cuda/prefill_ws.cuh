@@ -443,12 +443,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     for (int hh = 0; hh < 2; ++hh) {
       const int pr = chunk + warp * 16 + g + hh * 8;
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
-      if (VARIANT) row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
-      if (EXTRAS && p.pos_encoding == FI_POS_ALIBI) {
-        const int h = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
+      if (VARIANT || (EXTRAS && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
+        row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
+      if (EXTRAS && p.pos_encoding == FI_POS_ALIBI)
         // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
-        row_slope[hh] = fi::alibi_slope(h, p.num_qo_heads) / p.sm_scale;
-      }
+        row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / p.sm_scale;
     }
     // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
     // (S holds tanh(scaled / cap)).
@@ -809,31 +808,22 @@ cudaError_t prepare_prefill_ws() {
 }
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
-// extras: soft cap, ALiBi, custom mask or sliding window in use; p.bsr_tiles: block-sparse.
+// extras: soft cap, ALiBi, custom mask or sliding window in use; p.bsr_tiles: block-sparse;
+// variant_kernel: a program's variant kernel (variant_kernels.cu, loaded by
+// variant_images.cu) in place of the runtime's own, with the same grid and shared memory.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool extras,
-                              int num_work_units, int sm_count, cudaStream_t stream) {
+                              int num_work_units, int sm_count, cudaStream_t stream,
+                              const void *variant_kernel) {
   using W = WsShape<HD>;
-  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
-  const int grid = (int)(items < sm_count ? items : sm_count);
-  return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
-                       p.bsr_tiles ? prefill_ws_kernel<HD, DT, true, true>
-                       : extras    ? prefill_ws_kernel<HD, DT, true, false>
-                                   : prefill_ws_kernel<HD, DT, false, false>,
-                       p, maps);
-}
-
-// Launches a variant kernel (from a program's device image: variant_kernels.cu, loaded by
-// variant_images.cu) in place of prefill_ws_kernel: the same grid, block and shared memory.
-template <int HD>
-cudaError_t launch_prefill_ws_variant(const void *kernel, const PrefillParams &p,
-                                      const WsMaps &maps, int num_work_units, int sm_count,
-                                      cudaStream_t stream) {
-  using W = WsShape<HD>;
+  using Entry = void (*)(PrefillParams, WsMaps);
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
   // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)
-  auto entry = reinterpret_cast<void (*)(PrefillParams, WsMaps)>(const_cast<void *>(kernel));
+  const Entry entry = variant_kernel ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
+                      : p.bsr_tiles  ? prefill_ws_kernel<HD, DT, true, true>
+                      : extras       ? prefill_ws_kernel<HD, DT, true, false>
+                                     : prefill_ws_kernel<HD, DT, false, false>;
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);
 }

@@ -12,19 +12,15 @@
 #include "context.h"
 #include "cuda_backend.h"
 #include "internal.h"
+#include "prefill_variants.cuh"
 
 namespace {
 
-struct VariantKernel {
-  char name[48];  // one of variant_kernels.cu's entries (a copy: callers pass a buffer)
-  cudaKernel_t kernel;
-};
-
+// A variant image and the kernels of it loaded so far, by slot (kernel_slot).
 struct VariantImage {
   const void *image;
   cudaLibrary_t library;
-  VariantKernel kernels[4];
-  int num_kernels;
+  cudaKernel_t kernels[4];  // null until first used
   VariantImage *next;
 };
 
@@ -38,64 +34,69 @@ CudaBackendState *state_of(fi_context *ctx) {
   return static_cast<CudaBackendState *>(ctx->backend_state);
 }
 
+// The four entries of variant_kernels.cu: head_dim 64 / 128 x f16 / bf16.
+int kernel_slot(int head_dim, int bf16) { return (head_dim == 128 ? 2 : 0) + (bf16 ? 1 : 0); }
+
+fi_status load_image(fi_context *ctx, CudaBackendState *st, const void *device_image,
+                     VariantImage **out) {
+  uint64_t bytes = 0;
+  memcpy(&bytes, device_image, 8);
+  const unsigned char *cubin = static_cast<const unsigned char *>(device_image) + 8;
+  if (bytes < 4 || bytes > (1ull << 31) || memcmp(cubin, "\x7f" "ELF", 4) != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.variant.device_image is not a variant image (a uint64 "
+                        "byte count, then a cubin: what fi-to-llvm=backend=cuda embeds; "
+                        "found a count of %llu)",
+                        (unsigned long long)bytes);
+  VariantImage *img = static_cast<VariantImage *>(calloc(1, sizeof(VariantImage)));
+  if (!img) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "variant images: out of memory");
+  cudaError_t e =
+      cudaLibraryLoadData(&img->library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (e != cudaSuccess) {
+    free(img);
+    cudaGetLastError();
+    return fi_set_error(ctx, FI_ERROR_CUDA,
+                        "loading a variant's device image (%llu bytes of cubin) failed: %s "
+                        "(%s); was it compiled for this GPU (fi-to-llvm's "
+                        "variant-chip, sm_90a by default)?",
+                        (unsigned long long)bytes, cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+  img->image = device_image;
+  img->next = st->images;
+  st->images = img;
+  *out = img;
+  return FI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image,
-                                            const char *name, int smem_bytes,
-                                            const void **kernel) {
+                                            int head_dim, int bf16, const void **kernel) {
   CudaBackendState *st = state_of(ctx);
   if (!st) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "variant images: out of memory");
   VariantImage *img = st->images;
   while (img && img->image != device_image) img = img->next;
-  if (!img) {
-    uint64_t bytes = 0;
-    memcpy(&bytes, device_image, 8);
-    const unsigned char *cubin = static_cast<const unsigned char *>(device_image) + 8;
-    if (bytes < 4 || bytes > (1ull << 31) || memcmp(cubin, "\x7f" "ELF", 4) != 0)
-      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                          "params.variant.device_image is not a variant image (a uint64 "
-                          "byte count, then a cubin: what fi-to-llvm=backend=cuda embeds; "
-                          "found a count of %llu)",
-                          (unsigned long long)bytes);
-    img = static_cast<VariantImage *>(calloc(1, sizeof(VariantImage)));
-    if (!img) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "variant images: out of memory");
-    cudaError_t e = cudaLibraryLoadData(&img->library, cubin, nullptr, nullptr, 0, nullptr,
-                                        nullptr, 0);
+  fi_status s;
+  if (!img && (s = load_image(ctx, st, device_image, &img)) != FI_SUCCESS) return s;
+  cudaKernel_t &k = img->kernels[kernel_slot(head_dim, bf16)];
+  if (!k) {
+    char name[48];
+    snprintf(name, sizeof name, FI_VARIANT_KERNEL_PREFIX "%d_%s", head_dim,
+             bf16 ? "bf16" : "f16");
+    const int smem = head_dim == 64 ? fi_prefill_ws_smem_hd64() : fi_prefill_ws_smem_hd128();
+    cudaError_t e = cudaLibraryGetKernel(&k, img->library, name);
+    if (e == cudaSuccess)
+      e = cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          smem, ctx->device);
     if (e != cudaSuccess) {
-      free(img);
+      k = nullptr;
       cudaGetLastError();
       return fi_set_error(ctx, FI_ERROR_CUDA,
-                          "loading a variant's device image (%llu bytes of cubin) failed: %s "
-                          "(%s); was it compiled for this GPU (fi-to-llvm's "
-                          "variant-chip, sm_90a by default)?",
-                          (unsigned long long)bytes, cudaGetErrorName(e), cudaGetErrorString(e));
+                          "the variant's device image has no usable kernel %s: %s (%s); "
+                          "recompile the program with this runtime's variant bitcode",
+                          name, cudaGetErrorName(e), cudaGetErrorString(e));
     }
-    img->image = device_image;
-    img->next = st->images;
-    st->images = img;
   }
-  for (int i = 0; i < img->num_kernels; ++i)
-    if (strcmp(img->kernels[i].name, name) == 0) {
-      *kernel = reinterpret_cast<const void *>(img->kernels[i].kernel);
-      return FI_SUCCESS;
-    }
-  if (img->num_kernels == 4)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "variant image: more kernels than the 4 of variant_kernels.cu");
-  cudaKernel_t k;
-  cudaError_t e = cudaLibraryGetKernel(&k, img->library, name);
-  if (e == cudaSuccess)
-    e = cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        smem_bytes, ctx->device);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return fi_set_error(ctx, FI_ERROR_CUDA,
-                        "the variant's device image has no usable kernel %s: %s (%s); "
-                        "recompile the program with this runtime's variant bitcode",
-                        name, cudaGetErrorName(e), cudaGetErrorString(e));
-  }
-  VariantKernel &entry = img->kernels[img->num_kernels++];
-  snprintf(entry.name, sizeof entry.name, "%s", name);
-  entry.kernel = k;
   *kernel = reinterpret_cast<const void *>(k);
   return FI_SUCCESS;
 }

@@ -44,6 +44,27 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
+/// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
+/// kv_pos, captures) -> f32 and fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
+/// -> i32.
+FunctionType hookType(Builder &b, bool score) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  SmallVector<Type> inputs;
+  if (score)
+    inputs = {f32, i32, i32, i32, i32, i32, ptr};
+  else
+    inputs = {i32, i32, i32, i32, ptr};
+  return FunctionType::get(b.getContext(), inputs, {score ? f32 : i32});
+}
+
+/// Slot `index` (8 bytes each) of the captures block at `block`.
+Value captureSlot(OpBuilder &b, Location loc, Value block, int64_t index) {
+  return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                             b.getI64Type(), block,
+                             ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+}
+
 std::string freshName(ModuleOp module, StringRef base) {
   for (unsigned n = 0;; ++n) {
     std::string name = (base + "_" + Twine(n)).str();
@@ -123,14 +144,9 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncO
 func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name,
                       func::FuncOp callee, bool score, TypeRange captureTypes, Location loc) {
   MLIRContext *ctx = b.getContext();
-  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<Type> inputs;
-  if (score)
-    inputs = {f32, i32, i32, i32, i32, i32, ptr};
-  else
-    inputs = {i32, i32, i32, i32, ptr};
-  auto type = FunctionType::get(ctx, inputs, {score ? f32 : i32});
+  FunctionType type = hookType(b, score);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   auto hook = func::FuncOp::create(
@@ -146,10 +162,7 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name
   b.setInsertionPointToStart(entry);
   Value block = entry->getArguments().back();
   SmallVector<Value> callArgs(entry->getArguments().drop_back());
-  auto slot = [&](int64_t index) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr, i64, block,
-                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
-  };
+  auto slot = [&](int64_t index) { return captureSlot(b, loc, block, index); };
   ArrayRef<Type> params = callee.getArgumentTypes();
   int64_t next = 0;
   for (auto [i, t] : llvm::enumerate(captureTypes)) {
@@ -196,21 +209,14 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name
 /// The hook a device module needs but the op does not use (the kernel calls both; the
 /// run turns the unused one off): the score unchanged, every pair kept.
 void identityHook(OpBuilder &b, Block *into, bool score, Location loc) {
-  MLIRContext *ctx = b.getContext();
-  Type i32 = b.getI32Type(), f32 = b.getF32Type(), ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<Type> inputs;
-  if (score)
-    inputs = {f32, i32, i32, i32, i32, i32, ptr};
-  else
-    inputs = {i32, i32, i32, i32, ptr};
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   auto hook = func::FuncOp::create(b, loc, score ? "fi_variant_score_mod" : "fi_variant_mask_mod",
-                                   FunctionType::get(ctx, inputs, {score ? f32 : i32}));
+                                   hookType(b, score));
   Block *entry = hook.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value result = score ? entry->getArgument(0)
-                       : arith::ConstantIntOp::create(b, loc, i32, 1).getResult();
+                       : arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1).getResult();
   func::ReturnOp::create(b, loc, result);
 }
 
@@ -481,10 +487,7 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
     Value count = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(slots));
     block = LLVM::AllocaOp::create(b, loc, ptr, i64, count, /*alignment=*/8);
   }
-  auto slot = [&](int64_t index) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr, i64, block,
-                                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
-  };
+  auto slot = [&](int64_t index) { return captureSlot(b, loc, block, index); };
   auto asI64 = [&](Value index) -> Value {
     return arith::IndexCastOp::create(b, loc, i64, index);
   };

@@ -512,10 +512,13 @@ static void expect_identical(const char *what, const problem *pr, const outputs 
          (long long)nan_want);
 }
 
-/* d and e: every element against the float64 oracle (the dtype's tolerance as in
- * test_attention; lse 2e-4). */
-static void expect_oracle(const char *what, const problem *pr, const outputs *got,
-                          const double *o, const double *lse) {
+/* d and e: every element of `got` against the float64 oracle of (pr, p, ov) (the dtype's
+ * tolerance as in test_attention; lse 2e-4). */
+static void expect_oracle(const char *what, const problem *pr, const fi_attention_params *p,
+                          const oracle_variant *ov, const outputs *got) {
+  double *o = xmalloc(sizeof(double) * (size_t)(pr->nnz_qo * pr->hq * pr->hd + 1));
+  double *lse = xmalloc(sizeof(double) * (size_t)(pr->nnz_qo * pr->hq + 1));
+  oracle(pr, p, ov, o, lse);
   double atol, rtol;
   tolerances(pr->dt, &atol, &rtol);
   int64_t bad = 0, lbad = 0;
@@ -540,6 +543,7 @@ static void expect_oracle(const char *what, const problem *pr, const outputs *go
   EXPECT(bad == 0 && lbad == 0, "%s (%s, %s): %lld o and %lld lse elements differ from the "
          "float64 oracle", what, fam_names[pr->fam], fi_dtype_name(pr->dt), (long long)bad,
          (long long)lbad);
+  free(o), free(lse);
 }
 
 /* ------------------------------------------------------------------- the cases ----- */
@@ -664,12 +668,9 @@ static void case_t5(const config *c, rng *r) {
   p.variant = &var;
   outputs out = make_outputs(&pr);
   EXPECT_OK(run_problem(&pr, &p, &out), ctx);
-  double *o = xmalloc(sizeof(double) * (size_t)(pr.nnz_qo * pr.hq * pr.hd + 1));
-  double *lse = xmalloc(sizeof(double) * (size_t)(pr.nnz_qo * pr.hq + 1));
   const oracle_variant ov = {t5_keep, t5_score, &t5};
-  oracle(&pr, &p, &ov, o, lse);
-  expect_oracle("d: T5 bias + odd-key head mask", &pr, &out, o, lse);
-  free(table), free(o), free(lse), free(out.o), free(out.lse);
+  expect_oracle("d: T5 bias + odd-key head mask", &pr, &p, &ov, &out);
+  free(table), free(out.o), free(out.lse);
   free_problem(&pr);
 }
 
@@ -699,11 +700,8 @@ static void case_drop_rows(const config *c, rng *r) {
   p.variant = &var;
   outputs out = make_outputs(&pr);
   EXPECT_OK(run_problem(&pr, &p, &out), ctx);
-  double *o = xmalloc(sizeof(double) * (size_t)(pr.nnz_qo * pr.hq * pr.hd + 1));
-  double *lse = xmalloc(sizeof(double) * (size_t)(pr.nnz_qo * pr.hq + 1));
   const oracle_variant ov = {NULL, drop_score, &dc};
-  oracle(&pr, &p, &ov, o, lse);
-  expect_oracle("e: score_mod -inf rows", &pr, &out, o, lse);
+  expect_oracle("e: score_mod -inf rows", &pr, &p, &ov, &out);
   /* the dropped rows exactly: o = 0 (positive zero as the built-in writes), lse = -inf */
   int64_t wrong = 0, rows = 0;
   for (int b = 0; b < pr.batch; ++b)
@@ -723,7 +721,7 @@ static void case_drop_rows(const config *c, rng *r) {
     }
   EXPECT(wrong == 0 && rows >= 1, "e: %s: %lld elements of the %lld dropped (row, head) pairs "
          "are not o = 0 / lse = -inf", fam_names[pr.fam], (long long)wrong, (long long)rows);
-  free(o), free(lse), free(out.o), free(out.lse);
+  free(out.o), free(out.lse);
   free_problem(&pr);
 }
 

@@ -261,6 +261,56 @@ static inline int e2e_skipped(const char *name) {
   return 1;
 }
 
+/* A random BSR matrix of r x c blocks over m query rows and n keys (bottom-right causal
+ * alignment): every block row lists block column 0, the blocks around its diagonal, and
+ * each other block with probability `density`. Returns the number of blocks. */
+static inline int32_t random_bsr(rng *r, int64_t m, int64_t n, int32_t br, int32_t bc,
+                                 double density, int32_t **indptr_out, int32_t **indices_out) {
+  const int64_t rows = (m + br - 1) / br, cols = (n + bc - 1) / bc;
+  int32_t *indptr = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(rows + 1));
+  int32_t *indices = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(rows * cols + 1));
+  int32_t nnz = 0;
+  indptr[0] = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t diag = (i * br + br - 1 + n - m) / bc; /* the block of the row's last key */
+    for (int64_t j = 0; j < cols; ++j)
+      if (j == 0 || (j <= diag && j + 2 > diag) || rng_uniform(r) < density)
+        indices[nnz++] = (int32_t)j;
+    indptr[i + 1] = nnz;
+  }
+  *indptr_out = indptr;
+  *indices_out = indices;
+  return nnz;
+}
+
+/* fi_block_sparse_plan / run called directly on f16 q [m, qo heads, hd] and k, v [n, kv
+ * heads, hd] (shapes from `p`), into a poisoned o (f16, like q) and lse [m, qo heads];
+ * the caller e2e_frees both. */
+static inline void block_sparse_direct(fi_context *ctx, const fi_attention_params *p,
+                                       int64_t m, int64_t n, const fi_bsr_matrix *bsr,
+                                       void *q, void *k, void *v, void **o_out,
+                                       float **lse_out) {
+  const int64_t qs[3] = {m, p->num_qo_heads, p->head_dim};
+  const int64_t ks[3] = {n, p->num_kv_heads, p->head_dim}, ls[2] = {m, p->num_qo_heads};
+  size_t ws_bytes = 0;
+  CHECK_OK(ctx, fi_block_sparse_workspace_size(ctx, p, m, n, bsr->block_rows, bsr->block_cols,
+                                               &ws_bytes));
+  void *ws = e2e_alloc(ws_bytes);
+  fi_plan plan;
+  CHECK_OK(ctx, fi_block_sparse_plan(ctx, p, m, n, bsr, NULL, ws, ws_bytes, &plan));
+  void *o = poisoned_tensor(FI_DTYPE_F16, numel(3, qs));
+  float *lse = (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls));
+  fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
+  fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
+  fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, ks);
+  fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, ks);
+  fi_tensor tl = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, ls);
+  CHECK_OK(ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, bsr, &to, &tl));
+  e2e_free(ws);
+  *o_out = o;
+  *lse_out = lse;
+}
+
 static inline void e2e_setup(void) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach the log even if a handler aborts */
   setenv("FI_RT_POISON", "1", 1);
