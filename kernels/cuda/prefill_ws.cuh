@@ -164,6 +164,27 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
   }
 }
 
+// VARIANT with a mask_mod: what the program's mask does on the KV tile from key kv0 of
+// chunk c (runtime.h, fi_mask_tile): the producer skips an EMPTY tile's loads and the
+// consumers its compute (both ask, with the same arguments, so they walk the same tiles);
+// a FULL tile needs no mask call. Causal pairs past the chunk's last row stay out of the
+// rectangle (they are masked anyway).
+template <bool VARIANT, int CTA_KV>
+__device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChunk &c, int kv0) {
+  if constexpr (VARIANT) {  // (the runtime's own instances never reference the hooks)
+    if (!p.variant_mask) return FI_MASK_TILE_FULL;
+    const int q_first = c.q_pos_shift + c.t_lo, q_last = c.q_pos_shift + c.t_hi;
+    int kv_last = min(kv0 + CTA_KV, c.kv_hi) - 1;
+    if (p.causal) kv_last = min(kv_last, q_last);
+    if (kv_last < kv0) return FI_MASK_TILE_EMPTY;  // (no pair)
+    const int h0 = c.kv_head * p.group;
+    return fi_variant_mask_tile(c.wu.request, h0, h0 + p.group - 1, q_first, q_last, kv0,
+                                kv_last, p.variant_captures);
+  } else {
+    return FI_MASK_TILE_FULL;
+  }
+}
+
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
 // consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
 // The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
@@ -336,14 +357,18 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, 64 * h, kv_head * group,
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
         }
-        for (int tile = 0; tile < c.num_tiles; ++tile, ++kv_seq) {
-          if (tile == STAGES) {
+        int loaded = 0;  // tiles issued for this chunk (a variant's EMPTY tiles are not)
+        for (int tile = 0; tile < c.num_tiles; ++tile) {
+          const int kv0 = kv_lo + tile * CTA_KV;
+          if (VARIANT && ws_tile_class<VARIANT, CTA_KV>(p, c, kv0) == FI_MASK_TILE_EMPTY)
+            continue;
+          if (loaded++ == STAGES) {
             __syncwarp();  // (lanes that issued copies and lanes that did not)
             desc_sync();
           }
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+          ++kv_seq;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
-          const int kv0 = kv_lo + tile * CTA_KV;
           // Block-sparse: the first keys of the tile's two halves.
           int half_key[2] = {0, 0};
           if (BSR) {
@@ -393,7 +418,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             }
           }
         }
-        if (c.num_tiles <= STAGES) {  // (else synced in the loop)
+        if (loaded <= STAGES) {  // (else synced in the loop)
           __syncwarp();
           desc_sync();
         }
@@ -493,11 +518,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
     }
-    for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
+    bool have_prev = false;  // a P V of an earlier tile is pending (pa_prev, v_prev_lo)
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      const int kv0 = kv_lo + tile * CTA_KV;
+      // A variant's mask on this tile: EMPTY tiles were never loaded (the producer asked the
+      // same), FULL ones need no mask call.
+      const int tile_class = ws_tile_class<VARIANT, CTA_KV>(p, c, kv0);
+      if (VARIANT && tile_class == FI_MASK_TILE_EMPTY) continue;
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+      ++kv_seq;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
-      const int kv0 = kv_lo + tile * CTA_KV;
       // Block-sparse: the halves' {first key, keys kept} (x, y: keys 0-63 of the tile; z, w:
       // keys 64-127).
       int4 bsr_half = make_int4(0, 0, 0, 0);
@@ -534,7 +565,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi_wgmma::fence_regs(s);
       __syncwarp();
       if (lane == 0) fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
-      if (tile > 0) {
+      if (have_prev) {
         fi_wgmma::fence();
 #pragma unroll
         for (int kb = 0; kb < CTA_KV / 16; ++kb)
@@ -618,7 +649,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
           }
       }
-      if constexpr (VARIANT) {  // the program's hooks, on every pair causal and the range keep
+      // The program's hooks, on every pair causal and the range keep (the mask only on
+      // PARTIAL tiles). (A FULL tile without a score_mod still runs this pass, a compare and
+      // a select per pair: skipping it behind a branch made ptxas spill 4x more.)
+      if constexpr (VARIANT) {
+        const bool tile_mask_mod = p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL;
         const bool tile_cut = tile_partial || tile_diag;  // (else no pair is masked yet)
 #pragma unroll
         for (int nb = 0; nb < NB_KV; ++nb)
@@ -628,7 +663,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
             const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
             bool keep = !tile_cut || x != -INFINITY;
-            if (p.variant_mask)
+            if (tile_mask_mod)
               keep = keep && fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures);
             float y = x;
             if (p.variant_score && keep)
@@ -655,7 +690,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int kb = 0; kb < CTA_KV / 16; ++kb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
-      if (tile > 0) {
+      if (have_prev) {
         __syncwarp();
         if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
       }
@@ -695,8 +730,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
       st_prev = st;
+      have_prev = true;
     }
-    if (num_tiles > 0) {  // the last tile's P V
+    if (have_prev) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
       fi_wgmma::fence();
 #pragma unroll

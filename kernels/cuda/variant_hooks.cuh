@@ -12,5 +12,11 @@ extern "C" __device__ float fi_variant_score_mod(float score, int batch, int qo_
                                                  const void *captures);
 extern "C" __device__ int fi_variant_mask_mod(int batch, int qo_head, int q_pos, int kv_pos,
                                               const void *captures);
+// mask_mod's tile classifier (runtime.h, fi_mask_tile_fn; fi-lower-to-runtime derives it
+// from the mask's body): FI_MASK_TILE_EMPTY tiles are skipped, FULL ones need no mask call.
+extern "C" __device__ int fi_variant_mask_tile(int batch, int qo_head_first, int qo_head_last,
+                                               int q_pos_first, int q_pos_last,
+                                               int kv_pos_first, int kv_pos_last,
+                                               const void *captures);
 
 #endif

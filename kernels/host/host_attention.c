@@ -144,6 +144,7 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
    * planner bounds lengths below 2^31). */
   const fi_score_mod_fn score_mod = p->variant ? p->variant->score_mod : NULL;
   const fi_mask_mod_fn mask_mod = p->variant ? p->variant->mask_mod : NULL;
+  const fi_mask_tile_fn mask_tile = mask_mod ? p->variant->mask_tile : NULL;
   const void *captures = p->variant ? p->variant->captures : NULL;
 
   /* q rows of the group, fp32, RoPE'd at their positions */
@@ -170,8 +171,25 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
     mbase = j->mask->indptr[r];
   }
 
+  /* the task's query positions (its rows) and heads (the KV head's group) */
+  const int64_t qpos_first = kv_len - qo_len + u->qo_start, qpos_last = qpos_first + rows - 1;
   for (int64_t t0 = u->kv_start; t0 < u->kv_end; t0 += KV_TILE) {
     int32_t nt = (int32_t)(u->kv_end - t0 < KV_TILE ? u->kv_end - t0 : KV_TILE);
+    /* What the user's mask does on this tile (runtime.h, fi_mask_tile): EMPTY skips it,
+     * FULL keeps every pair without calling the mask, as the CUDA kernels do. Causal pairs
+     * past the last row are masked anyway, so they stay out of the rectangle. */
+    int tile_mask_mod = mask_mod != NULL;
+    if (mask_tile && rows > 0) {
+      int64_t kv_last = t0 + nt - 1;
+      if (p->mask_mode == FI_MASK_CAUSAL && kv_last > qpos_last) kv_last = qpos_last;
+      if (kv_last >= t0) {
+        const int32_t cls = mask_tile(r, kvh * g, kvh * g + g - 1, (int32_t)qpos_first,
+                                      (int32_t)qpos_last, (int32_t)t0, (int32_t)kv_last,
+                                      captures);
+        if (cls == FI_MASK_TILE_EMPTY) continue;
+        if (cls == FI_MASK_TILE_FULL) tile_mask_mod = 0;
+      }
+    }
     for (int32_t t = 0; t < nt; ++t) {
       int64_t ko = kv_offset(j, j->k, r, t0 + t, kvh);
       int64_t vo = kv_offset(j, j->v, r, t0 + t, kvh);
@@ -197,7 +215,7 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
           }
           if (p->window_left >= 0 && kpos < qpos - p->window_left) masked = 1;
           /* the user's mask only for pairs the built-in masks keep (it may be costly) */
-          if (!masked && mask_mod && !mask_mod(r, h, (int32_t)qpos, (int32_t)kpos, captures))
+          if (!masked && tile_mask_mod && !mask_mod(r, h, (int32_t)qpos, (int32_t)kpos, captures))
             masked = 1;
           if (masked) {
             sb[t] = -INFINITY;

@@ -1120,13 +1120,15 @@ typedef struct attention_attrs {
 } attention_attrs;
 
 /* The scalar tail of every attention run adapter, in the order LowerToRuntime.cpp passes
- * it: the attributes, then the variant's two function pointers (NULL: none), the
- * pointer to the op's captured values (NULL when it captures nothing) and their bytes, and
- * the variant's device image (backend=cuda: the cubin fi-to-llvm made; NULL otherwise). */
+ * it: the attributes, then the variant's three function pointers (score_mod, mask_mod and
+ * the mask's tile classifier; NULL: none), the pointer to the op's captured values (NULL
+ * when it captures nothing) and their bytes, and the variant's device image
+ * (backend=cuda: the cubin fi-to-llvm made; NULL otherwise). */
 #define ATTN_PARAMS                                                                        \
   int32_t pos_encoding, float sm_scale, float logits_soft_cap, int32_t window_left,        \
       float rope_scale, float rope_theta, float k_scale, float v_scale, void *score_mod,   \
-      void *mask_mod, const void *captures, int64_t captures_bytes, const void *device_image
+      void *mask_mod, void *mask_tile, const void *captures, int64_t captures_bytes,       \
+      const void *device_image
 /* The function pointers arrive as void * (an LLVM ptr); the round trip through uintptr_t
  * back to the function types is the implementation-defined conversion every platform fi
  * runs on supports (ISO C has no direct object-to-function pointer cast). */
@@ -1135,7 +1137,8 @@ typedef struct attention_attrs {
     pos_encoding, sm_scale, logits_soft_cap, window_left, rope_scale, rope_theta, k_scale, \
         v_scale,                                                                           \
         {(fi_score_mod_fn)(uintptr_t)score_mod, (fi_mask_mod_fn)(uintptr_t)mask_mod,       \
-         captures, (size_t)captures_bytes, device_image}                                   \
+         captures, (size_t)captures_bytes, device_image,                                   \
+         (fi_mask_tile_fn)(uintptr_t)mask_tile}                                            \
   }
 
 /* The run's copy of the slot's plan with the op's attributes; 0 after reporting if the

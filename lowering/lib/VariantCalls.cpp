@@ -34,6 +34,7 @@ using namespace mlir::fi;
 
 static constexpr StringLiteral kScoreHook = "fi.score_mod_hook";
 static constexpr StringLiteral kMaskHook = "fi.mask_mod_hook";
+static constexpr StringLiteral kTileHook = "fi.mask_tile_hook";
 static constexpr StringLiteral kImage = "fi.variant_image";
 
 namespace {
@@ -44,18 +45,29 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
+enum class HookKind { Score, Mask, MaskTile };
+
 /// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
-/// kv_pos, captures) -> f32 and fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
-/// -> i32.
-FunctionType hookType(Builder &b, bool score) {
+/// kv_pos, captures) -> f32, fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
+/// -> i32 and fi_mask_tile_fn (batch, qo_head first / last, q_pos first / last, kv_pos
+/// first / last, captures) -> i32.
+FunctionType hookType(Builder &b, HookKind kind) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
   SmallVector<Type> inputs;
-  if (score)
+  if (kind == HookKind::Score)
     inputs = {f32, i32, i32, i32, i32, i32, ptr};
-  else
+  else if (kind == HookKind::Mask)
     inputs = {i32, i32, i32, i32, ptr};
-  return FunctionType::get(b.getContext(), inputs, {score ? f32 : i32});
+  else
+    inputs = {i32, i32, i32, i32, i32, i32, i32, ptr};
+  return FunctionType::get(b.getContext(), inputs, {kind == HookKind::Score ? f32 : i32});
+}
+
+StringRef hookBaseName(HookKind kind) {
+  return kind == HookKind::Score  ? "__fi_score_mod_hook"
+         : kind == HookKind::Mask ? "__fi_mask_mod_hook"
+                                  : "__fi_mask_tile_hook";
 }
 
 /// Slot `index` (8 bytes each) of the captures block at `block`.
@@ -142,18 +154,16 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncO
 /// The hook of `kind` for a user function copy and the op's capture types, in `into`
 /// (named `name`, or a fresh internal name when empty).
 func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name,
-                      func::FuncOp callee, bool score, TypeRange captureTypes, Location loc) {
+                      func::FuncOp callee, HookKind kind, TypeRange captureTypes,
+                      Location loc) {
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  FunctionType type = hookType(b, score);
+  FunctionType type = hookType(b, kind);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   auto hook = func::FuncOp::create(
-      b, loc,
-      name.empty() ? freshName(module, score ? "__fi_score_mod_hook" : "__fi_mask_mod_hook")
-                   : name.str(),
-      type);
+      b, loc, name.empty() ? freshName(module, hookBaseName(kind)) : name.str(), type);
   if (name.empty()) {
     hook.setPrivate();
     internal(hook);
@@ -200,23 +210,33 @@ func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name
     next += slotsOf(t);
   }
   Value result = func::CallOp::create(b, loc, callee, callArgs).getResult(0);
-  if (!score)
+  if (kind == HookKind::Mask)
     result = arith::ExtUIOp::create(b, loc, i32, result);
   func::ReturnOp::create(b, loc, result);
   return hook;
 }
 
-/// The hook a device module needs but the op does not use (the kernel calls both; the
-/// run turns the unused one off): the score unchanged, every pair kept.
-void identityHook(OpBuilder &b, Block *into, bool score, Location loc) {
+/// The device hook name of each kind (variant_hooks.cuh).
+StringRef deviceHookName(HookKind kind) {
+  return kind == HookKind::Score  ? "fi_variant_score_mod"
+         : kind == HookKind::Mask ? "fi_variant_mask_mod"
+                                  : "fi_variant_mask_tile";
+}
+
+/// The hooks a device module needs but the op does not use (the kernel calls them all;
+/// the run turns the unused ones off): the score unchanged, every pair kept, every tile
+/// full.
+void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
-  auto hook = func::FuncOp::create(b, loc, score ? "fi_variant_score_mod" : "fi_variant_mask_mod",
-                                   hookType(b, score));
+  auto hook = func::FuncOp::create(b, loc, deviceHookName(kind), hookType(b, kind));
   Block *entry = hook.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value result = score ? entry->getArgument(0)
-                       : arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1).getResult();
+  Type i32 = b.getI32Type();
+  Value result = kind == HookKind::Score ? entry->getArgument(0)
+                 : kind == HookKind::Mask
+                     ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
+                     : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
   func::ReturnOp::create(b, loc, result);
 }
 
@@ -331,20 +351,28 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   auto gpuModule = gpu::GPUModuleOp::create(b, loc, "__fi_variant_device_" + suffix,
                                             b.getArrayAttr({target}));
   Block *body = gpuModule.getBody();
-  // Each function once (a score_mod that is also the mask_mod's is still two functions).
-  for (auto [attrName, score] : {std::make_pair(StringRef("score_mod"), true),
-                                 std::make_pair(StringRef("mask_mod"), false)}) {
+  // Each function once (a score_mod that is also the mask_mod's is still two functions),
+  // and the mask's tile classifier.
+  for (auto [attrName, kind] : {std::make_pair(StringRef("score_mod"), HookKind::Score),
+                                std::make_pair(StringRef("mask_mod"), HookKind::Mask)}) {
     auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
     if (!ref) {
-      identityHook(b, body, score, loc);
+      identityHook(b, body, kind, loc);
+      if (kind == HookKind::Mask)
+        identityHook(b, body, HookKind::MaskTile, loc);
       continue;
     }
     auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
     func::FuncOp copy = clampedCopy(b, module, body, user);
     copy.setPrivate();
     useApproxTanh(b, copy);
-    makeHook(b, module, body, score ? "fi_variant_score_mod" : "fi_variant_mask_mod", copy,
-             score, TypeRange(captures), loc);
+    makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
+    if (kind == HookKind::Mask) {
+      func::FuncOp tiles = buildMaskTileFunction(
+          b, module, body, copy, freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
+      makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
+               TypeRange(captures), loc);
+    }
   }
   // The kernel, declared and kept (llvm.used): the link takes only what the module needs
   // from the bitcode.
@@ -381,7 +409,7 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
                                              const VariantDeviceOptions *device) {
   OpBuilder b(module.getContext());
   SymbolTableCollection symbols;
-  llvm::DenseMap<Operation *, func::FuncOp> copies;
+  llvm::DenseMap<Operation *, func::FuncOp> copies, tileFunctions;
   llvm::StringMap<FlatSymbolRefAttr> images;
   WalkResult walk = module.walk([&](Operation *op) {
     if (!isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, BlockSparseAttentionOp>(op))
@@ -392,9 +420,9 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
       if (auto r = dyn_cast<RaggedPrefillOp>(op)) return r.getVariantArgs();
       return cast<BlockSparseAttentionOp>(op).getVariantArgs();
     }();
-    for (auto [attrName, hookName, score] :
-         {std::make_tuple(StringRef("score_mod"), kScoreHook, true),
-          std::make_tuple(StringRef("mask_mod"), kMaskHook, false)}) {
+    for (auto [attrName, hookName, kind] :
+         {std::make_tuple(StringRef("score_mod"), kScoreHook, HookKind::Score),
+          std::make_tuple(StringRef("mask_mod"), kMaskHook, HookKind::Mask)}) {
       auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
       if (!ref)
         continue;
@@ -416,9 +444,22 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
       func::FuncOp &copy = copies[user];
       if (!copy)
         copy = clampedCopy(b, module, module.getBody(), user);
-      func::FuncOp hook = makeHook(b, module, module.getBody(), "", copy, score,
+      func::FuncOp hook = makeHook(b, module, module.getBody(), "", copy, kind,
                                    TypeRange(variantArgs), op->getLoc());
       op->setAttr(hookName, FlatSymbolRefAttr::get(hook.getSymNameAttr()));
+      if (kind == HookKind::Mask) {  // and the mask's tile classifier (MaskTiles.cpp)
+        func::FuncOp &tiles = tileFunctions[user];
+        if (!tiles) {
+          tiles = buildMaskTileFunction(
+              b, module, module.getBody(), copy,
+              freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
+          internal(tiles);
+        }
+        func::FuncOp tileHook = makeHook(b, module, module.getBody(), "", tiles,
+                                         HookKind::MaskTile, TypeRange(variantArgs),
+                                         op->getLoc());
+        op->setAttr(kTileHook, FlatSymbolRefAttr::get(tileHook.getSymNameAttr()));
+      }
     }
     if (device && (op->hasAttr("score_mod") || op->hasAttr("mask_mod"))) {
       FailureOr<FlatSymbolRefAttr> image =
@@ -439,7 +480,9 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
   auto scoreHook = op->getAttrOfType<FlatSymbolRefAttr>(kScoreHook);
   auto maskHook = op->getAttrOfType<FlatSymbolRefAttr>(kMaskHook);
-  if ((op->hasAttr("score_mod") && !scoreHook) || (op->hasAttr("mask_mod") && !maskHook))
+  auto tileHook = op->getAttrOfType<FlatSymbolRefAttr>(kTileHook);
+  if ((op->hasAttr("score_mod") && !scoreHook) ||
+      (op->hasAttr("mask_mod") && (!maskHook || !tileHook)))
     return op->emitOpError() << "has a score_mod/mask_mod without its generated hook; run "
                                 "fi-lower-to-runtime (it generates the hooks before the "
                                 "fi-to-runtime patterns)";
@@ -454,13 +497,16 @@ LogicalResult mlir::fi::pushVariantArgs(OpBuilder &b, Operation *op, ValueRange 
     Value f = func::ConstantOp::create(b, loc, type, hook);
     return UnrealizedConversionCastOp::create(b, loc, ptr, f).getResult(0);
   };
-  Value scorePtr = hookPtr(scoreHook), maskPtr = hookPtr(maskHook);
-  if (!scorePtr || !maskPtr)
+  Value scorePtr = hookPtr(scoreHook), maskPtr = hookPtr(maskHook),
+        tilePtr = hookPtr(tileHook);
+  if (!scorePtr || !maskPtr || !tilePtr)
     return op->emitOpError() << "names a variant hook that is not a function of the module "
-                                "(a stale fi.score_mod_hook / fi.mask_mod_hook attribute); "
-                                "drop it and let fi-lower-to-runtime generate the hooks";
+                                "(a stale fi.score_mod_hook / fi.mask_mod_hook / "
+                                "fi.mask_tile_hook attribute); drop it and let "
+                                "fi-lower-to-runtime generate the hooks";
   args.push_back(scorePtr);
   args.push_back(maskPtr);
+  args.push_back(tilePtr);
   int64_t slots = 0;
   for (Value v : captures)
     slots += slotsOf(v.getType());

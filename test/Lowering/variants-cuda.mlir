@@ -1,7 +1,8 @@
 // fi-lower-to-runtime with backend=cuda: an op with a variant also gets its device code,
 // a gpu.module for gpu-module-to-binary (NVVM target, linked with the runtime's variant
 // kernels' bitcode) holding the variant as the kernels' hooks fi_variant_score_mod /
-// fi_variant_mask_mod (an identity hook for the one it lacks), the kernel of its head_dim and
+// fi_variant_mask_mod and the mask's tile classifier fi_variant_mask_tile (identity hooks
+// for those it lacks: the score unchanged, every pair kept, every tile FULL), the kernel of its head_dim and
 // dtype declared and kept; and an image global whose address the run passes. (The lowering only checks
 // that the bitcode exists: this file stands in for it.)
 // RUN: fi-opt %s --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" | FileCheck %s
@@ -17,6 +18,7 @@
 // CHECK: gpu.module @__fi_variant_device_0 [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86", link = ["{{.*}}variants-cuda.mlir"]>] {
 // CHECK-DAG: func.func @fi_variant_score_mod(%{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> f32
 // CHECK-DAG: func.func @fi_variant_mask_mod(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
+// CHECK-DAG: func.func @fi_variant_mask_tile(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @__fi_variant_soft_cap_{{[0-9]+}}(
 // CHECK-DAG: llvm.func @fi_variant_v1_prefill_hd128_f16(!llvm.ptr, !llvm.ptr)
 // CHECK-DAG: llvm.mlir.global appending @llvm.used() {addr_space = 0 : i32, section = "llvm.metadata"} : !llvm.array<1 x ptr>

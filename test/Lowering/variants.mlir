@@ -2,7 +2,8 @@
 // code backend=cuda adds): each op's score_mod / mask_mod becomes a
 // hook with the runtime's C signature (fi_score_mod_fn / fi_mask_mod_fn) that unpacks the
 // captures block and calls a copy of the user's function whose captured-tensor reads
-// are clamped into bounds; the run adapter gets the two hooks and the block.
+// are clamped into bounds; a mask_mod also gets its tile classifier (variant-mask-tiles.mlir);
+// the run adapter gets the three hooks and the block.
 // RUN: fi-opt %s --fi-lower-to-runtime | FileCheck %s
 
 // The captures block: 7 slots (table: pointer, offset, 2 sizes, 2 strides; cap: 1).
@@ -44,6 +45,8 @@
 // CHECK: %[[SP:.*]] = builtin.unrealized_conversion_cast %[[SF]] : (f32, i32, i32, i32, i32, i32, !llvm.ptr) -> f32 to !llvm.ptr
 // CHECK: %[[MF:.*]] = func.constant @__fi_mask_mod_hook_0
 // CHECK: %[[MP:.*]] = builtin.unrealized_conversion_cast %[[MF]]
+// CHECK: %[[TF:.*]] = func.constant @__fi_mask_tile_hook_0 : (i32, i32, i32, i32, i32, i32, i32, !llvm.ptr) -> i32
+// CHECK: %[[TP:.*]] = builtin.unrealized_conversion_cast %[[TF]]
 // CHECK: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %arg5 : memref<8x32xf32> -> index
 // CHECK: memref.extract_strided_metadata %arg5
 // CHECK: %[[S6:.*]] = llvm.getelementptr %[[BLOCK]][6]
@@ -51,7 +54,7 @@
 // The block's bytes (7 slots) and no device image (host code).
 // CHECK: %[[BYTES:.*]] = llvm.mlir.constant(56 : i64) : i64
 // CHECK: %[[NOIMAGE:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: call @fi_rt_ragged_prefill_run_f16_f16({{.*}}, %[[SP]], %[[MP]], %[[BLOCK]], %[[BYTES]], %[[NOIMAGE]])
+// CHECK: call @fi_rt_ragged_prefill_run_f16_f16({{.*}}, %[[SP]], %[[MP]], %[[TP]], %[[BLOCK]], %[[BYTES]], %[[NOIMAGE]])
 func.func private @t5_bias(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                            %table: memref<8x32xf32>, %cap: f32) -> f32 {
   %d = arith.subi %qp, %kp : i32

@@ -206,12 +206,30 @@ typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, in
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
                                   int32_t kv_pos, const void *captures);
+/* What a mask_mod does on a tile: a rectangle of pairs of one request (batch), query heads
+ * [qo_head_first, qo_head_last], query positions [q_pos_first, q_pos_last] and key
+ * positions [kv_pos_first, kv_pos_last]. EMPTY: the mask drops every pair of it; FULL:
+ * it keeps every pair; PARTIAL: anything else, or not known. Kernels skip EMPTY tiles
+ * (neither loaded nor computed) and call mask_mod per pair only on PARTIAL ones, so
+ * EMPTY and FULL must be true of every pair (compiled code proves them from the mask's
+ * body by interval arithmetic: fi-lower-to-runtime's tile classifier). */
+typedef enum fi_mask_tile {
+  FI_MASK_TILE_EMPTY = 0,
+  FI_MASK_TILE_FULL = 1,
+  FI_MASK_TILE_PARTIAL = 2,
+} fi_mask_tile;
+typedef int32_t (*fi_mask_tile_fn)(int32_t batch, int32_t qo_head_first,
+                                   int32_t qo_head_last, int32_t q_pos_first,
+                                   int32_t q_pos_last, int32_t kv_pos_first,
+                                   int32_t kv_pos_last, const void *captures);
 typedef struct fi_variant {
   fi_score_mod_fn score_mod; /* NULL: none */
   fi_mask_mod_fn mask_mod;   /* NULL: none */
   const void *captures;
   size_t captures_bytes;     /* CUDA: bytes of captures the kernel gets */
   const void *device_image;  /* CUDA: see above (NULL: host only) */
+  fi_mask_tile_fn mask_tile; /* mask_mod's tile classifier (NULL: every tile PARTIAL;
+                                last, so that initialisers of the fields above stand) */
 } fi_variant;
 
 typedef struct fi_attention_params {

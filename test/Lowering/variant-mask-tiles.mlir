@@ -1,0 +1,91 @@
+// fi-lower-to-runtime gives each mask_mod a tile classifier (lowering/lib/MaskTiles.cpp):
+// from the mask's body, by interval arithmetic, a function of (batch, qo_head first /
+// last, q_pos first / last, kv_pos first / last, captures...) that says whether the mask
+// drops every pair of the rectangle (0, FI_MASK_TILE_EMPTY), keeps every pair (1, FULL)
+// or neither is proven (2, PARTIAL). The host run gets it as a third hook; backend=cuda
+// also puts it in the device module as fi_variant_mask_tile (the kernels skip EMPTY tiles
+// and call the mask only on PARTIAL ones). Its soundness is tested end to end by
+// test/E2E/mask_tiles.mlir.
+// RUN: fi-opt %s --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" | FileCheck %s
+
+// The host hook unpacks the captured window and calls the classifier.
+// CHECK-LABEL: func.func private @__fi_mask_tile_hook_1(
+// CHECK-SAME: %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
+// CHECK: call @__fi_mask_tiles_by_region_0(
+// A mask whose value comes out of an op with regions (scf.if) proves nothing: the
+// classifier returns PARTIAL whatever the tile.
+// CHECK-LABEL: func.func private @__fi_mask_tiles_by_region_0(
+// CHECK: %[[PART:.*]] = arith.select %true{{.*}}, %c2_i32, %c1_i32 : i32
+// CHECK-NEXT: %[[CLS:.*]] = arith.select %true{{.*}}, %[[PART]], %c0_i32 : i32
+// CHECK-NEXT: return %[[CLS]] : i32
+
+// kv_pos >= q_pos - w: q_pos - w is [q_first - w, q_last - w] (sound for i32: a result
+// outside i32 would widen to the whole range); the pair may be kept where q_first - w <=
+// kv_last and dropped where kv_first < q_last - w.
+// CHECK-LABEL: func.func private @__fi_mask_tiles_window_0(
+// CHECK-SAME: %[[B:[^:]*]]: i32, %[[H0:[^:]*]]: i32, %[[H1:[^:]*]]: i32, %[[Q0:[^:]*]]: i32, %[[Q1:[^:]*]]: i32, %[[K0:[^:]*]]: i32, %[[K1:[^:]*]]: i32, %[[W:[^:]*]]: i32) -> i32
+// CHECK-DAG: %[[Q0W:.*]] = arith.extsi %[[Q0]] : i32 to i64
+// CHECK-DAG: %[[Q1W:.*]] = arith.extsi %[[Q1]] : i32 to i64
+// CHECK-DAG: %[[K0W:.*]] = arith.extsi %[[K0]] : i32 to i64
+// CHECK-DAG: %[[K1W:.*]] = arith.extsi %[[K1]] : i32 to i64
+// CHECK-DAG: %[[WW:.*]] = arith.extsi %[[W]] : i32 to i64
+// CHECK: %[[HI:.*]] = arith.subi %[[Q1W]], %[[WW]] : i64
+// CHECK: %[[LO:.*]] = arith.subi %[[Q0W]], %[[WW]] : i64
+// CHECK: %[[LOF:.*]] = arith.select %[[FITS:.*]], %[[LO]], %c-2147483648_i64{{.*}} : i64
+// CHECK: %[[HIF:.*]] = arith.select %[[FITS]], %[[HI]], %c2147483647_i64{{.*}} : i64
+// CHECK: %[[MAYDROP:.*]] = arith.cmpi slt, %[[K0W]], %[[HIF]] : i64
+// CHECK: %[[MAYKEEP:.*]] = arith.cmpi sle, %[[LOF]], %[[K1W]] : i64
+// CHECK: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK: %[[C1:.*]] = arith.constant 1 : i32
+// CHECK: %[[C2:.*]] = arith.constant 2 : i32
+// CHECK: %[[PF:.*]] = arith.select %[[MAYDROP]], %[[C2]], %[[C1]] : i32
+// CHECK: %[[CLS:.*]] = arith.select %[[MAYKEEP]], %[[PF]], %[[C0]] : i32
+// CHECK: return %[[CLS]] : i32
+
+// The run passes score_mod (none here), mask_mod and the classifier.
+// CHECK-LABEL: func.func @ragged
+// CHECK: %[[NOSCORE:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[MF:.*]] = constant @__fi_mask_mod_hook_0
+// CHECK: %[[MP:.*]] = builtin.unrealized_conversion_cast %[[MF]]
+// CHECK: %[[TF:.*]] = constant @__fi_mask_tile_hook_0
+// CHECK: %[[TP:.*]] = builtin.unrealized_conversion_cast %[[TF]]
+// CHECK: call @fi_rt_ragged_prefill_run_f16_f16({{.*}}, %[[NOSCORE]], %[[MP]], %[[TP]], %{{.*}}, %{{.*}}, %{{.*}})
+
+// On the device: the window's classifier as fi_variant_mask_tile; an op without a mask
+// would get one that says FULL.
+// CHECK: gpu.module @__fi_variant_device_0
+// CHECK: func.func @fi_variant_mask_tile(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
+// CHECK: call @__fi_mask_tiles_window_1(
+// CHECK: gpu.module @__fi_variant_device_1
+// CHECK: func.func @fi_variant_mask_tile(
+// CHECK: call @__fi_mask_tiles_by_region_1(
+
+func.func private @window(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
+  %lo = arith.subi %qp, %w : i32
+  %keep = arith.cmpi sge, %kp, %lo : i32
+  return %keep : i1
+}
+func.func private @by_region(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
+  %c0 = arith.constant 0 : i32
+  %h0 = arith.cmpi eq, %qh, %c0 : i32
+  %keep = scf.if %h0 -> (i1) {
+    %k = arith.cmpi sge, %kp, %qp : i32
+    scf.yield %k : i1
+  } else {
+    %t = arith.constant true
+    scf.yield %t : i1
+  }
+  return %keep : i1
+}
+func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
+                  %qo: memref<?xi32>, %kvp: memref<?xi32>, %w: i32, %o: memref<?x4x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%w : i32)
+      outs(%o : memref<?x4x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @window}
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%w : i32)
+      outs(%o : memref<?x4x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @by_region}
+  return
+}
