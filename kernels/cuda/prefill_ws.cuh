@@ -79,7 +79,8 @@ struct WsMaps {
 };
 
 // One chunk of query rows as the producer hands it to the consumers (in its Q slot's
-// header): its unit, KV head and ranges; chunk < 0 ends the walk.
+// header): its unit, KV head and ranges, and the number of K/V tiles it loads for them
+// (a variant's EMPTY tiles are not loaded); chunk < 0 ends the walk.
 struct WsChunk {
   fi_work_unit wu;
   int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;
@@ -165,10 +166,11 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
 }
 
 // VARIANT with a mask_mod: what the program's mask does on the KV tile from key kv0 of
-// chunk c (runtime.h, fi_mask_tile): the producer skips an EMPTY tile's loads and the
-// consumers its compute (both ask, with the same arguments, so they walk the same tiles);
-// a FULL tile needs no mask call. Causal pairs past the chunk's last row stay out of the
-// rectangle (they are masked anyway).
+// chunk c (runtime.h, fi_mask_tile). The producer asks, skips EMPTY tiles (never loaded
+// nor computed) and hands each loaded tile's first key and class to the consumers in the
+// tile's ring stage (stage_info): the consumers follow the producer's walk rather than
+// repeat it, and call the mask only on PARTIAL tiles. Causal pairs past the chunk's last
+// row stay out of the rectangle (they are masked anyway).
 template <bool VARIANT, int CTA_KV>
 __device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChunk &c, int kv0) {
   if constexpr (VARIANT) {  // (the runtime's own instances never reference the hooks)
@@ -205,8 +207,10 @@ struct WsShape {
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
-  static constexpr int SMEM =
-      Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk);
+  // After the descriptors: per ring stage, the first key and mask class of the tile in it
+  // (VARIANT with a mask_mod: the producer's walk skips tiles, see ws_tile_class).
+  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 +
+                              Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2);
 };
 
 // The kernel's body, shared by prefill_ws_kernel (nvcc, the runtime's own instances) and
@@ -230,6 +234,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
   WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);  // per Q slot
+  int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::Q_SLOTS);   // per ring stage
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   // GQA-packed rows of a chunk: the whole tokens that fit CTA_Q (a group that does not
@@ -343,6 +348,27 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           }
           c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
+        // A variant's mask: which of the range's tiles it keeps (lane i asks for tile
+        // 32 g + i; bit i of `kept` / `full`), and how many the consumers will see.
+        const int span_tiles = c.num_tiles;
+        const bool classify = VARIANT && p.variant_mask;
+        auto tile_ballots = [&](int g, uint32_t &kept, uint32_t &full) {
+          const int t = 32 * g + lane;
+          const int cls = t < span_tiles
+                              ? ws_tile_class<VARIANT, CTA_KV>(p, c, c.kv_lo + t * CTA_KV)
+                              : FI_MASK_TILE_EMPTY;
+          kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
+          full = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_FULL);
+        };
+        if (classify) {
+          int loads = 0;
+          for (int g = 0; 32 * g < span_tiles; ++g) {
+            uint32_t kept, full;
+            tile_ballots(g, kept, full);
+            loads += __popc(kept);
+          }
+          c.num_tiles = loads;
+        }
         const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
         ++q_seq;
         // Q of the chunk, then K and V of each tile as stages free up.
@@ -357,11 +383,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, 64 * h, kv_head * group,
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
         }
-        int loaded = 0;  // tiles issued for this chunk (a variant's EMPTY tiles are not)
-        for (int tile = 0; tile < c.num_tiles; ++tile) {
-          const int kv0 = kv_lo + tile * CTA_KV;
-          if (VARIANT && ws_tile_class<VARIANT, CTA_KV>(p, c, kv0) == FI_MASK_TILE_EMPTY)
-            continue;
+        // Tile `tile` of the range into the next ring stage (the `loaded`-th of the chunk;
+        // cls: its mask class, for the consumers).
+        int loaded = 0;
+        auto issue_tile = [&](int tile, int cls) {
           if (loaded++ == STAGES) {
             __syncwarp();  // (lanes that issued copies and lanes that did not)
             desc_sync();
@@ -369,6 +394,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           ++kv_seq;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
+          const int kv0 = kv_lo + tile * CTA_KV;
           // Block-sparse: the first keys of the tile's two halves.
           int half_key[2] = {0, 0};
           if (BSR) {
@@ -393,6 +419,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             unsigned char *const dst = k_dst + part * W::KV_BYTES;
             if (lane == 0) {
               fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
+              // (the consumers read it once K has landed, before they release the stage)
+              if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
               fi::mbar_arrive_expect_tx(full, W::KV_BYTES);
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
@@ -417,6 +445,18 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                                 kv_head, in_page, page, full);
             }
           }
+        };
+        if (classify) {
+          for (int g = 0; 32 * g < span_tiles; ++g) {
+            uint32_t kept, full;
+            tile_ballots(g, kept, full);
+            for (; kept; kept &= kept - 1) {
+              const int b = __ffs(kept) - 1;
+              issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);
+            }
+          }
+        } else {
+          for (int tile = 0; tile < span_tiles; ++tile) issue_tile(tile, FI_MASK_TILE_FULL);
         }
         if (loaded <= STAGES) {  // (else synced in the loop)
           __syncwarp();
@@ -518,17 +558,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
     }
-    bool have_prev = false;  // a P V of an earlier tile is pending (pa_prev, v_prev_lo)
-    for (int tile = 0; tile < num_tiles; ++tile) {
-      const int kv0 = kv_lo + tile * CTA_KV;
-      // A variant's mask on this tile: EMPTY tiles were never loaded (the producer asked the
-      // same), FULL ones need no mask call.
-      const int tile_class = ws_tile_class<VARIANT, CTA_KV>(p, c, kv0);
-      if (VARIANT && tile_class == FI_MASK_TILE_EMPTY) continue;
+    for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
-      ++kv_seq;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
+      // (a variant's mask: the producer's walk skips tiles; the tile's first key and class
+      // come with it, below)
+      int kv0 = kv_lo + tile * CTA_KV;
       // Block-sparse: the halves' {first key, keys kept} (x, y: keys 0-63 of the tile; z, w:
       // keys 64-127).
       int4 bsr_half = make_int4(0, 0, 0, 0);
@@ -558,6 +594,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       float s[NB_KV][4];
       const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
       fi::mbar_wait(&k_full[st], par);
+      int tile_class = FI_MASK_TILE_FULL;
+      if constexpr (VARIANT) {
+        if (p.variant_mask) {
+          const int2 info = stage_info[st];
+          kv0 = info.x;
+          tile_class = info.y;
+        }
+      }
       fi_wgmma::fence();
       wg_qk_issue<DT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
@@ -565,7 +609,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi_wgmma::fence_regs(s);
       __syncwarp();
       if (lane == 0) fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
-      if (have_prev) {
+      if (tile > 0) {
         fi_wgmma::fence();
 #pragma unroll
         for (int kb = 0; kb < CTA_KV / 16; ++kb)
@@ -649,10 +693,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
           }
       }
-      // The program's hooks, on every pair causal and the range keep (the mask only on
-      // PARTIAL tiles). (A FULL tile without a score_mod still runs this pass, a compare and
-      // a select per pair: skipping it behind a branch made ptxas spill 4x more.)
-      if constexpr (VARIANT) {
+      if constexpr (VARIANT) {  // the program's hooks, on every pair causal and the range keep
+        // (the mask only on PARTIAL tiles; on FULL ones it keeps every pair)
         const bool tile_mask_mod = p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL;
         const bool tile_cut = tile_partial || tile_diag;  // (else no pair is masked yet)
 #pragma unroll
@@ -690,7 +732,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int kb = 0; kb < CTA_KV / 16; ++kb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
-      if (have_prev) {
+      if (tile > 0) {
         __syncwarp();
         if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
       }
@@ -730,9 +772,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
       st_prev = st;
-      have_prev = true;
     }
-    if (have_prev) {  // the last tile's P V
+    if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
       fi_wgmma::fence();
 #pragma unroll

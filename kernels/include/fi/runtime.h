@@ -198,10 +198,10 @@ typedef enum fi_pos_encoding {
  * stay pointers). Other CUDA runs with a variant, or one without a device image, are
  * refused (FI_ERROR_UNSUPPORTED). */
 #define FI_VARIANT_MAX_CAPTURE_BYTES 256
-/* The generation of the variant kernels' parameter block, part of their names
- * ("fi_variant_v1_prefill_hd128_f16"): an image compiled against another runtime's
- * kernels is refused when loaded, not run with a misread block. */
-#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v1_prefill_hd"
+/* The generation of the variant kernels' parameter block and shared-memory layout, part of
+ * their names ("fi_variant_v2_prefill_hd128_f16"): an image compiled against another
+ * runtime's kernels is refused when loaded, not run with a misread block. */
+#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v2_prefill_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
