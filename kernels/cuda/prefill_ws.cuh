@@ -693,26 +693,34 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
           }
       }
-      if constexpr (VARIANT) {  // the program's hooks, on every pair causal and the range keep
-        // (the mask only on PARTIAL tiles; on FULL ones it keeps every pair)
-        const bool tile_mask_mod = p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL;
-        const bool tile_cut = tile_partial || tile_diag;  // (else no pair is masked yet)
+      if constexpr (VARIANT) {  // the program's hooks, on the pairs causal and the range keep
+        // The mask only on PARTIAL tiles (on FULL ones it keeps every pair), then the score
+        // on the pairs kept (-inf: dropped). Each pass is straight-line code under one
+        // uniform branch (per-pair branches made ptxas spill).
+        if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
 #pragma unroll
-        for (int nb = 0; nb < NB_KV; ++nb)
+          for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float x = s[nb][e];
-            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-            const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
-            bool keep = !tile_cut || x != -INFINITY;
-            if (tile_mask_mod)
-              keep = keep && fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures);
-            float y = x;
-            if (p.variant_score && keep)
-              y = fi_variant_score_mod(x * logit_unit, wu.request, h, kv_head, qpos, j,
-                                       p.variant_captures);
-            s[nb][e] = keep ? y : -INFINITY;
-          }
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
+              if (!fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
+                s[nb][e] = -INFINITY;
+            }
+        }
+        if (p.variant_score) {
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float x = s[nb][e];
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
+              const float y = fi_variant_score_mod(x * logit_unit, wu.request, h, kv_head, qpos,
+                                                   j, p.variant_captures);
+              s[nb][e] = x != -INFINITY ? y : -INFINITY;
+            }
+        }
       }
 
       // Online softmax (log2 domain; c_log2 folded into the FFMA).

@@ -374,6 +374,14 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
                TypeRange(captures), loc);
     }
   }
+  // The kernels' bitcode flushes f32 denormals (kernels/CMakeLists.txt: clang's
+  // -fcuda-flush-denormals-to-zero, as nvcc's --use_fast_math for the runtime's own
+  // kernels: ex2.approx.ftz in the softmax); functions of another denormal mode would not
+  // be inlined into them.
+  auto ftz = b.getArrayAttr({b.getArrayAttr(
+      {b.getStringAttr("denormal-fp-math-f32"), b.getStringAttr("preserve-sign,preserve-sign")})});
+  for (auto fn : body->getOps<func::FuncOp>())
+    fn->setAttr("passthrough", ftz);
   // The kernel, declared and kept (llvm.used): the link takes only what the module needs
   // from the bitcode.
   b.setInsertionPointToEnd(body);
