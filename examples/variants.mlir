@@ -2,10 +2,12 @@
 // the program (fi-to-llvm): FlexAttention's score_mod / mask_mod, FlashInfer's variant
 // classes, without a JIT where the model runs. Each op names its functions and passes the
 // values they capture (`variant_args`); the functions see the logit and the positions of
-// one (query, key) pair. Shapes: 8 query heads, 2 KV heads, head_dim 64, f16. Host
-// backend for now (fi-to-llvm=backend=cuda refuses variants with a clear error).
-// examples/drivers/variants.c runs each step against the built-in features and the
-// runtime's custom mask.
+// one (query, key) pair. Shapes: 8 query heads, 2 KV heads, head_dim 64, f16.
+// Both backends: `fi-to-llvm` compiles the variants into host code; `fi-to-llvm=backend=cuda`
+// also into the program's own cubin, linked with the warp-specialised prefill kernel
+// (NVPTX and ptxas at compile time). examples/drivers/variants.c runs each example on the
+// host against the built-in features, the runtime's custom mask or C hooks, and on a GPU
+// against the host backend running the same object.
 
 // ------------------------------------------------------------------------------------
 // 1. Document masking for packed sequences: several documents packed into one request
@@ -105,19 +107,18 @@ func.func private @alibi_then_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32
   return %r : f32
 }
 
-func.func @alibi_soft_cap_decode(%q: tensor<?x8x64xf16>, %k: tensor<?x16x2x64xf16>,
-    %v: tensor<?x16x2x64xf16>, %kv_indptr: tensor<?xi32>, %kv_indices: tensor<?xi32>,
-    %kv_last: tensor<?xi32>, %slopes: tensor<8xf32>, %cap: f32) -> tensor<?x8x64xf16>
+func.func @alibi_soft_cap_prefill(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo_indptr: tensor<?xi32>, %kv_indptr: tensor<?xi32>,
+    %slopes: tensor<8xf32>, %cap: f32) -> tensor<?x8x64xf16>
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %q, %c0 : tensor<?x8x64xf16>
   %o0 = tensor.empty(%n) : tensor<?x8x64xf16>
-  %o = fi.paged_decode q(%q : tensor<?x8x64xf16>)
-      kv(%k, %v : tensor<?x16x2x64xf16>, tensor<?x16x2x64xf16>)
-      pages(%kv_indptr, %kv_indices, %kv_last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+  %o = fi.ragged_prefill q(%q : tensor<?x8x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo_indptr, %kv_indptr : tensor<?xi32>, tensor<?xi32>)
       variant_args(%slopes, %cap : tensor<8xf32>, f32) outs(%o0 : tensor<?x8x64xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
-       score_mod = @alibi_then_cap} -> tensor<?x8x64xf16>
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @alibi_then_cap} -> tensor<?x8x64xf16>
   return %o : tensor<?x8x64xf16>
 }
 

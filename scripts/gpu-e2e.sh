@@ -27,6 +27,9 @@ if [ "${1:-}" = --prepare ]; then
   "$build/bin/fi-opt" test/E2E/variants_cuda.mlir --fi-to-llvm=backend=cuda |
     "$llvm/mlir-translate" --mlir-to-llvmir |
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_cuda.o"
+  "$build/bin/fi-opt" examples/variants.mlir --fi-to-llvm=backend=cuda |
+    "$llvm/mlir-translate" --mlir-to-llvmir |
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_examples.o"
   "$build/bin/fi-embed-decode-step" "$carry/embed.ll" 2 2> /dev/null &&
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic "$carry/embed.ll" -o "$carry/embed_decode.o"
   # The 32-layer step examples/embed/serve_decode_step.c serves (plans on the device).
@@ -63,6 +66,7 @@ link test/E2E/drivers/block_sparse.c block_sparse
 link test/E2E/drivers/shared_prefix.c shared_prefix
 link test/E2E/drivers/embed_decode.c embed_decode
 link test/E2E/drivers/variants_cuda.c variants_cuda
+link examples/drivers/variants.c variants_examples -Iexamples/drivers
 # The decode step driver owns a CUDA stream and captures the step in a graph.
 link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \
   -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64"
@@ -99,4 +103,5 @@ run prefill_step host --batch=8 --max-kv=1024 --max-q=256 --steps=1 --replays=0
 run cascade cuda --prefix-pages=256 --max-suffix=256 --steps=10 --replays=20
 run cascade host --prefix-pages=256 --max-suffix=256 --steps=1 --replays=0
 run variants_cuda cuda --configs=40
+run variants_examples cuda --configs=100
 exit $status

@@ -1,9 +1,12 @@
-/* Runs examples/variants.mlir compiled by fi-to-llvm on the host backend: each variant
- * written in IR against the runtime called directly with what computes the same without
- * a variant -- the built-in custom mask with the same bits (packed documents, sinks +
- * window), the built-in ALiBi and soft cap (their composition), and C hooks (T5 bias,
- * whose bucket function has no built-in). Fresh random problems per configuration, every
- * element compared; outputs poisoned.
+/* Runs examples/variants.mlir compiled by fi-to-llvm.
+ * Host backend: each variant written in IR against the runtime called directly with what
+ * computes the same without a variant -- the built-in custom mask with the same bits
+ * (packed documents, sinks + window), the built-in ALiBi and soft cap (their composition),
+ * and C hooks (T5 bias, whose bucket function has no built-in); bit for bit.
+ * CUDA (FI_BACKEND=cuda, the object compiled with fi-to-llvm=backend=cuda): each variant on
+ * the GPU against the host backend running the same object (gpu_vs_host, example.h: the
+ * prefill tolerances of test/gpu, a second GPU run bit-identical).
+ * Fresh random problems per configuration, every element compared; outputs poisoned.
  * Options: --configs=25 (per variant) --seed=1 */
 #include "example.h"
 
@@ -13,8 +16,8 @@ void _mlir_ciface_packed_documents(memref3 *, memref3 *, memref3 *, memref3 *, m
                                    memref1 *, memref1 *);
 void _mlir_ciface_t5_relative_bias(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                    memref1 *, memref2 *);
-void _mlir_ciface_alibi_soft_cap_decode(memref3 *, memref3 *, memref4 *, memref4 *,
-                                        memref1 *, memref1 *, memref1 *, memref1 *, float);
+void _mlir_ciface_alibi_soft_cap_prefill(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                         memref1 *, memref1 *, float);
 void _mlir_ciface_streaming_prefill(memref3 *, memref3 *, memref1 *, memref4 *, memref4 *,
                                     memref1 *, memref1 *, memref1 *, int32_t, int32_t);
 
@@ -131,12 +134,105 @@ static int check(const char *what, int config, memref3 *got, void *want, int64_t
   return bad == 0;
 }
 
+/* ---- CUDA: each example on the GPU against the host backend, from the same object ---- */
+typedef struct {
+  ragged p;
+  memref1 mdoc, msl;
+  memref2 mt;
+} ragged_case;
+static void run_documents(void *st, void *out) {
+  ragged_case *c = (ragged_case *)st;
+  _mlir_ciface_packed_documents((memref3 *)out, &c->p.mq, &c->p.mk, &c->p.mv, &c->p.mqo,
+                                &c->p.mkv, &c->mdoc);
+}
+static void run_t5(void *st, void *out) {
+  ragged_case *c = (ragged_case *)st;
+  _mlir_ciface_t5_relative_bias((memref3 *)out, &c->p.mq, &c->p.mk, &c->p.mv, &c->p.mqo,
+                                &c->p.mkv, &c->mt);
+}
+static void run_alibi_cap(void *st, void *out) {
+  ragged_case *c = (ragged_case *)st;
+  _mlir_ciface_alibi_soft_cap_prefill((memref3 *)out, &c->p.mq, &c->p.mk, &c->p.mv, &c->p.mqo,
+                                      &c->p.mkv, &c->msl, 20.0f);
+}
+typedef struct {
+  decode_inputs d; /* the caches and page-table memrefs; q is ragged */
+  memref3 mq;
+  memref1 mqo;
+  streaming s;
+} paged_case;
+static void run_streaming(void *st, void *out) {
+  paged_case *c = (paged_case *)st;
+  _mlir_ciface_streaming_prefill((memref3 *)out, &c->mq, &c->mqo, &c->d.mk, &c->d.mv, &c->d.mi,
+                                 &c->d.mx, &c->d.ml, c->s.sinks, c->s.window);
+}
+
+static int gpu_main(fi_context *gpu, int configs, rng *r) {
+  fi_context *host;
+  if (fi_context_create(FI_BACKEND_HOST, &host) != FI_SUCCESS) return 2;
+  fi_context_set_num_threads(host, 0);
+  int passed[4] = {0, 0, 0, 0};
+  float *table = (float *)random_tensor(r, FI_DTYPE_F32, QH * BUCKETS, -2, 2);
+  float *slopes = (float *)e2e_alloc(sizeof(float) * QH);
+  for (int h = 0; h < QH; ++h) slopes[h] = ldexpf(1.0f, -(h + 1));
+  for (int c = 0; c < configs; ++c) {
+    ragged_case rc;
+    ragged_init(&rc.p, r);
+    int32_t *doc = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)rc.p.nk);
+    for (int32_t b = 0, d = 0; b < rc.p.batch; ++b)
+      for (int64_t t = rc.p.kv[b]; t < rc.p.kv[b + 1]; ++t) {
+        if (t == rc.p.kv[b] || rng_uniform(r) < 0.02) ++d;
+        doc[t] = d;
+      }
+    int64_t nd = rc.p.nk, ns = QH, ts[2] = {QH, BUCKETS};
+    mr_init(&rc.mdoc, 1, doc, &nd), mr_init(&rc.msl, 1, slopes, &ns), mr_init(&rc.mt, 2, table, ts);
+    const int64_t n = rc.p.nq * QH * HD;
+    passed[0] += gpu_vs_host(gpu, host, "packed documents", c, run_documents, &rc, FI_DTYPE_F16, n, 0, 0);
+    passed[1] += gpu_vs_host(gpu, host, "t5 bias", c, run_t5, &rc, FI_DTYPE_F16, n, 0, 0);
+    passed[2] += gpu_vs_host(gpu, host, "alibi + soft cap", c, run_alibi_cap, &rc, FI_DTYPE_F16, n, 0, 0);
+    e2e_free(doc);
+    ragged_free(&rc.p);
+
+    paged_case pc;
+    const int32_t batch = (int32_t)rng_int(r, 1, 6);
+    pages_t pg;
+    make_pages(r, &pg, batch, PS, 1, 600, 0);
+    int32_t *qo = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch + 1));
+    qo[0] = 0;
+    for (int32_t i = 0; i < batch; ++i)
+      qo[i + 1] = qo[i] + (int32_t)rng_int(r, 1, pg.kv_len[i] < 200 ? pg.kv_len[i] : 200);
+    int64_t nq = qo[batch], nb = batch + 1, qs[3] = {nq, QH, HD};
+    decode_inputs_init(&pc.d, r, batch, QH, KVH, HD, PS, pg.num_pages, pg.indptr, pg.indices, pg.last);
+    void *q = random_tensor(r, FI_DTYPE_F16, numel(3, qs), -3, 3);
+    mr_init(&pc.mq, 3, q, qs), mr_init(&pc.mqo, 1, qo, &nb);
+    pc.s.sinks = (int32_t)rng_int(r, 0, 8);
+    pc.s.window = (int32_t)rng_int(r, 0, 300);
+    passed[3] += gpu_vs_host(gpu, host, "sinks + window", c, run_streaming, &pc, FI_DTYPE_F16,
+                             numel(3, qs), 0, 0);
+    e2e_free(q), e2e_free(qo);
+    decode_inputs_free(&pc.d);
+    free_pages(&pg);
+  }
+  e2e_free(table), e2e_free(slopes);
+  const char *names[4] = {"packed documents (mask_mod)", "t5 relative bias (score_mod)",
+                          "alibi + soft cap (score_mod)", "sinks + window (mask_mod)"};
+  int ok = 1;
+  for (int i = 0; i < 4; ++i) {
+    printf("%s: %d/%d configurations on the GPU match the host backend\n", names[i], passed[i],
+           configs);
+    ok &= passed[i] == configs;
+  }
+  fi_context_destroy(host);
+  printf("variants: %s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   e2e_setup();
   fi_context *ctx = fi_default_context();
   if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
-    printf("variants: SKIP on CUDA (variants run on the host backend for now)\n");
-    return 0;
+    rng gr = {(uint64_t)arg_long(argc, argv, "seed", 1)};
+    return gpu_main(ctx, (int)arg_long(argc, argv, "configs", 25), &gr);
   }
   const int configs = (int)arg_long(argc, argv, "configs", 25);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
@@ -190,38 +286,22 @@ int main(int argc, char **argv) {
   /* runtime.h's ALiBi slopes for 8 heads: 2^-(h + 1) */
   float *slopes = (float *)e2e_alloc(sizeof(float) * QH);
   for (int h = 0; h < QH; ++h) slopes[h] = ldexpf(1.0f, -(h + 1));
-  for (int c = 0; c < configs; ++c) { /* 3. ALiBi then soft cap, decode */
-    int32_t batch = (int32_t)rng_int(&r, 1, 12);
-    pages_t pg;
-    make_pages(&r, &pg, batch, PS, 1, 400, 0);
-    decode_inputs d;
-    decode_inputs_init(&d, &r, batch, QH, KVH, HD, PS, pg.num_pages, pg.indptr, pg.indices, pg.last);
+  for (int c = 0; c < configs; ++c) { /* 3. ALiBi then soft cap */
+    ragged p;
+    ragged_init(&p, &r);
     int64_t ns = QH;
     memref1 msl;
     mr_init(&msl, 1, slopes, &ns);
     memref3 got;
     fi_rt_plan_log_reset();
-    _mlir_ciface_alibi_soft_cap_decode(&got, &d.mq, &d.mk, &d.mv, &d.mi, &d.mx, &d.ml, &msl, 20.0f);
+    _mlir_ciface_alibi_soft_cap_prefill(&got, &p.mq, &p.mk, &p.mv, &p.mqo, &p.mkv, &msl, 20.0f);
     fi_attention_params params = fi_attention_params_default(QH, KVH, HD);
-    params.page_size = PS;
+    params.mask_mode = FI_MASK_CAUSAL;
     params.pos_encoding = FI_POS_ALIBI;
     params.logits_soft_cap = 20.0f;
-    fi_page_table table_ = {pg.indptr, pg.indices, pg.last};
-    size_t ws_bytes = 0;
-    CHECK_OK(ctx, fi_decode_workspace_size(ctx, &params, batch, &ws_bytes));
-    void *ws = e2e_alloc(ws_bytes);
-    fi_plan plan;
-    fi_tiles tiles = logged_tiles(0, FI_OP_DECODE);
-    CHECK_OK(ctx, fi_decode_plan(ctx, &params, batch, &table_, pg.num_pages, &tiles, ws, ws_bytes, &plan));
-    void *o = poisoned_tensor(FI_DTYPE_F16, d.nq);
-    fi_tensor tq = fi_tensor_contiguous(d.q, FI_DTYPE_F16, 3, d.qs), to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, d.qs);
-    fi_paged_kv_cache kv = {fi_tensor_contiguous(d.k, FI_DTYPE_F16, 4, d.cs),
-                            fi_tensor_contiguous(d.v, FI_DTYPE_F16, 4, d.cs), FI_LAYOUT_NHD};
-    CHECK_OK(ctx, fi_decode_run(ctx, &plan, &tq, &kv, &table_, &to, NULL));
-    passed[2] += check("alibi + soft cap", c, &got, o, d.nq);
-    e2e_free(ws);
-    decode_inputs_free(&d);
-    free_pages(&pg);
+    passed[2] += check("alibi + soft cap", c, &got, ragged_direct(ctx, &p, &params, NULL),
+                       p.nq * QH * HD);
+    ragged_free(&p);
   }
   e2e_free(slopes);
 

@@ -8,7 +8,6 @@
  * Options: --configs=40 (per variant) --seed=1 --bench=1 */
 #include "../../../examples/drivers/example.h"
 
-typedef struct { memref3 o; memref2 lse; } o_lse;
 void _mlir_ciface_ragged_cap(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *, float);
 void _mlir_ciface_paged_window(memref3 *, memref3 *, memref1 *, memref4 *, memref4 *, memref1 *,
                                memref1 *, memref1 *, int32_t);
@@ -28,33 +27,6 @@ void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 
 enum { QH = 8, KVH = 2 };
 static fi_context *gpu_ctx, *host_ctx;
 
-/* A host copy of a compiled result (device memory on the GPU context). */
-static void *result_copy(fi_context *ctx, const void *desc, fi_dtype dt, int64_t n) {
-  fi_rt_set_thread_context(ctx);
-  void *h = host_copy_of(data_ptr(desc, dt), (size_t)n * fi_dtype_size(dt));
-  fi_rt_free(((void *const *)desc)[0]);
-  return h;
-}
-
-/* |gpu - host| <= atol + rtol |host| everywhere (atol = rtol * max |host|); NaN fails. */
-static int64_t close_to(const char *what, const void *gpu, const void *host, fi_dtype dt,
-                        int64_t n) {
-  const double rtol = dt == FI_DTYPE_BF16 ? 2e-2 : dt == FI_DTYPE_F16 ? 1e-2 : 1e-3;
-  double maxref = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double r = fi_load_f32(host, dt, i);
-    if (isfinite(r) && fabs(r) > maxref) maxref = fabs(r);
-  }
-  const double atol = rtol * (maxref > 0 ? maxref : 1.0);
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double g = fi_load_f32(gpu, dt, i), r = fi_load_f32(host, dt, i);
-    int ok = (isinf(r) && g == r) || fabs(g - r) <= atol + rtol * fabs(r);
-    if (!ok && bad++ < 4) printf("MISMATCH %s[%lld]: gpu %.6g host %.6g\n", what, (long long)i, g, r);
-  }
-  return bad;
-}
-
 typedef struct {
   int32_t batch, *qo, *kv;
   int64_t nq, nk;
@@ -73,46 +45,11 @@ static void ragged_lengths(rng *r, lengths *L, int max_kv, int max_q) {
   L->nk = L->kv[L->batch];
 }
 
-/* One variant's configuration on both contexts; returns 1 when the GPU matches. */
-typedef void (*run_fn)(void *state, void *out);
+/* One variant's configuration on both contexts (e2e.h). */
 static int both(const char *what, int config, run_fn run, void *state, size_t out_bytes,
                 fi_dtype dt, int64_t n, int has_lse, int64_t nl) {
-  char gpu_out[sizeof(o_lse)], gpu_again[sizeof(o_lse)], host_out[sizeof(o_lse)];
-  if (!gpu_ctx) { /* host only: it runs, and writes finite values */
-    fi_rt_set_thread_context(host_ctx);
-    run(state, host_out);
-    void *h = result_copy(host_ctx, host_out, dt, n);
-    int64_t nan = 0;
-    for (int64_t i = 0; i < n; ++i) nan += !isfinite(fi_load_f32(h, dt, i));
-    free(h);
-    fi_rt_set_thread_context(NULL);
-    if (nan) printf("MISMATCH %s config %d: %lld non-finite outputs on the host\n", what, config, (long long)nan);
-    return nan == 0;
-  }
-  fi_rt_set_thread_context(gpu_ctx);
-  run(state, gpu_out);
-  run(state, gpu_again);
-  fi_rt_set_thread_context(host_ctx);
-  run(state, host_out);
-  void *g = result_copy(gpu_ctx, gpu_out, dt, n), *g2 = result_copy(gpu_ctx, gpu_again, dt, n);
-  void *h = result_copy(host_ctx, host_out, dt, n);
-  int64_t bad = close_to(what, g, h, dt, n);
-  int differs = memcmp(g, g2, (size_t)n * fi_dtype_size(dt)) != 0;
-  if (has_lse) {
-    const o_lse *go = (const o_lse *)gpu_out, *ga = (const o_lse *)gpu_again, *ho = (const o_lse *)host_out;
-    void *gl = result_copy(gpu_ctx, &go->lse, FI_DTYPE_F32, nl);
-    void *gl2 = result_copy(gpu_ctx, &ga->lse, FI_DTYPE_F32, nl);
-    void *hl = result_copy(host_ctx, &ho->lse, FI_DTYPE_F32, nl);
-    bad += close_to("lse", gl, hl, FI_DTYPE_F32, nl);
-    differs |= memcmp(gl, gl2, (size_t)nl * 4) != 0;
-    free(gl), free(gl2), free(hl);
-  }
   (void)out_bytes;
-  fi_rt_set_thread_context(NULL); /* the inputs are the default context's (managed) memory */
-  if (differs) printf("MISMATCH %s config %d: a second GPU run differs\n", what, config);
-  if (bad) printf("MISMATCH %s config %d: %lld elements\n", what, config, (long long)bad);
-  free(g), free(g2), free(h);
-  return !bad && !differs;
+  return gpu_vs_host(gpu_ctx, host_ctx, what, config, run, state, dt, n, has_lse, nl);
 }
 
 /* ------------------------------------------------------------------ the variants --- */
