@@ -131,12 +131,18 @@ defvar Fi_AttentionAttrDoc = [{
     `batch` is the request (0 in `fi.block_sparse_attention`). The functions may use
     `arith`, `math`, `scf`, `cf`, `index` ops and read captured tensors, nothing with a side
     effect and no calls. A read of a captured tensor clamps each index to the tensor's
-    bounds (no read outside it). The host backend calls the functions; with
-    `fi-to-llvm=backend=cuda`, paged and ragged prefill (head_dim 64 / 128, f16 / bf16)
-    compile them into the warp-specialised Hopper prefill kernel through LLVM's NVPTX
-    backend (no built-in soft cap, window, ALiBi or custom mask beside a variant there;
-    `math.tanh` with `fastmath<afn>` is the GPU's tanh.approx); decode and block-sparse
-    variants run on the host backend only.
+    bounds (no read outside it). A `mask_mod` gives block sparsity: the compiler derives
+    from its body, by interval arithmetic, a tile classifier that proves a rectangle of
+    (heads, query positions, key positions) wholly dropped or wholly kept; kernels skip
+    the dropped tiles (neither loaded nor computed) and call the mask per pair only on
+    tiles proven neither (a mask of a captured table is never proven: the call per pair
+    stays). The host backend calls the functions; with `fi-to-llvm=backend=cuda`, paged
+    and ragged prefill (head_dim 64 / 128, f16 / bf16) compile them into the
+    warp-specialised Hopper prefill kernel through LLVM's NVPTX backend (no built-in soft
+    cap, window, ALiBi or custom mask beside a variant there; f32 denormals flush to zero
+    as in the built-in kernels; `math.tanh` with `fastmath<afn>` is the GPU's tanh.approx,
+    `arith.divf` with `fastmath<arcp>` may multiply by a reciprocal); decode and
+    block-sparse variants run on the host backend only.
 }];
 
 defvar Fi_PagedKvDoc = [{

@@ -97,6 +97,11 @@ def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
     * `fi.merge_state(s)` -> `fi_rt_merge_state(s)_<type>`; `fi.append_paged_kv` ->
       `fi_rt_append_plan` + `fi_rt_append_run_<type>`.
 
+    An op with a `score_mod` / `mask_mod` passes them as hooks with the runtime's C
+    signatures, and a `mask_mod` its tile classifier (interval arithmetic over the mask's
+    body: which tiles of pairs it provably drops or keeps); with `backend=cuda` they are
+    also compiled into the program's own cubin (lowering/README.md).
+
     An op without a plan operand gets its own plan (as fi-materialize-plans would make).
     With `backend=cuda` the pass rejects what the CUDA backend has no kernel for (for
     example head_dim 96 or f32 queries), naming the op and what is supported.
@@ -134,7 +139,8 @@ def FiEmbedVariantImages : Pass<"fi-embed-variant-images", "ModuleOp"> {
   let description = [{
     With `backend=cuda`, fi-lower-to-runtime puts the device code of every attention op
     with a score_mod / mask_mod into a `gpu.module @__fi_variant_device_N` (the variant's
-    functions as `fi_variant_score_mod` / `fi_variant_mask_mod`, linked with the runtime's
+    functions as `fi_variant_score_mod` / `fi_variant_mask_mod` / `fi_variant_mask_tile`,
+    linked with the runtime's
     variant kernels' bitcode) and passes the address of `@__fi_variant_image_N` to the
     run. After `gpu-module-to-binary` has compiled each module to a cubin (NVPTX, then
     ptxas), this pass makes that global the image the runtime loads: a little-endian
