@@ -15,17 +15,21 @@
 //    widened to the whole range; i64 / index arithmetic is computed only from bounds small
 //    enough that the i64 arithmetic cannot overflow, else the whole range);
 //  - an i1 is a pair (may be false, may be true);
-//  - anything else (floats, loads from captured tensors, ops with regions, unknown ops)
-//    is unknown: the whole range, or both truth values.
+//  - an integer read from a captured 1-D table is the [min, max] of the entries its index
+//    range covers (clamped as the variant's reads are; up to kTableScan entries), so a
+//    document-id table gives packed-document masks their block sparsity;
+//  - anything else (floats, other loads, ops with regions, unknown ops) is unknown: the
+//    whole range, or both truth values.
 // Every rule over-approximates the values the op can produce from values in its operands'
-// ranges, so EMPTY and FULL are proofs; PARTIAL only says "not proven" (a mask of a
-// captured table, for instance, is always partial).
+// ranges, so EMPTY and FULL are proofs; PARTIAL only says "not proven".
 //
 //===----------------------------------------------------------------------===//
 #include "VariantCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -34,6 +38,9 @@
 using namespace mlir;
 
 namespace {
+
+/// The most entries of a captured table a classifier reads for one index range.
+constexpr int64_t kTableScan = 512;
 
 /// The abstract value of one SSA value: for integers (and index) [a, b] = [lo, hi] as i64;
 /// for i1 a = may be false, b = may be true.
@@ -149,14 +156,15 @@ public:
 } // namespace
 
 func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Block *into,
-                                             func::FuncOp user, StringRef name) {
+                                             func::FuncOp user, TypeRange captureTypes,
+                                             StringRef name) {
   MLIRContext *ctx = b.getContext();
   Location loc = user.getLoc();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   ArrayRef<Type> userParams = user.getArgumentTypes();
   // (batch, qo_head first/last, q_pos first/last, kv_pos first/last, captures...) -> i32
   SmallVector<Type> params(7, i32);
-  params.append(userParams.begin() + 4, userParams.end());
+  params.append(captureTypes.begin(), captureTypes.end());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   auto fn = func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {i32}));
@@ -173,6 +181,7 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
   }
   Block &userEntry = body.front();
   llvm::DenseMap<Value, Abs> abs;
+  llvm::DenseMap<Value, Value> memrefs;  // the user's captured memrefs -> the classifier's
   auto ext = [&](Value v) { return arith::ExtSIOp::create(b, loc, i64, v).getResult(); };
   // The position parameters as ranges; the captures exactly, when they are scalars.
   abs[userEntry.getArgument(0)] = t.exact(ext(entry->getArgument(0)));
@@ -182,7 +191,9 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
   for (unsigned k = 4; k < userParams.size(); ++k) {
     Type ty = userParams[k];
     Value v = entry->getArgument(k + 3);
-    if (ty.isInteger(1))
+    if (isa<MemRefType>(ty))
+      memrefs[userEntry.getArgument(k)] = v;
+    else if (ty.isInteger(1))
       abs[userEntry.getArgument(k)] = {t.noti(v), v};
     else if (ty.isIndex())
       abs[userEntry.getArgument(k)] =
@@ -319,6 +330,52 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
       } else {
         Abs x = get(src);  // a truncation: unchanged where it fits the narrower type
         r = t.fit(t.i1(true), x.a, x.b, ty);
+      }
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      // A read of a captured 1-D table (the variant's copy clamps the index into bounds and
+      // reads 0 from an empty table): over a clamped index range of at most kTableScan
+      // entries, the minimum and maximum of those entries (a document-id table: the
+      // documents a tile's queries or keys lie in); wider ranges, other ranks or element
+      // types: unknown.
+      Value m = memrefs.lookup(load.getMemRef());
+      auto mt = m ? dyn_cast<MemRefType>(m.getType()) : MemRefType();
+      if (mt && mt.getRank() == 1 && !isBool) {
+        Abs x = get(load.getIndices()[0]);
+        Type idx = b.getIndexType();
+        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+        Value dim = arith::IndexCastOp::create(b, loc, i64,
+                                               memref::DimOp::create(b, loc, m, zero));
+        Value last = arith::SubIOp::create(b, loc, dim, t.i64(1));
+        Value lo = t.smin(t.smax(x.a, t.i64(0)), last), hi = t.smin(t.smax(x.b, t.i64(0)), last);
+        Value empty = t.sle(dim, t.i64(0));
+        Value count = arith::SubIOp::create(b, loc, hi, lo);
+        Value scan = t.andi(t.noti(empty), t.slt(count, t.i64(kTableScan)));
+        Abs whole = t.full(ty);
+        auto guarded = scf::IfOp::create(b, loc, TypeRange{i64, i64}, scan, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(&guarded.getThenRegion().front());
+          Value from = arith::IndexCastOp::create(b, loc, idx, lo);
+          Value to = arith::IndexCastOp::create(
+              b, loc, idx, arith::AddIOp::create(b, loc, hi, t.i64(1)).getResult());
+          Value one = arith::ConstantIndexOp::create(b, loc, 1);
+          auto loop = scf::ForOp::create(b, loc, from, to, one,
+                                         ValueRange{whole.b, whole.a});  // (min, max)
+          b.setInsertionPointToStart(loop.getBody());
+          Value e = memref::LoadOp::create(b, loc, m, loop.getInductionVar());
+          Value e64 = ty.isIndex() ? arith::IndexCastOp::create(b, loc, i64, e).getResult()
+                      : cast<IntegerType>(ty).getWidth() < 64
+                          ? arith::ExtSIOp::create(b, loc, i64, e).getResult()
+                          : e;
+          scf::YieldOp::create(b, loc, ValueRange{t.smin(loop.getRegionIterArg(0), e64),
+                                                  t.smax(loop.getRegionIterArg(1), e64)});
+          b.setInsertionPointAfter(loop);
+          scf::YieldOp::create(b, loc, loop.getResults());
+          b.setInsertionPointToStart(&guarded.getElseRegion().front());
+          scf::YieldOp::create(b, loc, ValueRange{whole.a, whole.b});
+        }
+        r = Abs{t.sel(empty, t.i64(0), guarded.getResult(0)),
+                t.sel(empty, t.i64(0), guarded.getResult(1))};
       }
     }
     if (r)

@@ -369,7 +369,8 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
     if (kind == HookKind::Mask) {
       func::FuncOp tiles = buildMaskTileFunction(
-          b, module, body, copy, freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
+          b, module, body, user, copy.getArgumentTypes().drop_front(4),
+          freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);
     }
@@ -459,7 +460,7 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
         func::FuncOp &tiles = tileFunctions[user];
         if (!tiles) {
           tiles = buildMaskTileFunction(
-              b, module, module.getBody(), copy,
+              b, module, module.getBody(), user, copy.getArgumentTypes().drop_front(4),
               freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
           internal(tiles);
         }

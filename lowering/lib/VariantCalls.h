@@ -30,10 +30,11 @@ LogicalResult pushVariantArgs(OpBuilder &b, Operation *op, ValueRange captures,
 
 /// The tile classifier of mask_mod `user` (MaskTiles.cpp), a private function `name` at the
 /// start of `into`: (batch, qo_head first, last, q_pos first, last, kv_pos first, last:
-/// i32, the mask's captures...) -> i32, FI_MASK_TILE_EMPTY / FULL / PARTIAL (runtime.h)
-/// for the rectangle of pairs, proven by interval arithmetic over the mask's body.
+/// i32, the mask's captures as `captureTypes`, those of its hook's copy...) -> i32,
+/// FI_MASK_TILE_EMPTY / FULL / PARTIAL (runtime.h) for the rectangle of pairs, proven by
+/// interval arithmetic over the mask's body.
 func::FuncOp buildMaskTileFunction(OpBuilder &b, ModuleOp module, Block *into,
-                                   func::FuncOp user, StringRef name);
+                                   func::FuncOp user, TypeRange captureTypes, StringRef name);
 
 } // namespace fi
 } // namespace mlir

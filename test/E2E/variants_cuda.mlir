@@ -25,6 +25,17 @@ func.func private @window(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 
   %keep = arith.cmpi sge, %kp, %lo : i32
   return %keep : i1
 }
+// Packed documents: a token attends only within its document (doc[token], one request).
+// The tile classifier bounds doc[] over each tile's query and key ranges, so tiles across
+// two documents are skipped and tiles inside one need no mask call.
+func.func private @same_doc(%b: i32, %qh: i32, %qp: i32, %kp: i32, %doc: tensor<?xi32>) -> i1 {
+  %qi = arith.index_cast %qp : i32 to index
+  %ki = arith.index_cast %kp : i32 to index
+  %qd = tensor.extract %doc[%qi] : tensor<?xi32>
+  %kd = tensor.extract %doc[%ki] : tensor<?xi32>
+  %keep = arith.cmpi eq, %qd, %kd : i32
+  return %keep : i1
+}
 // Keeps every pair: the bench's floor of what a variant costs the kernel.
 func.func private @keep_all(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
   %t = arith.constant true
@@ -105,7 +116,7 @@ func.func @ragged_t5(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>,
 }
 
 // The bench rows: (1, 8192, 32, 8)-shaped causal prefill, hd 128, f16: soft cap as a
-// variant and built in; a window as a variant and built in.
+// variant and built in; a window as a variant and built in; packed documents (at the end).
 func.func @bench_cap_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
     %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %cap: f32)
     -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
@@ -185,5 +196,34 @@ func.func @bench_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
       variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @keep_all} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+// Packed documents as a mask_mod and as the built-in custom mask (the same pairs as bits).
+func.func @bench_docs_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %doc: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%doc : tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @same_doc} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_docs_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %mask: tensor<?xi8>,
+    %mask_indptr: tensor<?xi32>) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      mask(%mask, %mask_indptr : tensor<?xi8>, tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<custom>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
+      -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }

@@ -8,7 +8,26 @@
 // test/E2E/mask_tiles.mlir.
 // RUN: fi-opt %s --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" | FileCheck %s
 
-// The host hook unpacks the captured window and calls the classifier.
+// doc[q_pos] == doc[kv_pos] over a captured table: each read's index range, clamped into
+// the table as the variant's reads are, bounds the value by the [min, max] of the entries
+// it covers (a scan of at most 512; an empty table reads 0); then the equality of two
+// ranges (overlap: may be kept; one equal value each: must be).
+// CHECK-LABEL: func.func private @__fi_mask_tiles_same_doc_0(
+// CHECK-SAME: %[[DOC:[^:]*]]: memref<?xi32, strided<[?], offset: ?>>) -> i32
+// CHECK: %[[DIM:.*]] = memref.dim %[[DOC]]
+// CHECK: %[[SCAN:.*]] = arith.andi
+// CHECK: scf.if %[[SCAN]] -> (i64, i64) {
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MIN:.*]] = %c2147483647_i64, %[[MAX:.*]] = %c-2147483648_i64) -> (i64, i64) {
+// CHECK-NEXT: %[[E:.*]] = memref.load %[[DOC]][%[[I]]]
+// CHECK-NEXT: %[[E64:.*]] = arith.extsi %[[E]] : i32 to i64
+// CHECK-NEXT: arith.minsi %[[MIN]], %[[E64]] : i64
+// CHECK-NEXT: arith.maxsi %[[MAX]], %[[E64]] : i64
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %c-2147483648_i64{{.*}}, %c2147483647_i64{{.*}} : i64, i64
+// CHECK: scf.for
+// CHECK: return
+
+// The host hook unpacks the captured value and calls the classifier.
 // CHECK-LABEL: func.func private @__fi_mask_tile_hook_1(
 // CHECK-SAME: %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: call @__fi_mask_tiles_by_region_0(
@@ -77,6 +96,14 @@ func.func private @by_region(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> 
   }
   return %keep : i1
 }
+func.func private @same_doc(%b: i32, %qh: i32, %qp: i32, %kp: i32, %doc: memref<?xi32>) -> i1 {
+  %qi = arith.index_cast %qp : i32 to index
+  %ki = arith.index_cast %kp : i32 to index
+  %qd = memref.load %doc[%qi] : memref<?xi32>
+  %kd = memref.load %doc[%ki] : memref<?xi32>
+  %keep = arith.cmpi eq, %qd, %kd : i32
+  return %keep : i1
+}
 func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
                   %qo: memref<?xi32>, %kvp: memref<?xi32>, %w: i32, %o: memref<?x4x128xf16>) {
   fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
@@ -87,5 +114,14 @@ func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%w : i32)
       outs(%o : memref<?x4x128xf16>)
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @by_region}
+  return
+}
+func.func @documents(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
+                     %qo: memref<?xi32>, %kvp: memref<?xi32>, %doc: memref<?xi32>,
+                     %o: memref<?x4x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x4x128xf16>) kv(%k, %v : memref<?x2x128xf16>, memref<?x2x128xf16>)
+      indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) variant_args(%doc : memref<?xi32>)
+      outs(%o : memref<?x4x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @same_doc}
   return
 }

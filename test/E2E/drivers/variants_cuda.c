@@ -21,6 +21,10 @@ void _mlir_ciface_bench_window_variant(memref3 *, memref3 *, memref3 *, memref3 
                                        memref1 *, int32_t);
 void _mlir_ciface_bench_keep_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                      memref1 *, int32_t);
+void _mlir_ciface_bench_docs_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                     memref1 *, memref1 *);
+void _mlir_ciface_bench_docs_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                     memref1 *, memref1 *, memref1 *);
 void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                        memref1 *);
 
@@ -99,12 +103,14 @@ static void run_window(void *st, void *out) {
 
 /* -------------------------------------------------------------------------- bench --- */
 typedef void (*bench_fn)(memref3 *, void *);
-typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv; } bench_in;
+typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv, mdoc, mmask, mmi; } bench_in;
 static void b_cap_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 30.0f); }
 static void b_cap_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_plain(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_plain(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_win_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
 static void b_keep_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_keep_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 0); }
+static void b_docs_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mdoc); }
+static void b_docs_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mmask, &i->mmi); }
 static void b_win_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 
 /* Median ms of `reps` runs (each synchronised), and the output of the last. */
@@ -143,6 +149,20 @@ static void bench(rng *r) {
   const double causal_pairs = (double)len * (len + 1) / 2;
   double window_pairs = 0;
   for (int64_t i = 0; i < len; ++i) window_pairs += i + 1 < 1025 ? i + 1 : 1025;
+  /* packed documents: 8 of len / 8 tokens, causal within each; the same pairs as bits */
+  const int64_t doc_len = len / 8;
+  const double doc_pairs = 8.0 * doc_len * (doc_len + 1) / 2;
+  int32_t *doc = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)len);
+  for (int64_t t = 0; t < len; ++t) doc[t] = (int32_t)(t / doc_len);
+  uint8_t *bits = (uint8_t *)e2e_alloc((size_t)(len * len / 8));
+  memset(bits, 0, (size_t)(len * len / 8));
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = i / doc_len * doc_len; j <= i; ++j)
+      bits[(i * len + j) >> 3] |= (uint8_t)(1u << ((i * len + j) & 7));
+  int32_t *mi = (int32_t *)e2e_alloc(2 * sizeof(int32_t));
+  mi[0] = 0, mi[1] = (int32_t)(len * len);
+  const int64_t nbits = len * len / 8;
+  mr_init(&in.mdoc, 1, doc, &len), mr_init(&in.mmask, 1, bits, &nbits), mr_init(&in.mmi, 1, mi, &nb);
   const double per_pair = 4.0 * qh * hd;
   struct { const char *name; bench_fn f; double pairs; } rows[] = {
       {"plain causal (built-in)", b_plain, causal_pairs},
@@ -151,11 +171,13 @@ static void bench(rng *r) {
       {"soft cap 30, score_mod variant", b_cap_variant, causal_pairs},
       {"window 1024, built-in", b_win_builtin, window_pairs},
       {"window 1024, mask_mod variant", b_win_variant, window_pairs},
+      {"8 packed documents, custom mask", b_docs_builtin, doc_pairs},
+      {"8 packed documents, mask_mod", b_docs_variant, doc_pairs},
   };
-  memref3 outs[6];
+  memref3 outs[8];
   printf("bench (1, %lld, %lld, %lld), hd %lld, f16, causal; median of 15, TFLOP/s over kept pairs:\n",
          (long long)1, (long long)len, (long long)qh, (long long)kvh, (long long)hd);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 8; ++i) {
     double ms = time_ms(rows[i].f, &in, 15, &outs[i]);
     printf("  %-34s %8.3f ms %7.1f TFLOP/s\n", rows[i].name, ms, per_pair * rows[i].pairs / ms / 1e9);
   }
@@ -181,6 +203,18 @@ static void bench(rng *r) {
   printf("  window variant vs built-in: max |diff| %.3g, %lld of %lld elements bit-identical\n",
          dw, (long long)wexact, (long long)n);
   free(cb), free(cv), free(wb), free(wv);
+  void *db = result_copy(gpu_ctx, &outs[6], FI_DTYPE_F16, n), *dv2 = result_copy(gpu_ctx, &outs[7], FI_DTYPE_F16, n);
+  double dd = 0;
+  int64_t dexact = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = fabs(fi_load_f32(db, FI_DTYPE_F16, i) - fi_load_f32(dv2, FI_DTYPE_F16, i));
+    dd = a > dd ? a : dd;
+    dexact += a == 0;
+  }
+  printf("  documents variant vs custom mask: max |diff| %.3g, %lld of %lld elements bit-identical\n",
+         dd, (long long)dexact, (long long)n);
+  free(db), free(dv2);
+  e2e_free(doc), e2e_free(bits), e2e_free(mi);
   fi_rt_set_thread_context(gpu_ctx);
   fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ind);
