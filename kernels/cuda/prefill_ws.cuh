@@ -360,11 +360,16 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
           full = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_FULL);
         };
+        // (the first groups' ballots are kept for the walk below: a classifier that scans a
+        // captured table costs far more than a ballot)
+        constexpr int KEPT_GROUPS = 8;
+        uint32_t kept_bits[KEPT_GROUPS], full_bits[KEPT_GROUPS];
         if (classify) {
           int loads = 0;
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
             tile_ballots(g, kept, full);
+            if (g < KEPT_GROUPS) kept_bits[g] = kept, full_bits[g] = full;
             loads += __popc(kept);
           }
           c.num_tiles = loads;
@@ -449,7 +454,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (classify) {
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
-            tile_ballots(g, kept, full);
+            if (g < KEPT_GROUPS)
+              kept = kept_bits[g], full = full_bits[g];
+            else
+              tile_ballots(g, kept, full);
             for (; kept; kept &= kept - 1) {
               const int b = __ffs(kept) - 1;
               issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);

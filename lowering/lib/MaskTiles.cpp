@@ -39,8 +39,9 @@ using namespace mlir;
 
 namespace {
 
-/// The most entries of a captured table a classifier reads for one index range.
-constexpr int64_t kTableScan = 512;
+/// The most entries of a captured table a classifier reads for one index range, and how
+/// many it reads per loop step.
+constexpr int64_t kTableScan = 512, kScanStep = 8;
 
 /// The abstract value of one SSA value: for integers (and index) [a, b] = [lo, hi] as i64;
 /// for i1 a = may be false, b = may be true.
@@ -355,20 +356,32 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
         {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(&guarded.getThenRegion().front());
+          // kScanStep entries per step, the indices past `hi` clamped to it (a repeated
+          // entry leaves min and max as they are): independent loads in flight, no tail.
           Value from = arith::IndexCastOp::create(b, loc, idx, lo);
+          Value last = arith::IndexCastOp::create(b, loc, idx, hi);
           Value to = arith::IndexCastOp::create(
               b, loc, idx, arith::AddIOp::create(b, loc, hi, t.i64(1)).getResult());
-          Value one = arith::ConstantIndexOp::create(b, loc, 1);
-          auto loop = scf::ForOp::create(b, loc, from, to, one,
+          Value step = arith::ConstantIndexOp::create(b, loc, kScanStep);
+          auto loop = scf::ForOp::create(b, loc, from, to, step,
                                          ValueRange{whole.b, whole.a});  // (min, max)
           b.setInsertionPointToStart(loop.getBody());
-          Value e = memref::LoadOp::create(b, loc, m, loop.getInductionVar());
-          Value e64 = ty.isIndex() ? arith::IndexCastOp::create(b, loc, i64, e).getResult()
-                      : cast<IntegerType>(ty).getWidth() < 64
-                          ? arith::ExtSIOp::create(b, loc, i64, e).getResult()
-                          : e;
-          scf::YieldOp::create(b, loc, ValueRange{t.smin(loop.getRegionIterArg(0), e64),
-                                                  t.smax(loop.getRegionIterArg(1), e64)});
+          Value mn = loop.getRegionIterArg(0), mx = loop.getRegionIterArg(1);
+          for (int64_t k = 0; k < kScanStep; ++k) {
+            Value i = loop.getInductionVar();
+            if (k > 0)
+              i = arith::MinSIOp::create(
+                  b, loc, arith::AddIOp::create(b, loc, i, arith::ConstantIndexOp::create(b, loc, k)),
+                  last);
+            Value e = memref::LoadOp::create(b, loc, m, i);
+            Value e64 = ty.isIndex() ? arith::IndexCastOp::create(b, loc, i64, e).getResult()
+                        : cast<IntegerType>(ty).getWidth() < 64
+                            ? arith::ExtSIOp::create(b, loc, i64, e).getResult()
+                            : e;
+            mn = t.smin(mn, e64);
+            mx = t.smax(mx, e64);
+          }
+          scf::YieldOp::create(b, loc, ValueRange{mn, mx});
           b.setInsertionPointAfter(loop);
           scf::YieldOp::create(b, loc, loop.getResults());
           b.setInsertionPointToStart(&guarded.getElseRegion().front());

@@ -36,6 +36,13 @@ func.func private @same_doc(%b: i32, %qh: i32, %qp: i32, %kp: i32, %doc: tensor<
   %keep = arith.cmpi eq, %qd, %kd : i32
   return %keep : i1
 }
+// The same documents from arithmetic (each `len` tokens long): no table to scan.
+func.func private @same_block(%b: i32, %qh: i32, %qp: i32, %kp: i32, %len: i32) -> i1 {
+  %qd = arith.divsi %qp, %len : i32
+  %kd = arith.divsi %kp, %len : i32
+  %keep = arith.cmpi eq, %qd, %kd : i32
+  return %keep : i1
+}
 // Keeps every pair: the bench's floor of what a variant costs the kernel.
 func.func private @keep_all(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
   %t = arith.constant true
@@ -225,5 +232,18 @@ func.func @bench_docs_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
       {mask_mode = #fi.mask_mode<custom>,
        tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
       -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_blocks_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %len: i32)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%len : i32) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @same_block} -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }

@@ -23,6 +23,8 @@ void _mlir_ciface_bench_keep_variant(memref3 *, memref3 *, memref3 *, memref3 *,
                                      memref1 *, int32_t);
 void _mlir_ciface_bench_docs_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                      memref1 *, memref1 *);
+void _mlir_ciface_bench_blocks_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                       memref1 *, int32_t);
 void _mlir_ciface_bench_docs_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                      memref1 *, memref1 *, memref1 *);
 void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
@@ -103,13 +105,15 @@ static void run_window(void *st, void *out) {
 
 /* -------------------------------------------------------------------------- bench --- */
 typedef void (*bench_fn)(memref3 *, void *);
-typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv, mdoc, mmask, mmi; } bench_in;
+typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv, mdoc, mone, mmask, mmi; } bench_in;
 static void b_cap_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 30.0f); }
 static void b_cap_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_plain(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_plain(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_win_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
 static void b_keep_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_keep_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 0); }
 static void b_docs_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mdoc); }
+static void b_blocks_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_blocks_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
+static void b_docs_one(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mone); }
 static void b_docs_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mmask, &i->mmi); }
 static void b_win_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 
@@ -154,6 +158,9 @@ static void bench(rng *r) {
   const double doc_pairs = 8.0 * doc_len * (doc_len + 1) / 2;
   int32_t *doc = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)len);
   for (int64_t t = 0; t < len; ++t) doc[t] = (int32_t)(t / doc_len);
+  int32_t *one = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)len); /* one document */
+  memset(one, 0, sizeof(int32_t) * (size_t)len);
+  mr_init(&in.mone, 1, one, &len);
   uint8_t *bits = (uint8_t *)e2e_alloc((size_t)(len * len / 8));
   memset(bits, 0, (size_t)(len * len / 8));
   for (int64_t i = 0; i < len; ++i)
@@ -173,11 +180,13 @@ static void bench(rng *r) {
       {"window 1024, mask_mod variant", b_win_variant, window_pairs},
       {"8 packed documents, custom mask", b_docs_builtin, doc_pairs},
       {"8 packed documents, mask_mod", b_docs_variant, doc_pairs},
+      {"8 documents by arithmetic, mask_mod", b_blocks_variant, doc_pairs},
+      {"1 document (a table), mask_mod", b_docs_one, causal_pairs},
   };
-  memref3 outs[8];
+  memref3 outs[10];
   printf("bench (1, %lld, %lld, %lld), hd %lld, f16, causal; median of 15, TFLOP/s over kept pairs:\n",
          (long long)1, (long long)len, (long long)qh, (long long)kvh, (long long)hd);
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 10; ++i) {
     double ms = time_ms(rows[i].f, &in, 15, &outs[i]);
     printf("  %-34s %8.3f ms %7.1f TFLOP/s\n", rows[i].name, ms, per_pair * rows[i].pairs / ms / 1e9);
   }
@@ -214,7 +223,9 @@ static void bench(rng *r) {
   printf("  documents variant vs custom mask: max |diff| %.3g, %lld of %lld elements bit-identical\n",
          dd, (long long)dexact, (long long)n);
   free(db), free(dv2);
-  e2e_free(doc), e2e_free(bits), e2e_free(mi);
+  fi_rt_set_thread_context(gpu_ctx);
+  for (int i = 8; i < 10; ++i) fi_rt_free(outs[i].allocated);
+  e2e_free(doc), e2e_free(one), e2e_free(bits), e2e_free(mi);
   fi_rt_set_thread_context(gpu_ctx);
   fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ind);
