@@ -360,16 +360,22 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
           full = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_FULL);
         };
-        // (the first groups' ballots are kept for the walk below: a classifier that scans a
-        // captured table costs far more than a ballot)
-        constexpr int KEPT_GROUPS = 8;
+        // The ballots are kept for the walk below, which must see exactly the tiles counted
+        // (and a classifier that scans a captured table costs far more than a ballot). Past
+        // KEPT_GROUPS * 32 tiles (a span of 128 K keys) the walk loads every tile as
+        // PARTIAL: the mask decides per pair there.
+        constexpr int KEPT_GROUPS = 32;
         uint32_t kept_bits[KEPT_GROUPS], full_bits[KEPT_GROUPS];
         if (classify) {
           int loads = 0;
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
-            tile_ballots(g, kept, full);
-            if (g < KEPT_GROUPS) kept_bits[g] = kept, full_bits[g] = full;
+            if (g < KEPT_GROUPS) {
+              tile_ballots(g, kept, full);
+              kept_bits[g] = kept, full_bits[g] = full;
+            } else {
+              kept = __ballot_sync(0xffffffffu, 32 * g + lane < span_tiles), full = 0;
+            }
             loads += __popc(kept);
           }
           c.num_tiles = loads;
@@ -457,7 +463,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             if (g < KEPT_GROUPS)
               kept = kept_bits[g], full = full_bits[g];
             else
-              tile_ballots(g, kept, full);
+              kept = __ballot_sync(0xffffffffu, 32 * g + lane < span_tiles), full = 0;
             for (; kept; kept &= kept - 1) {
               const int b = __ffs(kept) - 1;
               issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);

@@ -199,14 +199,15 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
     else if (ty.isIndex())
       abs[userEntry.getArgument(k)] =
           t.exact(arith::IndexCastOp::create(b, loc, i64, v).getResult());
-    else if (auto it = dyn_cast<IntegerType>(ty))
+    else if (auto it = dyn_cast<IntegerType>(ty); it && it.isSignless())
       abs[userEntry.getArgument(k)] =
           t.exact(it.getWidth() == 64 ? v : it.getWidth() < 64 ? ext(v) : Value());
   }
-  // Integers of at most 64 bits (wider ones, rare in a mask, stay unknown).
+  // Signless integers of at most 64 bits (wider or signed / unsigned ones, rare in a mask,
+  // stay unknown).
   auto isInt = [](Type ty) {
     auto it = dyn_cast<IntegerType>(ty);
-    return ty.isIndex() || (it && it.getWidth() <= 64);
+    return ty.isIndex() || (it && it.isSignless() && it.getWidth() <= 64);
   };
   // The abstract value of an integer or i1 operand (unknown values: the whole range).
   auto get = [&](Value v) -> Abs {

@@ -371,6 +371,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       func::FuncOp tiles = buildMaskTileFunction(
           b, module, body, user, copy.getArgumentTypes().drop_front(4),
           freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
+      internal(tiles);
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);
     }

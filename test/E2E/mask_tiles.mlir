@@ -3,8 +3,10 @@
 // classifier proves EMPTY and does not call the mask on tiles it proves FULL; each mask
 // below (one rule of the interval arithmetic or more: divisions, remainders, products,
 // selects, unsigned compares, wrapping adds, truncations, min / max, extensions, index
-// ands, ops with regions, i64) runs compiled against the runtime called directly with a
-// C twin of the mask and no classifier (drivers/mask_tiles.c), bit for bit, on random
+// ands, ops with regions, i64, reads of captured tables of i8 / i32 / i64 / index entries,
+// indices clamped into the table, an empty table, ranges too wide to scan) runs compiled
+// against the runtime called directly with a C twin of the mask and no classifier
+// (drivers/mask_tiles.c), bit for bit, on random
 // ragged batches whose lengths, rows per work unit and captured values vary. A tile
 // wrongly proven EMPTY or FULL drops or keeps pairs the twin does not.
 //
@@ -23,6 +25,11 @@
 // CHECK: region: 8 trials bit-exact
 // CHECK: product_i64: 8 trials bit-exact
 // CHECK: keep_all: 8 trials bit-exact
+// CHECK: table_clamped: 8 trials bit-exact
+// CHECK: table_i8: 8 trials bit-exact
+// CHECK: table_i64: 8 trials bit-exact
+// CHECK: table_index: 8 trials bit-exact
+// CHECK: table_wide_range: 8 trials bit-exact
 // CHECK: E2E mask tiles: PASS
 
 func.func private @block_diag(%b: i32, %qh: i32, %qp: i32, %kp: i32, %a: i32,
@@ -302,6 +309,143 @@ func.func @run_keep_all(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
       variant_args(%a, %c : i32, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @keep_all}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+// Masks over a captured table (the classifier bounds a read by the entries it covers).
+func.func private @table_clamped(%b: i32, %qh: i32, %qp: i32, %kp: i32, %t: tensor<?xi32>,
+                          %a: i32) -> i1 {
+  %qa = arith.subi %qp, %a : i32
+  %ka = arith.subi %kp, %a : i32
+  %qi = arith.index_cast %qa : i32 to index
+  %ki = arith.index_cast %ka : i32 to index
+  %qd = tensor.extract %t[%qi] : tensor<?xi32>
+  %kd = tensor.extract %t[%ki] : tensor<?xi32>
+  %keep = arith.cmpi eq, %qd, %kd : i32
+  return %keep : i1
+}
+func.func @run_table_clamped(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xi32>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%t, %a : tensor<?xi32>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<none>, mask_mod = @table_clamped}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+func.func private @table_i8(%b: i32, %qh: i32, %qp: i32, %kp: i32, %t: tensor<?xi8>,
+                          %a: i32) -> i1 {
+  %qi = arith.index_cast %qp : i32 to index
+  %ki = arith.index_cast %kp : i32 to index
+  %qd = tensor.extract %t[%qi] : tensor<?xi8>
+  %kd = tensor.extract %t[%ki] : tensor<?xi8>
+  %a8 = arith.trunci %a : i32 to i8
+  %kda = arith.addi %kd, %a8 : i8
+  %keep = arith.cmpi sle, %qd, %kda : i8
+  return %keep : i1
+}
+func.func @run_table_i8(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xi8>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%t, %a : tensor<?xi8>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @table_i8}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+func.func private @table_i64(%b: i32, %qh: i32, %qp: i32, %kp: i32, %t: tensor<?xi64>,
+                          %a: i32) -> i1 {
+  %qi = arith.index_cast %qp : i32 to index
+  %ki = arith.index_cast %kp : i32 to index
+  %qd = tensor.extract %t[%qi] : tensor<?xi64>
+  %kd = tensor.extract %t[%ki] : tensor<?xi64>
+  %d = arith.subi %qd, %kd : i64
+  %a64 = arith.extsi %a : i32 to i64
+  %keep = arith.cmpi sle, %d, %a64 : i64
+  return %keep : i1
+}
+func.func @run_table_i64(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xi64>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%t, %a : tensor<?xi64>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<none>, mask_mod = @table_i64}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+func.func private @table_index(%b: i32, %qh: i32, %qp: i32, %kp: i32, %t: tensor<?xindex>,
+                          %a: i32) -> i1 {
+  %qi = arith.index_cast %qp : i32 to index
+  %ki = arith.index_cast %kp : i32 to index
+  %qd = tensor.extract %t[%qi] : tensor<?xindex>
+  %kd = tensor.extract %t[%ki] : tensor<?xindex>
+  %ai = arith.index_cast %a : i32 to index
+  %before = arith.cmpi sle, %kd, %qd : index
+  %low = arith.cmpi sle, %kd, %ai : index
+  %keep = arith.andi %before, %low : i1
+  return %keep : i1
+}
+func.func @run_table_index(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xindex>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%t, %a : tensor<?xindex>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @table_index}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+func.func private @table_wide_range(%b: i32, %qh: i32, %qp: i32, %kp: i32, %t: tensor<?xi32>,
+                          %a: i32) -> i1 {
+  %c8 = arith.constant 8 : i32
+  %k8 = arith.muli %kp, %c8 : i32
+  %ki = arith.index_cast %k8 : i32 to index
+  %qi = arith.index_cast %qp : i32 to index
+  %kd = tensor.extract %t[%ki] : tensor<?xi32>
+  %qd = tensor.extract %t[%qi] : tensor<?xi32>
+  %keep = arith.cmpi sge, %kd, %qd : i32
+  return %keep : i1
+}
+func.func @run_table_wide_range(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xi32>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%t, %a : tensor<?xi32>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<none>, mask_mod = @table_wide_range}
       -> tensor<?x4x64xf16>, tensor<?x4xf32>
   return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
 }

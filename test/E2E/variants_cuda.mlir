@@ -48,8 +48,8 @@ func.func private @keep_all(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i
   %t = arith.constant true
   return %t : i1
 }
-// T5-style bias per (head, clamped distance) from a captured table, and head 1 sees only
-// even keys.
+// T5-style bias per (head, clamped distance) from a captured table, and a head mask: head 1
+// sees only even keys, heads 4-7 none.
 func.func private @t5_bias(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                            %table: tensor<8x32xf32>) -> f32 {
   %d = arith.subi %qp, %kp : i32
@@ -68,7 +68,12 @@ func.func private @head_mask(%b: i32, %qh: i32, %qp: i32, %kp: i32,
   %is_odd = arith.cmpi eq, %odd, %c1 : i32
   %drop = arith.andi %head1, %is_odd : i1
   %true = arith.constant true
-  %keep = arith.xori %drop, %true : i1
+  %kept = arith.xori %drop, %true : i1
+  // Heads 4-7 (KV head 1's group) see nothing: every tile of their chunks is EMPTY, so
+  // those chunks load no tile (o = 0, as on the host).
+  %c4 = arith.constant 4 : i32
+  %low = arith.cmpi slt, %qh, %c4 : i32
+  %keep = arith.andi %kept, %low : i1
   return %keep : i1
 }
 

@@ -135,8 +135,11 @@ defvar Fi_AttentionAttrDoc = [{
     from its body, by interval arithmetic, a tile classifier that proves a rectangle of
     (heads, query positions, key positions) wholly dropped or wholly kept; kernels skip
     the dropped tiles (neither loaded nor computed) and call the mask per pair only on
-    tiles proven neither (a mask of a captured table is never proven: the call per pair
-    stays). The host backend calls the functions; with `fi-to-llvm=backend=cuda`, paged
+    tiles proven neither. An integer read from a captured 1-D table is bounded by the
+    entries its index range covers (up to 512, clamped as the reads are), so a mask over
+    document ids skips the tiles across documents; float values and other reads prove
+    nothing. The functions may also be called for pairs another mask drops (their result
+    is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`, paged
     and ragged prefill (head_dim 64 / 128, f16 / bf16) compile them into the
     warp-specialised Hopper prefill kernel through LLVM's NVPTX backend (no built-in soft
     cap, window, ALiBi or custom mask beside a variant there; f32 denormals flush to zero
