@@ -111,18 +111,9 @@ static void ragged_free(ragged *p) {
 static void *ragged_direct(fi_context *ctx, ragged *p, fi_attention_params *params,
                            fi_custom_mask *mask) {
   fi_tiles tiles = logged_tiles(0, FI_OP_RAGGED_PREFILL); /* the compiled run's variant */
-  size_t ws_bytes = 0;
-  CHECK_OK(ctx, fi_prefill_workspace_size(ctx, params, p->batch, p->nq, &ws_bytes));
-  void *ws = e2e_alloc(ws_bytes);
-  fi_plan plan;
-  CHECK_OK(ctx, fi_ragged_prefill_plan(ctx, params, p->batch, p->qo, p->kv, mask, &tiles, ws,
-                                       ws_bytes, &plan));
-  int64_t qs[3] = {p->nq, QH, HD}, ks[3] = {p->nk, KVH, HD};
-  void *o = poisoned_tensor(FI_DTYPE_F16, numel(3, qs));
-  fi_tensor tq = fi_tensor_contiguous(p->q, FI_DTYPE_F16, 3, qs), to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
-  fi_tensor tk = fi_tensor_contiguous(p->k, FI_DTYPE_F16, 3, ks), tv = fi_tensor_contiguous(p->v, FI_DTYPE_F16, 3, ks);
-  CHECK_OK(ctx, fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, p->qo, p->kv, mask, &to, NULL));
-  e2e_free(ws);
+  void *o;
+  ragged_prefill_direct(ctx, params, p->batch, p->qo, p->kv, mask, &tiles, p->q, p->k, p->v,
+                        &o, NULL);
   return o;
 }
 
@@ -274,7 +265,7 @@ int main(int argc, char **argv) {
     memref3 got;
     fi_rt_plan_log_reset();
     _mlir_ciface_t5_relative_bias(&got, &p.mq, &p.mk, &p.mv, &p.mqo, &p.mkv, &mt);
-    fi_variant hooks = {t5_bias, NULL, table};
+    fi_variant hooks = {t5_bias, NULL, table, 0, NULL, NULL};
     fi_attention_params params = fi_attention_params_default(QH, KVH, HD);
     params.mask_mode = FI_MASK_CAUSAL;
     params.variant = &hooks;

@@ -349,33 +349,30 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
         // A variant's mask: which of the range's tiles it keeps (lane i asks for tile
-        // 32 g + i; bit i of `kept` / `full`), and how many the consumers will see.
+        // 32 g + i; bit i of `kept` / `full`), and how many the consumers will see. The
+        // ballots are kept for the walk below, which must see exactly the tiles counted (and
+        // a classifier that scans a captured table costs far more than a ballot): past
+        // KEPT_GROUPS * 32 tiles (a span of 128 K keys) no tile is classified, every one
+        // loads as PARTIAL and the mask decides per pair.
+        constexpr int KEPT_GROUPS = 32;
         const int span_tiles = c.num_tiles;
         const bool classify = VARIANT && p.variant_mask;
         auto tile_ballots = [&](int g, uint32_t &kept, uint32_t &full) {
           const int t = 32 * g + lane;
-          const int cls = t < span_tiles
-                              ? ws_tile_class<VARIANT, CTA_KV>(p, c, c.kv_lo + t * CTA_KV)
-                              : FI_MASK_TILE_EMPTY;
+          const int cls = t >= span_tiles    ? FI_MASK_TILE_EMPTY
+                          : g >= KEPT_GROUPS ? FI_MASK_TILE_PARTIAL
+                                             : ws_tile_class<VARIANT, CTA_KV>(
+                                                   p, c, c.kv_lo + t * CTA_KV);
           kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
           full = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_FULL);
         };
-        // The ballots are kept for the walk below, which must see exactly the tiles counted
-        // (and a classifier that scans a captured table costs far more than a ballot). Past
-        // KEPT_GROUPS * 32 tiles (a span of 128 K keys) the walk loads every tile as
-        // PARTIAL: the mask decides per pair there.
-        constexpr int KEPT_GROUPS = 32;
         uint32_t kept_bits[KEPT_GROUPS], full_bits[KEPT_GROUPS];
         if (classify) {
           int loads = 0;
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
-            if (g < KEPT_GROUPS) {
-              tile_ballots(g, kept, full);
-              kept_bits[g] = kept, full_bits[g] = full;
-            } else {
-              kept = __ballot_sync(0xffffffffu, 32 * g + lane < span_tiles), full = 0;
-            }
+            tile_ballots(g, kept, full);
+            if (g < KEPT_GROUPS) kept_bits[g] = kept, full_bits[g] = full;
             loads += __popc(kept);
           }
           c.num_tiles = loads;
@@ -463,7 +460,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             if (g < KEPT_GROUPS)
               kept = kept_bits[g], full = full_bits[g];
             else
-              kept = __ballot_sync(0xffffffffu, 32 * g + lane < span_tiles), full = 0;
+              tile_ballots(g, kept, full);  // (no classifier call past KEPT_GROUPS)
             for (; kept; kept &= kept - 1) {
               const int b = __ffs(kept) - 1;
               issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);

@@ -71,6 +71,13 @@ public:
     return {i64(minOf(w)), i64(maxOf(w))};
   }
   Abs exact(Value v64) { return {v64, v64}; }
+  /// A signless integer of at most 64 bits or an index, sign-extended to i64.
+  Value toI64(Value v) {
+    Type i64 = b.getI64Type();
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(b, loc, i64, v);
+    return v.getType() == i64 ? v : arith::ExtSIOp::create(b, loc, i64, v).getResult();
+  }
 
   Value slt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
   Value sle(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
@@ -156,9 +163,8 @@ public:
 
 } // namespace
 
-func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Block *into,
-                                             func::FuncOp user, TypeRange captureTypes,
-                                             StringRef name) {
+func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, Block *into, func::FuncOp user,
+                                             TypeRange captureTypes, StringRef name) {
   MLIRContext *ctx = b.getContext();
   Location loc = user.getLoc();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -183,12 +189,17 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
   Block &userEntry = body.front();
   llvm::DenseMap<Value, Abs> abs;
   llvm::DenseMap<Value, Value> memrefs;  // the user's captured memrefs -> the classifier's
-  auto ext = [&](Value v) { return arith::ExtSIOp::create(b, loc, i64, v).getResult(); };
+  // Signless integers of at most 64 bits (wider or signed / unsigned ones, rare in a mask,
+  // stay unknown).
+  auto isInt = [](Type ty) {
+    auto it = dyn_cast<IntegerType>(ty);
+    return ty.isIndex() || (it && it.isSignless() && it.getWidth() <= 64);
+  };
   // The position parameters as ranges; the captures exactly, when they are scalars.
-  abs[userEntry.getArgument(0)] = t.exact(ext(entry->getArgument(0)));
+  abs[userEntry.getArgument(0)] = t.exact(t.toI64(entry->getArgument(0)));
   for (unsigned k = 1; k < 4; ++k)
-    abs[userEntry.getArgument(k)] = {ext(entry->getArgument(2 * k - 1)),
-                                     ext(entry->getArgument(2 * k))};
+    abs[userEntry.getArgument(k)] = {t.toI64(entry->getArgument(2 * k - 1)),
+                                     t.toI64(entry->getArgument(2 * k))};
   for (unsigned k = 4; k < userParams.size(); ++k) {
     Type ty = userParams[k];
     Value v = entry->getArgument(k + 3);
@@ -196,19 +207,9 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
       memrefs[userEntry.getArgument(k)] = v;
     else if (ty.isInteger(1))
       abs[userEntry.getArgument(k)] = {t.noti(v), v};
-    else if (ty.isIndex())
-      abs[userEntry.getArgument(k)] =
-          t.exact(arith::IndexCastOp::create(b, loc, i64, v).getResult());
-    else if (auto it = dyn_cast<IntegerType>(ty); it && it.isSignless())
-      abs[userEntry.getArgument(k)] =
-          t.exact(it.getWidth() == 64 ? v : it.getWidth() < 64 ? ext(v) : Value());
+    else if (isInt(ty))
+      abs[userEntry.getArgument(k)] = t.exact(t.toI64(v));
   }
-  // Signless integers of at most 64 bits (wider or signed / unsigned ones, rare in a mask,
-  // stay unknown).
-  auto isInt = [](Type ty) {
-    auto it = dyn_cast<IntegerType>(ty);
-    return ty.isIndex() || (it && it.isSignless() && it.getWidth() <= 64);
-  };
   // The abstract value of an integer or i1 operand (unknown values: the whole range).
   auto get = [&](Value v) -> Abs {
     auto it = abs.find(v);
@@ -360,7 +361,7 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
           // kScanStep entries per step, the indices past `hi` clamped to it (a repeated
           // entry leaves min and max as they are): independent loads in flight, no tail.
           Value from = arith::IndexCastOp::create(b, loc, idx, lo);
-          Value last = arith::IndexCastOp::create(b, loc, idx, hi);
+          Value hiIndex = arith::IndexCastOp::create(b, loc, idx, hi);
           Value to = arith::IndexCastOp::create(
               b, loc, idx, arith::AddIOp::create(b, loc, hi, t.i64(1)).getResult());
           Value step = arith::ConstantIndexOp::create(b, loc, kScanStep);
@@ -373,12 +374,8 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
             if (k > 0)
               i = arith::MinSIOp::create(
                   b, loc, arith::AddIOp::create(b, loc, i, arith::ConstantIndexOp::create(b, loc, k)),
-                  last);
-            Value e = memref::LoadOp::create(b, loc, m, i);
-            Value e64 = ty.isIndex() ? arith::IndexCastOp::create(b, loc, i64, e).getResult()
-                        : cast<IntegerType>(ty).getWidth() < 64
-                            ? arith::ExtSIOp::create(b, loc, i64, e).getResult()
-                            : e;
+                  hiIndex);
+            Value e64 = t.toI64(memref::LoadOp::create(b, loc, m, i));
             mn = t.smin(mn, e64);
             mx = t.smax(mx, e64);
           }
@@ -401,6 +398,5 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, ModuleOp module, Bloc
   Value cls = t.sel(keep.b, t.sel(keep.a, classOf(FI_MASK_TILE_PARTIAL), classOf(FI_MASK_TILE_FULL)),
                     classOf(FI_MASK_TILE_EMPTY));
   func::ReturnOp::create(b, loc, cls);
-  (void)module;
   return fn;
 }

@@ -151,6 +151,17 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncO
   return copy;
 }
 
+/// The tile classifier of mask_mod `user` (MaskTiles.cpp) in `into`, internal, with the
+/// capture types of its hook's clamped copy `copy`.
+func::FuncOp makeTileClassifier(OpBuilder &b, ModuleOp module, Block *into,
+                                func::FuncOp user, func::FuncOp copy) {
+  func::FuncOp tiles = buildMaskTileFunction(
+      b, into, user, copy.getArgumentTypes().drop_front(4),
+      freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
+  internal(tiles);
+  return tiles;
+}
+
 /// The hook of `kind` for a user function copy and the op's capture types, in `into`
 /// (named `name`, or a fresh internal name when empty).
 func::FuncOp makeHook(OpBuilder &b, ModuleOp module, Block *into, StringRef name,
@@ -368,10 +379,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     useApproxTanh(b, copy);
     makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
     if (kind == HookKind::Mask) {
-      func::FuncOp tiles = buildMaskTileFunction(
-          b, module, body, user, copy.getArgumentTypes().drop_front(4),
-          freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
-      internal(tiles);
+      func::FuncOp tiles = makeTileClassifier(b, module, body, user, copy);
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);
     }
@@ -459,12 +467,8 @@ LogicalResult mlir::fi::generateVariantHooks(ModuleOp module,
       op->setAttr(hookName, FlatSymbolRefAttr::get(hook.getSymNameAttr()));
       if (kind == HookKind::Mask) {  // and the mask's tile classifier (MaskTiles.cpp)
         func::FuncOp &tiles = tileFunctions[user];
-        if (!tiles) {
-          tiles = buildMaskTileFunction(
-              b, module, module.getBody(), user, copy.getArgumentTypes().drop_front(4),
-              freshName(module, ("__fi_mask_tiles_" + user.getSymName()).str()));
-          internal(tiles);
-        }
+        if (!tiles)
+          tiles = makeTileClassifier(b, module, module.getBody(), user, copy);
         func::FuncOp tileHook = makeHook(b, module, module.getBody(), "", tiles,
                                          HookKind::MaskTile, TypeRange(variantArgs),
                                          op->getLoc());

@@ -33,8 +33,8 @@ LogicalResult pushVariantArgs(OpBuilder &b, Operation *op, ValueRange captures,
 /// i32, the mask's captures as `captureTypes`, those of its hook's copy...) -> i32,
 /// FI_MASK_TILE_EMPTY / FULL / PARTIAL (runtime.h) for the rectangle of pairs, proven by
 /// interval arithmetic over the mask's body.
-func::FuncOp buildMaskTileFunction(OpBuilder &b, ModuleOp module, Block *into,
-                                   func::FuncOp user, TypeRange captureTypes, StringRef name);
+func::FuncOp buildMaskTileFunction(OpBuilder &b, Block *into, func::FuncOp user,
+                                   TypeRange captureTypes, StringRef name);
 
 } // namespace fi
 } // namespace mlir

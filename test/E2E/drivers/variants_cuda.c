@@ -187,7 +187,7 @@ static int bench(rng *r) {
       {"1 document (a table), mask_mod", b_docs_one, causal_pairs},
   };
   memref3 outs[10];
-  printf("bench (1, %lld, %lld, %lld), hd %lld, f16, causal; median of 15, TFLOP/s over kept pairs:\n",
+  printf("bench (%lld, %lld, %lld, %lld), hd %lld, f16, causal; median of 15, TFLOP/s over kept pairs:\n",
          (long long)1, (long long)len, (long long)qh, (long long)kvh, (long long)hd);
   for (int i = 0; i < 10; ++i) {
     double ms = time_ms(rows[i].f, &in, 15, &outs[i]);
