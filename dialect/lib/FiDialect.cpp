@@ -5,6 +5,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstdint>
 
 using namespace mlir;
 using namespace mlir::fi;
@@ -93,6 +94,19 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (smemPerBlock < 1)
     return emitError() << "#fi.target smem = " << smemPerBlock
                        << " must be >= 1 byte (232448 on an H100)";
+  return success();
+}
+
+LogicalResult KvShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t ranks, int64_t splitSize) {
+  if (ranks < 1 || ranks > 1024)
+    return emitError() << "#fi.kv_shard ranks = " << ranks
+                       << " must be in 1..1024: it is the number of ranks of the "
+                          "communicator the KV is sharded over";
+  if (splitSize < 0 || splitSize > INT32_MAX)
+    return emitError() << "#fi.kv_shard split_size = " << splitSize
+                       << " must be >= 0 (and fit in i32): tokens per split-KV chunk, 0 "
+                          "(or absent) for the planner's choice";
   return success();
 }
 

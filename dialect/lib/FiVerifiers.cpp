@@ -205,6 +205,43 @@ public:
     return success();
   }
 
+  /// Context parallelism (`kv_shard`): each rank numbers the keys of its own segment from
+  /// 0, so nothing that depends on a key's position in the whole sequence can run.
+  template <typename OpTy>
+  LogicalResult kvShard(OpTy attn, MaskMode mask, bool sharedPrefix) {
+    if (!attn.getKvShardAttr())
+      return success();
+    switch (attn.getPosEncoding()) {
+    case PosEncoding::rope_llama:
+      return error() << "has kv_shard and pos_encoding = rope_llama: key positions are per "
+                        "shard (each rank's segment starts at 0), so the kernel cannot rotate "
+                        "K by its true position; apply RoPE to K before appending it to the "
+                        "cache (and to q) and drop pos_encoding, or drop kv_shard";
+    case PosEncoding::alibi:
+      return error() << "has kv_shard and pos_encoding = alibi: ALiBi biases depend on key "
+                        "positions, which are per shard; drop pos_encoding or kv_shard";
+    case PosEncoding::none:
+      break;
+    }
+    int64_t windowLeft = static_cast<int64_t>(attn.getWindowLeft());
+    if (windowLeft != -1)
+      return error() << "has kv_shard and window_left = " << windowLeft
+                     << ": a sliding window needs the true key positions, which are per "
+                        "shard; drop window_left (no window) or kv_shard";
+    if (mask == MaskMode::custom)
+      return error() << "has kv_shard and mask_mode = custom: a custom mask covers the whole "
+                        "KV of each request, which no rank holds; use none or causal, or drop "
+                        "kv_shard";
+    if (attn.getScoreModAttr() || attn.getMaskModAttr())
+      return error() << "has kv_shard and a score_mod/mask_mod: a variant sees key positions, "
+                        "which are per shard; drop the variant or kv_shard";
+    if (sharedPrefix)
+      return error() << "has kv_shard and shared_prefix: the shared-prefix decomposition "
+                        "splits one rank's page table as if it were the whole KV; drop "
+                        "shared_prefix or kv_shard";
+    return success();
+  }
+
   LogicalResult customMask(MaskMode mode, Value mask, Value maskIndptr,
                            StringRef batchIndptrName, Value batchIndptr) {
     if (mode == MaskMode::custom && !mask)
@@ -246,7 +283,7 @@ public:
   template <typename PlanOpTy>
   LogicalResult planShape(Value planValue, Value q, Value kvSample, int64_t qoHeads,
                           int64_t kvHeads, int64_t headDim, BsrAttr bsr,
-                          MaskMode maskMode = MaskMode::none) {
+                          MaskMode maskMode = MaskMode::none, KvShardAttr kvShard = {}) {
     auto planOp = planValue ? planValue.getDefiningOp<PlanOpTy>() : PlanOpTy();
     if (!planOp)
       return success();
@@ -276,6 +313,29 @@ public:
       if (planOp.getMaskMode() != maskMode)
         return mismatch("mask_mode", stringifyMaskMode(planOp.getMaskMode()),
                         stringifyMaskMode(maskMode));
+    }
+    if constexpr (std::is_same_v<PlanOpTy, DecodePlanOp> ||
+                  std::is_same_v<PlanOpTy, PagedPrefillPlanOp>) {
+      // A sharded plan sizes its workspace for all ranks' states and exchanges them; an
+      // unsharded one does neither. Checked where the plan operand comes from a plan op,
+      // as the shape is (a plan passed in as a block argument is not seen here; the
+      // lowering needs a plan op anyway).
+      if (planOp.getKvShardAttr() != kvShard) {
+        auto str = [](KvShardAttr a) {
+          std::string s;
+          llvm::raw_string_ostream os(s);
+          if (a)
+            os << a;
+          else
+            os << "none";
+          return s;
+        };
+        return error() << "operand 'plan' was made for kv_shard "
+                       << str(planOp.getKvShardAttr()) << " but this op has kv_shard "
+                       << str(kvShard)
+                       << "; give the plan op the op's kv_shard (fi-materialize-plans copies "
+                          "it) or use the op's own plan";
+      }
     }
     return success();
   }
@@ -428,8 +488,11 @@ LogicalResult PagedDecodeOp::verify() {
     return c.error() << "has shared_prefix and a score_mod/mask_mod: the decomposition runs "
                         "the prefix and the rest as separate ops whose positions differ from "
                         "the decode's; drop shared_prefix or the variant";
+  if (failed(c.kvShard(*this, MaskMode::none, getSharedPrefix())))
+    return failure();
   return c.planShape<DecodePlanOp>(getPlan(), getQ(), getK(), getQ().getType().getDimSize(1),
-                                   cache->kvHeads.size(), cache->headDim.size(), getBsr());
+                                   cache->kvHeads.size(), cache->headDim.size(), getBsr(),
+                                   MaskMode::none, getKvShardAttr());
 }
 
 LogicalResult PagedPrefillOp::verify() {
@@ -450,12 +513,13 @@ LogicalResult PagedPrefillOp::verify() {
       failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
                           getQoIndptr())) ||
       failed(c.attentionAttrs(*this)) ||
-      failed(c.plan(getPlan(), PlanFamily::paged_prefill, "paged_prefill_plan")))
+      failed(c.plan(getPlan(), PlanFamily::paged_prefill, "paged_prefill_plan")) ||
+      failed(c.kvShard(*this, getMaskMode(), /*sharedPrefix=*/false)))
     return failure();
   return c.planShape<PagedPrefillPlanOp>(getPlan(), getQ(), getK(),
                                          getQ().getType().getDimSize(1),
                                          cache->kvHeads.size(), cache->headDim.size(),
-                                         getBsr(), getMaskMode());
+                                         getBsr(), getMaskMode(), getKvShardAttr());
 }
 
 LogicalResult RaggedPrefillOp::verify() {
@@ -784,6 +848,10 @@ LogicalResult PagedPrefillPlanOp::verify() {
                               {getKvIndices(), "kv_indices"},
                               {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
+  if (getKvShardAttr() && getMaskMode() == MaskMode::custom)
+    return c.error() << "has kv_shard and mask_mode = custom: a custom mask covers the whole "
+                        "KV of each request, which no rank holds; use none or causal, or drop "
+                        "kv_shard";
   return checkPlanShape(c, *this);
 }
 

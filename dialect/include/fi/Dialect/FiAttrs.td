@@ -86,6 +86,46 @@ def Fi_TargetAttr : Fi_Attr<"Target", "target"> {
   let genVerifyDecl = 1;
 }
 
+def Fi_KvShardAttr : Fi_Attr<"KvShard", "kv_shard"> {
+  let summary = "context parallelism: the paged KV is this rank's shard of a sequence "
+                "split over N ranks";
+  let description = [{
+    On `fi.paged_decode`, `fi.paged_prefill` and their plan ops (`fi.decode_plan`,
+    `fi.paged_prefill_plan`), as the optional attribute `kv_shard`: the KV of every
+    request is cut along the sequence into `ranks` contiguous segments in rank order, and
+    the op's paged KV operands (cache and page table) are this rank's segment (which may
+    be empty). The result is attention over all ranks' segments: each rank runs the local
+    attention, the ranks all-gather their partial states (o, lse) and merge them in rank
+    order, and every rank gets the full `o` and `lse`. The runtime does it inside the
+    plan and run calls (`fi_attention_params.kv_shards`, runtime.h "Context
+    parallelism").
+
+    * `ranks` (1..1024): the number of ranks of the communicator.
+    * `split_size` (optional, >= 0; 0 or absent = automatic): tokens per split-KV chunk.
+      A fixed split that divides every rank's segment but the last makes the result
+      bit-identical to the single-GPU run of the whole cache with the same split (and the
+      same tiles); automatic splits are identical between runs, not to one GPU.
+
+    At run time the context needs a communicator of `ranks` ranks
+    (`fi_context_set_comm`); compiled code runs on the thread's or the process's context
+    (`fi_rt_set_thread_context` / `fi_rt_set_context`), so each rank's thread or process
+    sets its own context with its communicator. Positions are per shard, so ops with
+    `kv_shard` take no RoPE or ALiBi (`pos_encoding`; apply RoPE to K before appending
+    it), no sliding window, no custom mask, no `score_mod` / `mask_mod` and no
+    `shared_prefix`; a causal prefill must have each request's new tokens on the last
+    rank. The plan exchanges a signature between the ranks, so it is made on the host
+    (not `on_device`). An op and its plan have the same `kv_shard`.
+
+    Example: `#fi.kv_shard<ranks = 4>`, `#fi.kv_shard<ranks = 8, split_size = 256>`
+  }];
+  let parameters = (ins "int64_t":$ranks,
+                        DefaultValuedParameter<"int64_t", "0">:$splitSize);
+  let assemblyFormat = [{
+    `<` `ranks` `=` $ranks (`,` `split_size` `=` $splitSize^)? `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 def Fi_PlanType : TypeDef<Fi_Dialect, "Plan"> {
   let mnemonic = "plan";
   let summary = "the work partition of one step for one op family";

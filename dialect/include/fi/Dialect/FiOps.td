@@ -157,6 +157,24 @@ defvar Fi_PagedKvDoc = [{
       `kv_last_page_len` (`[batch]` i32, values 1..page_size): the page table.
 }];
 
+defvar Fi_KvShardDoc = [{
+
+    Context parallelism: `kv_shard = #fi.kv_shard<ranks = N>` (optional; also
+    `split_size = S`, tokens per split-KV chunk) says the KV is sharded along the sequence
+    over N ranks. The op's paged KV operands (`k`, `v` and the page table) are then this
+    rank's contiguous segment of each request's keys (rank r holds segment r, in rank
+    order; a segment may be empty), and the result is attention over all ranks' segments:
+    every rank gets the full `o` and `lse` (local attention, an all-gather of the partial
+    states over the communicator, a merge in rank order, all inside the runtime's run
+    call). At run time the context needs a communicator of N ranks
+    (`fi_context_set_comm`); compiled code uses the thread's or process's context
+    (`fi_rt_set_thread_context` / `fi_rt_set_context`). Positions are per shard, so such an
+    op takes no `pos_encoding` (`rope_llama`: apply RoPE to K before appending it;
+    `alibi`), no `window_left`, no custom mask, no `score_mod` / `mask_mod` and no
+    `shared_prefix`. Its plan operand, if any, must come from a plan op with the same
+    `kv_shard` (fi-materialize-plans copies it), which is made on the host.
+}];
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
@@ -180,7 +198,7 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments,
     * `o` (destination): `[batch, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[batch, qo_heads]` f32.
     * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
-  }], Fi_AttentionAttrDoc, [{
+  }], Fi_AttentionAttrDoc, Fi_KvShardDoc, [{
 
     Example (LLaMA-style GQA: 32 query heads, 8 KV heads, head_dim 128, page 16):
 
@@ -199,7 +217,8 @@ def Fi_PagedDecodeOp : Fi_DpsOp<"paged_decode", "O", [AttrSizedOperandSegments,
       Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
-      Fi_BsrAttr:$bsr, UnitAttr:$shared_prefix), Fi_AttentionAttrs);
+      Fi_BsrAttr:$bsr, UnitAttr:$shared_prefix,
+      OptionalAttr<Fi_KvShardAttr>:$kv_shard), Fi_AttentionAttrs);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
@@ -235,7 +254,11 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
     * `bsr`: `#fi.bsr<...>`; `block_cols` is the page size.
     * `mask_mode` (`#fi.mask_mode<none>`): `none`, `causal` or `custom`.
-  }], Fi_AttentionAttrDoc, [{
+  }], Fi_AttentionAttrDoc, Fi_KvShardDoc, [{
+
+    With `kv_shard` and `causal`, each request's new tokens (its `qo_len` newest keys)
+    must lie on the last rank: the other ranks hold only older keys, which every query
+    sees (the runtime's plan checks it).
 
     Example:
 
@@ -257,7 +280,8 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       Fi_BsrAttr:$bsr,
-      DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode),
+      DefaultValuedAttr<Fi_MaskModeAttr, "::mlir::fi::MaskMode::none">:$mask_mode,
+      OptionalAttr<Fi_KvShardAttr>:$kv_shard),
       Fi_AttentionAttrs);
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -592,6 +616,18 @@ defvar Fi_PlanShapeDoc = [{
     * `tiles` (optional): forces the microkernel variant.
 }];
 
+defvar Fi_PlanKvShardDoc = [{
+    * `kv_shard` (optional, `#fi.kv_shard<ranks = N[, split_size = S]>`): the plan of ops
+      whose paged KV is this rank's shard of a sequence split over N ranks (context
+      parallelism; see the attention op). The ops using the plan must have the same
+      `kv_shard`. The plan is made on the host on every rank and exchanges a signature
+      between the ranks (a blocking exchange over the context's communicator), so it
+      cannot be `on_device` (fi-lower-to-runtime refuses it); it sizes the workspace for
+      the gathered partial states of all ranks. Lowers to
+      `fi_rt_decode_plan_sharded` / `fi_rt_paged_prefill_plan_sharded` (the unsharded
+      call's arguments, then `ranks` and `split_size`).
+}];
+
 def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
   let summary = "plan a batch paged decode step";
   let description = !strconcat([{
@@ -608,7 +644,7 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
       lengths change is captured once and replayed. Needs the tiles at compile time
       (fi-select-tiles). A memref operand in `#fi.memory<device>` needs `on_device`; one
       in `#fi.memory<host>` forbids it.
-  }], Fi_PlanShapeDoc, [{
+  }], Fi_PlanShapeDoc, Fi_PlanKvShardDoc, [{
 
     Example:
 
@@ -621,7 +657,8 @@ def Fi_DecodePlanOp : Fi_PlanOp<"decode_plan", "decode"> {
   }]);
   let arguments = !con((ins Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices,
                             Fi_Shaped:$kv_last_page_len, Index:$num_pages,
-                            Fi_BsrAttr:$bsr, UnitAttr:$on_device), Fi_PlanShapeAttrs);
+                            Fi_BsrAttr:$bsr, UnitAttr:$on_device), Fi_PlanShapeAttrs,
+                       (ins OptionalAttr<Fi_KvShardAttr>:$kv_shard));
   let assemblyFormat = [{
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
@@ -647,7 +684,7 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill",
       rows of the query tensors the plan's ops run on (the bound the device checks
       `qo_indptr[batch]` against). Not with `mask_mode = custom` (the mask is checked
       against the lengths on the host). Memory spaces as for `fi.decode_plan`.
-  }], Fi_PlanShapeDoc, [{
+  }], Fi_PlanShapeDoc, Fi_PlanKvShardDoc, [{
 
     Example:
 
@@ -667,7 +704,7 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill",
                             DefaultValuedAttr<Fi_MaskModeAttr,
                                               "::mlir::fi::MaskMode::none">:$mask_mode,
                             UnitAttr:$on_device),
-                       Fi_PlanShapeAttrs);
+                       Fi_PlanShapeAttrs, (ins OptionalAttr<Fi_KvShardAttr>:$kv_shard));
   let assemblyFormat = [{
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
