@@ -224,6 +224,17 @@ public:
     args.push_back(i32(loc, tiles ? static_cast<int64_t>(tiles.getCores()) : 0));
   }
 
+  /// Context parallelism: a kv-sharded plan (always a host plan, checkPlan) calls the
+  /// `_sharded` adapter with the unsharded call's arguments, then ranks and split_size.
+  void pushKvShard(Location loc, SmallVectorImpl<Value> &args, KvShardAttr shard,
+                   std::string &callee) {
+    if (!shard)
+      return;
+    callee += "_sharded";
+    args.push_back(i32(loc, shard.getRanks()));
+    args.push_back(i32(loc, shard.getSplitSize()));
+  }
+
   LogicalResult needsTiles(Operation *op) {
     return op->emitOpError()
            << "is `on_device` but has no tiles: a plan made on the GPU cannot choose "
@@ -231,16 +242,27 @@ public:
               "(fi-to-llvm does) or set `tiles`";
   }
 
+  LogicalResult shardedOnDevice(Operation *op) {
+    return op->emitOpError()
+           << "is `on_device` and has kv_shard: kv-sharded plans are made on the host (the "
+              "plan exchanges a signature between the ranks); drop `on_device` (or lower "
+              "without plans-on-device)";
+  }
+
   /// What the plan call of `op` needs that the verifier cannot know: kernels for the
-  /// backend, and tiles for a plan made on the device.
+  /// backend, tiles for a plan made on the device, and a host plan where the KV is sharded.
   LogicalResult checkPlan(Operation *op) {
     if (auto d = dyn_cast<DecodePlanOp>(op)) {
+      if (d.getOnDevice() && d.getKvShardAttr())
+        return shardedOnDevice(op);
       if (failed(checkBackend(op, d.getHeadDim(), d.getQType(), d.getKvType(), MaskMode::none,
                               d.getTilesAttr(), true)))
         return failure();
       if (d.getOnDevice() && !d.getTilesAttr())
         return needsTiles(op);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
+      if (p.getOnDevice() && p.getKvShardAttr())
+        return shardedOnDevice(op);
       if (failed(checkBackend(op, p.getHeadDim(), p.getQType(), p.getKvType(), p.getMaskMode(),
                               p.getTilesAttr(), false)))
         return failure();
@@ -285,6 +307,7 @@ public:
                 d.getBsr().getBlockCols(), d.getQType(), d.getKvType(), MaskMode::none,
                 d.getTilesAttr());
       callee = d.getOnDevice() ? "fi_rt_decode_plan_device" : "fi_rt_decode_plan";
+      pushKvShard(loc, args, d.getKvShardAttr(), callee);
     } else if (auto p = dyn_cast<PagedPrefillPlanOp>(op)) {
       PagedPrefillPlanOp::Adaptor pA(operands, p);
       for (Value v : {pA.getQoIndptr(), pA.getKvIndptr(), pA.getKvIndices(), pA.getKvLastPageLen()})
@@ -300,6 +323,7 @@ public:
                 p.getBsr().getBlockCols(), p.getQType(), p.getKvType(), p.getMaskMode(),
                 p.getTilesAttr());
       callee = p.getOnDevice() ? "fi_rt_paged_prefill_plan_device" : "fi_rt_paged_prefill_plan";
+      pushKvShard(loc, args, p.getKvShardAttr(), callee);
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
       RaggedPrefillPlanOp::Adaptor rA(operands, r);
       for (Value v : {rA.getQoIndptr(), rA.getKvIndptr()})

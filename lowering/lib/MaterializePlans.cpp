@@ -2,7 +2,11 @@
 //
 // Gives every fi op that can use a plan an explicit plan op, placed as early as its
 // operands allow so that the identical plans of all layers of a step are adjacent and
-// plain -cse folds them into one.
+// plain -cse folds them into one. A plan carries its op's `kv_shard` (context
+// parallelism), so ops sharded differently (or not at all) never share a plan: the
+// attribute differs, and -cse keeps them apart. With `on-device`, a kv-sharded op's plan
+// is marked `on_device` as well, which fi-lower-to-runtime then refuses by name (a sharded
+// plan exchanges a signature between the ranks on the host).
 //
 //===----------------------------------------------------------------------===//
 #include "fi/Lowering/Passes.h"
@@ -148,7 +152,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
                                 d.getKvIndptr(), d.getKvIndices(), d.getKvLastPageLen(),
                                 numPages, d.getBsr(), device, i64(b, info->qoHeads),
                                 i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
-                                info->tiles);
+                                info->tiles, d.getKvShardAttr());
     d.getPlanMutable().assign(plan);
   } else if (auto p = dyn_cast<PagedPrefillOp>(op)) {
     Value numPages = numPagesFor(b, op, p.getKvIndptr(), p.getKvIndices(),
@@ -168,7 +172,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen(), p.getMaskIndptr(), numPages,
         maxQo, p.getBsr(), p.getMaskModeAttr(), dev ? device : UnitAttr(),
         i64(b, info->qoHeads), i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
-        info->tiles);
+        info->tiles, p.getKvShardAttr());
     p.getPlanMutable().assign(plan);
   } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
     SmallVector<Value> deps = {r.getQoIndptr(), r.getKvIndptr()};
