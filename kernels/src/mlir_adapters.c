@@ -641,12 +641,16 @@ static int host_page_table(const char *op, fi_context *ctx, const fi_page_table 
          host_readable(op, ctx, "kv_last_page_len", pages->last_page_len);
 }
 
-void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
-                                    fi_memref *last, int64_t num_pages, int32_t layout,
-                                    int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
-                                    int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
-                                    int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
-                                    int32_t split_kv, int32_t cores) {
+/* A decode plan made on the host; kv_shards / fixed_split_size as in fi_attention_params
+ * (0 / 0: the whole KV, the planner's split), set before the workspace is sized (the
+ * workspace of a sharded plan holds the gathered states of all ranks). */
+static void decode_plan_host(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
+                             fi_memref *last, int64_t num_pages, int32_t layout,
+                             int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                             int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                             int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+                             int32_t split_kv, int32_t cores, int32_t kv_shards,
+                             int32_t fixed_split_size) {
   const char *op = "fi.decode_plan";
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
@@ -660,6 +664,8 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   r->on_device = 0;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  p.kv_shards = kv_shards;
+  p.fixed_split_size = fixed_split_size;
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
@@ -670,6 +676,27 @@ void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memre
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
   log_plan(&r->plan);
+}
+
+void _mlir_ciface_fi_rt_decode_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
+                                    fi_memref *last, int64_t num_pages, int32_t layout,
+                                    int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                                    int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                                    int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+                                    int32_t split_kv, int32_t cores) {
+  decode_plan_host(slot, indptr, indices, last, num_pages, layout, qo_heads, kv_heads, head_dim,
+                   page_size, q_dtype, kv_dtype, mask_mode, q_tile, kv_tile, split_kv, cores, 0,
+                   0);
+}
+
+void _mlir_ciface_fi_rt_decode_plan_sharded(
+    fi_memref *slot, fi_memref *indptr, fi_memref *indices, fi_memref *last, int64_t num_pages,
+    int32_t layout, int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size,
+    int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+    int32_t split_kv, int32_t cores, int32_t ranks, int32_t split_size) {
+  decode_plan_host(slot, indptr, indices, last, num_pages, layout, qo_heads, kv_heads, head_dim,
+                   page_size, q_dtype, kv_dtype, mask_mode, q_tile, kv_tile, split_kv, cores,
+                   ranks, split_size);
 }
 
 /* The mask a plan step validates: its indptr (segment sizes); the bits are checked at
@@ -687,12 +714,14 @@ static int plan_mask(const char *op, int32_t mask_mode, fi_memref *mask_indptr,
   return 1;
 }
 
-void _mlir_ciface_fi_rt_paged_prefill_plan(
+/* A paged prefill plan made on the host; kv_shards / fixed_split_size as in
+ * decode_plan_host. */
+static void paged_prefill_plan_host(
     fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
     fi_memref *last, fi_memref *mask_indptr, int64_t num_pages, int32_t layout,
     int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype,
     int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv,
-    int32_t cores) {
+    int32_t cores, int32_t kv_shards, int32_t fixed_split_size) {
   const char *op = "fi.paged_prefill_plan";
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
@@ -706,6 +735,8 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
     return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
+  p.kv_shards = kv_shards;
+  p.fixed_split_size = fixed_split_size;
   fi_custom_mask mask;
   const fi_custom_mask *maskp;
   if (!plan_mask(op, mask_mode, mask_indptr, &mask, &maskp)) return;
@@ -721,6 +752,28 @@ void _mlir_ciface_fi_rt_paged_prefill_plan(
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
   log_plan(&r->plan);
+}
+
+void _mlir_ciface_fi_rt_paged_prefill_plan(
+    fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
+    fi_memref *last, fi_memref *mask_indptr, int64_t num_pages, int32_t layout,
+    int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype,
+    int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv,
+    int32_t cores) {
+  paged_prefill_plan_host(slot, qo_indptr, indptr, indices, last, mask_indptr, num_pages, layout,
+                          qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode,
+                          q_tile, kv_tile, split_kv, cores, 0, 0);
+}
+
+void _mlir_ciface_fi_rt_paged_prefill_plan_sharded(
+    fi_memref *slot, fi_memref *qo_indptr, fi_memref *indptr, fi_memref *indices,
+    fi_memref *last, fi_memref *mask_indptr, int64_t num_pages, int32_t layout,
+    int32_t qo_heads, int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype,
+    int32_t kv_dtype, int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv,
+    int32_t cores, int32_t ranks, int32_t split_size) {
+  paged_prefill_plan_host(slot, qo_indptr, indptr, indices, last, mask_indptr, num_pages, layout,
+                          qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode,
+                          q_tile, kv_tile, split_kv, cores, ranks, split_size);
 }
 
 void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indptr,

@@ -39,6 +39,20 @@
  * layers with different attributes or variants can share one plan. On CUDA a variant runs
  * in paged and ragged prefill from its device image (runtime.h, fi_variant).
  *
+ * Context parallelism (`kv_shard = #fi.kv_shard<ranks = N, split_size = S>` on fi.decode_plan /
+ * fi.paged_prefill_plan): the plan op lowers to
+ *   _mlir_ciface_fi_rt_decode_plan_sharded(<the arguments of fi_rt_decode_plan>,
+ *                                          int32_t ranks, int32_t split_size)
+ *   _mlir_ciface_fi_rt_paged_prefill_plan_sharded(<the arguments of
+ *                                          fi_rt_paged_prefill_plan>, int32_t ranks,
+ *                                          int32_t split_size)
+ * which plan as the unsharded adapters do (same code) with params.kv_shards = ranks and
+ * params.fixed_split_size = split_size (0: the planner's split), also when sizing the
+ * workspace (it holds the gathered states of all ranks). The runs keep both from the plan.
+ * The plan is made on the host (runtime.h, "Context parallelism"); the context compiled
+ * code runs on (one per rank: fi_rt_set_thread_context or fi_rt_set_context) needs a
+ * communicator of `ranks` ranks (fi_context_set_comm).
+ *
  * CUDA backend -- the execution model of compiled code:
  *  - Memory. Buffers passed to a compiled function are device memory (the first runs of
  *    each plan and every captured run check that none is plain host memory). Buffers the
