@@ -92,7 +92,11 @@ extern "C" fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
 }
 
 void fi_cuda_release_variant_images(fi_context *ctx);  // variant_images.cu
-extern "C" void fi_cuda_context_release(fi_context *ctx) { fi_cuda_release_variant_images(ctx); }
+extern "C" void fi_cuda_context_release(fi_context *ctx) {
+  fi_cuda_release_variant_images(ctx);
+  if (ctx->shard_scratch) cudaFree(ctx->shard_scratch);
+  ctx->shard_scratch = nullptr;
+}
 
 extern "C" fi_status fi_cuda_upload(fi_context *ctx, void *device_dst, const void *host_src,
                                     size_t bytes) {

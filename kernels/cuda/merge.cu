@@ -14,6 +14,7 @@
 // merge reads num_chunks fp32 partial rows per output row, in chunk order (deterministic:
 // the same plan always sums in the same order).
 #include "common.cuh"
+#include "merge_row.cuh"
 
 #include <math.h>
 #include <stdlib.h>
@@ -158,12 +159,21 @@ merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo,
 }
 
 // Split-KV merge of plan merge units: partial rows first + c * rows + r (c in chunk
-// order) -> output row out_row + r. A block of 128 threads owns one (unit, head): thread
-// (lane, dg) takes dims [8 dg, 8 dg + 8) of chunks lane, lane + L, ... (L = 128 / (D/8)
-// chunk lanes), keeping an online state; the L states then combine in shared memory in
-// lane order (the same plan always sums in the same order: deterministic). grid.x strides
-// over the units (count read from the device when given, for graph replays), grid.y =
-// heads.
+// order) -> output row out_row + r, each (unit, head) by a block of 128 threads
+// (merge_row.cuh). grid.x strides over the units (count read from the device when given,
+// for graph replays), grid.y = heads.
+struct UnitChunks {
+  const float *po, *plse;
+  int64_t first, stride;
+  int heads, h, head_dim;
+  __device__ __forceinline__ const float *row(int c) const {
+    return po + ((first + (int64_t)c * stride) * heads + h) * head_dim;
+  }
+  __device__ __forceinline__ float lse(int c) const {
+    return plse[(first + (int64_t)c * stride) * heads + h];
+  }
+};
+
 template <typename T>
 __global__ void __launch_bounds__(128)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
@@ -172,72 +182,17 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
                       int64_t lse_sb, int64_t lse_sh) {
   __shared__ float red_o[128 * 8];
   __shared__ float2 red_md[128];
-  const int groups = head_dim / 8;             // 8, 16 or 32 (checked by the caller)
-  const int lanes = blockDim.x / groups;       // chunk lanes
-  const int dg = threadIdx.x % groups, lane = threadIdx.x / groups;
-  const int h = blockIdx.y, d0 = dg * 8;
+  const int h = blockIdx.y;
   pdl_enter();  // the partials are the kernel before this one's writes
   const int n_units = device_num_units ? *device_num_units : num_units;
   for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
     const fi_merge_unit mu = units[w];
     for (int r = 0; r < mu.rows; ++r) {
-      float m = -INFINITY, d = 0.f, acc[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-      for (int c0 = lane; c0 < mu.num_chunks; c0 += 8 * lanes) {
-        // up to eight chunks per step (the same chunk sequence per lane as one at a time),
-        // their loads issued before use
-        float l[8], x[8][8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          int c = c0 + j * lanes;
-          int64_t prow = (int64_t)mu.first_partial_row + (int64_t)c * mu.rows + r;
-          l[j] = c < mu.num_chunks ? plse[prow * heads + h] : -INFINITY;
-          if (c < mu.num_chunks) vec8<float>::load(po + (prow * heads + h) * head_dim + d0, x[j]);
-          else {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) x[j][e] = 0.f;
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          if (l[j] == -INFINITY) continue;
-          float mn = fmaxf(m, l[j]);
-          float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l[j] - mn);
-          d = d * a + b;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = acc[e] * a + b * x[j][e];
-          m = mn;
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) red_o[threadIdx.x * 8 + e] = acc[e];
-      red_md[threadIdx.x] = make_float2(m, d);
-      __syncthreads();
-      if (lane == 0) {
-        float M = -INFINITY;
-        for (int k = 0; k < lanes; ++k) M = fmaxf(M, red_md[k * groups + dg].x);
-        float sum = 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-        if (M != -INFINITY) {
-          for (int k = 0; k < lanes; ++k) {
-            float2 md = red_md[k * groups + dg];
-            float wgt = md.x == -INFINITY ? 0.f : __expf(md.x - M);
-            sum += md.y * wgt;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, red_o[(k * groups + dg) * 8 + e], acc[e]);
-          }
-        }
-        float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] *= inv;
-        int64_t row = (int64_t)mu.out_row + r;
-        vec8<T>::store(o + row * o_sb + h * o_sh + d0, acc);
-        if (lse && d0 == 0)
-          lse[row * lse_sb + h * lse_sh] = sum > 0.f ? M + __logf(sum) : -INFINITY;
-      }
-      __syncthreads();
+      const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
+                              head_dim};
+      const int64_t row = (int64_t)mu.out_row + r;
+      merge_chunk_list<T>(loc, mu.num_chunks, head_dim, red_o, red_md, o + row * o_sb + h * o_sh,
+                          lse ? lse + row * lse_sb + h * lse_sh : nullptr);
     }
   }
 }

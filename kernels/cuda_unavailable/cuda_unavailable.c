@@ -1,6 +1,7 @@
 /* kernels/cuda_unavailable/cuda_unavailable.c -- the fi_cuda_* entry points of a build
  * without the CUDA backend (-DFI_ENABLE_CUDA=OFF or no nvcc): every one fails with
  * FI_ERROR_BACKEND_UNAVAILABLE and says how to get a CUDA build. */
+#include "shard.h"
 #include "context.h"
 
 #define UNAVAILABLE(ctx)                                                                   \
@@ -106,5 +107,22 @@ fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *dev
 
 fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
   (void)stream;
+  return UNAVAILABLE(ctx);
+}
+
+fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
+                                       fi_tensor *lse) {
+  (void)plan, (void)o, (void)lse;
+  return UNAVAILABLE(ctx);
+}
+
+fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm, const void *send_host,
+                                       void *recv_host, size_t bytes) {
+  (void)comm, (void)send_host, (void)recv_host, (void)bytes;
+  return UNAVAILABLE(ctx);
+}
+
+fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, int32_t status) {
+  (void)plan, (void)status;
   return UNAVAILABLE(ctx);
 }

@@ -16,7 +16,9 @@
 
 #include "context.h"
 #include "dtype.h"
+#include "host_merge.h"
 #include "host_parallel.h"
+#include "shard.h"
 #include "internal.h"
 
 enum { KV_TILE = 64 };
@@ -284,41 +286,51 @@ static void merge_task(void *arg, int64_t task, int32_t thread) {
   (void)thread;
   attn_job *j = (attn_job *)arg;
   const fi_attention_params *p = j->p;
-  const int32_t hq = p->num_qo_heads, hd = p->head_dim;
   /* task enumerates (merge unit, row) pairs; rows per unit <= max_rows */
   const fi_merge_unit *m = &j->layout.merge[task / j->max_rows];
   int32_t r = (int32_t)(task % j->max_rows);
   if (r >= m->rows) return;
-  int64_t out_row = (int64_t)m->out_row + r;
-  for (int32_t h = 0; h < hq; ++h) {
-    float mx = -INFINITY;
-    for (int32_t c = 0; c < m->num_chunks; ++c) {
-      float s = j->layout.partial_lse[((int64_t)m->first_partial_row + (int64_t)c * m->rows + r) * hq + h];
-      if (s > mx) mx = s;
+  fi_host_chunk_run run = {j->layout.partial_o, j->layout.partial_lse,
+                           (int64_t)m->first_partial_row + r, m->rows, m->num_chunks};
+  for (int32_t h = 0; h < p->num_qo_heads; ++h)
+    fi_host_merge_row(&run, 1, p->num_qo_heads, p->head_dim, h, j->o, j->lse,
+                      (int64_t)m->out_row + r);
+}
+
+void fi_host_merge_row(const fi_host_chunk_run *runs, int32_t num_runs, int32_t hq,
+                       int32_t hd, int32_t h, fi_tensor *o, fi_tensor *lse, int64_t out_row) {
+#define FOR_CHUNKS(body)                                                        \
+  for (int32_t k = 0; k < num_runs; ++k)                                        \
+    for (int64_t c = 0; c < runs[k].count; ++c) {                               \
+      const int64_t prow = runs[k].first + c * runs[k].stride;                  \
+      const float *plse = runs[k].plse, *po = runs[k].po;                       \
+      (void)po;                                                                 \
+      body                                                                      \
     }
-    int64_t obase = out_row * j->o->strides[0] + h * j->o->strides[1];
-    float lse = -INFINITY;
-    if (mx == -INFINITY) {
-      for (int32_t d = 0; d < hd; ++d) fi_store_f32(j->o->data, j->o->dtype, obase + d, 0.0f);
-    } else {
-      float dsum = 0.0f;
-      for (int32_t c = 0; c < m->num_chunks; ++c) {
-        int64_t prow = (int64_t)m->first_partial_row + (int64_t)c * m->rows + r;
-        dsum += expf(j->layout.partial_lse[prow * hq + h] - mx);
-      }
-      for (int32_t d = 0; d < hd; ++d) {
-        float o = 0.0f;
-        for (int32_t c = 0; c < m->num_chunks; ++c) {
-          int64_t prow = (int64_t)m->first_partial_row + (int64_t)c * m->rows + r;
-          float w = expf(j->layout.partial_lse[prow * hq + h] - mx);
-          o += w * j->layout.partial_o[(prow * hq + h) * hd + d];
-        }
-        fi_store_f32(j->o->data, j->o->dtype, obase + d, o / dsum);
-      }
-      lse = mx + logf(dsum);
+  float mx = -INFINITY;
+  FOR_CHUNKS({
+    float s = plse[prow * hq + h];
+    if (s > mx) mx = s;
+  })
+  int64_t obase = out_row * o->strides[0] + h * o->strides[1];
+  float l = -INFINITY;
+  if (mx == -INFINITY) {
+    for (int32_t d = 0; d < hd; ++d) fi_store_f32(o->data, o->dtype, obase + d, 0.0f);
+  } else {
+    float dsum = 0.0f;
+    FOR_CHUNKS({ dsum += expf(plse[prow * hq + h] - mx); })
+    for (int32_t d = 0; d < hd; ++d) {
+      float acc = 0.0f;
+      FOR_CHUNKS({
+        float w = expf(plse[prow * hq + h] - mx);
+        acc += w * po[(prow * hq + h) * hd + d];
+      })
+      fi_store_f32(o->data, o->dtype, obase + d, acc / dsum);
     }
-    if (j->lse) ((float *)j->lse->data)[out_row * j->lse->strides[0] + h * j->lse->strides[1]] = lse;
+    l = mx + logf(dsum);
   }
+#undef FOR_CHUNKS
+  if (lse) ((float *)lse->data)[out_row * lse->strides[0] + h * lse->strides[1]] = l;
 }
 
 /* ALiBi slopes (Press et al.): 2^(-8(h+1)/n) for the first n = 2^floor(log2(heads)) heads,
@@ -361,6 +373,7 @@ static fi_status run_attention(fi_context *ctx, attn_job *j) {
   fi_host_alibi_slopes(p->num_qo_heads, j->alibi);
 
   fi_host_parallel_for(threads, (int64_t)j->layout.num_work_units * p->num_kv_heads, attn_task, j);
+  if (fi_plan_is_sharded(j->plan)) return fi_host_shard_exchange_merge(ctx, j->plan, j->o, j->lse);
   if (j->layout.num_merge_units > 0)
     fi_host_parallel_for(threads, (int64_t)j->layout.num_merge_units * max_rows, merge_task, j);
   /* Rows of requests with no work unit (qo_len 0) have no output rows; rows whose KV is

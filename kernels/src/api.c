@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "shard.h"
 
 #define CHECK(expr)                                                                        \
   do {                                                                                     \
@@ -151,6 +152,7 @@ uint64_t fi_plan_checksum(const fi_plan *plan) {
   FI_MIX(p->q_dtype);
   FI_MIX(p->kv_dtype);
   FI_MIX(p->mask_mode);
+  FI_MIX(p->kv_shards);
   for (int i = 0; i < FI_PLAN_CHECKSUM; ++i) FI_MIX(plan->private_[i]);
 #undef FI_MIX
   return h;
@@ -261,6 +263,12 @@ static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
                                  const fi_attention_params *params, int paged, int32_t batch) {
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
   CHECK(fi_validate_params(ctx, params, paged, 0));
+  if (params->kv_shards != 0)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "params.kv_shards = %d: a sharded KV is planned by fi_decode_plan or "
+                        "fi_paged_prefill_plan (host plans: the plan exchanges a signature "
+                        "between the ranks), not by this plan function",
+                        (int)params->kv_shards);
   if (batch < 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
                         (int)batch);
@@ -278,12 +286,20 @@ static fi_status check_decode_plan_args(fi_context *ctx, fi_plan *plan,
   return FI_SUCCESS;
 }
 
-fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
-                         const fi_page_table *host_pages, int32_t num_pages,
-                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
-                         fi_plan *plan) {
-  NEED_CTX(ctx);
-  CHECK(check_decode_plan_args(ctx, plan, params, batch));
+/* A params copy without kv_shards: the checks shared with unsharded plans see it. */
+static fi_attention_params unsharded(const fi_attention_params *params) {
+  fi_attention_params p = *params;
+  p.kv_shards = 0;
+  return p;
+}
+
+static fi_status decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
+                             const fi_page_table *host_pages, int32_t num_pages,
+                             const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
+                             fi_plan *plan) {
+  fi_attention_params whole = unsharded(params);
+  CHECK(check_decode_plan_args(ctx, plan, &whole, batch));
+  CHECK(fi_shard_check_params(ctx, params, FI_OP_DECODE));
   int64_t total_kv = 0;
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
                                &total_kv));
@@ -292,6 +308,20 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
   fi_tile_problem tp = tile_problem(ctx, params, batch, batch, total_kv, 1);
   return seal(plan, finish_plan(ctx, &pb, params, tiles, select_decode_tiles(ctx, params, &tp),
                                 workspace, workspace_bytes, num_pages, plan));
+}
+
+fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
+                         const fi_page_table *host_pages, int32_t num_pages,
+                         const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
+                         fi_plan *plan) {
+  NEED_CTX(ctx);
+  fi_status s = decode_plan(ctx, params, batch, host_pages, num_pages, tiles, workspace,
+                            workspace_bytes, plan);
+  if (params && params->kv_shards > 0 && plan) {
+    if (s != FI_SUCCESS) plan->workspace_bytes = workspace ? workspace_bytes : 0;
+    s = seal(plan, fi_shard_plan_agree(ctx, params, FI_OP_DECODE, batch, s, plan));
+  }
+  return s;
 }
 
 /* A device plan's page table as the host sees it: the pointers and counts (the arrays
@@ -449,20 +479,29 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
 fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan) {
   NEED_CTX(ctx);
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  if (!(plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE) || !plan->workspace)
+  if (!(plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE) && !fi_plan_is_sharded(plan))
     return FI_SUCCESS;
+  if (!plan->workspace || ctx->backend != FI_BACKEND_CUDA) return FI_SUCCESS;
   int32_t hdr[8];
   CHECK(fi_cuda_download_sync(ctx, hdr, plan->workspace, sizeof hdr));
   return fi_device_plan_error(ctx, hdr + 4);
 }
 
-fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
-                                int32_t batch, const int32_t *host_qo_indptr,
-                                const fi_page_table *host_pages, int32_t num_pages,
-                                const fi_custom_mask *host_mask, const fi_tiles *tiles,
-                                void *workspace, size_t workspace_bytes, fi_plan *plan) {
-  NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 1, batch));
+static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                    int32_t batch, const int32_t *host_qo_indptr,
+                                    const fi_page_table *host_pages, int32_t num_pages,
+                                    const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                    void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  fi_attention_params whole = unsharded(params);
+  CHECK(check_plan_args(ctx, plan, &whole, 1, batch));
+  CHECK(fi_shard_check_params(ctx, params, FI_OP_PAGED_PREFILL));
+  fi_attention_params local = *params;
+  /* Causal over a sharded KV: the new tokens lie on the last rank; the other ranks hold
+   * only older keys, which every query sees (runtime.h, "Context parallelism"). */
+  if (params->kv_shards > 0 && params->mask_mode == FI_MASK_CAUSAL &&
+      ctx->comm->rank < params->kv_shards - 1)
+    local.mask_mode = FI_MASK_NONE;
+  params = &local;
   int64_t total_qo = 0, total_kv = 0;
   CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
@@ -475,6 +514,21 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                     workspace_bytes, num_pages, plan));
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
+}
+
+fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
+                                int32_t batch, const int32_t *host_qo_indptr,
+                                const fi_page_table *host_pages, int32_t num_pages,
+                                const fi_custom_mask *host_mask, const fi_tiles *tiles,
+                                void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  fi_status s = paged_prefill_plan(ctx, params, batch, host_qo_indptr, host_pages, num_pages,
+                                   host_mask, tiles, workspace, workspace_bytes, plan);
+  if (params && params->kv_shards > 0 && plan) {
+    if (s != FI_SUCCESS) plan->workspace_bytes = workspace ? workspace_bytes : 0;
+    s = seal(plan, fi_shard_plan_agree(ctx, params, FI_OP_PAGED_PREFILL, batch, s, plan));
+  }
+  return s;
 }
 
 fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
@@ -638,11 +692,30 @@ static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
 #define DISPATCH(ctx, fn, ...)                                                             \
   ((ctx)->backend == FI_BACKEND_HOST ? fi_host_##fn(__VA_ARGS__) : fi_cuda_##fn(__VA_ARGS__))
 
+static fi_status decode_run_checks(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                   const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                   fi_tensor *o, fi_tensor *lse);
+static fi_status paged_prefill_run_checks(fi_context *ctx, const fi_plan *plan,
+                                          const fi_tensor *q, const int32_t *qo_indptr,
+                                          const fi_paged_kv_cache *kv,
+                                          const fi_page_table *pages,
+                                          const fi_custom_mask *mask, fi_tensor *o,
+                                          fi_tensor *lse);
+
 fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                         const fi_paged_kv_cache *kv, const fi_page_table *pages,
                         fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_DECODE));
+  fi_status s = decode_run_checks(ctx, plan, q, kv, pages, o, lse);
+  if (s != FI_SUCCESS)
+    return fi_plan_is_sharded(plan) ? fi_shard_run_failed(ctx, plan, s) : s;
+  return DISPATCH(ctx, decode_run, ctx, plan, q, kv, pages, o, lse);
+}
+
+static fi_status decode_run_checks(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                   const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                   fi_tensor *o, fi_tensor *lse) {
   CHECK(check_variant_backend(ctx, plan));
   CHECK(check_q_o_lse(ctx, plan, q, o, lse));
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
@@ -651,8 +724,7 @@ fi_status fi_decode_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q
   CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
   fi_plan_problem pb = {FI_OP_DECODE, plan->batch, NULL, pages->indptr, pages->last_page_len,
                         plan->params.page_size};
-  CHECK(check_run_problem(ctx, plan, &pb, NULL));
-  return DISPATCH(ctx, decode_run, ctx, plan, q, kv, pages, o, lse);
+  return check_run_problem(ctx, plan, &pb, NULL);
 }
 
 fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
@@ -661,6 +733,18 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
                                fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
+  fi_status s = paged_prefill_run_checks(ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+  if (s != FI_SUCCESS)
+    return fi_plan_is_sharded(plan) ? fi_shard_run_failed(ctx, plan, s) : s;
+  return DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+}
+
+static fi_status paged_prefill_run_checks(fi_context *ctx, const fi_plan *plan,
+                                          const fi_tensor *q, const int32_t *qo_indptr,
+                                          const fi_paged_kv_cache *kv,
+                                          const fi_page_table *pages,
+                                          const fi_custom_mask *mask, fi_tensor *o,
+                                          fi_tensor *lse) {
   CHECK(check_variant_backend(ctx, plan));
   CHECK(check_q_o_lse(ctx, plan, q, o, lse));
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
@@ -673,8 +757,7 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
   CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
   fi_plan_problem pb = {FI_OP_PAGED_PREFILL, plan->batch, qo_indptr, pages->indptr,
                         pages->last_page_len, plan->params.page_size};
-  CHECK(check_run_problem(ctx, plan, &pb, mask));
-  return DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+  return check_run_problem(ctx, plan, &pb, mask);
 }
 
 /* q, o, lse against the plan and k, v as [total_kv, kv_heads, head_dim] token rows (ragged

@@ -22,6 +22,7 @@ const char *fi_status_string(fi_status status) {
   case FI_ERROR_BACKEND_UNAVAILABLE: return "FI_ERROR_BACKEND_UNAVAILABLE";
   case FI_ERROR_CUDA: return "FI_ERROR_CUDA";
   case FI_ERROR_OUT_OF_MEMORY: return "FI_ERROR_OUT_OF_MEMORY";
+  case FI_ERROR_COMM: return "FI_ERROR_COMM";
   }
   return "FI_ERROR_UNKNOWN";
 }

@@ -48,6 +48,12 @@ struct fi_context {
   void *prefill_stage;
   size_t prefill_stage_bytes;
 
+  /* The communicator of KV-sharded runs (fi_context_set_comm; not owned), or NULL. */
+  struct fi_comm *comm;
+  /* CUDA: device memory of the sharded plans' signature exchange (freed with the context). */
+  void *shard_scratch;
+  size_t shard_scratch_bytes;
+
   /* Host memory the planner builds work / merge units in before they are copied into the
    * workspace (memcpy on the host backend, fi_cuda_upload on CUDA). Grown on demand by
    * fi_context_host_scratch; freed by fi_context_destroy. */

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "shard.h"
 
 enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 
@@ -147,6 +148,10 @@ static int64_t prefill_partial_budget(const fi_target *t, const fi_attention_par
 /* The capacities a workspace of `bytes` provides. */
 static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
                             const fi_target *t, size_t bytes) {
+  if (p->kv_shards > 0) { /* shard.h: n units = merge units = partial rows, then the exchange */
+    int64_t n = fi_shard_layout_for(p, bytes).capacity;
+    return layout(p, n, n, n, 0);
+  }
   if (family == FI_OP_DECODE) {
     size_t per = sizeof(fi_work_unit) + sizeof(fi_merge_unit) + row_o_bytes(p) +
                  row_lse_bytes(p);
@@ -161,6 +166,41 @@ static caps caps_from_bytes(fi_op_family family, const fi_attention_params *p,
   int64_t u = (int64_t)(room / (sizeof(fi_work_unit) + 2 * sizeof(int32_t)));
   while (u > 0 && layout(p, u, pr, pr, u).total > bytes) --u;
   return layout(p, u, pr, pr, u);
+}
+
+static fi_shard_layout shard_layout_n(const fi_attention_params *p, int64_t n) {
+  fi_shard_layout l;
+  memset(&l, 0, sizeof l);
+  const caps c = layout(p, n, n, n, 0);
+  const size_t R = (size_t)(p->kv_shards > 0 ? p->kv_shards : 1);
+  l.ranks = (int32_t)R;
+  l.capacity = n;
+  l.off_merge = c.off_merge;
+  l.off_lse = c.off_plse;
+  l.off_o = c.off_po;
+  l.merge_bytes = align_up((size_t)n * sizeof(fi_merge_unit));
+  l.lse_bytes = align_up((size_t)n * row_lse_bytes(p));
+  l.o_bytes = align_up((size_t)n * row_o_bytes(p));
+  l.off_send_header = c.total;
+  l.off_headers = l.off_send_header + FI_SHARD_HEADER_BYTES;
+  l.off_g_merge = l.off_headers + R * FI_SHARD_HEADER_BYTES;
+  l.off_g_lse = l.off_g_merge + R * l.merge_bytes;
+  l.off_g_o = l.off_g_lse + R * l.lse_bytes;
+  l.total = l.off_g_o + R * l.o_bytes;
+  return l;
+}
+
+size_t fi_shard_workspace_bytes(const fi_attention_params *p, int64_t n) {
+  return shard_layout_n(p, n).total;
+}
+
+fi_shard_layout fi_shard_layout_for(const fi_attention_params *p, size_t bytes) {
+  const size_t per = sizeof(fi_work_unit) +
+                     (size_t)(1 + (p->kv_shards > 0 ? p->kv_shards : 1)) *
+                         (sizeof(fi_merge_unit) + row_o_bytes(p) + row_lse_bytes(p));
+  int64_t n = (int64_t)(bytes / per);
+  while (n > 0 && shard_layout_n(p, n).total > bytes) --n;
+  return shard_layout_n(p, n);
 }
 
 int fi_prefill_needs_stage(const fi_attention_params *p, int paged) {
@@ -203,6 +243,7 @@ size_t fi_plan_decode_workspace_bytes_kv(const fi_context *ctx, const fi_attenti
     units += ceil_div(max_kv_tokens, chunk);
   }
   if (units > n) n = units;
+  if (p->kv_shards > 0) return fi_shard_workspace_bytes(p, n);
   return layout(p, n, n, n, 0).total;
 }
 
@@ -212,8 +253,11 @@ size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
   int64_t target = fi_plan_target_units_for(ctx, family, p);
   if (family == FI_OP_DECODE) {
     int64_t n = max_batch > target ? max_batch : target;
+    if (p->kv_shards > 0) return fi_shard_workspace_bytes(p, n);
     return layout(p, n, n, n, 0).total;
   }
+  if (p->kv_shards > 0) /* a unit and a partial row per query row, or the split target */
+    return fi_shard_workspace_bytes(p, max_qo_rows > target ? max_qo_rows : target);
   /* A prefill unit holds >= 1 query row, so unsplit units <= max_qo_rows; a split plan
    * has <= target units. */
   int64_t u = max_qo_rows > target ? max_qo_rows : target;
@@ -226,7 +270,8 @@ typedef struct counts {
 } counts;
 
 
-static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t chunk) {
+static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t chunk,
+                              int sharded) {
   counts c = {0, 0, 0};
   for (int32_t i = 0; i < pb->batch; ++i) {
     int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
@@ -234,7 +279,7 @@ static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t ch
     int64_t tiles = ceil_div(qo, rpu);
     int64_t n = (chunk > 0 && kv > chunk) ? ceil_div(kv, chunk) : 1;
     c.units += tiles * n;
-    if (n > 1) {
+    if (n > 1 || sharded) {
       c.partial += n * qo;
       c.merge += tiles;
     }
@@ -288,6 +333,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         size_t workspace_bytes, fi_plan *plan) {
   const fi_target *t = &ctx->target;
   int64_t group = params->num_qo_heads / params->num_kv_heads;
+  const int sharded = params->kv_shards > 0; /* every (request, tile) writes partials */
   int64_t rpu = 1;
   if (pb->family != FI_OP_DECODE) {
     rpu = tiles.q_tile / group;
@@ -307,7 +353,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         "workspace is NULL but workspace_bytes is %zu: pass the buffer "
                         "allocated with %s's size", workspace_bytes, size_fn(pb->family));
   caps k = caps_from_bytes(pb->family, params, t, workspace ? workspace_bytes : 0);
-  counts unsplit = count_for_chunk(pb, rpu, 0);
+  counts unsplit = count_for_chunk(pb, rpu, 0, sharded);
   int64_t target = pb->family == FI_OP_DECODE
                        ? decode_target_units(ctx, params, tiles, unsplit.units)
                        : fi_plan_target_units_for(ctx, pb->family, params);
@@ -326,7 +372,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   int64_t chunk = 0;
   if (params->fixed_split_size > 0) {
     chunk = ceil_div(params->fixed_split_size, g) * g;
-    counts c = count_for_chunk(pb, rpu, chunk);
+    counts c = count_for_chunk(pb, rpu, chunk, sharded);
     if (!fits(c, &k)) {
       return fi_set_error(
           ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
@@ -348,7 +394,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
        * no request is split, which always fits. */
       while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        counts c = count_for_chunk(pb, rpu, mid * g);
+        counts c = count_for_chunk(pb, rpu, mid * g, sharded);
         if (c.units <= target && fits(c, &k))
           hi = mid;
         else
@@ -359,7 +405,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     }
   }
 
-  counts c = count_for_chunk(pb, rpu, chunk);
+  counts c = count_for_chunk(pb, rpu, chunk, sharded);
   size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
                          (size_t)c.merge * sizeof(fi_merge_unit) + 9 * sizeof(int32_t);
   char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
@@ -375,7 +421,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     for (int64_t qs = 0; qs < qo; qs += rpu) {
       int64_t rows = qo - qs < rpu ? qo - qs : rpu;
       int64_t first = -1;
-      if (n > 1) {
+      if (n > 1 || sharded) {
         first = next_partial;
         next_partial += n * rows;
         merge[nm].out_row = (int32_t)(row0 + qs);
@@ -391,7 +437,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
         u->qo_len = (int32_t)rows;
         u->kv_start = (int32_t)(n > 1 ? ch * chunk : 0);
         u->kv_end = (int32_t)(n > 1 && (ch + 1) * chunk < kv ? (ch + 1) * chunk : kv);
-        u->partial_row = (int32_t)(n > 1 ? first + ch * rows : -1);
+        u->partial_row = (int32_t)(n > 1 || sharded ? first + ch * rows : -1);
       }
     }
   }

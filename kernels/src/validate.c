@@ -13,6 +13,10 @@ static int is_known_dtype(fi_dtype d) { return (int)d >= 0 && (int)d <= FI_DTYPE
 
 fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int paged,
                              int allow_fp8_q) {
+  if (p && (p->kv_shards < 0 || p->kv_shards > 1024))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.kv_shards = %d: 0 (whole KV) or the number of ranks (1..1024)",
+                        (int)p->kv_shards);
   (void)allow_fp8_q;
   if (!p) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "params is NULL");
   if (p->num_qo_heads <= 0)

@@ -50,6 +50,9 @@ typedef enum fi_status {
   FI_ERROR_BACKEND_UNAVAILABLE = 5, /* CUDA backend not built, or no device */
   FI_ERROR_CUDA = 6,                /* a CUDA call failed; the message names it */
   FI_ERROR_OUT_OF_MEMORY = 7,
+  FI_ERROR_COMM = 8,                /* a KV-sharded step's ranks disagree, a peer failed or
+                                       timed out, or a collective failed (the message names
+                                       the rank and what it reported) */
 } fi_status;
 
 /* A static string naming the status ("FI_ERROR_INVALID_ARGUMENT", ...). */
@@ -254,6 +257,9 @@ typedef struct fi_attention_params {
   const fi_variant *variant; /* NULL (default): none. The plan keeps the pointer with its
                                 copy of the params and run calls it: it must outlive
                                 every run of the plan */
+  int32_t kv_shards;         /* 0 (default): the KV is whole. N >= 1: the paged KV is this
+                                rank's shard of a sequence split over the N ranks of the
+                                context's communicator (see "Context parallelism") */
 } fi_attention_params;
 
 /* Sensible defaults for everything but the three sizes and the dtypes (fp16). */
@@ -447,6 +453,70 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
 fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                               const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
                               fi_tensor *o, fi_tensor *lse);
+
+/* ----------------------------------------------------- context parallelism -------- */
+
+/* A KV cache sharded along the sequence over N ranks (one GPU each, or N threads of a host
+ * process): each request's keys are cut into N contiguous segments in rank order, rank r
+ * holding segment r in its own paged cache (a segment may be empty). A decode or paged
+ * prefill with params.kv_shards = N then runs, on every rank, (1) the local attention over
+ * the rank's pages, every (request, query tile) writing fp32 partial states (o, lse) to the
+ * workspace, (2) an all-gather of every rank's partial states over the context's
+ * communicator (NCCL on CUDA, stream-ordered; an in-process exchange on the host backend),
+ * (3) a merge of each query row's partial states in rank order, then chunk order: every
+ * rank gets the full result. The merge is the split-KV merge over the concatenated chunk
+ * list, so with a fixed split size that divides every rank's segment (all but the last
+ * rank's), the same tiles and the same dtypes, results are bit-identical to the
+ * single-GPU run of the whole cache with that split, and always identical between runs.
+ *  - Plan on every rank with the same batch, heads, dtypes and a workspace of the same size
+ *    (fi_decode_workspace_size[_kv] / fi_prefill_workspace_size with kv_shards set: it
+ *    holds the gathered states of all ranks; the exchange moves the workspace's whole
+ *    partial capacity, so size it for the real maximum). The plan exchanges a signature
+ *    (blocking, at most the communicator's timeout): ranks that disagree, a rank whose plan
+ *    failed (its message is passed on) or one that does not join make every rank's plan
+ *    fail with FI_ERROR_COMM naming the rank.
+ *  - A run that fails its checks on one rank still joins the exchange and tells the others:
+ *    on CUDA their merge then writes NaN to o and lse and records the failure, which
+ *    fi_plan_device_status reports (FI_ERROR_COMM); on the host their run returns it.
+ *  - Positions are per shard, so RoPE, ALiBi, sliding windows, custom masks and variants
+ *    are refused with kv_shards. Causal paged prefill: a request's new tokens (its qo_len
+ *    newest keys) must lie on the last rank (ranks < N - 1 hold only older keys, which
+ *    every query sees); the plan checks it.
+ *  - Plans are made on the host (fi_*_plan_device refuses kv_shards). */
+typedef struct fi_comm fi_comm;
+
+/* The bytes of an NCCL unique id (ncclUniqueId). */
+#define FI_COMM_ID_BYTES 128
+/* NCCL is loaded when first needed (dlopen of libnccl.so.2, or the path in the
+ * environment variable FI_NCCL_LIBRARY); FI_ERROR_BACKEND_UNAVAILABLE without it. */
+/* Rank 0 makes an id; the embedder hands it to every rank (e.g. over its own launcher). */
+fi_status fi_comm_nccl_unique_id(uint8_t id[FI_COMM_ID_BYTES]);
+/* Creates and owns an NCCL communicator of `nranks` on the current CUDA device (each rank
+ * calls it, with the same id; blocking, like ncclCommInitRank). */
+fi_status fi_comm_init_nccl(const uint8_t id[FI_COMM_ID_BYTES], int32_t nranks, int32_t rank,
+                            fi_comm **out);
+/* Wraps the embedder's communicator (an ncclComm_t); fi_comm_destroy leaves it alone. */
+fi_status fi_comm_wrap_nccl(void *nccl_comm, fi_comm **out);
+/* An in-process group of `nranks` communicators for host contexts, comms[r] for rank r,
+ * each used by one thread: the exchange is a copy between the ranks' buffers. For tests
+ * and for running a sharded program on one machine without GPUs. */
+fi_status fi_comm_create_local_group(int32_t nranks, fi_comm **comms);
+int32_t fi_comm_rank(const fi_comm *comm);
+int32_t fi_comm_size(const fi_comm *comm);
+/* How long a blocking exchange (a sharded plan's signature) waits for the other ranks
+ * before it gives up (FI_ERROR_COMM; an NCCL communicator is then aborted, so that no
+ * kernel waits forever). Default 60000 ms. */
+fi_status fi_comm_set_timeout_ms(fi_comm *comm, int64_t timeout_ms);
+/* Aborts an NCCL communicator (ncclCommAbort: work waiting on peers returns); later
+ * exchanges fail. Local groups: marks this rank failed, so peers stop waiting. */
+fi_status fi_comm_abort(fi_comm *comm);
+/* Destroys the handle (an owned NCCL communicator too). A local group is freed with its
+ * last rank. */
+void fi_comm_destroy(fi_comm *comm);
+/* The communicator sharded runs on this context exchange over (NULL: none). CUDA contexts
+ * take NCCL communicators of the context's device, host contexts local ones; the context
+ * does not own it. */
+fi_status fi_context_set_comm(fi_context *ctx, fi_comm *comm);
 
 /* ------------------------------------------------------------ shared prefix -------- */
 

@@ -1,0 +1,293 @@
+// kernels/cuda/shard.cu -- the exchange and rank-order merge of a KV-sharded run on CUDA
+// (src/shard.h): four NCCL all-gathers (grouped, on the context's stream) of the plan's
+// header, merge units and partial states into the workspace's gathered regions, then
+// shard_merge_kernel.
+//
+// Work split. shard_merge_kernel: a block of 128 threads per (query row, head), grid.x
+// striding over the rows, grid.y = heads. Its threads first find, for every rank, the
+// merge unit that holds the row (binary search of the rank's table by out_row) and write
+// its chunk runs to shared memory; the row's chunk list (rank 0's chunks, then rank 1's,
+// ...) is then merged by merge_row.cuh, as the split-KV merge merges one unit's chunks.
+//
+// Memory traffic: each gathered partial row read once (D * 4 + 4 bytes per chunk and head),
+// the output written once; the exchange moves R x (n x qo_heads x (D + 1) x 4 + 16 n + 256)
+// bytes into each rank (n: the workspace's capacity).
+#include "common.cuh"
+#include "merge_row.cuh"
+
+extern "C" {
+#include "shard.h"
+}
+
+#include <math.h>
+#include <string.h>
+
+namespace fi {
+
+struct ShardArgs {
+  const char *ws;
+  int64_t off_send, off_headers, off_g_merge, off_g_lse, off_g_o;
+  int64_t merge_bytes, lse_bytes, o_bytes;
+  int ranks, heads, head_dim;
+  int64_t rows;
+};
+
+struct RankRun {
+  int64_t first, stride, count;
+};
+
+struct GatheredChunks {
+  const ShardArgs *a;
+  const RankRun *runs;  // shared memory, [ranks]
+  const int64_t *start; // shared memory, [ranks + 1]: first chunk index of each rank
+  int h;
+  __device__ __forceinline__ void at(int c, int &r, int64_t &prow) const {
+    r = 0;
+    while (start[r + 1] <= c) ++r;
+    prow = runs[r].first + (int64_t)(c - start[r]) * runs[r].stride;
+  }
+  __device__ __forceinline__ const float *row(int c) const {
+    int r;
+    int64_t prow;
+    at(c, r, prow);
+    const float *po = (const float *)(a->ws + a->off_g_o + (int64_t)r * a->o_bytes);
+    return po + (prow * a->heads + h) * a->head_dim;
+  }
+  __device__ __forceinline__ float lse(int c) const {
+    int r;
+    int64_t prow;
+    at(c, r, prow);
+    const float *pl = (const float *)(a->ws + a->off_g_lse + (int64_t)r * a->lse_bytes);
+    return pl[prow * a->heads + h];
+  }
+};
+
+__device__ __forceinline__ const int32_t *rank_header(const ShardArgs &a, int r) {
+  return (const int32_t *)(a.ws + a.off_headers + (int64_t)r * FI_SHARD_HEADER_BYTES);
+}
+
+// Status record codes of the workspace header (fi_plan_device_status, planner.c).
+enum { kShardPeerFailed = 13, kShardMismatch = 14, kShardNoUnit = 15 };
+
+template <typename T>
+__global__ void __launch_bounds__(128)
+shard_merge_kernel(ShardArgs a, T *o, int64_t o_sb, int64_t o_sh, float *lse, int64_t lse_sb,
+                   int64_t lse_sh, int32_t *status) {
+  __shared__ float red_o[128 * 8];
+  __shared__ float2 red_md[128];
+  extern __shared__ int64_t dyn[];
+  RankRun *runs = (RankRun *)dyn;
+  int64_t *start = (int64_t *)(runs + a.ranks);
+  __shared__ int bad;
+  pdl_enter();
+  const int h = blockIdx.y;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  // Every rank's header against this rank's: a peer that failed its run or runs another
+  // plan makes this rank's outputs NaN and leaves a record for fi_plan_device_status.
+  const int32_t *mine = (const int32_t *)(a.ws + a.off_send);
+  for (int r = threadIdx.x; r < a.ranks; r += blockDim.x) {
+    const int32_t *hr = rank_header(a, r);
+    int code = 0, value = 0;
+    if (hr[FI_SH_MAGIC] != FI_SHARD_MAGIC || hr[FI_SH_RANK] != r) code = kShardMismatch, value = -1;
+    else if (hr[FI_SH_STATUS] != 0) code = kShardPeerFailed, value = hr[FI_SH_STATUS] & 0xff;
+    else {
+      int w = fi_shard_header_mismatch(mine, hr);
+      if (w >= 0) code = kShardMismatch, value = w;
+    }
+    if (code) {
+      bad = 1;
+      if (atomicCAS(status, 0, code) == 0) {
+        status[1] = r;
+        status[2] = value;
+      }
+    }
+  }
+  __syncthreads();
+  for (int64_t q = blockIdx.x; q < a.rows; q += gridDim.x) {
+    T *orow = o + q * o_sb + h * o_sh;
+    float *lrow = lse ? lse + q * lse_sb + h * lse_sh : nullptr;
+    if (!bad) {
+      for (int r = threadIdx.x; r < a.ranks; r += blockDim.x) {
+        const int32_t *hr = rank_header(a, r);
+        const fi_merge_unit *units =
+            (const fi_merge_unit *)(a.ws + a.off_g_merge + (int64_t)r * a.merge_bytes);
+        int lo = 0, hi = hr[FI_SH_MERGE_UNITS];
+        while (lo < hi) {
+          int mid = lo + (hi - lo) / 2;
+          if ((int64_t)units[mid].out_row + units[mid].rows <= q) lo = mid + 1;
+          else hi = mid;
+        }
+        RankRun rr = {0, 1, 0};
+        if (lo < hr[FI_SH_MERGE_UNITS] && units[lo].out_row <= q &&
+            q < (int64_t)units[lo].out_row + units[lo].rows) {
+          rr.first = (int64_t)units[lo].first_partial_row + (q - units[lo].out_row);
+          rr.stride = units[lo].rows;
+          rr.count = units[lo].num_chunks;
+        } else {
+          bad = 1;
+          if (atomicCAS(status, 0, kShardNoUnit) == 0) {
+            status[1] = r;
+            status[2] = (int)q;
+          }
+        }
+        runs[r] = rr;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        start[0] = 0;
+        for (int r = 0; r < a.ranks; ++r) start[r + 1] = start[r] + runs[r].count;
+      }
+      __syncthreads();
+    }
+    if (bad) {
+      const float nan = __int_as_float(0x7fc00000);
+      for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) orow[d] = from_float<T>(nan);
+      if (lrow && threadIdx.x == 0) *lrow = nan;
+      continue;
+    }
+    const GatheredChunks loc = {&a, runs, start, h};
+    merge_chunk_list<T>(loc, (int)start[a.ranks], a.head_dim, red_o, red_md, orow, lrow);
+  }
+}
+
+}  // namespace fi
+
+using namespace fi;
+
+extern "C" fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, int32_t status) {
+  fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
+  char *w = (char *)plan->workspace + l.off_send_header + FI_SH_STATUS * 4;
+  cudaError_t e = cudaMemsetAsync(w, status & 0xff, 1, fi_cuda_stream(ctx));
+  if (e != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "sharded run: marking its header failed: %s",
+                        cudaGetErrorString(e));
+  return FI_SUCCESS;
+}
+
+extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan,
+                                                  fi_tensor *o, fi_tensor *lse) {
+  fi_comm *comm = ctx->comm;
+  if (!comm || comm->size != plan->params.kv_shards || comm->group)
+    return fi_set_error(ctx, FI_ERROR_COMM,
+                        "sharded run: the context's communicator is not an NCCL communicator "
+                        "of the %d ranks the plan was made with", (int)plan->params.kv_shards);
+  const fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
+  char *base = (char *)plan->workspace;
+  const void *send[4] = {base + l.off_send_header, base + l.off_merge, base + l.off_lse,
+                         base + l.off_o};
+  void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
+                   base + l.off_g_o};
+  const size_t bytes[4] = {FI_SHARD_HEADER_BYTES, l.merge_bytes, l.lse_bytes, l.o_bytes};
+  fi_status s = fi_nccl_allgather(ctx, comm, 4, send, recv, bytes, ctx->stream);
+  if (s != FI_SUCCESS || !o) return s;
+  const int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
+  if ((D != 64 && D != 128 && D != 256) || !fi_is_aligned(o->data, 16) ||
+      (o->strides[0] * (int64_t)fi_dtype_size(o->dtype)) % 16 ||
+      (o->strides[1] * (int64_t)fi_dtype_size(o->dtype)) % 16)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "sharded run: o needs a 16-byte aligned base and strides that are "
+                        "multiples of 16 bytes, and head_dim 64, 128 or 256");
+  ShardArgs a;
+  a.ws = base;
+  a.off_send = (int64_t)l.off_send_header;
+  a.off_headers = (int64_t)l.off_headers;
+  a.off_g_merge = (int64_t)l.off_g_merge;
+  a.off_g_lse = (int64_t)l.off_g_lse;
+  a.off_g_o = (int64_t)l.off_g_o;
+  a.merge_bytes = (int64_t)l.merge_bytes;
+  a.lse_bytes = (int64_t)l.lse_bytes;
+  a.o_bytes = (int64_t)l.o_bytes;
+  a.ranks = l.ranks;
+  a.heads = heads;
+  a.head_dim = D;
+  a.rows = plan->total_qo_rows;
+  if (a.rows == 0) return FI_SUCCESS;
+  const long long fill = ((long long)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) *
+                              16 + heads - 1) / heads;
+  dim3 grid((unsigned)(a.rows < fill ? a.rows : fill), heads);
+  const size_t smem = (size_t)a.ranks * sizeof(RankRun) + (size_t)(a.ranks + 1) * sizeof(int64_t);
+  int32_t *status = (int32_t *)base + 4;  // the workspace header's status record
+  float *lp = lse ? (float *)lse->data : nullptr;
+  const int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
+  cudaError_t e;
+  switch (o->dtype) {
+    case FI_DTYPE_F16:
+      e = fi_cuda_launch(ctx, grid, dim3(128), smem, shard_merge_kernel<f16>, a, (f16 *)o->data,
+                         o->strides[0], o->strides[1], lp, lsb, lsh, status);
+      break;
+    case FI_DTYPE_BF16:
+      e = fi_cuda_launch(ctx, grid, dim3(128), smem, shard_merge_kernel<bf16>, a, (bf16 *)o->data,
+                         o->strides[0], o->strides[1], lp, lsb, lsh, status);
+      break;
+    case FI_DTYPE_F32:
+      e = fi_cuda_launch(ctx, grid, dim3(128), smem, shard_merge_kernel<float>, a,
+                         (float *)o->data, o->strides[0], o->strides[1], lp, lsb, lsh, status);
+      break;
+    default:
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "sharded run: o dtype %s unsupported",
+                          fi_dtype_name(o->dtype));
+  }
+  if (e != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "sharded merge: kernel launch failed: %s",
+                        cudaGetErrorString(e));
+  return fi_cuda_check_launch(ctx, "sharded merge");
+}
+
+namespace {
+struct EventDone {
+  cudaEvent_t ev;
+  fi_context *ctx;
+};
+int event_done(void *arg) {
+  EventDone *d = (EventDone *)arg;
+  cudaError_t e = cudaEventQuery(d->ev);
+  if (e == cudaSuccess) return 1;
+  if (e == cudaErrorNotReady) return 0;
+  fi_set_error(d->ctx, FI_ERROR_CUDA, "sharded plan: the signature exchange failed: %s",
+               cudaGetErrorString(e));
+  return -1;
+}
+}  // namespace
+
+extern "C" fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm,
+                                                  const void *send_host, void *recv_host,
+                                                  size_t bytes) {
+  const size_t need = (size_t)(comm->size + 1) * bytes;
+  if (ctx->shard_scratch_bytes < need) {
+    if (ctx->shard_scratch) cudaFree(ctx->shard_scratch);
+    ctx->shard_scratch = nullptr;
+    ctx->shard_scratch_bytes = 0;
+    if (cudaMalloc(&ctx->shard_scratch, need) != cudaSuccess)
+      return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY,
+                          "sharded plan: no device memory for the signature exchange");
+    ctx->shard_scratch_bytes = need;
+  }
+  char *dsend = (char *)ctx->shard_scratch, *drecv = dsend + bytes;
+  cudaStream_t st = fi_cuda_stream(ctx);
+  ++ctx->sync_count;
+  cudaError_t e = cudaMemcpyAsync(dsend, send_host, bytes, cudaMemcpyHostToDevice, st);
+  if (e != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "sharded plan: copy failed: %s", cudaGetErrorString(e));
+  const void *send[1] = {dsend};
+  void *recv[1] = {drecv};
+  fi_status s = fi_nccl_allgather(ctx, comm, 1, send, recv, &bytes, st);
+  if (s != FI_SUCCESS) return s;
+  EventDone d = {nullptr, ctx};
+  if ((e = cudaEventCreateWithFlags(&d.ev, cudaEventDisableTiming)) != cudaSuccess ||
+      (e = cudaEventRecord(d.ev, st)) != cudaSuccess) {
+    if (d.ev) cudaEventDestroy(d.ev);
+    return fi_set_error(ctx, FI_ERROR_CUDA, "sharded plan: event failed: %s",
+                        cudaGetErrorString(e));
+  }
+  // Waits with the communicator's timeout (a peer that never joins aborts the communicator
+  // instead of hanging this thread), then copies the headers back.
+  s = fi_nccl_wait(ctx, comm, event_done, &d, "sharded plan (signature exchange)");
+  cudaEventDestroy(d.ev);
+  if (s != FI_SUCCESS) return s;
+  e = cudaMemcpyAsync(recv_host, drecv, (size_t)comm->size * bytes, cudaMemcpyDeviceToHost, st);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+  if (e != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "sharded plan: copy failed: %s", cudaGetErrorString(e));
+  return FI_SUCCESS;
+}

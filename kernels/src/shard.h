@@ -1,0 +1,151 @@
+/* kernels/src/shard.h -- context parallelism inside the runtime (runtime.h, "Context
+ * parallelism"): communicators, the workspace regions of a KV-sharded plan, the plan's
+ * signature exchange and the exchange + merge of a sharded run. Not installed.
+ *
+ * A sharded plan (params.kv_shards = R) lays its workspace out as an unsharded one with n
+ * work units = n merge units = n partial rows (every (request, query tile) writes partial
+ * states, also when it has one chunk), followed by
+ *
+ *   send header  [1] x 256 bytes       this rank's header (fi_shard_header), written by
+ *                                      the plan; a failed run marks its status word
+ *   gathered     [R] x 256 bytes       every rank's header
+ *   gathered     [R] x merge region    every rank's merge units (n x fi_merge_unit)
+ *   gathered     [R] x lse region      every rank's partial lse (n x qo_heads f32)
+ *   gathered     [R] x o region        every rank's partial o (n x qo_heads x head_dim f32)
+ *
+ * (each region 256-byte aligned). A run's exchange is four all-gathers of the send header
+ * and the merge / lse / o regions of the plan layout into the gathered regions (NCCL,
+ * grouped, on the context's stream; the host backend copies between the ranks' buffers),
+ * then a merge of each query row over the ranks in order: rank r's merge unit holding the
+ * row (binary search of its table by out_row) lists the row's chunks, which are appended
+ * to the row's chunk list; the list is merged as the split-KV merge merges one unit's
+ * chunks (the same code: bit-identical). */
+#ifndef FI_KERNELS_SHARD_H
+#define FI_KERNELS_SHARD_H
+
+#include "backend.h"
+#include "context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { FI_SHARD_MAX_RANKS = 1024, FI_SHARD_HEADER_BYTES = 256, FI_SHARD_MAGIC = 0x46495348 };
+
+/* Words of a rank's header (int32), then a message (the plan's error) to its end. */
+enum {
+  FI_SH_MAGIC = 0,
+  FI_SH_RANK,
+  FI_SH_NRANKS,
+  FI_SH_STATUS,      /* 0: fine; else the fi_status of a failed plan or run (low byte) */
+  FI_SH_FAMILY,
+  FI_SH_BATCH,
+  FI_SH_QO_ROWS,     /* total query rows */
+  FI_SH_MERGE_UNITS, /* merge units of the rank's plan */
+  FI_SH_QO_HEADS,
+  FI_SH_KV_HEADS,
+  FI_SH_HEAD_DIM,
+  FI_SH_Q_DTYPE,
+  FI_SH_KV_DTYPE,
+  FI_SH_CAPACITY,    /* n: units = merge units = partial rows of the workspace */
+  FI_SH_MASK,
+  FI_SH_SPLIT,       /* fixed_split_size */
+  FI_SH_WORDS = 16,
+  FI_SH_MESSAGE_BYTES = FI_SHARD_HEADER_BYTES - FI_SH_WORDS * 4
+};
+
+/* What the run-time merge checks of every rank's header against its own (CUDA: the
+ * kernel; host: the exchange). The index of the first word that differs, or -1. */
+#ifdef __CUDACC__
+#define FI_SHARD_HD __host__ __device__
+#else
+#define FI_SHARD_HD
+#endif
+static inline FI_SHARD_HD int fi_shard_header_mismatch(const int32_t *mine,
+                                                       const int32_t *theirs) {
+  for (int w = FI_SH_NRANKS; w < FI_SH_WORDS; ++w) {
+    if (w == FI_SH_STATUS || w == FI_SH_MERGE_UNITS) continue; /* per rank */
+    if (mine[w] != theirs[w]) return w;
+  }
+  return -1;
+}
+const char *fi_shard_word_name(int word);
+
+/* Regions of a sharded plan's workspace (offsets from the workspace base). */
+typedef struct fi_shard_layout {
+  int32_t ranks;
+  int64_t capacity;                          /* n */
+  size_t off_merge, off_lse, off_o;          /* this rank's regions (the plan layout) */
+  size_t merge_bytes, lse_bytes, o_bytes;    /* each region's size (256-aligned) */
+  size_t off_send_header, off_headers, off_g_merge, off_g_lse, off_g_o;
+  size_t total;
+} fi_shard_layout;
+
+/* The layout of a sharded workspace of `bytes` for `p` (capacity 0 when it holds none). */
+fi_shard_layout fi_shard_layout_for(const fi_attention_params *p, size_t bytes);
+/* The exact bytes of a sharded workspace of capacity n. */
+size_t fi_shard_workspace_bytes(const fi_attention_params *p, int64_t n);
+static inline int fi_plan_is_sharded(const fi_plan *plan) { return plan->params.kv_shards > 0; }
+
+/* The communicator behind fi_comm (shard.c). */
+struct fi_comm {
+  int kind; /* 1: NCCL, 2: local group */
+  int32_t rank, size;
+  int64_t timeout_ms;
+  void *nccl;    /* ncclComm_t */
+  int owned;     /* fi_comm_destroy destroys the NCCL communicator */
+  int aborted;
+  struct fi_local_group *group;
+};
+
+/* Local groups (host): all-gather of `parts` buffers, each rank's part p of bytes[p] from
+ * send[p] to recv[p] + r * bytes[p]. Blocks until every rank has posted and copied (at most
+ * the timeout; FI_ERROR_COMM with a message naming the missing ranks). */
+fi_status fi_local_allgather(fi_context *ctx, fi_comm *comm, int parts, const void *const *send,
+                             void *const *recv, const size_t *bytes);
+
+/* NCCL through dlopen (shard.c): an all-gather of `parts` byte buffers in one group on
+ * `stream`. */
+fi_status fi_nccl_allgather(fi_context *ctx, fi_comm *comm, int parts, const void *const *send,
+                            void *const *recv, const size_t *bytes, void *stream);
+/* Polls `done` (returns 1 when the awaited work finished, 0 while pending, < 0 on error)
+ * and the communicator's async error until the timeout; aborts the communicator on
+ * timeout. */
+fi_status fi_nccl_wait(fi_context *ctx, fi_comm *comm, int (*done)(void *), void *arg,
+                       const char *what);
+
+/* The plan's signature exchange (api.c calls it after building a sharded plan, whatever
+ * the local result `local` was; blocking): fills this rank's header, exchanges it, and
+ * returns FI_SUCCESS only when every rank planned successfully and alike. On success it
+ * writes the header into the workspace's send header. */
+fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *params,
+                              fi_op_family family, int32_t batch, fi_status local,
+                              fi_plan *plan);
+
+/* The local checks of a sharded plan (features refused, communicator present and of the
+ * right size); mask: causal prefill on ranks < R - 1 runs unmasked (the plan's params). */
+fi_status fi_shard_check_params(fi_context *ctx, const fi_attention_params *params,
+                                fi_op_family family);
+
+/* A run that failed its checks on this rank still joins the exchange, with its status in
+ * its header, so that no peer waits for it. Returns `status`. */
+fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status status);
+
+/* Host backend: the exchange of the plan's regions and the merge in rank order into o,
+ * lse (after the local kernel wrote its partials). */
+fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
+                                       fi_tensor *lse);
+/* CUDA backend (kernels/cuda/shard.cu). */
+fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
+                                       fi_tensor *lse);
+/* CUDA: copies host -> device on ctx's stream and back, waiting with the comm's timeout
+ * (the signature exchange). */
+fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm, const void *send_host,
+                                       void *recv_host, size_t bytes);
+/* CUDA: sets the status word of the plan's send header (cudaMemsetAsync of its low byte). */
+fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, int32_t status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
