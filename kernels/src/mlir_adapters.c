@@ -1699,6 +1699,21 @@ fi_status fi_rt_check(void) {
   plan_record *first = all_records; /* records are only ever prepended */
   pthread_mutex_unlock(&rt_lock);
   for (plan_record *r = first; r; r = r->next) {
+#ifdef FI_HAVE_CUDA
+    /* A KV-sharded plan's runs record a peer's failure in its workspace (shard.cu): read
+     * it back (after the embedder's synchronisation, so this waits for nothing new). */
+    if (r->ctx == ctx && r->valid && r->plan.params.kv_shards > 0 && is_cuda(ctx)) {
+      fi_status st = fi_plan_device_status(ctx, &r->plan);
+      if (st != FI_SUCCESS) {
+        char msg[FI_ERROR_MESSAGE_BYTES + 32];
+        snprintf(msg, sizeof(msg), "%s (found on the device)", fi_last_error(ctx));
+        report(r->op, st, msg);
+        if (worst == FI_SUCCESS) worst = st;
+        cudaMemsetAsync((int32_t *)r->plan.workspace + 4, 0, 4 * sizeof(int32_t),
+                        (cudaStream_t)ctx->stream); /* reported once */
+      }
+    }
+#endif
     volatile int32_t *hs = r->host_status; /* written by kernels through the mapping */
     if (r->ctx != ctx || !r->on_device || !hs || hs[0] == 0) continue;
     int32_t verdict[4] = {hs[0], hs[1], hs[2], 0};

@@ -635,6 +635,19 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "append_indptr[batch] = %d new tokens but k and v hold %d rows: pass "
                         "new K/V tensors of at least that many rows (device append; nothing "
                         "was written)", idx, val);
+  case 13: /* shard.cu: a peer's header carries a failed run's status */
+    return fi_set_error(ctx, FI_ERROR_COMM,
+                        "sharded run: rank %d failed its run with %s (its own error tells why); "
+                        "this rank's o and lse are NaN", idx, fi_status_string((fi_status)val));
+  case 14:
+    return fi_set_error(ctx, FI_ERROR_COMM,
+                        "sharded run: rank %d ran a plan that differs in %s: every rank must run "
+                        "the plan of the same step; this rank's o and lse are NaN", idx,
+                        val >= 0 ? fi_shard_word_name(val) : "its header");
+  case 15:
+    return fi_set_error(ctx, FI_ERROR_COMM,
+                        "sharded run: query row %d has no merge unit on rank %d (the ranks' plans "
+                        "disagree on the query rows); this rank's o and lse are NaN", val, idx);
   case 6:
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
                         "fixed_split_size splits this batch into more work units than the "
