@@ -10,8 +10,8 @@
 // ...) is then merged by merge_row.cuh, as the split-KV merge merges one unit's chunks.
 //
 // Memory traffic: each gathered partial row read once (D * 4 + 4 bytes per chunk and head),
-// the output written once; the exchange moves R x (n x qo_heads x (D + 1) x 4 + 16 n + 256)
-// bytes into each rank (n: the workspace's capacity).
+// the output written once; the exchange moves R x (P x qo_heads x (D + 1) x 4 + 16 M + 256)
+// bytes into each rank (P, M: the most partial rows and merge units of any rank's plan).
 #include "common.cuh"
 #include "merge_row.cuh"
 
@@ -178,7 +178,8 @@ extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan
                          base + l.off_o};
   void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
                    base + l.off_g_o};
-  const size_t bytes[4] = {FI_SHARD_HEADER_BYTES, l.merge_bytes, l.lse_bytes, l.o_bytes};
+  size_t bytes[4];
+  fi_shard_part_bytes(plan, bytes);
   fi_status s = fi_nccl_allgather(ctx, comm, 4, send, recv, bytes, ctx->stream);
   if (s != FI_SUCCESS || !o) return s;
   const int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
@@ -195,9 +196,9 @@ extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan
   a.off_g_merge = (int64_t)l.off_g_merge;
   a.off_g_lse = (int64_t)l.off_g_lse;
   a.off_g_o = (int64_t)l.off_g_o;
-  a.merge_bytes = (int64_t)l.merge_bytes;
-  a.lse_bytes = (int64_t)l.lse_bytes;
-  a.o_bytes = (int64_t)l.o_bytes;
+  a.merge_bytes = (int64_t)bytes[1];  // each rank's part: its stride in the gathered regions
+  a.lse_bytes = (int64_t)bytes[2];
+  a.o_bytes = (int64_t)bytes[3];
   a.ranks = l.ranks;
   a.heads = heads;
   a.head_dim = D;
@@ -290,4 +291,31 @@ extern "C" fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm
   if (e != cudaSuccess)
     return fi_set_error(ctx, FI_ERROR_CUDA, "sharded plan: copy failed: %s", cudaGetErrorString(e));
   return FI_SUCCESS;
+}
+
+namespace {
+struct StreamDone {
+  cudaStream_t st;
+  fi_context *ctx;
+};
+int stream_done(void *arg) {
+  StreamDone *d = (StreamDone *)arg;
+  cudaError_t e = cudaStreamQuery(d->st);
+  if (e == cudaSuccess) return 1;
+  if (e == cudaErrorNotReady) return 0;
+  fi_set_error(d->ctx, FI_ERROR_CUDA, "the stream failed: %s", cudaGetErrorString(e));
+  return -1;
+}
+}  // namespace
+
+extern "C" fi_status fi_cuda_comm_synchronize(fi_context *ctx) {
+  StreamDone d = {fi_cuda_stream(ctx), ctx};
+  if (!ctx->comm) {
+    cudaError_t e = cudaStreamSynchronize(d.st);
+    return e == cudaSuccess ? FI_SUCCESS
+                            : fi_set_error(ctx, FI_ERROR_CUDA, "the stream failed: %s",
+                                           cudaGetErrorString(e));
+  }
+  ++ctx->sync_count;
+  return fi_nccl_wait(ctx, ctx->comm, stream_done, &d, "fi_comm_synchronize");
 }

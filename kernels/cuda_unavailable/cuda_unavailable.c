@@ -126,3 +126,5 @@ fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, int32_t statu
   (void)plan, (void)status;
   return UNAVAILABLE(ctx);
 }
+
+fi_status fi_cuda_comm_synchronize(fi_context *ctx) { return UNAVAILABLE(ctx); }

@@ -12,6 +12,7 @@
 
 typedef struct shard_merge_job {
   const fi_shard_layout *l;
+  const size_t *part; /* each rank's bytes of the four parts (its stride in the gathered) */
   const char *base;
   const fi_attention_params *p;
   fi_tensor *o, *lse;
@@ -41,14 +42,15 @@ static void shard_merge_task(void *arg, int64_t q, int32_t thread) {
   fi_host_chunk_run *runs = j->runs + (size_t)thread * (size_t)j->ranks;
   for (int32_t r = 0; r < j->ranks; ++r) {
     const int32_t *h = (const int32_t *)(j->base + l->off_headers + (size_t)r * FI_SHARD_HEADER_BYTES);
-    const fi_merge_unit *units = (const fi_merge_unit *)(j->base + l->off_g_merge + (size_t)r * l->merge_bytes);
+    const fi_merge_unit *units =
+        (const fi_merge_unit *)(j->base + l->off_g_merge + (size_t)r * j->part[1]);
     const fi_merge_unit *u = unit_of(units, h[FI_SH_MERGE_UNITS], q);
     if (!u) {
       j->missing = 1;
       return;
     }
-    runs[r].po = (const float *)(j->base + l->off_g_o + (size_t)r * l->o_bytes);
-    runs[r].plse = (const float *)(j->base + l->off_g_lse + (size_t)r * l->lse_bytes);
+    runs[r].po = (const float *)(j->base + l->off_g_o + (size_t)r * j->part[3]);
+    runs[r].plse = (const float *)(j->base + l->off_g_lse + (size_t)r * j->part[2]);
     runs[r].first = (int64_t)u->first_partial_row + (q - u->out_row);
     runs[r].stride = u->rows;
     runs[r].count = u->num_chunks;
@@ -70,7 +72,8 @@ fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_
                          base + l.off_o};
   void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
                    base + l.off_g_o};
-  const size_t bytes[4] = {FI_SHARD_HEADER_BYTES, l.merge_bytes, l.lse_bytes, l.o_bytes};
+  size_t bytes[4];
+  fi_shard_part_bytes(plan, bytes);
   fi_status s = fi_local_allgather(ctx, comm, 4, send, recv, bytes);
   if (s != FI_SUCCESS || !o) return s;
   const int32_t *mine = (const int32_t *)(base + l.off_send_header);
@@ -95,7 +98,7 @@ fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_
   fi_host_chunk_run *runs = (fi_host_chunk_run *)fi_context_run_scratch(
       ctx, sizeof(fi_host_chunk_run) * (size_t)threads * (size_t)l.ranks);
   if (!runs) return FI_ERROR_OUT_OF_MEMORY;
-  shard_merge_job j = {&l, base, &plan->params, o, lse, l.ranks, runs, 0};
+  shard_merge_job j = {&l, bytes, base, &plan->params, o, lse, l.ranks, runs, 0};
   fi_host_parallel_for(threads, plan->total_qo_rows, shard_merge_task, &j);
   if (j.missing)
     return fi_set_error(ctx, FI_ERROR_COMM,

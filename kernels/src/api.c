@@ -315,6 +315,7 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                          const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
                          fi_plan *plan) {
   NEED_CTX(ctx);
+  if (params && params->kv_shards > 0 && plan) memset(plan, 0, sizeof *plan);
   fi_status s = decode_plan(ctx, params, batch, host_pages, num_pages, tiles, workspace,
                             workspace_bytes, plan);
   if (params && params->kv_shards > 0 && plan) {
@@ -497,7 +498,9 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
   CHECK(fi_shard_check_params(ctx, params, FI_OP_PAGED_PREFILL));
   fi_attention_params local = *params;
   /* Causal over a sharded KV: the new tokens lie on the last rank; the other ranks hold
-   * only older keys, which every query sees (runtime.h, "Context parallelism"). */
+   * only older keys, which every query sees (runtime.h, "Context parallelism"). The plan
+   * keeps the op's mask; its runs compute with fi_shard_effective_plan's. */
+  const fi_mask_mode op_mask = params->mask_mode;
   if (params->kv_shards > 0 && params->mask_mode == FI_MASK_CAUSAL &&
       ctx->comm->rank < params->kv_shards - 1)
     local.mask_mode = FI_MASK_NONE;
@@ -513,6 +516,7 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
+  plan->params.mask_mode = op_mask;
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
 }
 
@@ -522,6 +526,7 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                                 const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
+  if (params && params->kv_shards > 0 && plan) memset(plan, 0, sizeof *plan);
   fi_status s = paged_prefill_plan(ctx, params, batch, host_qo_indptr, host_pages, num_pages,
                                    host_mask, tiles, workspace, workspace_bytes, plan);
   if (params && params->kv_shards > 0 && plan) {
@@ -733,10 +738,11 @@ fi_status fi_paged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_te
                                fi_tensor *o, fi_tensor *lse) {
   NEED_CTX(ctx);
   CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
-  fi_status s = paged_prefill_run_checks(ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+  const fi_plan eff = fi_shard_effective_plan(ctx, plan);
+  fi_status s = paged_prefill_run_checks(ctx, &eff, q, qo_indptr, kv, pages, mask, o, lse);
   if (s != FI_SUCCESS)
     return fi_plan_is_sharded(plan) ? fi_shard_run_failed(ctx, plan, s) : s;
-  return DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask, o, lse);
+  return DISPATCH(ctx, paged_prefill_run, ctx, &eff, q, qo_indptr, kv, pages, mask, o, lse);
 }
 
 static fi_status paged_prefill_run_checks(fi_context *ctx, const fi_plan *plan,

@@ -132,6 +132,9 @@ enum {
 /* Block-sparse plans on CUDA have no mask extents: their slot holds the offset of the BSR
  * region (the one request's indptrs {0, M, 0, N}, then the KV tiles {first, end}). */
 enum { FI_PLAN_OFF_BSR = FI_PLAN_OFF_MASK_EXTENT };
+/* KV-sharded plans have neither: the BSR-shape slot holds the exchange counts agreed by
+ * the ranks (merge units << 32 | partial rows; shard.h). */
+enum { FI_PLAN_SHARD_COUNTS = FI_PLAN_BSR_SHAPE };
 /* ... and they are never paged: the KV-entries slot holds the window_left + 1 their tiles
  * were clipped to (0: no window), which a run may narrow but not widen. */
 enum { FI_PLAN_BSR_WINDOW = FI_PLAN_KV_ENTRIES };

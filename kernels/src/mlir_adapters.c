@@ -644,6 +644,43 @@ static int host_page_table(const char *op, fi_context *ctx, const fi_page_table 
 /* A decode plan made on the host; kv_shards / fixed_split_size as in fi_attention_params
  * (0 / 0: the whole KV, the planner's split), set before the workspace is sized (the
  * workspace of a sharded plan holds the gathered states of all ranks). */
+/* A KV-sharded plan's workspace (params.kv_shards > 0): sized for this rank's own problem
+ * (decode with a fixed split: by its own KV tokens, rounded up to a power of two), grown
+ * only. A sizing or allocation failure is not reported here: the plan is still called
+ * (with the workspace it has), so that this rank joins the ranks' signature exchange and
+ * they all fail together instead of waiting for it. */
+static void prepare_sharded_workspace(const char *op, fi_context *ctx, plan_record *r,
+                                      const fi_attention_params *p, int decode, int32_t batch,
+                                      int64_t rows, int64_t kv_tokens) {
+  int32_t cap_batch = round_up_pow2(batch, 16);
+  size_t bytes = 0;
+  fi_status st;
+  if (!decode)
+    st = fi_prefill_workspace_size(ctx, p, cap_batch, round_up_pow2(rows, 64), &bytes);
+  else if (p->fixed_split_size > 0) {
+    int64_t cap_kv = 4096;
+    while (cap_kv < kv_tokens) cap_kv *= 2;
+    st = fi_decode_workspace_size_kv(ctx, p, cap_batch, cap_kv, &bytes);
+  }
+  else
+    st = fi_decode_workspace_size(ctx, p, cap_batch, &bytes);
+  if (st == FI_SUCCESS && (!r->workspace || r->workspace_bytes < bytes))
+    (void)ensure_workspace(op, ctx, r, bytes);
+}
+
+/* The ranks agreed that every workspace must hold plan->num_partial_rows (their plans all
+ * failed with FI_ERROR_WORKSPACE_TOO_SMALL alike): grows this rank's to that (a power of
+ * two) and returns 1 to plan again, 0 when it cannot. */
+static int grow_sharded_workspace(const char *op, fi_context *ctx, plan_record *r,
+                                  const fi_attention_params *p, fi_status st) {
+  if (st != FI_ERROR_WORKSPACE_TOO_SMALL || r->plan.num_partial_rows <= 0) return 0;
+  size_t bytes = 0;
+  if (fi_sharded_workspace_size(ctx, p, round_up_pow2(r->plan.num_partial_rows, 64), &bytes) !=
+      FI_SUCCESS)
+    return 0;
+  return ensure_workspace(op, ctx, r, bytes);
+}
+
 static void decode_plan_host(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
                              fi_memref *last, int64_t num_pages, int32_t layout,
                              int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
@@ -669,10 +706,21 @@ static void decode_plan_host(fi_memref *slot, fi_memref *indptr, fi_memref *indi
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
-  if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
-  if (plan_failed(op, ctx, r, fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles,
-                                     r->workspace, r->workspace_bytes, &r->plan)))
-    return;
+  fi_status st;
+  if (kv_shards > 0) {
+    const int64_t kv_tokens = (int64_t)pages.indptr[batch] * page_size;
+    prepare_sharded_workspace(op, ctx, r, &p, 1, batch, batch, kv_tokens);
+    st = fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles, r->workspace,
+                        r->workspace_bytes, &r->plan);
+    if (grow_sharded_workspace(op, ctx, r, &p, st))
+      st = fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles, r->workspace,
+                          r->workspace_bytes, &r->plan);
+  } else {
+    if (!prepare_workspace(op, ctx, r, &p, 1, batch, batch)) return;
+    st = fi_decode_plan(ctx, &p, batch, &pages, (int32_t)num_pages, tiles, r->workspace,
+                        r->workspace_bytes, &r->plan);
+  }
+  if (plan_failed(op, ctx, r, st)) return;
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
   log_plan(&r->plan);
@@ -744,11 +792,20 @@ static void paged_prefill_plan_host(
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   r->valid = 0;
   int64_t rows = qo[batch];
-  if (!prepare_workspace(op, ctx, r, &p, 0, batch, rows)) return;
-  if (plan_failed(op, ctx, r, fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages,
-                                            maskp, tiles, r->workspace, r->workspace_bytes,
-                                            &r->plan)))
-    return;
+  fi_status st;
+  if (kv_shards > 0) {
+    prepare_sharded_workspace(op, ctx, r, &p, 0, batch, rows, 0);
+    st = fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages, maskp, tiles,
+                               r->workspace, r->workspace_bytes, &r->plan);
+    if (grow_sharded_workspace(op, ctx, r, &p, st))
+      st = fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages, maskp, tiles,
+                                 r->workspace, r->workspace_bytes, &r->plan);
+  } else {
+    if (!prepare_workspace(op, ctx, r, &p, 0, batch, rows)) return;
+    st = fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, (int32_t)num_pages, maskp, tiles,
+                               r->workspace, r->workspace_bytes, &r->plan);
+  }
+  if (plan_failed(op, ctx, r, st)) return;
   r->layout = (fi_kv_layout)layout;
   r->valid = 1;
   log_plan(&r->plan);
@@ -1269,13 +1326,15 @@ static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v
   fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
                          array_of(op, "kv_indices", indices, 4),
                          array_of(op, "kv_last_page_len", last, 4)};
-  if (!pages.indptr || !pages.indices || !pages.last_page_len) return;
-  if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, kv.k.data,
+  if (!pages.indptr || !pages.indices || !pages.last_page_len ||
+      !run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, kv.k.data,
                              kv.v.data, pages.indptr, pages.indices, pages.last_page_len,
                              to.data, has_lse ? tl.data : NULL},
                              (const char *const[]){"q", "k_cache", "v_cache", "kv_indptr",
-                             "kv_indices", "kv_last_page_len", "o", "lse"}, 8))
+                             "kv_indices", "kv_last_page_len", "o", "lse"}, 8)) {
+    fi_plan_skip_run(ctx, &plan, FI_ERROR_INVALID_ARGUMENT); /* (sharded: tell the ranks) */
     return;
+  }
   if (!failed(op, ctx, fi_decode_run(ctx, &plan, &tq, &kv, &pages, &to, has_lse ? &tl : NULL)))
     after_run(op, ctx);
 }
@@ -1370,6 +1429,7 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
   fi_plan plan;
   if (!ctx || !run_plan(op, ctx, slot, FI_OP_PAGED_PREFILL, qd, kd, &a, &plan)) return;
   if ((int32_t)plan.params.mask_mode != mask_mode) {
+    fi_plan_skip_run(ctx, &plan, FI_ERROR_PLAN_MISMATCH); /* (sharded: tell the ranks) */
     report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another mask_mode");
     return;
   }
@@ -1380,16 +1440,18 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
                          array_of(op, "kv_indices", indices, 4),
                          array_of(op, "kv_last_page_len", last, 4)};
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
-  if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len) return;
   fi_custom_mask cm = {NULL, NULL};
   if (mask_mode == FI_MASK_CUSTOM) {
     cm.bits = array_of(op, "mask", mask, 1);
     cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
-    if (!cm.bits || !cm.indptr) return;
   }
-  if (!set_prefill_stage(op, ctx, &plan.params, 1, tq.shape[0],
-                         length_of(indices) * plan.params.page_size))
+  if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len ||
+      (mask_mode == FI_MASK_CUSTOM && (!cm.bits || !cm.indptr)) ||
+      !set_prefill_stage(op, ctx, &plan.params, 1, tq.shape[0],
+                         length_of(indices) * plan.params.page_size)) {
+    fi_plan_skip_run(ctx, &plan, FI_ERROR_INVALID_ARGUMENT); /* (sharded: tell the ranks) */
     return;
+  }
   const fi_status st = fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages,
                                             mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
                                             has_lse ? &tl : NULL);
@@ -1739,6 +1801,13 @@ fi_status fi_rt_synchronize(void) {
   fi_context *ctx = fi_rt_context();
   if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
 #ifdef FI_HAVE_CUDA
+  if (is_cuda(ctx) && ctx->comm) { /* sharded steps: never wait forever for a dead rank */
+    fi_status st = fi_comm_synchronize(ctx);
+    if (st != FI_SUCCESS) {
+      report(last_launched_op, st, fi_last_error(ctx));
+      return st;
+    }
+  }
   if (is_cuda(ctx)) {
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
     if (e != cudaSuccess) {

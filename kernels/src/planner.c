@@ -359,6 +359,14 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                        : fi_plan_target_units_for(ctx, pb->family, params);
 
   if (!fits(unsplit, &k)) {
+    if (sharded) { /* what the ranks' signature exchange needs to size every workspace */
+      counts need = unsplit;
+      if (params->fixed_split_size > 0) /* the split's counts (>= the unsplit ones) */
+        need = count_for_chunk(pb, rpu, ceil_div(params->fixed_split_size, g) * g, sharded);
+      plan->num_work_units = (int32_t)need.units;
+      plan->num_partial_rows = (int32_t)need.partial;
+      plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)need.merge;
+    }
     int32_t need_batch = pb->batch;
     size_t need = fi_plan_workspace_bytes(ctx, pb->family, params, need_batch, total_qo);
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
@@ -374,6 +382,11 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     chunk = ceil_div(params->fixed_split_size, g) * g;
     counts c = count_for_chunk(pb, rpu, chunk, sharded);
     if (!fits(c, &k)) {
+      if (sharded) {
+        plan->num_work_units = (int32_t)c.units;
+        plan->num_partial_rows = (int32_t)c.partial;
+        plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)c.merge;
+      }
       return fi_set_error(
           ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
           "fixed_split_size = %d splits this batch into %lld work units, %lld partial rows "

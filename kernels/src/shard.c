@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -425,6 +426,8 @@ static void fill_header(int32_t *h, const fi_context *ctx, const fi_attention_pa
                         fi_op_family family, int32_t batch, fi_status local,
                         const fi_plan *plan, size_t workspace_bytes) {
   memset(h, 0, FI_SHARD_HEADER_BYTES);
+  /* counts: the plan's, or what it needed when the workspace was too small */
+  const int counted = local == FI_SUCCESS || local == FI_ERROR_WORKSPACE_TOO_SMALL;
   h[FI_SH_MAGIC] = FI_SHARD_MAGIC;
   h[FI_SH_RANK] = ctx->comm->rank;
   h[FI_SH_NRANKS] = p->kv_shards;
@@ -432,8 +435,7 @@ static void fill_header(int32_t *h, const fi_context *ctx, const fi_attention_pa
   h[FI_SH_FAMILY] = (int32_t)family;
   h[FI_SH_BATCH] = batch;
   h[FI_SH_QO_ROWS] = local == FI_SUCCESS ? (int32_t)plan->total_qo_rows : 0;
-  h[FI_SH_MERGE_UNITS] =
-      local == FI_SUCCESS ? (int32_t)plan->private_[FI_PLAN_NUM_MERGE] : 0;
+  h[FI_SH_MERGE_UNITS] = counted ? (int32_t)plan->private_[FI_PLAN_NUM_MERGE] : 0;
   h[FI_SH_QO_HEADS] = p->num_qo_heads;
   h[FI_SH_KV_HEADS] = p->num_kv_heads;
   h[FI_SH_HEAD_DIM] = p->head_dim;
@@ -442,10 +444,14 @@ static void fill_header(int32_t *h, const fi_context *ctx, const fi_attention_pa
   h[FI_SH_CAPACITY] = (int32_t)fi_shard_layout_for(p, workspace_bytes).capacity;
   h[FI_SH_MASK] = (int32_t)p->mask_mode;
   h[FI_SH_SPLIT] = p->fixed_split_size;
+  h[FI_SH_UNITS] = counted ? plan->num_work_units : 0;
+  h[FI_SH_PARTIAL_ROWS] = counted ? plan->num_partial_rows : 0;
   if (local != FI_SUCCESS)
     snprintf((char *)(h + FI_SH_WORDS), FI_SH_MESSAGE_BYTES, "%.*s", FI_SH_MESSAGE_BYTES - 1,
              ctx->last_error);
 }
+
+static int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
                               fi_op_family family, int32_t batch, fi_status local,
@@ -458,8 +464,7 @@ fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
   if (!mine) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "out of host memory");
   int32_t *all = mine + hb / 4;
   /* The plan's capacity comes from the workspace it was given (also when it failed). */
-  size_t ws_bytes = plan ? plan->workspace_bytes : 0;
-  fill_header(mine, ctx, p, family, batch, local, plan, ws_bytes);
+  fill_header(mine, ctx, p, family, batch, local, plan, plan->workspace_bytes);
   char own[FI_ERROR_MESSAGE_BYTES];
   memcpy(own, ctx->last_error, sizeof own);
   fi_status s;
@@ -470,25 +475,29 @@ fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
   } else {
     s = fi_cuda_shard_agree_exchange(ctx, comm, mine, all, hb);
   }
-  if (local != FI_SUCCESS) { /* this rank's own error and message stand */
-    memcpy(ctx->last_error, own, sizeof own);
-    free(mine);
-    return local;
-  }
   if (s != FI_SUCCESS) {
     free(mine);
-    return s;
+    if (local == FI_SUCCESS) return s;
+    memcpy(ctx->last_error, own, sizeof own);
+    return local;
   }
-  for (int32_t r = 0; r < R; ++r) {
+  /* Every rank reaches the same verdict from the same headers: a rank that failed (other
+   * than for workspace), then ranks that disagree, then capacity. */
+  int32_t need = 0, count_m = 0, count_p = 0, short_rank = -1;
+  for (int32_t r = 0; r < R && s == FI_SUCCESS; ++r) {
     const int32_t *h = all + (size_t)r * hb / 4;
-    if (r == comm->rank) continue;
     if (h[FI_SH_MAGIC] != FI_SHARD_MAGIC || h[FI_SH_RANK] != r) {
       s = fi_set_error(ctx, FI_ERROR_COMM,
                        "sharded plan: rank %d sent no plan signature (is it running another "
                        "op on this communicator?)", (int)r);
       break;
     }
-    if (h[FI_SH_STATUS] != 0) {
+    if (h[FI_SH_STATUS] != 0 && h[FI_SH_STATUS] != FI_ERROR_WORKSPACE_TOO_SMALL) {
+      if (r == comm->rank) {
+        memcpy(ctx->last_error, own, sizeof own);
+        s = local;
+        break;
+      }
       char msg[FI_SH_MESSAGE_BYTES + 1];
       memcpy(msg, h + FI_SH_WORDS, FI_SH_MESSAGE_BYTES);
       msg[FI_SH_MESSAGE_BYTES] = 0;
@@ -496,16 +505,39 @@ fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
                        (int)r, fi_status_string((fi_status)h[FI_SH_STATUS]), msg);
       break;
     }
-    int w = fi_shard_header_mismatch(mine, h);
+    /* (a plan that ran out of workspace has no query rows yet: its retry compares them) */
+    int w = h[FI_SH_STATUS] || mine[FI_SH_STATUS] ? -1 : fi_shard_header_mismatch(mine, h);
     if (w >= 0) {
       s = fi_set_error(ctx, FI_ERROR_COMM,
                        "sharded plan: rank %d has %s = %d where rank %d has %d: every rank "
-                       "must plan the same problem with the same workspace size",
-                       (int)r, fi_shard_word_name(w), (int)h[w], (int)comm->rank, (int)mine[w]);
+                       "must plan the same problem", (int)r, fi_shard_word_name(w), (int)h[w],
+                       (int)comm->rank, (int)mine[w]);
       break;
     }
+    need = max32(need, max32(h[FI_SH_UNITS], max32(h[FI_SH_MERGE_UNITS], h[FI_SH_PARTIAL_ROWS])));
+    count_m = max32(count_m, h[FI_SH_MERGE_UNITS]);
+    count_p = max32(count_p, h[FI_SH_PARTIAL_ROWS]);
+  }
+  if (s == FI_SUCCESS) /* every rank must receive the largest rank's states */
+    for (int32_t r = 0; r < R; ++r) {
+      const int32_t *h = all + (size_t)r * hb / 4;
+      if (h[FI_SH_STATUS] == FI_ERROR_WORKSPACE_TOO_SMALL || h[FI_SH_CAPACITY] < need) {
+        short_rank = r;
+        break;
+      }
+    }
+  if (s == FI_SUCCESS && short_rank >= 0) {
+    const int32_t *h = all + (size_t)short_rank * hb / 4;
+    plan->num_partial_rows = need;
+    s = fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
+                     "sharded plan: every rank's workspace must hold %d work units, merge "
+                     "units and partial rows (the most any rank's plan has) but rank %d's "
+                     "holds %d: size each with fi_sharded_workspace_size(ctx, params, %d, "
+                     "&bytes) and plan again on every rank (plan->num_partial_rows says %d)",
+                     (int)need, (int)short_rank, (int)h[FI_SH_CAPACITY], (int)need, (int)need);
   }
   if (s == FI_SUCCESS) {
+    plan->private_[FI_PLAN_SHARD_COUNTS] = ((uint64_t)(uint32_t)count_m << 32) | (uint32_t)count_p;
     fi_shard_layout l = fi_shard_layout_for(p, plan->workspace_bytes);
     char *dst = (char *)plan->workspace + l.off_send_header;
     if (ctx->backend == FI_BACKEND_CUDA)
@@ -515,6 +547,50 @@ fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
   }
   free(mine);
   return s;
+}
+
+void fi_shard_part_bytes(const fi_plan *plan, size_t bytes[4]) {
+  const fi_attention_params *p = &plan->params;
+  const size_t m = (size_t)fi_shard_count_merge(plan), r = (size_t)fi_shard_count_partial(plan);
+  bytes[0] = FI_SHARD_HEADER_BYTES;
+  bytes[1] = m * sizeof(fi_merge_unit);
+  bytes[2] = r * (size_t)p->num_qo_heads * sizeof(float);
+  bytes[3] = r * (size_t)p->num_qo_heads * (size_t)p->head_dim * sizeof(float);
+}
+
+fi_plan fi_shard_effective_plan(const fi_context *ctx, const fi_plan *plan) {
+  fi_plan e = *plan;
+  if (fi_plan_is_sharded(plan) && plan->family == FI_OP_PAGED_PREFILL &&
+      plan->params.mask_mode == FI_MASK_CAUSAL && ctx->comm &&
+      ctx->comm->rank < plan->params.kv_shards - 1)
+    e.params.mask_mode = FI_MASK_NONE;
+  return e;
+}
+
+fi_status fi_sharded_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                    int64_t capacity, size_t *bytes) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  if (!params || !bytes || params->kv_shards < 1 || capacity < 0 || capacity > INT32_MAX)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_sharded_workspace_size: params (with kv_shards >= 1) and bytes must "
+                        "not be NULL, capacity in 0..2^31-1 (got %lld)", (long long)capacity);
+  fi_status s = fi_validate_params(ctx, params, 1, 0);
+  if (s != FI_SUCCESS) return s;
+  *bytes = fi_shard_workspace_bytes(params, capacity);
+  return FI_SUCCESS;
+}
+
+fi_status fi_plan_skip_run(fi_context *ctx, const fi_plan *plan, fi_status status) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  if (!plan || !fi_plan_is_sharded(plan) || !plan->workspace) return FI_SUCCESS;
+  (void)fi_shard_run_failed(ctx, plan, status == FI_SUCCESS ? FI_ERROR_INVALID_ARGUMENT : status);
+  return FI_SUCCESS;
+}
+
+fi_status fi_comm_synchronize(fi_context *ctx) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  if (ctx->backend != FI_BACKEND_CUDA) return FI_SUCCESS; /* host runs are synchronous */
+  return fi_cuda_comm_synchronize(ctx);
 }
 
 fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status status) {

@@ -13,9 +13,13 @@
  *   gathered     [R] x lse region      every rank's partial lse (n x qo_heads f32)
  *   gathered     [R] x o region        every rank's partial o (n x qo_heads x head_dim f32)
  *
- * (each region 256-byte aligned). A run's exchange is four all-gathers of the send header
- * and the merge / lse / o regions of the plan layout into the gathered regions (NCCL,
- * grouped, on the context's stream; the host backend copies between the ranks' buffers),
+ * (each region 256-byte aligned). The plan's signature exchange agrees on the counts every
+ * rank sends: M = the most merge units and P = the most partial rows of any rank's plan
+ * (each rank's capacity must hold both, and its own units). A run's exchange is four
+ * all-gathers -- the send header, M merge units, P rows of partial lse and P of partial o,
+ * from the plan layout's regions -- into the gathered regions, rank r's part at r times its
+ * count (NCCL, grouped, on the context's stream; the host backend copies between the ranks'
+ * buffers),
  * then a merge of each query row over the ranks in order: rank r's merge unit holding the
  * row (binary search of its table by out_row) lists the row's chunks, which are appended
  * to the row's chunk list; the list is merged as the split-KV merge merges one unit's
@@ -25,6 +29,7 @@
 
 #include "backend.h"
 #include "context.h"
+#include "internal.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,7 +55,10 @@ enum {
   FI_SH_CAPACITY,    /* n: units = merge units = partial rows of the workspace */
   FI_SH_MASK,
   FI_SH_SPLIT,       /* fixed_split_size */
-  FI_SH_WORDS = 16,
+  FI_SH_UNITS,       /* work units the rank's plan has (or, when it failed for want of
+                        workspace, needs); FI_SH_MERGE_UNITS likewise */
+  FI_SH_PARTIAL_ROWS, /* partial rows, likewise */
+  FI_SH_WORDS = 24,
   FI_SH_MESSAGE_BYTES = FI_SHARD_HEADER_BYTES - FI_SH_WORDS * 4
 };
 
@@ -64,7 +72,8 @@ enum {
 static inline FI_SHARD_HD int fi_shard_header_mismatch(const int32_t *mine,
                                                        const int32_t *theirs) {
   for (int w = FI_SH_NRANKS; w < FI_SH_WORDS; ++w) {
-    if (w == FI_SH_STATUS || w == FI_SH_MERGE_UNITS) continue; /* per rank */
+    if (w == FI_SH_STATUS || w == FI_SH_MERGE_UNITS || w == FI_SH_CAPACITY || w >= FI_SH_UNITS)
+      continue; /* per rank */
     if (mine[w] != theirs[w]) return w;
   }
   return -1;
@@ -86,6 +95,15 @@ fi_shard_layout fi_shard_layout_for(const fi_attention_params *p, size_t bytes);
 /* The exact bytes of a sharded workspace of capacity n. */
 size_t fi_shard_workspace_bytes(const fi_attention_params *p, int64_t n);
 static inline int fi_plan_is_sharded(const fi_plan *plan) { return plan->params.kv_shards > 0; }
+/* The agreed exchange counts of a sharded plan (merge units M, partial rows P). */
+static inline int64_t fi_shard_count_merge(const fi_plan *plan) {
+  return (int64_t)(plan->private_[FI_PLAN_SHARD_COUNTS] >> 32);
+}
+static inline int64_t fi_shard_count_partial(const fi_plan *plan) {
+  return (int64_t)(plan->private_[FI_PLAN_SHARD_COUNTS] & 0xffffffffu);
+}
+/* Bytes each rank sends of the four parts (header, merge units, lse, o). */
+void fi_shard_part_bytes(const fi_plan *plan, size_t bytes[4]);
 
 /* The communicator behind fi_comm (shard.c). */
 struct fi_comm {
@@ -130,6 +148,9 @@ fi_status fi_shard_check_params(fi_context *ctx, const fi_attention_params *para
 /* A run that failed its checks on this rank still joins the exchange, with its status in
  * its header, so that no peer waits for it. Returns `status`. */
 fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status status);
+/* The plan a sharded run computes with: causal prefill on a rank below the last runs
+ * unmasked (its keys all precede every query). */
+fi_plan fi_shard_effective_plan(const fi_context *ctx, const fi_plan *plan);
 
 /* Host backend: the exchange of the plan's regions and the merge in rank order into o,
  * lse (after the local kernel wrote its partials). */
@@ -138,6 +159,9 @@ fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_
 /* CUDA backend (kernels/cuda/shard.cu). */
 fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
                                        fi_tensor *lse);
+/* CUDA: waits for ctx's stream, polling the communicator, at most its timeout (then aborts
+ * it). */
+fi_status fi_cuda_comm_synchronize(fi_context *ctx);
 /* CUDA: copies host -> device on ctx's stream and back, waiting with the comm's timeout
  * (the signature exchange). */
 fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm, const void *send_host,

@@ -113,7 +113,8 @@ static fi_paged_kv_cache cache_of(const scase *c, void *k, void *v, int32_t page
 }
 
 /* How a rank misbehaves in the bad-input checks. */
-enum { MODE_OK, MODE_OTHER_SPLIT, MODE_BAD_PAGES, MODE_BAD_RUN, MODE_ABSENT };
+enum { MODE_OK, MODE_OTHER_SPLIT, MODE_BAD_PAGES, MODE_BAD_RUN, MODE_ABSENT, MODE_SMALL_WS };
+static _Thread_local int t_retries; /* plans made again after the ranks agreed on a size */
 
 /* Plan and run one rank (ctx of the right backend and comm); returns the run's status. */
 static fi_status plan_and_run(world *w, fi_context *ctx, const fi_attention_params *p,
@@ -135,13 +136,22 @@ static fi_status plan_and_run(world *w, fi_context *ctx, const fi_attention_para
     s = fi_prefill_workspace_size(ctx, p, c->batch, w->total_qo * (p->kv_shards ? 5 : 1),
                                   &bytes);
   if (s != FI_SUCCESS) return *plan_status = s;
+  if (mode == MODE_SMALL_WS) fi_sharded_workspace_size(ctx, p, 1, &bytes);
   void *ws = xmalloc(bytes);
   fi_plan plan;
-  if (c->decode)
-    s = fi_decode_plan(ctx, p, c->batch, &pt, rd->num_pages, NULL, ws, bytes, &plan);
-  else
-    s = fi_paged_prefill_plan(ctx, p, c->batch, w->qo_indptr, &pt, rd->num_pages, NULL, NULL,
-                              ws, bytes, &plan);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (c->decode)
+      s = fi_decode_plan(ctx, p, c->batch, &pt, rd->num_pages, NULL, ws, bytes, &plan);
+    else
+      s = fi_paged_prefill_plan(ctx, p, c->batch, w->qo_indptr, &pt, rd->num_pages, NULL, NULL,
+                                ws, bytes, &plan);
+    /* the ranks agreed that every workspace must hold plan.num_partial_rows: all resize */
+    if (s != FI_ERROR_WORKSPACE_TOO_SMALL || !p->kv_shards || plan.num_partial_rows <= 0) break;
+    fi_sharded_workspace_size(ctx, p, plan.num_partial_rows, &bytes);
+    free(ws);
+    ws = xmalloc(bytes);
+    ++t_retries;
+  }
   *plan_status = s;
   if (s != FI_SUCCESS) {
     free(ws);
@@ -165,7 +175,7 @@ static fi_status plan_and_run(world *w, fi_context *ctx, const fi_attention_para
 
 typedef struct rank_job {
   world *w;
-  int rank, mode, runs;
+  int rank, mode, runs, retries;
   fi_status plan_status, run_status;
   char message[512];
 } rank_job;
@@ -185,7 +195,9 @@ static void *rank_main(void *arg) {
   fi_context_set_comm(ctx, w->comms[j->rank]);
   fi_attention_params p = w->p;
   if (j->mode == MODE_OTHER_SPLIT) p.fixed_split_size = w->p.fixed_split_size * 2;
+  t_retries = 0;
   j->run_status = plan_and_run(w, ctx, &p, &w->rk[j->rank], j->runs, &j->plan_status, j->mode);
+  j->retries = t_retries;
   snprintf(j->message, sizeof j->message, "%s", fi_last_error(ctx));
   fi_context_destroy(ctx);
   return NULL;
@@ -435,6 +447,23 @@ static void check_bad_input(void) {
     const fi_status wr[2] = {FI_ERROR_COMM, FI_ERROR_INVALID_ARGUMENT};
     const char *wt[2] = {"rank 1 failed its run with FI_ERROR_INVALID_ARGUMENT", "q"};
     check_failure(&base, modes, 60000, wp, wr, wt);
+  }
+  /* a rank whose workspace is too small: every rank's plan fails alike, names the size,
+   * and after every rank resized to it the step runs */
+  {
+    world w;
+    make_world(&w, &base);
+    w.p.kv_shards = base.ranks;
+    rank_job jobs[2];
+    const int modes[2] = {MODE_SMALL_WS, MODE_OK};
+    run_world(&w, modes, jobs, 1, 60000);
+    for (int r = 0; r < 2; ++r)
+      EXPECT(jobs[r].plan_status == FI_SUCCESS && jobs[r].run_status == FI_SUCCESS &&
+                 jobs[r].retries == 1,
+             "small workspace on rank 0: rank %d plan %s run %s after %d retries: %s", r,
+             fi_status_string(jobs[r].plan_status), fi_status_string(jobs[r].run_status),
+             jobs[r].retries, jobs[r].message);
+    free_world(&w);
   }
   /* a rank that never joins: the other's plan times out, no hang */
   {

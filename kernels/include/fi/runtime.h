@@ -468,16 +468,22 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
  * list, so with a fixed split size that divides every rank's segment (all but the last
  * rank's), the same tiles and the same dtypes, results are bit-identical to the
  * single-GPU run of the whole cache with that split, and always identical between runs.
- *  - Plan on every rank with the same batch, heads, dtypes and a workspace of the same size
- *    (fi_decode_workspace_size[_kv] / fi_prefill_workspace_size with kv_shards set: it
- *    holds the gathered states of all ranks; the exchange moves the workspace's whole
- *    partial capacity, so size it for the real maximum). The plan exchanges a signature
- *    (blocking, at most the communicator's timeout): ranks that disagree, a rank whose plan
- *    failed (its message is passed on) or one that does not join make every rank's plan
- *    fail with FI_ERROR_COMM naming the rank.
- *  - A run that fails its checks on one rank still joins the exchange and tells the others:
- *    on CUDA their merge then writes NaN to o and lse and records the failure, which
- *    fi_plan_device_status reports (FI_ERROR_COMM); on the host their run returns it.
+ *  - Plan on every rank with the same batch, heads, dtypes, mask and split, each with its
+ *    own workspace (fi_decode_workspace_size[_kv] / fi_prefill_workspace_size with
+ *    kv_shards set size one for this rank's own problem; it also holds the gathered states
+ *    of all ranks). The plan exchanges a signature (blocking, at most the communicator's
+ *    timeout) and agrees on what each run exchanges: the most merge units and partial rows
+ *    any rank's plan has. Ranks that disagree, a rank whose plan failed (its message is
+ *    passed on) or one that does not join make every rank's plan fail with FI_ERROR_COMM
+ *    naming the rank. When a rank's workspace cannot hold the largest rank's states, every
+ *    rank's plan fails with FI_ERROR_WORKSPACE_TOO_SMALL and plan->num_partial_rows = the
+ *    capacity each workspace needs (fi_sharded_workspace_size): resize and plan again.
+ *  - A run that fails its checks on one rank still joins the exchange and tells the others
+ *    (a caller whose own checks fail before the run calls fi_plan_skip_run): on CUDA their
+ *    merge then writes NaN to o and lse and records the failure, which
+ *    fi_plan_device_status reports (FI_ERROR_COMM); on the host their run returns it. A
+ *    rank that dies leaves NCCL waiting: fi_comm_synchronize waits for a context's stream
+ *    at most the communicator's timeout, then aborts the communicator.
  *  - Positions are per shard, so RoPE, ALiBi, sliding windows, custom masks and variants
  *    are refused with kv_shards. Causal paged prefill: a request's new tokens (its qo_len
  *    newest keys) must lie on the last rank (ranks < N - 1 hold only older keys, which
@@ -513,6 +519,19 @@ fi_status fi_comm_abort(fi_comm *comm);
 /* Destroys the handle (an owned NCCL communicator too). A local group is freed with its
  * last rank. */
 void fi_comm_destroy(fi_comm *comm);
+/* The bytes of a sharded workspace (params.kv_shards >= 1) whose capacity is `capacity`
+ * work units, merge units and partial rows each (what a failed plan's num_partial_rows
+ * asks for). */
+fi_status fi_sharded_workspace_size(fi_context *ctx, const fi_attention_params *params,
+                                    int64_t capacity, size_t *bytes);
+/* This rank will not run the step of a sharded plan (its caller's checks failed with
+ * `status`): joins the step's exchange with that status, so that the other ranks' runs
+ * report it instead of waiting. No-op for unsharded plans. */
+fi_status fi_plan_skip_run(fi_context *ctx, const fi_plan *plan, fi_status status);
+/* Waits for the context's stream (CUDA) polling its communicator: at most the
+ * communicator's timeout, then aborts it (FI_ERROR_COMM); NCCL's asynchronous errors are
+ * returned as FI_ERROR_COMM. Host contexts: returns at once. */
+fi_status fi_comm_synchronize(fi_context *ctx);
 /* The communicator sharded runs on this context exchange over (NULL: none). CUDA contexts
  * take NCCL communicators of the context's device, host contexts local ones; the context
  * does not own it. */
