@@ -44,6 +44,18 @@ MlirAttribute mlirFiBsrAttrGet(MlirContext ctx, int64_t blockRows, int64_t block
                                   *kvLayout));
 }
 bool mlirAttributeIsAFiBsr(MlirAttribute attr) { return isa<BsrAttr>(unwrap(attr)); }
+
+MlirAttribute mlirFiKvShardAttrGet(MlirContext ctx, int64_t ranks, int64_t splitSize) {
+  MLIRContext *context = unwrap(ctx);
+  return wrap(KvShardAttr::getChecked(emitOnContext(context), context, ranks, splitSize));
+}
+bool mlirAttributeIsAFiKvShard(MlirAttribute attr) { return isa<KvShardAttr>(unwrap(attr)); }
+int64_t mlirFiKvShardAttrGetRanks(MlirAttribute attr) {
+  return cast<KvShardAttr>(unwrap(attr)).getRanks();
+}
+int64_t mlirFiKvShardAttrGetSplitSize(MlirAttribute attr) {
+  return cast<KvShardAttr>(unwrap(attr)).getSplitSize();
+}
 int64_t mlirFiBsrAttrGetBlockRows(MlirAttribute attr) {
   return cast<BsrAttr>(unwrap(attr)).getBlockRows();
 }

@@ -54,6 +54,16 @@ static void testAttributes(MlirContext ctx) {
          (long long)mlirFiBsrAttrGetBlockCols(bsr), (int)mlirFiBsrAttrGetLayout(bsr));
   // CHECK: bsr fields: 4 16 1
 
+  MlirAttribute shard = mlirFiKvShardAttrGet(ctx, 2, 256);
+  printAttr("kv_shard", shard);
+  // CHECK: kv_shard: #fi.kv_shard<ranks = 2, split_size = 256>
+  EXPECT(mlirAttributeIsAFiKvShard(shard) && !mlirAttributeIsAFiBsr(shard));
+  printf("kv_shard fields: %lld %lld\n", (long long)mlirFiKvShardAttrGetRanks(shard),
+         (long long)mlirFiKvShardAttrGetSplitSize(shard));
+  // CHECK: kv_shard fields: 2 256
+  printAttr("kv_shard auto", mlirFiKvShardAttrGet(ctx, 8, 0));
+  // CHECK: kv_shard auto: #fi.kv_shard<ranks = 8>
+
   MlirAttribute tiles = mlirFiTilesAttrGet(ctx, 64, 128, true, MlirFiCoresTensor);
   printAttr("tiles", tiles);
   // CHECK: tiles: #fi.tiles<q = 64, kv = 128, split_kv = true, cores = tensor>
@@ -134,6 +144,10 @@ static void testInvalidValues(MlirContext ctx) {
   // CHECK: diagnostic: #fi.bsr block_rows = 0 must be >= 1
   printf("bad bsr is null: %d\n", (int)mlirAttributeIsNull(badRows));
   // CHECK: bad bsr is null: 1
+  MlirAttribute badShard = mlirFiKvShardAttrGet(ctx, 0, 16);
+  // CHECK: diagnostic: {{.*}}ranks = 0
+  printf("bad kv_shard is null: %d\n", (int)mlirAttributeIsNull(badShard));
+  // CHECK: bad kv_shard is null: 1
   MlirAttribute badTiles = mlirFiTilesAttrGet(ctx, 16, 0, false, MlirFiCoresCuda);
   // CHECK: diagnostic: #fi.tiles kv = 0 must be >= 1
   printf("bad tiles is null: %d\n", (int)mlirAttributeIsNull(badTiles));

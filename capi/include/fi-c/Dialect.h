@@ -68,6 +68,16 @@ MLIR_CAPI_EXPORTED int64_t mlirFiBsrAttrGetBlockRows(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t mlirFiBsrAttrGetBlockCols(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirFiKvLayout mlirFiBsrAttrGetLayout(MlirAttribute attr);
 
+/* #fi.kv_shard<ranks = N, split_size = S> (context parallelism: the op's paged KV is
+ * this rank's segment of a sequence split over N ranks; S = 0: automatic split). Returns a
+ * null attribute and emits a diagnostic on the context if ranks is outside 1..1024 or
+ * splitSize is negative or past int32. */
+MLIR_CAPI_EXPORTED MlirAttribute mlirFiKvShardAttrGet(MlirContext ctx, int64_t ranks,
+                                                      int64_t splitSize);
+MLIR_CAPI_EXPORTED bool mlirAttributeIsAFiKvShard(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int64_t mlirFiKvShardAttrGetRanks(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int64_t mlirFiKvShardAttrGetSplitSize(MlirAttribute attr);
+
 /*===-------------------------------------------------------------------===*
  * #fi.tiles<q = Q, kv = K, split_kv = true|false, cores = cuda|tensor|wgmma>
  *===-------------------------------------------------------------------===*/
