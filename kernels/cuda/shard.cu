@@ -167,21 +167,12 @@ extern "C" fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, in
 
 extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan,
                                                   fi_tensor *o, fi_tensor *lse) {
-  fi_comm *comm = ctx->comm;
-  if (!comm || comm->size != plan->params.kv_shards || comm->group)
-    return fi_set_error(ctx, FI_ERROR_COMM,
-                        "sharded run: the context's communicator is not an NCCL communicator "
-                        "of the %d ranks the plan was made with", (int)plan->params.kv_shards);
+  fi_status s = fi_shard_exchange(ctx, plan);
+  if (s != FI_SUCCESS || !o) return s;
   const fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
   char *base = (char *)plan->workspace;
-  const void *send[4] = {base + l.off_send_header, base + l.off_merge, base + l.off_lse,
-                         base + l.off_o};
-  void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
-                   base + l.off_g_o};
   size_t bytes[4];
   fi_shard_part_bytes(plan, bytes);
-  fi_status s = fi_nccl_allgather(ctx, comm, 4, send, recv, bytes, ctx->stream);
-  if (s != FI_SUCCESS || !o) return s;
   const int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
   if ((D != 64 && D != 128 && D != 256) || !fi_is_aligned(o->data, 16) ||
       (o->strides[0] * (int64_t)fi_dtype_size(o->dtype)) % 16 ||
@@ -236,17 +227,19 @@ extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan
 }
 
 namespace {
-struct EventDone {
+// What fi_nccl_wait polls: an event when one is given, else the stream.
+struct CudaDone {
   cudaEvent_t ev;
+  cudaStream_t st;
   fi_context *ctx;
+  const char *what;
 };
-int event_done(void *arg) {
-  EventDone *d = (EventDone *)arg;
-  cudaError_t e = cudaEventQuery(d->ev);
+int cuda_done(void *arg) {
+  CudaDone *d = (CudaDone *)arg;
+  cudaError_t e = d->ev ? cudaEventQuery(d->ev) : cudaStreamQuery(d->st);
   if (e == cudaSuccess) return 1;
   if (e == cudaErrorNotReady) return 0;
-  fi_set_error(d->ctx, FI_ERROR_CUDA, "sharded plan: the signature exchange failed: %s",
-               cudaGetErrorString(e));
+  fi_set_error(d->ctx, FI_ERROR_CUDA, "%s failed: %s", d->what, cudaGetErrorString(e));
   return -1;
 }
 }  // namespace
@@ -274,7 +267,7 @@ extern "C" fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm
   void *recv[1] = {drecv};
   fi_status s = fi_nccl_allgather(ctx, comm, 1, send, recv, &bytes, st);
   if (s != FI_SUCCESS) return s;
-  EventDone d = {nullptr, ctx};
+  CudaDone d = {nullptr, st, ctx, "sharded plan: the signature exchange"};
   if ((e = cudaEventCreateWithFlags(&d.ev, cudaEventDisableTiming)) != cudaSuccess ||
       (e = cudaEventRecord(d.ev, st)) != cudaSuccess) {
     if (d.ev) cudaEventDestroy(d.ev);
@@ -283,7 +276,7 @@ extern "C" fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm
   }
   // Waits with the communicator's timeout (a peer that never joins aborts the communicator
   // instead of hanging this thread), then copies the headers back.
-  s = fi_nccl_wait(ctx, comm, event_done, &d, "sharded plan (signature exchange)");
+  s = fi_nccl_wait(ctx, comm, cuda_done, &d, "sharded plan (signature exchange)");
   cudaEventDestroy(d.ev);
   if (s != FI_SUCCESS) return s;
   e = cudaMemcpyAsync(recv_host, drecv, (size_t)comm->size * bytes, cudaMemcpyDeviceToHost, st);
@@ -293,23 +286,8 @@ extern "C" fi_status fi_cuda_shard_agree_exchange(fi_context *ctx, fi_comm *comm
   return FI_SUCCESS;
 }
 
-namespace {
-struct StreamDone {
-  cudaStream_t st;
-  fi_context *ctx;
-};
-int stream_done(void *arg) {
-  StreamDone *d = (StreamDone *)arg;
-  cudaError_t e = cudaStreamQuery(d->st);
-  if (e == cudaSuccess) return 1;
-  if (e == cudaErrorNotReady) return 0;
-  fi_set_error(d->ctx, FI_ERROR_CUDA, "the stream failed: %s", cudaGetErrorString(e));
-  return -1;
-}
-}  // namespace
-
 extern "C" fi_status fi_cuda_comm_synchronize(fi_context *ctx) {
-  StreamDone d = {fi_cuda_stream(ctx), ctx};
+  CudaDone d = {nullptr, fi_cuda_stream(ctx), ctx, "the stream"};
   if (!ctx->comm) {
     cudaError_t e = cudaStreamSynchronize(d.st);
     return e == cudaSuccess ? FI_SUCCESS
@@ -317,5 +295,5 @@ extern "C" fi_status fi_cuda_comm_synchronize(fi_context *ctx) {
                                            cudaGetErrorString(e));
   }
   ++ctx->sync_count;
-  return fi_nccl_wait(ctx, ctx->comm, stream_done, &d, "fi_comm_synchronize");
+  return fi_nccl_wait(ctx, ctx->comm, cuda_done, &d, "fi_comm_synchronize");
 }

@@ -61,21 +61,12 @@ static void shard_merge_task(void *arg, int64_t q, int32_t thread) {
 
 fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
                                        fi_tensor *lse) {
-  fi_comm *comm = ctx->comm;
-  if (!comm || comm->size != plan->params.kv_shards || !comm->group)
-    return fi_set_error(ctx, FI_ERROR_COMM,
-                        "sharded run: the context's communicator is not the local group of "
-                        "%d ranks the plan was made with", (int)plan->params.kv_shards);
+  fi_status s = fi_shard_exchange(ctx, plan);
+  if (s != FI_SUCCESS || !o) return s;
   const fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
   char *base = (char *)plan->workspace;
-  const void *send[4] = {base + l.off_send_header, base + l.off_merge, base + l.off_lse,
-                         base + l.off_o};
-  void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
-                   base + l.off_g_o};
   size_t bytes[4];
   fi_shard_part_bytes(plan, bytes);
-  fi_status s = fi_local_allgather(ctx, comm, 4, send, recv, bytes);
-  if (s != FI_SUCCESS || !o) return s;
   const int32_t *mine = (const int32_t *)(base + l.off_send_header);
   for (int32_t r = 0; r < l.ranks; ++r) {
     const int32_t *h = (const int32_t *)(base + l.off_headers + (size_t)r * FI_SHARD_HEADER_BYTES);

@@ -558,6 +558,29 @@ void fi_shard_part_bytes(const fi_plan *plan, size_t bytes[4]) {
   bytes[3] = r * (size_t)p->num_qo_heads * (size_t)p->head_dim * sizeof(float);
 }
 
+fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan) {
+  fi_comm *comm = ctx->comm;
+  const int want = ctx->backend == FI_BACKEND_CUDA ? COMM_NCCL : COMM_LOCAL;
+  if (!comm || comm->size != plan->params.kv_shards || comm->kind != want)
+    return fi_set_error(ctx, FI_ERROR_COMM,
+                        "sharded run: the context's communicator is not the %s of the %d ranks "
+                        "the plan was made with", want == COMM_NCCL ? "NCCL communicator"
+                                                                    : "local group",
+                        (int)plan->params.kv_shards);
+  const fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
+  char *base = (char *)plan->workspace;
+  const void *send[4] = {base + l.off_send_header, base + l.off_merge, base + l.off_lse,
+                         base + l.off_o};
+  void *recv[4] = {base + l.off_headers, base + l.off_g_merge, base + l.off_g_lse,
+                   base + l.off_g_o};
+  size_t bytes[4];
+  fi_shard_part_bytes(plan, bytes);
+#ifdef FI_HAVE_CUDA
+  if (comm->kind == COMM_NCCL) return fi_nccl_allgather(ctx, comm, 4, send, recv, bytes, ctx->stream);
+#endif
+  return fi_local_allgather(ctx, comm, 4, send, recv, bytes);
+}
+
 fi_plan fi_shard_effective_plan(const fi_context *ctx, const fi_plan *plan) {
   fi_plan e = *plan;
   if (fi_plan_is_sharded(plan) && plan->family == FI_OP_PAGED_PREFILL &&

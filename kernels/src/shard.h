@@ -152,6 +152,11 @@ fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status st
  * unmasked (its keys all precede every query). */
 fi_plan fi_shard_effective_plan(const fi_context *ctx, const fi_plan *plan);
 
+/* The run's exchange: every rank's header, merge units and partial states into the
+ * gathered regions (local groups: a copy between the ranks; NCCL: grouped all-gathers on
+ * the context's stream). */
+fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan);
+
 /* Host backend: the exchange of the plan's regions and the merge in rank order into o,
  * lse (after the local kernel wrote its partials). */
 fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
