@@ -47,11 +47,16 @@
  *                                          fi_rt_paged_prefill_plan>, int32_t ranks,
  *                                          int32_t split_size)
  * which plan as the unsharded adapters do (same code) with params.kv_shards = ranks and
- * params.fixed_split_size = split_size (0: the planner's split), also when sizing the
- * workspace (it holds the gathered states of all ranks). The runs keep both from the plan.
- * The plan is made on the host (runtime.h, "Context parallelism"); the context compiled
- * code runs on (one per rank: fi_rt_set_thread_context or fi_rt_set_context) needs a
- * communicator of `ranks` ranks (fi_context_set_comm).
+ * params.fixed_split_size = split_size (0: the planner's split). Each rank sizes its
+ * workspace for its own problem (decode with a split: its own KV tokens); when the ranks'
+ * plans agree that a workspace is too small for the largest rank's states, every rank
+ * resizes to the agreed capacity and plans again, so all ranks fail or succeed together.
+ * The runs keep both from the plan; a run whose adapter checks fail still joins the
+ * exchange (fi_plan_skip_run), and a peer's failed run is reported at fi_rt_check /
+ * fi_rt_synchronize (CUDA: which waits at most the communicator's timeout,
+ * fi_comm_synchronize). The plan is made on the host (runtime.h, "Context parallelism");
+ * the context compiled code runs on (one per rank: fi_rt_set_thread_context or
+ * fi_rt_set_context) needs a communicator of `ranks` ranks (fi_context_set_comm).
  *
  * CUDA backend -- the execution model of compiled code:
  *  - Memory. Buffers passed to a compiled function are device memory (the first runs of
