@@ -41,8 +41,8 @@
  * work units, per-rank times, workspace sizes).
  *
  * Environment: FI_BENCH_CP_SPLIT=S overrides every row's split (tokens, > 0);
- * FI_BENCH_CP_ROWS="batch,kv_len[,S] ..." times these rows instead; FI_NCCL_LIBRARY names
- * libnccl.so.2 (the runtime dlopens it). NCCL_NVLS_ENABLE is forced to 0 before NCCL is
+ * FI_BENCH_CP_ROWS="batch,kv_len[,S] ..." times these rows instead (the runtime dlopens
+ * libnccl.so.2 from the library path). NCCL_NVLS_ENABLE is forced to 0 before NCCL is
  * first used (NVLink multicast must stay off on the device machines). */
 #define _POSIX_C_SOURCE 200809L /* setenv, pthread barriers */
 #include <math.h>

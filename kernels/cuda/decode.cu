@@ -5,9 +5,6 @@
 // request. Work split and memory traffic: see the kernel files decode.cuh lists. Nothing is
 // allocated here.
 #include "common.cuh"
-extern "C" {
-#include "shard.h"
-}
 #include "decode.cuh"
 #include "cuda_backend.h"
 #include "internal.h"
@@ -221,6 +218,5 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   if (err != cudaSuccess)
     return fi_set_error(ctx, FI_ERROR_CUDA, "decode: kernel launch failed: %s (%s)",
                         cudaGetErrorName(err), cudaGetErrorString(err));
-  if (plan->params.kv_shards > 0) return fi_cuda_shard_exchange_merge(ctx, plan, o, lse);
   return fi_cuda_merge_partials(ctx, plan, device_counts ? device_counts + 1 : NULL, o, lse);
 }

@@ -16,6 +16,10 @@
 #include "common.cuh"
 #include "merge_row.cuh"
 
+extern "C" {
+#include "shard.h"
+}
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +335,11 @@ static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid,
 extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
                                             const int32_t *device_num_merge_units,
                                             fi_tensor *o, fi_tensor *lse) {
+  if (fi_plan_is_sharded(plan)) {  // every rank's partials, merged in rank order
+    fi_shard_gathered g;
+    fi_status s = fi_shard_exchange(ctx, plan, &g);
+    return s != FI_SUCCESS ? s : fi_cuda_shard_merge(ctx, plan, &g, o, lse);
+  }
   fi_plan_layout l = fi_plan_get_layout(plan);
   if (l.num_merge_units == 0 && !device_num_merge_units) return FI_SUCCESS;
   int heads = plan->params.num_qo_heads, D = plan->params.head_dim;

@@ -18,9 +18,6 @@
 #include <string.h>
 
 #include "common.cuh"
-extern "C" {
-#include "shard.h"
-}
 #include "fi/cuda_variants.h"
 #include "context.h"
 #include "cuda_backend.h"
@@ -370,7 +367,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
   }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
-  if (plan->params.kv_shards > 0) return fi_cuda_shard_exchange_merge(ctx, plan, o, lse);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
 

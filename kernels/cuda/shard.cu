@@ -1,7 +1,7 @@
-// kernels/cuda/shard.cu -- the exchange and rank-order merge of a KV-sharded run on CUDA
-// (src/shard.h): four NCCL all-gathers (grouped, on the context's stream) of the plan's
-// header, merge units and partial states into the workspace's gathered regions, then
-// shard_merge_kernel.
+// kernels/cuda/shard.cu -- the rank-order merge of a KV-sharded run on CUDA (src/shard.h),
+// after the exchange (fi_shard_exchange: four grouped NCCL all-gathers of every rank's
+// header, merge units and partial states into the workspace's gathered regions), and the
+// CUDA side of the plans' signature exchange.
 //
 // Work split. shard_merge_kernel: a block of 128 threads per (query row, head), grid.x
 // striding over the rows, grid.y = heads. Its threads first find, for every rank, the
@@ -24,9 +24,11 @@ extern "C" {
 
 namespace fi {
 
+// The gathered states (fi_shard_gathered, device pointers into the workspace) and the
+// problem's sizes.
 struct ShardArgs {
-  const char *ws;
-  int64_t off_send, off_headers, off_g_merge, off_g_lse, off_g_o;
+  const int32_t *mine;
+  const char *headers, *merge, *lse, *o;
   int64_t merge_bytes, lse_bytes, o_bytes;
   int ranks, heads, head_dim;
   int64_t rows;
@@ -50,24 +52,29 @@ struct GatheredChunks {
     int r;
     int64_t prow;
     at(c, r, prow);
-    const float *po = (const float *)(a->ws + a->off_g_o + (int64_t)r * a->o_bytes);
+    const float *po = (const float *)(a->o + (int64_t)r * a->o_bytes);
     return po + (prow * a->heads + h) * a->head_dim;
   }
   __device__ __forceinline__ float lse(int c) const {
     int r;
     int64_t prow;
     at(c, r, prow);
-    const float *pl = (const float *)(a->ws + a->off_g_lse + (int64_t)r * a->lse_bytes);
+    const float *pl = (const float *)(a->lse + (int64_t)r * a->lse_bytes);
     return pl[prow * a->heads + h];
   }
 };
 
 __device__ __forceinline__ const int32_t *rank_header(const ShardArgs &a, int r) {
-  return (const int32_t *)(a.ws + a.off_headers + (int64_t)r * FI_SHARD_HEADER_BYTES);
+  return (const int32_t *)(a.headers + (int64_t)r * FI_SHARD_HEADER_BYTES);
 }
 
-// Status record codes of the workspace header (fi_plan_device_status, planner.c).
-enum { kShardPeerFailed = 13, kShardMismatch = 14, kShardNoUnit = 15 };
+// Records the first failure {code, rank, value} in the workspace header's status words.
+__device__ __forceinline__ void record_failure(int32_t *status, int code, int r, int value) {
+  if (atomicCAS(status, 0, code) == 0) {
+    status[1] = r;
+    status[2] = value;
+  }
+}
 
 template <typename T>
 __global__ void __launch_bounds__(128)
@@ -85,22 +92,12 @@ shard_merge_kernel(ShardArgs a, T *o, int64_t o_sb, int64_t o_sh, float *lse, in
   __syncthreads();
   // Every rank's header against this rank's: a peer that failed its run or runs another
   // plan makes this rank's outputs NaN and leaves a record for fi_plan_device_status.
-  const int32_t *mine = (const int32_t *)(a.ws + a.off_send);
   for (int r = threadIdx.x; r < a.ranks; r += blockDim.x) {
-    const int32_t *hr = rank_header(a, r);
-    int code = 0, value = 0;
-    if (hr[FI_SH_MAGIC] != FI_SHARD_MAGIC || hr[FI_SH_RANK] != r) code = kShardMismatch, value = -1;
-    else if (hr[FI_SH_STATUS] != 0) code = kShardPeerFailed, value = hr[FI_SH_STATUS] & 0xff;
-    else {
-      int w = fi_shard_header_mismatch(mine, hr);
-      if (w >= 0) code = kShardMismatch, value = w;
-    }
+    int value = 0;
+    const int code = fi_shard_header_verdict(a.mine, rank_header(a, r), r, &value);
     if (code) {
       bad = 1;
-      if (atomicCAS(status, 0, code) == 0) {
-        status[1] = r;
-        status[2] = value;
-      }
+      record_failure(status, code, r, value);
     }
   }
   __syncthreads();
@@ -109,27 +106,16 @@ shard_merge_kernel(ShardArgs a, T *o, int64_t o_sb, int64_t o_sh, float *lse, in
     float *lrow = lse ? lse + q * lse_sb + h * lse_sh : nullptr;
     if (!bad) {
       for (int r = threadIdx.x; r < a.ranks; r += blockDim.x) {
-        const int32_t *hr = rank_header(a, r);
-        const fi_merge_unit *units =
-            (const fi_merge_unit *)(a.ws + a.off_g_merge + (int64_t)r * a.merge_bytes);
-        int lo = 0, hi = hr[FI_SH_MERGE_UNITS];
-        while (lo < hi) {
-          int mid = lo + (hi - lo) / 2;
-          if ((int64_t)units[mid].out_row + units[mid].rows <= q) lo = mid + 1;
-          else hi = mid;
-        }
+        const fi_merge_unit *units = (const fi_merge_unit *)(a.merge + (int64_t)r * a.merge_bytes);
+        const int u = fi_shard_unit_of(units, rank_header(a, r)[FI_SH_MERGE_UNITS], q);
         RankRun rr = {0, 1, 0};
-        if (lo < hr[FI_SH_MERGE_UNITS] && units[lo].out_row <= q &&
-            q < (int64_t)units[lo].out_row + units[lo].rows) {
-          rr.first = (int64_t)units[lo].first_partial_row + (q - units[lo].out_row);
-          rr.stride = units[lo].rows;
-          rr.count = units[lo].num_chunks;
+        if (u >= 0) {
+          rr.first = (int64_t)units[u].first_partial_row + (q - units[u].out_row);
+          rr.stride = units[u].rows;
+          rr.count = units[u].num_chunks;
         } else {
           bad = 1;
-          if (atomicCAS(status, 0, kShardNoUnit) == 0) {
-            status[1] = r;
-            status[2] = (int)q;
-          }
+          record_failure(status, FI_SHARD_NO_UNIT, r, (int)q);
         }
         runs[r] = rr;
       }
@@ -165,14 +151,9 @@ extern "C" fi_status fi_cuda_shard_mark(fi_context *ctx, const fi_plan *plan, in
   return FI_SUCCESS;
 }
 
-extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan,
-                                                  fi_tensor *o, fi_tensor *lse) {
-  fi_status s = fi_shard_exchange(ctx, plan);
-  if (s != FI_SUCCESS || !o) return s;
-  const fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
-  char *base = (char *)plan->workspace;
-  size_t bytes[4];
-  fi_shard_part_bytes(plan, bytes);
+extern "C" fi_status fi_cuda_shard_merge(fi_context *ctx, const fi_plan *plan,
+                                        const fi_shard_gathered *g, fi_tensor *o,
+                                        fi_tensor *lse) {
   const int heads = plan->params.num_qo_heads, D = plan->params.head_dim;
   if ((D != 64 && D != 128 && D != 256) || !fi_is_aligned(o->data, 16) ||
       (o->strides[0] * (int64_t)fi_dtype_size(o->dtype)) % 16 ||
@@ -181,16 +162,15 @@ extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan
                         "sharded run: o needs a 16-byte aligned base and strides that are "
                         "multiples of 16 bytes, and head_dim 64, 128 or 256");
   ShardArgs a;
-  a.ws = base;
-  a.off_send = (int64_t)l.off_send_header;
-  a.off_headers = (int64_t)l.off_headers;
-  a.off_g_merge = (int64_t)l.off_g_merge;
-  a.off_g_lse = (int64_t)l.off_g_lse;
-  a.off_g_o = (int64_t)l.off_g_o;
-  a.merge_bytes = (int64_t)bytes[1];  // each rank's part: its stride in the gathered regions
-  a.lse_bytes = (int64_t)bytes[2];
-  a.o_bytes = (int64_t)bytes[3];
-  a.ranks = l.ranks;
+  a.mine = g->mine;
+  a.headers = g->headers;
+  a.merge = g->merge;
+  a.lse = g->lse;
+  a.o = g->o;
+  a.merge_bytes = (int64_t)g->merge_bytes;
+  a.lse_bytes = (int64_t)g->lse_bytes;
+  a.o_bytes = (int64_t)g->o_bytes;
+  a.ranks = g->ranks;
   a.heads = heads;
   a.head_dim = D;
   a.rows = plan->total_qo_rows;
@@ -199,7 +179,7 @@ extern "C" fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan
                               16 + heads - 1) / heads;
   dim3 grid((unsigned)(a.rows < fill ? a.rows : fill), heads);
   const size_t smem = (size_t)a.ranks * sizeof(RankRun) + (size_t)(a.ranks + 1) * sizeof(int64_t);
-  int32_t *status = (int32_t *)base + 4;  // the workspace header's status record
+  int32_t *status = (int32_t *)plan->workspace + 4;  // the workspace header's status record
   float *lp = lse ? (float *)lse->data : nullptr;
   const int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
   cudaError_t e;

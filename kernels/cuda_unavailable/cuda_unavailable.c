@@ -110,9 +110,9 @@ fi_status fi_cuda_check_stream(fi_context *ctx, void *stream) {
   return UNAVAILABLE(ctx);
 }
 
-fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
-                                       fi_tensor *lse) {
-  (void)plan, (void)o, (void)lse;
+fi_status fi_cuda_shard_merge(fi_context *ctx, const fi_plan *plan, const fi_shard_gathered *g,
+                              fi_tensor *o, fi_tensor *lse) {
+  (void)plan, (void)g, (void)o, (void)lse;
   return UNAVAILABLE(ctx);
 }
 

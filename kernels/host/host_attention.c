@@ -373,7 +373,11 @@ static fi_status run_attention(fi_context *ctx, attn_job *j) {
   fi_host_alibi_slopes(p->num_qo_heads, j->alibi);
 
   fi_host_parallel_for(threads, (int64_t)j->layout.num_work_units * p->num_kv_heads, attn_task, j);
-  if (fi_plan_is_sharded(j->plan)) return fi_host_shard_exchange_merge(ctx, j->plan, j->o, j->lse);
+  if (fi_plan_is_sharded(j->plan)) { /* the ranks' partials, merged in rank order */
+    fi_shard_gathered g;
+    fi_status s = fi_shard_exchange(ctx, j->plan, &g);
+    return s != FI_SUCCESS ? s : fi_host_shard_merge(ctx, j->plan, &g, j->o, j->lse);
+  }
   if (j->layout.num_merge_units > 0)
     fi_host_parallel_for(threads, (int64_t)j->layout.num_merge_units * max_rows, merge_task, j);
   /* Rows of requests with no work unit (qo_len 0) have no output rows; rows whose KV is

@@ -258,17 +258,20 @@ static fi_status mask_extents(fi_context *ctx, const fi_plan_problem *pb,
 }
 
 /* What every attention plan checks first: the plan pointer, the parameters (paged: the
- * page size too) and the batch size. */
+ * page size too), a sharded KV (`sharded`: the family of a plan function that takes one,
+ * 0 for the others) and the batch size. */
 static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
-                                 const fi_attention_params *params, int paged, int32_t batch) {
+                                 const fi_attention_params *params, int paged, int32_t batch,
+                                 fi_op_family sharded) {
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
   CHECK(fi_validate_params(ctx, params, paged, 0));
-  if (params->kv_shards != 0)
+  if (params->kv_shards != 0 && !sharded)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "params.kv_shards = %d: a sharded KV is planned by fi_decode_plan or "
                         "fi_paged_prefill_plan (host plans: the plan exchanges a signature "
                         "between the ranks), not by this plan function",
                         (int)params->kv_shards);
+  if (sharded) CHECK(fi_shard_check_params(ctx, params, sharded));
   if (batch < 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "batch = %d: must be >= 0",
                         (int)batch);
@@ -277,8 +280,9 @@ static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
 
 /* What a decode plan checks wherever it is made (host or device). */
 static fi_status check_decode_plan_args(fi_context *ctx, fi_plan *plan,
-                                        const fi_attention_params *params, int32_t batch) {
-  CHECK(check_plan_args(ctx, plan, params, 1, batch));
+                                        const fi_attention_params *params, int32_t batch,
+                                        int host) {
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, host ? FI_OP_DECODE : 0));
   if (params->mask_mode == FI_MASK_CUSTOM)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
@@ -286,20 +290,23 @@ static fi_status check_decode_plan_args(fi_context *ctx, fi_plan *plan,
   return FI_SUCCESS;
 }
 
-/* A params copy without kv_shards: the checks shared with unsharded plans see it. */
-static fi_attention_params unsharded(const fi_attention_params *params) {
-  fi_attention_params p = *params;
-  p.kv_shards = 0;
-  return p;
+/* A sharded plan: the ranks' signature exchange, whatever the local result `s` was
+ * (api.c's plan functions clear the plan first, so that a failed one says nothing). */
+static int sharded_plan(const fi_attention_params *params, const fi_plan *plan) {
+  return params && params->kv_shards > 0 && plan;
+}
+static fi_status agree_sharded(fi_context *ctx, const fi_attention_params *params,
+                               fi_op_family family, int32_t batch, fi_status s,
+                               void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  return seal(plan, fi_shard_plan_agree(ctx, params, family, batch, s,
+                                        workspace ? workspace_bytes : 0, plan));
 }
 
 static fi_status decode_plan(fi_context *ctx, const fi_attention_params *params, int32_t batch,
                              const fi_page_table *host_pages, int32_t num_pages,
                              const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
                              fi_plan *plan) {
-  fi_attention_params whole = unsharded(params);
-  CHECK(check_decode_plan_args(ctx, plan, &whole, batch));
-  CHECK(fi_shard_check_params(ctx, params, FI_OP_DECODE));
+  CHECK(check_decode_plan_args(ctx, plan, params, batch, 1));
   int64_t total_kv = 0;
   CHECK(fi_validate_page_table(ctx, host_pages, batch, params->page_size, num_pages,
                                &total_kv));
@@ -315,14 +322,11 @@ fi_status fi_decode_plan(fi_context *ctx, const fi_attention_params *params, int
                          const fi_tiles *tiles, void *workspace, size_t workspace_bytes,
                          fi_plan *plan) {
   NEED_CTX(ctx);
-  if (params && params->kv_shards > 0 && plan) memset(plan, 0, sizeof *plan);
+  if (sharded_plan(params, plan)) memset(plan, 0, sizeof *plan);
   fi_status s = decode_plan(ctx, params, batch, host_pages, num_pages, tiles, workspace,
                             workspace_bytes, plan);
-  if (params && params->kv_shards > 0 && plan) {
-    if (s != FI_SUCCESS) plan->workspace_bytes = workspace ? workspace_bytes : 0;
-    s = seal(plan, fi_shard_plan_agree(ctx, params, FI_OP_DECODE, batch, s, plan));
-  }
-  return s;
+  if (!sharded_plan(params, plan)) return s;
+  return agree_sharded(ctx, params, FI_OP_DECODE, batch, s, workspace, workspace_bytes, plan);
 }
 
 /* A device plan's page table as the host sees it: the pointers and counts (the arrays
@@ -359,7 +363,7 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
                                 int64_t num_indices, int32_t num_pages, const fi_tiles *tiles,
                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_decode_plan_args(ctx, plan, params, batch));
+  CHECK(check_decode_plan_args(ctx, plan, params, batch, 0));
   if (!tiles)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_decode_plan_device: tiles is NULL: a device plan needs the variant "
@@ -417,7 +421,7 @@ fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_param
                                        const fi_tiles *tiles, void *workspace,
                                        size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 1, batch));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, 0));
   CHECK(check_prefill_device_args(ctx, params, "fi_paged_prefill_plan_device",
                                   device_qo_indptr, max_qo_rows, tiles));
   CHECK(check_device_pages(ctx, device_pages, num_indices, num_pages));
@@ -450,7 +454,7 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
                                         void *workspace, size_t workspace_bytes,
                                         fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 0, batch));
+  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0));
   CHECK(check_prefill_device_args(ctx, params, "fi_ragged_prefill_plan_device",
                                   device_qo_indptr, max_qo_rows, tiles));
   if (!device_kv_indptr)
@@ -493,9 +497,7 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
                                     const fi_page_table *host_pages, int32_t num_pages,
                                     const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                     void *workspace, size_t workspace_bytes, fi_plan *plan) {
-  fi_attention_params whole = unsharded(params);
-  CHECK(check_plan_args(ctx, plan, &whole, 1, batch));
-  CHECK(fi_shard_check_params(ctx, params, FI_OP_PAGED_PREFILL));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, FI_OP_PAGED_PREFILL));
   fi_attention_params local = *params;
   /* Causal over a sharded KV: the new tokens lie on the last rank; the other ranks hold
    * only older keys, which every query sees (runtime.h, "Context parallelism"). The plan
@@ -526,14 +528,12 @@ fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *para
                                 const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                 void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  if (params && params->kv_shards > 0 && plan) memset(plan, 0, sizeof *plan);
+  if (sharded_plan(params, plan)) memset(plan, 0, sizeof *plan);
   fi_status s = paged_prefill_plan(ctx, params, batch, host_qo_indptr, host_pages, num_pages,
                                    host_mask, tiles, workspace, workspace_bytes, plan);
-  if (params && params->kv_shards > 0 && plan) {
-    if (s != FI_SUCCESS) plan->workspace_bytes = workspace ? workspace_bytes : 0;
-    s = seal(plan, fi_shard_plan_agree(ctx, params, FI_OP_PAGED_PREFILL, batch, s, plan));
-  }
-  return s;
+  if (!sharded_plan(params, plan)) return s;
+  return agree_sharded(ctx, params, FI_OP_PAGED_PREFILL, batch, s, workspace, workspace_bytes,
+                       plan);
 }
 
 fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
@@ -542,7 +542,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
                                  const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                  void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 0, batch));
+  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0));
   int64_t total_qo = 0, total_kv = 0;
   CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
   CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));

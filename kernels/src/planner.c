@@ -287,6 +287,14 @@ static counts count_for_chunk(const fi_plan_problem *pb, int64_t rpu, int64_t ch
   return c;
 }
 
+/* A sharded plan short of workspace: what it needs, for the ranks' signature exchange
+ * (every rank's workspace is then sized alike; shard.c). */
+static void note_sharded_needs(fi_plan *plan, counts need) {
+  plan->num_work_units = (int32_t)need.units;
+  plan->num_partial_rows = (int32_t)need.partial;
+  plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)need.merge;
+}
+
 static int fits(counts c, const caps *k) {
   return c.units <= k->units && c.partial <= k->partial && c.merge <= k->merge;
 }
@@ -359,14 +367,12 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                        : fi_plan_target_units_for(ctx, pb->family, params);
 
   if (!fits(unsplit, &k)) {
-    if (sharded) { /* what the ranks' signature exchange needs to size every workspace */
-      counts need = unsplit;
-      if (params->fixed_split_size > 0) /* the split's counts (>= the unsplit ones) */
-        need = count_for_chunk(pb, rpu, ceil_div(params->fixed_split_size, g) * g, sharded);
-      plan->num_work_units = (int32_t)need.units;
-      plan->num_partial_rows = (int32_t)need.partial;
-      plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)need.merge;
-    }
+    if (sharded) /* the fixed split's counts (>= the unsplit ones) when there is one */
+      note_sharded_needs(plan, params->fixed_split_size > 0
+                                   ? count_for_chunk(pb, rpu,
+                                                     ceil_div(params->fixed_split_size, g) * g,
+                                                     sharded)
+                                   : unsplit);
     int32_t need_batch = pb->batch;
     size_t need = fi_plan_workspace_bytes(ctx, pb->family, params, need_batch, total_qo);
     return fi_set_error(ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
@@ -382,11 +388,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     chunk = ceil_div(params->fixed_split_size, g) * g;
     counts c = count_for_chunk(pb, rpu, chunk, sharded);
     if (!fits(c, &k)) {
-      if (sharded) {
-        plan->num_work_units = (int32_t)c.units;
-        plan->num_partial_rows = (int32_t)c.partial;
-        plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)c.merge;
-      }
+      if (sharded) note_sharded_needs(plan, c);
       return fi_set_error(
           ctx, FI_ERROR_WORKSPACE_TOO_SMALL,
           "fixed_split_size = %d splits this batch into %lld work units, %lld partial rows "
@@ -648,16 +650,16 @@ fi_status fi_device_plan_error(fi_context *ctx, const int32_t *st) {
                         "append_indptr[batch] = %d new tokens but k and v hold %d rows: pass "
                         "new K/V tensors of at least that many rows (device append; nothing "
                         "was written)", idx, val);
-  case 13: /* shard.cu: a peer's header carries a failed run's status */
+  case FI_SHARD_PEER_FAILED: /* shard.cu: a peer's header carries a failed run's status */
     return fi_set_error(ctx, FI_ERROR_COMM,
                         "sharded run: rank %d failed its run with %s (its own error tells why); "
                         "this rank's o and lse are NaN", idx, fi_status_string((fi_status)val));
-  case 14:
+  case FI_SHARD_MISMATCH:
     return fi_set_error(ctx, FI_ERROR_COMM,
                         "sharded run: rank %d ran a plan that differs in %s: every rank must run "
                         "the plan of the same step; this rank's o and lse are NaN", idx,
                         val >= 0 ? fi_shard_word_name(val) : "its header");
-  case 15:
+  case FI_SHARD_NO_UNIT:
     return fi_set_error(ctx, FI_ERROR_COMM,
                         "sharded run: query row %d has no merge unit on rank %d (the ranks' plans "
                         "disagree on the query rows); this rank's o and lse are NaN", val, idx);

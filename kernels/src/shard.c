@@ -65,8 +65,7 @@ static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
 
 static void nccl_load(void) {
   nccl.tried = 1;
-  const char *path = getenv("FI_NCCL_LIBRARY");
-  void *h = dlopen(path && *path ? path : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     snprintf(nccl.error, sizeof nccl.error, "%s", dlerror());
     return;
@@ -101,7 +100,7 @@ static fi_status need_nccl(fi_context *ctx) {
   if (!nccl.ok)
     return fi_set_error(ctx, FI_ERROR_BACKEND_UNAVAILABLE,
                         "NCCL could not be loaded (%s): put libnccl.so.2 on the library path "
-                        "or name it in FI_NCCL_LIBRARY", nccl.error);
+                        "(LD_LIBRARY_PATH)", nccl.error);
   return FI_SUCCESS;
 #endif
 }
@@ -455,7 +454,7 @@ static int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
                               fi_op_family family, int32_t batch, fi_status local,
-                              fi_plan *plan) {
+                              size_t workspace_bytes, fi_plan *plan) {
   fi_comm *comm = ctx->comm;
   if (!comm || comm->size != p->kv_shards) return local; /* nobody to tell (message set) */
   const int32_t R = comm->size;
@@ -464,7 +463,7 @@ fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *p,
   if (!mine) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "out of host memory");
   int32_t *all = mine + hb / 4;
   /* The plan's capacity comes from the workspace it was given (also when it failed). */
-  fill_header(mine, ctx, p, family, batch, local, plan, plan->workspace_bytes);
+  fill_header(mine, ctx, p, family, batch, local, plan, workspace_bytes);
   char own[FI_ERROR_MESSAGE_BYTES];
   memcpy(own, ctx->last_error, sizeof own);
   fi_status s;
@@ -558,7 +557,7 @@ void fi_shard_part_bytes(const fi_plan *plan, size_t bytes[4]) {
   bytes[3] = r * (size_t)p->num_qo_heads * (size_t)p->head_dim * sizeof(float);
 }
 
-fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan) {
+fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan, fi_shard_gathered *g) {
   fi_comm *comm = ctx->comm;
   const int want = ctx->backend == FI_BACKEND_CUDA ? COMM_NCCL : COMM_LOCAL;
   if (!comm || comm->size != plan->params.kv_shards || comm->kind != want)
@@ -575,6 +574,17 @@ fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan) {
                    base + l.off_g_o};
   size_t bytes[4];
   fi_shard_part_bytes(plan, bytes);
+  if (g) {
+    g->mine = (const int32_t *)send[0];
+    g->headers = (const char *)recv[0];
+    g->merge = (const char *)recv[1];
+    g->lse = (const char *)recv[2];
+    g->o = (const char *)recv[3];
+    g->merge_bytes = bytes[1];
+    g->lse_bytes = bytes[2];
+    g->o_bytes = bytes[3];
+    g->ranks = l.ranks;
+  }
 #ifdef FI_HAVE_CUDA
   if (comm->kind == COMM_NCCL) return fi_nccl_allgather(ctx, comm, 4, send, recv, bytes, ctx->stream);
 #endif
@@ -621,15 +631,16 @@ fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status st
     return status;
   char saved[FI_ERROR_MESSAGE_BYTES];
   memcpy(saved, ctx->last_error, sizeof saved);
+  /* this rank's header says so for the one exchange (CUDA: stream-ordered writes) */
   if (ctx->backend == FI_BACKEND_CUDA) {
     if (fi_cuda_shard_mark(ctx, plan, (int32_t)status) == FI_SUCCESS)
-      (void)fi_cuda_shard_exchange_merge(ctx, plan, NULL, NULL);
+      (void)fi_shard_exchange(ctx, plan, NULL);
     (void)fi_cuda_shard_mark(ctx, plan, 0);
   } else {
     fi_shard_layout l = fi_shard_layout_for(&plan->params, plan->workspace_bytes);
     int32_t *h = (int32_t *)((char *)plan->workspace + l.off_send_header);
     h[FI_SH_STATUS] = (int32_t)status;
-    (void)fi_host_shard_exchange_merge(ctx, plan, NULL, NULL);
+    (void)fi_shard_exchange(ctx, plan, NULL);
     h[FI_SH_STATUS] = 0;
   }
   memcpy(ctx->last_error, saved, sizeof saved);

@@ -78,6 +78,31 @@ static inline FI_SHARD_HD int fi_shard_header_mismatch(const int32_t *mine,
   }
   return -1;
 }
+
+/* The verdict on rank r's header in a run (the status record codes fi_device_plan_error
+ * reads): 0 fine; FI_SHARD_PEER_FAILED (value: the peer's fi_status); FI_SHARD_MISMATCH
+ * (value: the word that differs, -1 for no header). */
+enum { FI_SHARD_PEER_FAILED = 13, FI_SHARD_MISMATCH = 14, FI_SHARD_NO_UNIT = 15 };
+static inline FI_SHARD_HD int fi_shard_header_verdict(const int32_t *mine, const int32_t *h,
+                                                      int r, int *value) {
+  if (h[FI_SH_MAGIC] != FI_SHARD_MAGIC || h[FI_SH_RANK] != r) return *value = -1, FI_SHARD_MISMATCH;
+  if (h[FI_SH_STATUS] != 0) return *value = h[FI_SH_STATUS] & 0xff, FI_SHARD_PEER_FAILED;
+  const int w = fi_shard_header_mismatch(mine, h);
+  if (w >= 0) return *value = w, FI_SHARD_MISMATCH;
+  return 0;
+}
+
+/* The merge unit of `units` (n, sorted by out_row) that holds query row q, or -1. */
+static inline FI_SHARD_HD int fi_shard_unit_of(const fi_merge_unit *units, int n, int64_t q) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if ((int64_t)units[mid].out_row + units[mid].rows <= q) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && units[lo].out_row <= q && q < (int64_t)units[lo].out_row + units[lo].rows
+             ? lo : -1;
+}
 const char *fi_shard_word_name(int word);
 
 /* Regions of a sharded plan's workspace (offsets from the workspace base). */
@@ -133,12 +158,13 @@ fi_status fi_nccl_wait(fi_context *ctx, fi_comm *comm, int (*done)(void *), void
                        const char *what);
 
 /* The plan's signature exchange (api.c calls it after building a sharded plan, whatever
- * the local result `local` was; blocking): fills this rank's header, exchanges it, and
- * returns FI_SUCCESS only when every rank planned successfully and alike. On success it
- * writes the header into the workspace's send header. */
+ * the local result `local` was; blocking): fills this rank's header (its capacity from
+ * workspace_bytes), exchanges it, and returns FI_SUCCESS only when every rank planned
+ * successfully and alike. On success it writes the header into the workspace's send
+ * header. */
 fi_status fi_shard_plan_agree(fi_context *ctx, const fi_attention_params *params,
                               fi_op_family family, int32_t batch, fi_status local,
-                              fi_plan *plan);
+                              size_t workspace_bytes, fi_plan *plan);
 
 /* The local checks of a sharded plan (features refused, communicator present and of the
  * right size); mask: causal prefill on ranks < R - 1 runs unmasked (the plan's params). */
@@ -152,18 +178,28 @@ fi_status fi_shard_run_failed(fi_context *ctx, const fi_plan *plan, fi_status st
  * unmasked (its keys all precede every query). */
 fi_plan fi_shard_effective_plan(const fi_context *ctx, const fi_plan *plan);
 
+/* Where a run's exchange put every rank's states (in the plan's workspace): rank r's header
+ * at headers + r * FI_SHARD_HEADER_BYTES, its merge units / partial lse / partial o at
+ * merge / lse / o + r times that part's bytes (the counts the plan agreed on). */
+typedef struct fi_shard_gathered {
+  const int32_t *mine;     /* this rank's header */
+  const char *headers, *merge, *lse, *o;
+  size_t merge_bytes, lse_bytes, o_bytes;
+  int32_t ranks;
+} fi_shard_gathered;
+
 /* The run's exchange: every rank's header, merge units and partial states into the
  * gathered regions (local groups: a copy between the ranks; NCCL: grouped all-gathers on
- * the context's stream). */
-fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan);
+ * the context's stream). *g (may be NULL) says where they are. */
+fi_status fi_shard_exchange(fi_context *ctx, const fi_plan *plan, fi_shard_gathered *g);
 
-/* Host backend: the exchange of the plan's regions and the merge in rank order into o,
- * lse (after the local kernel wrote its partials). */
-fi_status fi_host_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
-                                       fi_tensor *lse);
-/* CUDA backend (kernels/cuda/shard.cu). */
-fi_status fi_cuda_shard_exchange_merge(fi_context *ctx, const fi_plan *plan, fi_tensor *o,
-                                       fi_tensor *lse);
+/* The merge in rank order of a run's gathered states into o, lse, after the exchange.
+ * Host: checks the headers (FI_ERROR_COMM naming a peer that failed or differs). CUDA:
+ * shard.cu's kernel (a peer's failure: NaN outputs and the workspace's status record). */
+fi_status fi_host_shard_merge(fi_context *ctx, const fi_plan *plan,
+                              const fi_shard_gathered *g, fi_tensor *o, fi_tensor *lse);
+fi_status fi_cuda_shard_merge(fi_context *ctx, const fi_plan *plan,
+                              const fi_shard_gathered *g, fi_tensor *o, fi_tensor *lse);
 /* CUDA: waits for ctx's stream, polling the communicator, at most its timeout (then aborts
  * it). */
 fi_status fi_cuda_comm_synchronize(fi_context *ctx);

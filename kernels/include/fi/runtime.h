@@ -493,8 +493,8 @@ typedef struct fi_comm fi_comm;
 
 /* The bytes of an NCCL unique id (ncclUniqueId). */
 #define FI_COMM_ID_BYTES 128
-/* NCCL is loaded when first needed (dlopen of libnccl.so.2, or the path in the
- * environment variable FI_NCCL_LIBRARY); FI_ERROR_BACKEND_UNAVAILABLE without it. */
+/* NCCL is loaded when first needed (dlopen of libnccl.so.2 from the library path);
+ * FI_ERROR_BACKEND_UNAVAILABLE without it. */
 /* Rank 0 makes an id; the embedder hands it to every rank (e.g. over its own launcher). */
 fi_status fi_comm_nccl_unique_id(uint8_t id[FI_COMM_ID_BYTES]);
 /* Creates and owns an NCCL communicator of `nranks` on the current CUDA device (each rank
