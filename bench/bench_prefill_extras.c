@@ -4,6 +4,7 @@
  * custom mask (the causal pattern as bits: the same kept pairs, read from memory), RoPE
  * (LLaMA) and fp8 e4m3 KV -- these two through the stage pass into the context's prefill
  * stage, and once more without a stage (the one-warpgroup kernels they ran on before) --
+ * fp8 attention (e4m3 q, k and v on fp8 tensor cores, f16 o; plain and soft cap 30) --
  * and GQA groups that do not divide 128 (heads scaled, KV heads fixed). Each row runs the plan the
  * heuristics choose; the variant column adds its TFLOP/s over the base row's (the plain
  * row of the same shape; for the groups, group 4).
@@ -32,10 +33,11 @@ static void run_extras(void *p) {
 }
 
 enum { EX_PLAIN, EX_CAP, EX_WINDOW, EX_ALIBI, EX_MASK, EX_ROPE, EX_FP8, EX_ROPE_NO_STAGE,
-       EX_FP8_NO_STAGE, EX_COUNT };
+       EX_FP8_NO_STAGE, EX_FP8_ATTN, EX_FP8_ATTN_CAP, EX_COUNT };
 static const char *const extra_names[EX_COUNT] = {
     "plain", "soft cap 30", "window 1024", "alibi", "custom mask (causal bits)", "rope",
-    "fp8 e4m3 kv", "rope, no stage", "fp8 e4m3 kv, no stage"};
+    "fp8 e4m3 kv", "rope, no stage", "fp8 e4m3 kv, no stage", "fp8 attention (e4m3 q,k,v)",
+    "fp8 attention, soft cap 30"};
 
 /* Runs one (row, extra) and returns its rate in FLOP per ms (0 when skipped or refused);
  * `base_rate` > 0: the row also prints its rate over that one. */
@@ -48,12 +50,14 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
   if (!fi_bench_selected(b, name)) return 0;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
   p.mask_mode = extra == EX_MASK ? FI_MASK_CUSTOM : FI_MASK_CAUSAL;
-  if (extra == EX_CAP) p.logits_soft_cap = 30.f;
+  if (extra == EX_CAP || extra == EX_FP8_ATTN_CAP) p.logits_soft_cap = 30.f;
   if (extra == EX_WINDOW) p.window_left = window;
   if (extra == EX_ALIBI) p.pos_encoding = FI_POS_ALIBI;
   if (extra == EX_ROPE || extra == EX_ROPE_NO_STAGE) p.pos_encoding = FI_POS_ROPE_LLAMA;
-  const int fp8 = extra == EX_FP8 || extra == EX_FP8_NO_STAGE;
+  const int fp8_attn = extra == EX_FP8_ATTN || extra == EX_FP8_ATTN_CAP;
+  const int fp8 = extra == EX_FP8 || extra == EX_FP8_NO_STAGE || fp8_attn;
   if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
+  if (fp8_attn) p.q_dtype = FI_DTYPE_E4M3; /* o stays f16 (o_dtype's default) */
 
   int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
   int32_t *mask_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
@@ -68,7 +72,8 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
   const int64_t qshape[3] = {nnz, qo_heads, hd}, kshape[3] = {nnz, kv_heads, hd};
   const size_t qbytes = (size_t)nnz * qo_heads * hd * 2;
   const size_t kbytes = (size_t)nnz * kv_heads * hd * (fp8 ? 1 : 2);
-  a.q = fi_tensor_contiguous(fi_bench_random_device(qbytes), FI_DTYPE_F16, 3, qshape);
+  a.q = fi_tensor_contiguous(fi_bench_random_device(fp8_attn ? qbytes / 2 : qbytes), p.q_dtype,
+                             3, qshape);
   void *obuf = NULL;
   FI_BENCH_CK(cudaMalloc(&obuf, qbytes));
   a.o = fi_tensor_contiguous(obuf, FI_DTYPE_F16, 3, qshape);
@@ -133,7 +138,7 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
                (4.0 * hd * qo_heads * pairs / ms) / base_rate);
     else
       snprintf(variant, sizeof variant, "%s", tn);
-    fi_bench_row(b, "prefill+", name, variant, ms, 2.0 * qbytes + 2.0 * kbytes,
+    fi_bench_row(b, "prefill+", name, variant, ms, (fp8_attn ? 1.5 : 2.0) * qbytes + 2.0 * kbytes,
                  4.0 * hd * qo_heads * pairs);
     ms = 4.0 * hd * qo_heads * pairs / ms; /* returned as FLOP per ms for the ratio */
   }

@@ -92,11 +92,11 @@ struct KvTensors {
   fi_kv_layout layout;  // paged only
 };
 
-// A 16-bit tensor as a tensor map with the 128-byte swizzle: dims innermost first, strides
-// (bytes) of dims 1.. and the box. False when the driver refuses it (then the other kernel
-// runs).
+// A tensor of esz-byte elements (2; fp8 1) as a tensor map with the 128-byte swizzle: dims
+// innermost first, strides (bytes) of dims 1.. and the box. False when the driver refuses it
+// (then the other kernel runs).
 bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
-                const cuuint64_t *strides, const cuuint32_t *box) {
+                const cuuint64_t *strides, const cuuint32_t *box, int esz = 2) {
   // The driver's rules (cuTensorMapEncodeTiled), checked here so that it is never called
   // with arguments it refuses (an empty tensor has a zero extent): a 16-byte aligned base,
   // extents in 1 .. 2^32, strides of dims 1.. multiples of 16 below 2^40, boxes of 1 .. 256
@@ -106,11 +106,12 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
     if (dims[d] == 0 || dims[d] > (1ull << 32) || box[d] == 0 || box[d] > 256) return false;
     if (d > 0 && (strides[d - 1] % 16 != 0 || strides[d - 1] >= (1ull << 40))) return false;
   }
-  if (box[0] * 2 % 16 != 0 || box[0] * 2 > 128) return false;
+  if (box[0] * esz % 16 != 0 || box[0] * esz > 128) return false;
   auto encode = (PFN_cuTensorMapEncodeTiled_v12000)fi_cuda_tensor_map_encoder();
-  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  const cuuint32_t unit[5] = {1, 1, 1, 1, 1};
   return encode &&
-         encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, rank, data, dims, strides, box, unit,
+         encode(map, esz == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                rank, data, dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -156,6 +157,28 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
   return true;
 }
 
+// The tensor maps of fp8 attention (head_dim 128, 1-byte elements): q as for 16-bit with
+// boxes of (128, group, 128 / group); k as token rows (D, kv heads, rows) with (128, 1, 128)
+// (ragged: the run's k; paged: staged); V^T (staged, [kv heads][D][pitch]) as (pitch, D,
+// kv heads) with boxes of (128 keys, D, 1).
+bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor *k,
+                     const void *vt, int64_t vt_pitch, int D, int kv_heads, int group) {
+  if (q->strides[2] != 1 || k->strides[2] != 1) return false;
+  const cuuint64_t qd[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
+  const cuuint64_t qs[2] = {(cuuint64_t)q->strides[1], (cuuint64_t)q->strides[0]};
+  const cuuint32_t qb[3] = {128, (cuuint32_t)group, (cuuint32_t)(128 / group)};
+  const cuuint64_t kd[3] = {(cuuint64_t)D, (cuuint64_t)k->shape[1], (cuuint64_t)k->shape[0]};
+  const cuuint64_t ks[2] = {(cuuint64_t)k->strides[1], (cuuint64_t)k->strides[0]};
+  const cuuint32_t kb[3] = {128, 1, 128};
+  const cuuint64_t vd[3] = {(cuuint64_t)vt_pitch, (cuuint64_t)D, (cuuint64_t)kv_heads};
+  const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
+  const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
+  m->kv_box_rows = 128;
+  return encode_map(&m->q, q->data, 3, qd, qs, qb, 1) &&
+         encode_map(&m->k, k->data, 3, kd, ks, kb, 1) &&
+         encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
+}
+
 fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
   const bool bf = a->q_dtype == FI_DTYPE_BF16;
   if (a->head_dim == 64) return bf ? fi_prefill_ws_launch_hd64_bf16 : fi_prefill_ws_launch_hd64_f16;
@@ -172,6 +195,8 @@ cudaError_t fi_prefill_ws_prepare() {
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd64_bf16();
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_f16();
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_bf16();
+  if (e == cudaSuccess) e = fi_prefill_ws_fp8_prepare_f16();
+  if (e == cudaSuccess) e = fi_prefill_ws_fp8_prepare_bf16();
   return e;
 }
 
@@ -180,6 +205,75 @@ namespace {
 fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
   return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
                       cudaGetErrorString(e));
+}
+
+// fp8 attention (q_dtype e4m3): the stage pass writes V^T (and a paged cache's K as token
+// rows), then the warp-specialised kernel runs on fp8 wgmma. No other kernel takes fp8
+// queries: a run it cannot take fails, naming why.
+fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
+                  const KvTensors &kv, const fi_stage_layout &stage, int64_t stage_kv_rows,
+                  const int32_t *counts, bool extras, fi_tensor *o, fi_tensor *lse,
+                  const char *what) {
+  const fi_attention_params *a = &plan->params;
+  char why[224];
+  why[0] = 0;
+  if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
+      plan->tiles.kv_tile != 128)
+    snprintf(why, sizeof why, "the plan's tiles are not the wgmma 128 x 128 tiles");
+  else if (!ctx->wgmma_available || !counts)
+    snprintf(why, sizeof why, "no sm_90a device or no plan counters in the workspace");
+  else if (ctx->tuning.prefill_warp_spec == 0)
+    snprintf(why, sizeof why, "the kernel is turned off (FI_PREFILL_WARP_SPEC=0)");
+  else if (stage.total == 0)
+    snprintf(why, sizeof why, "head_dim %d (the kernel has 128) or a GQA group above 128",
+             (int)a->head_dim);
+  else if (stage.total > ctx->prefill_stage_bytes)
+    snprintf(why, sizeof why,
+             "it needs a prefill stage of %zu bytes for V^T (fi_context_set_prefill_stage, "
+             "sized by fi_prefill_stage_size; the context has %zu)",
+             stage.total, ctx->prefill_stage_bytes);
+  char *base = (char *)ctx->prefill_stage;
+  PrefillStageArgs sa = {};
+  fi_tensor sk = *kv.k;
+  fi_prefill::WsMaps maps;
+  if (!why[0]) {
+    sa.src = p;
+    sa.batch = plan->batch;
+    sa.device_batch = counts + 8;  // the workspace header's batch word
+    sa.head_dim = a->head_dim;
+    sa.kv_kind = FI_KV_E4M3;
+    sa.kv_rows_cap = stage_kv_rows;
+    sa.svt = base + stage.v;
+    sa.vt_pitch = fi_fp8_vt_pitch(stage_kv_rows);
+    if (p.paged) {
+      const int64_t kshape[3] = {stage_kv_rows > 0 ? stage_kv_rows : 1, a->num_kv_heads,
+                                 a->head_dim};
+      sa.sk = base + stage.k;
+      sk = fi_tensor_contiguous(sa.sk, FI_DTYPE_E4M3, 3, kshape);
+    }
+    if (!encode_fp8_maps(&maps, q, &sk, sa.svt, sa.vt_pitch, a->head_dim, a->num_kv_heads,
+                         p.group))
+      snprintf(why, sizeof why, "tensors the driver cannot map (strides or alignment)");
+  }
+  if (why[0])
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s with fp8 (e4m3) queries runs only on the warp-specialised Hopper "
+                        "kernel, which cannot take this run: %s", what, why);
+  p.k_staged = p.paged;
+  p.v_staged = 1;
+  // q_scale and k_scale scale the logits (p.sm_scale already holds k_scale).
+  p.sm_scale *= a->q_scale;
+  p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
+  cudaStream_t stream = fi_cuda_stream(ctx);
+  cudaError_t e = fi_prefill_stage_fp8_launch(sa, ctx->target.sm_count, p.pdl != 0, stream);
+  if (e == cudaSuccess)
+    e = (a->o_dtype == FI_DTYPE_BF16 ? fi_prefill_ws_fp8_launch_bf16
+                                     : fi_prefill_ws_fp8_launch_f16)(
+        p, maps, extras, fi_plan_get_layout(plan).num_work_units, ctx->target.sm_count, stream);
+  if (e != cudaSuccess)
+    return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
+                        cudaGetErrorString(e));
+  return fi_cuda_merge_partials(ctx, plan, counts + 1, o, lse);
 }
 
 // Fills the parts of the argument block shared by both forms and launches.
@@ -253,6 +347,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       fi_prefill_stage_layout(ctx, a, p.paged, stage_kv_rows);
 
   cudaStream_t stream = fi_cuda_stream(ctx);
+  if (a->q_dtype == FI_DTYPE_E4M3)
+    return run_fp8(ctx, plan, p, q, kv, stage, stage_kv_rows, counts, extras, o, lse, what);
   // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
   // with or without the extras, in and out of CUDA-graph captures (its tensor maps span the
   // tensors as declared at capture, as every kernel's bounds do; rows and pages come from

@@ -200,11 +200,20 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
 // of a CTA_Q-row tile) and K both K-major from the swizzled slabs whose descriptor low words
 // are q_lo and k_lo; 32 bytes along a 128-byte row per step. Issue only (the caller fences,
 // commits and waits).
+// (DT: the operand type, fi_wgmma::e4m3 for fp8: 32 head dims per step, the same 32 bytes.)
+template <typename DT>
+struct WgOperand {
+  static constexpr int BYTES = 2;
+};
+template <>
+struct WgOperand<fi_wgmma::e4m3> {
+  static constexpr int BYTES = 1;
+};
 template <typename DT, int HD, int CTA_Q, int CTA_KV>
 __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t q_lo,
                                             uint32_t k_lo) {
 #pragma unroll
-  for (int kk = 0; kk < HD / 16; ++kk) {
+  for (int kk = 0; kk < HD * WgOperand<DT>::BYTES / 32; ++kk) {
     const uint32_t step = (kk & 3) * 32;
     const uint64_t da = fi_wgmma::desc_at(q_lo, (kk >> 2) * (CTA_Q * 128) + step, 1024);
     const uint64_t db = fi_wgmma::desc_at(k_lo, (kk >> 2) * (CTA_KV * 128) + step, 1024);
@@ -220,9 +229,12 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // turns s into P, and returns the factor O must be scaled by. Tree reductions (max, then
 // sum): a chain of NB dependent ops would stall the few warps per scheduler these kernels
 // run with.
+// p_log2_offset scales P by 2^offset (the fp8 kernel's 256: P in e4m3 keeps its small
+// values; l is scaled alike, so O / l is not, and the LSE subtracts it).
 template <int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
-                                                    float &l_run, float c_log2) {
+                                                    float &l_run, float c_log2,
+                                                    float p_log2_offset = 0.f) {
   float part[NB];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
@@ -233,10 +245,11 @@ __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, f
   const float m_use = (mx == -INFINITY) ? 0.f : mx;
   const float scale = exp2f(m_run - m_use);
   m_run = mx;
+  const float sub = p_log2_offset - m_use;
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) {
-    float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, -m_use));
-    float p1 = exp2f(fmaf(s[nb][2 * hh + 1], c_log2, -m_use));
+    float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, sub));
+    float p1 = exp2f(fmaf(s[nb][2 * hh + 1], c_log2, sub));
     s[nb][2 * hh] = p0;
     s[nb][2 * hh + 1] = p1;
     part[nb] = p0 + p1;
@@ -255,6 +268,41 @@ __device__ __forceinline__ void pack_p(const float (&s)[NB][4], uint32_t (&pa)[N
     pa[kb][2] = MmaOp<DT>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]);
     pa[kb][3] = MmaOp<DT>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3]);
   }
+}
+
+// Four fp32 values as e4m3 bytes of one register, the first in the low byte (satfinite).
+__device__ __forceinline__ uint32_t pack4_e4m3(float x0, float x1, float x2, float x3) {
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(x1), "f"(x0));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(x3), "f"(x2));
+  return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+
+// P as the e4m3 A operand of the fp8 P V wgmma, 32 keys per step, without moving a value
+// between threads: the fragment wants keys 4t..4t+3 (and + 16) of each row where the
+// accumulators hold keys 2t, 2t+1, 8+2t, 9+2t (and + 16), so logical key k of a 32-key step
+// is physical key perm32_key(k) -- and V^T is staged with its keys in that order
+// (prefill_stage.cu), which makes P V the product it should be.
+template <int NB>
+__device__ __forceinline__ void pack_p_e4m3(const float (&s)[NB][4], uint32_t (&pa)[NB / 4][4]) {
+#pragma unroll
+  for (int kb = 0; kb < NB / 4; ++kb) {
+    pa[kb][0] = pack4_e4m3(s[4 * kb][0], s[4 * kb][1], s[4 * kb + 1][0], s[4 * kb + 1][1]);
+    pa[kb][1] = pack4_e4m3(s[4 * kb][2], s[4 * kb][3], s[4 * kb + 1][2], s[4 * kb + 1][3]);
+    pa[kb][2] = pack4_e4m3(s[4 * kb + 2][0], s[4 * kb + 2][1], s[4 * kb + 3][0], s[4 * kb + 3][1]);
+    pa[kb][3] = pack4_e4m3(s[4 * kb + 2][2], s[4 * kb + 2][3], s[4 * kb + 3][2], s[4 * kb + 3][3]);
+  }
+}
+
+// The key (0..31 within its 32-key step) that logical column k of pack_p_e4m3's fragment
+// holds: k = 16 h + 4 t + i -> 16 h + 8 (i / 2) + 2 t + i % 2; perm32_col is its inverse.
+__host__ __device__ __forceinline__ int perm32_key(int k) {
+  const int h = k >> 4, t = (k >> 2) & 3, i = k & 3;
+  return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
+}
+__host__ __device__ __forceinline__ int perm32_col(int j) {
+  const int h = j >> 4, w = j & 15;
+  return 16 * h + 4 * ((w & 7) >> 1) + 2 * (w >> 3) + (w & 1);
 }
 
 // O rows g and g + 8 of one m-tile times their softmax rescale factors.

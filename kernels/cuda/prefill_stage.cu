@@ -34,6 +34,7 @@
 #include <cuda_fp16.h>
 
 #include "common.cuh"
+#include "prefill_kernel.cuh"
 #include "prefill_stage.h"
 
 namespace {
@@ -140,7 +141,83 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   }
 }
 
+// fp8 attention: V^T for the P V wgmma (fp8 takes only K-major operands) and, for a paged
+// cache, K as token rows. One CTA per (128 staged rows, KV head): the rows' V (and K) land
+// in shared memory with 16-byte loads, then each thread writes 16-byte runs of V^T rows,
+// logical column k of a 32-key group holding key perm32_key(k) (prefill_kernel.cuh).
+// Staged rows that hold no key (the slots of a last page past kv_len, rows past the last
+// request) are written as zeros, up to the last row a tile box can reach (P is 0 there, but
+// 0 x NaN would be NaN); CTAs past it return.
+__global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillStageArgs s) {
+  fi::pdl_enter();
+  constexpr int ROWS = 128, PITCH = 144;  // (144: the transpose's column reads spread over banks)
+  __shared__ __align__(16) uint8_t tile[ROWS * PITCH];  // [row][head_dim <= 128]
+  const int batch = s.device_batch ? *s.device_batch : s.batch;
+  const int hd = s.head_dim, chunks = hd / 16, h = blockIdx.y;
+  const int64_t row0 = (int64_t)blockIdx.x * ROWS;
+  const int kv_end = batch > 0 ? __ldg(s.src.kv_indptr + batch) : 0;
+  const int64_t used = s.src.paged ? (int64_t)kv_end * s.src.page_size : kv_end;
+  if (row0 > used + ROWS || row0 >= s.vt_pitch) return;
+  for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
+    const int r = i / chunks, c = i % chunks;
+    const int64_t row = row0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    const uint8_t *vsrc = nullptr, *ksrc = nullptr;
+    if (row < used && row < s.kv_rows_cap) {
+      if (s.src.paged) {
+        const int e = (int)(row / s.src.page_size), slot = (int)(row - (int64_t)e * s.src.page_size);
+        const int q = owner(s.src.kv_indptr, batch, e);
+        const int j = (e - __ldg(s.src.kv_indptr + q)) * s.src.page_size + slot;
+        if (j < kv_len_of(s, q)) {
+          const int64_t page = __ldg(s.src.kv_indices + e);
+          vsrc = (const uint8_t *)s.src.v + page * s.src.v_stride_page +
+                 (int64_t)slot * s.src.v_stride_tok + (int64_t)h * s.src.v_stride_head;
+          ksrc = (const uint8_t *)s.src.k + page * s.src.k_stride_page +
+                 (int64_t)slot * s.src.k_stride_tok + (int64_t)h * s.src.k_stride_head;
+        }
+      } else {
+        vsrc = (const uint8_t *)s.src.v + row * s.src.v_stride_tok +
+               (int64_t)h * s.src.v_stride_head;
+      }
+    }
+    if (vsrc) v = __ldg(reinterpret_cast<const uint4 *>(vsrc) + c);
+    *reinterpret_cast<uint4 *>(tile + r * PITCH + c * 16) = v;
+    if (ksrc && s.sk)
+      reinterpret_cast<uint4 *>((uint8_t *)s.sk + (row * s.src.num_kv_heads + h) * hd)[c] =
+          __ldg(reinterpret_cast<const uint4 *>(ksrc) + c);
+  }
+  __syncthreads();
+  // V^T row d, columns [row0, row0 + 128): 8 runs of 16 logical columns per row.
+  uint8_t *const vt = (uint8_t *)s.svt + (int64_t)h * hd * s.vt_pitch + row0;
+  for (int i = threadIdx.x; i < hd * (ROWS / 16); i += blockDim.x) {
+    const int d = i / (ROWS / 16), run = i % (ROWS / 16);
+    uint32_t w[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t x = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int col = run * 16 + q * 4 + b;
+        const int key = (col & ~31) + fi_prefill::perm32_key(col & 31);
+        x |= (uint32_t)tile[key * PITCH + d] << (8 * b);
+      }
+      w[q] = x;
+    }
+    *reinterpret_cast<uint4 *>(vt + (int64_t)d * s.vt_pitch + run * 16) =
+        make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
 }  // namespace
+
+cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, int sm_count, bool pdl,
+                                        cudaStream_t stream) {
+  (void)sm_count;
+  const int64_t tiles = (s.vt_pitch + 127) / 128;
+  if (tiles == 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
+  return fi::launch_on(stream, pdl, dim3((unsigned)tiles, (unsigned)s.src.num_kv_heads),
+                       dim3(256), 0, prefill_stage_fp8_kernel, s);
+}
 
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream) {

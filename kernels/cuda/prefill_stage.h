@@ -23,8 +23,15 @@ struct PrefillStageArgs {
   // [kv_rows_cap] (null: that tensor is not staged).
   void *sk, *sv;
   int64_t kv_rows_cap;
+  // fp8 attention (q, k, v e4m3; fi_prefill_stage_fp8_launch): sk holds paged K as e4m3
+  // token rows (null for ragged K, which the kernel maps as it is), svt V^T as
+  // [kv heads][head_dim][vt_pitch] bytes, each 32-key group in pack_p_e4m3's order.
+  void *svt;
+  int64_t vt_pitch;
 };
 
+cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, int sm_count, bool pdl,
+                                        cudaStream_t stream);
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream);
 

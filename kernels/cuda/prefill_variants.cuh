@@ -64,6 +64,14 @@ FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
 FI_PREFILL_WS_DECLARE(128, f16)
 FI_PREFILL_WS_DECLARE(128, bf16)
+// fp8 attention (e4m3 Q, K, V^T; output NAME; head_dim 128): prefill_ws.cuh with FP8.
+#define FI_PREFILL_WS_FP8_DECLARE(NAME)                                                    \
+  cudaError_t fi_prefill_ws_fp8_launch_##NAME(const PrefillParams &p,                      \
+                                              const fi_prefill::WsMaps &maps, bool extras, \
+                                              int n, int sm_count, cudaStream_t stream);   \
+  cudaError_t fi_prefill_ws_fp8_prepare_##NAME();
+FI_PREFILL_WS_FP8_DECLARE(f16)
+FI_PREFILL_WS_FP8_DECLARE(bf16)
 
 #ifdef FI_PREFILL_DEFINE_LAUNCHER
 #include "prefill_kernel.cuh"
@@ -79,6 +87,15 @@ FI_PREFILL_WS_DECLARE(128, bf16)
   }                                                                                        \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
     return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \
+  }
+#define FI_PREFILL_WS_FP8_DEFINE(NAME)                                                     \
+  cudaError_t fi_prefill_ws_fp8_launch_##NAME(const PrefillParams &p,                      \
+                                              const fi_prefill::WsMaps &maps, bool extras, \
+                                              int n, int sm_count, cudaStream_t stream) {  \
+    return fi_prefill::launch_prefill_ws_fp8<DT_>(p, maps, extras, n, sm_count, stream);   \
+  }                                                                                        \
+  cudaError_t fi_prefill_ws_fp8_prepare_##NAME() {                                         \
+    return fi_prefill::prepare_prefill_ws_fp8<DT_>();                                      \
   }
 #define FI_PREFILL_WS_SMEM_DEFINE(HD)                                                      \
   int fi_prefill_ws_smem_hd##HD() { return fi_prefill::WsShape<HD>::SMEM; }

@@ -64,6 +64,7 @@
 #include <cuda.h>
 
 #include <climits>
+#include <type_traits>
 
 #include "common.cuh"
 #include "prefill_kernel.cuh"
@@ -85,6 +86,9 @@ struct WsChunk {
   fi_work_unit wu;
   int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;
   int packed_end, chunk, t_lo, t_hi, kv_lo, kv_hi, num_tiles;
+  // The first key the chunk keeps: kv_lo, or (fp8) past kv_lo, which is then moved back to
+  // the 32-key group of the staged V^T (keys before kv_first are masked).
+  int kv_first;
   // A custom mask with extents: every row of the chunk keeps one run of keys (dense), and
   // the keys every row keeps [in_lo, in_hi) (tiles inside need no masking).
   int dense, in_lo, in_hi;
@@ -196,11 +200,22 @@ __device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChu
 // consumer warpgroups', 3 their joint V zeroing.)
 __device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" ::: "memory"); }
 
-template <int HD>
+// The consumer warpgroups' turns to issue wgmma (barriers 5 + wg of their 256 threads): a
+// warpgroup syncs on its own barrier and arrives on the other's.
+__device__ __forceinline__ void pingpong_sync(int wg) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
+}
+__device__ __forceinline__ void pingpong_arrive(int wg) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(5 + wg) : "memory");
+}
+
+// ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
+// stages O there.
+template <int HD, int ES = 2>
 struct WsShape {
   static constexpr int CTA_Q = 128, CTA_KV = 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
-  static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * 2;
+  static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
   static constexpr int Q_SLOTS = 2;
   // As many ring stages as fit next to the two Q slots (head_dim 128: 2, 64: 4).
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
@@ -217,15 +232,31 @@ struct WsShape {
 // the variant kernels (variant_kernels.cu: VARIANT = true, built by clang as LLVM bitcode
 // and linked at compile time with a program's score_mod / mask_mod, variant_hooks.cuh). `p`
 // and `maps` are the kernel's __grid_constant__ parameters.
-template <int HD, typename DT, bool EXTRAS, bool BSR, bool VARIANT>
+// FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
+// prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
+template <int HD, typename DT, bool EXTRAS, bool BSR, bool VARIANT, bool FP8 = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
   static_assert(!VARIANT || (!EXTRAS && !BSR),
                 "variants run in the kernel without the built-in extras, not block-sparse");
+  static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
+                "fp8 runs head_dim 128, not block-sparse or variants");
   fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
-  using W = WsShape<HD>;
+  constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
+  using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
+  using W = WsShape<HD, ES>;
   constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
   constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
+  constexpr int SLAB = 128 / ES;          // elements per 128-byte swizzled row
+  constexpr int KB = CTA_KV * ES / 32;    // P V steps per tile (16 keys; fp8 32)
+  // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
+  // the softmax's small probabilities keep their bits; the largest, 256, is far from 448).
+  constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
+  // fp8: the GEMMs take half the time, so the softmax (as many exp2 as GEMM cycles) decides:
+  // the two consumer warpgroups take turns issuing theirs (FA3's ping-pong; named barriers 5
+  // and 6), so that one's softmax runs under the other's GEMMs. Warpgroup 1 gives warpgroup 0
+  // the first turn; warpgroup 0 takes the one turn left over at the end.
+  constexpr bool PINGPONG = FP8;
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
   unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
@@ -270,7 +301,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // The producer alone walks the work: items from the scheduler (see the header), each
     // item's chunks in order, one descriptor per chunk in its Q slot's header.
     const int kvh = p.num_kv_heads;
-    const int q_bytes = chunk_rows * HD * 2;
+    const int q_bytes = chunk_rows * HD * ES;
     const int num_units = *p.device_num_units;
     const int num_items = num_units * kvh;
     uint32_t q_seq = 0, kv_seq = 0;
@@ -304,6 +335,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         c.kv_lo = c.wu.kv_start;
         c.kv_hi = c.wu.kv_end;
         c.dense = 0;
+        c.kv_first = c.kv_lo;
         if (BSR) {  // block-sparse: kv_lo .. kv_hi index the plan's tiles
           c.num_tiles = c.kv_hi - c.kv_lo;
         } else {
@@ -346,6 +378,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               c.kv_hi = c.kv_lo;  // no row of the chunk keeps a key: no tile
             }
           }
+          c.kv_first = c.kv_lo;
+          // fp8: tiles start on a 32-key group of the staged rows (V^T's key order is
+          // permuted within those groups); the keys before kv_first are masked.
+          if (FP8 && c.kv_hi > c.kv_lo)
+            c.kv_lo -= ((p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin) + c.kv_lo) & 31;
           c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
         // A variant's mask: which of the range's tiles it keeps (lane i asks for tile
@@ -387,8 +424,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
           fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
 #pragma unroll
-          for (int h = 0; h < HD / 64; ++h)
-            fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, 64 * h, kv_head * group,
+          for (int h = 0; h < HD / SLAB; ++h)
+            fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
         }
         // Tile `tile` of the range into the next ring stage (the `loaded`-th of the chunk;
@@ -439,12 +476,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 for (int h = 0; h < HD / 64; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
                                   kv_head, c.kv_tok_begin + half_key[lane], full);
+            } else if (FP8 && part == 1) {  // V^T: (keys, head dims, kv heads) boxes
+              const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
+              if (lane == 0) fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
             } else if (!p.paged || staged) {
               const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
               if (lane == 0)
 #pragma unroll
-                for (int h = 0; h < HD / 64; ++h)
-                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, 64 * h, kv_head, row0 + kv0,
+                for (int h = 0; h < HD / SLAB; ++h)
+                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, kv_head, row0 + kv0,
                                   full);
             } else if (lane < boxes) {
 #pragma unroll
@@ -492,26 +532,37 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   uint32_t q_seq = 0, kv_seq = 0;
+  if constexpr (PINGPONG) {
+    if (warp >= 4) pingpong_arrive(0);
+  }
   for (;;) {
     // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
     const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
     ++q_seq;
     desc_sync();
     const WsChunk c = descs[qs];
-    if (c.chunk < 0) break;
+    if (c.chunk < 0) {
+      if constexpr (PINGPONG) {
+        if (warp < 4) pingpong_sync(0);
+      }
+      break;
+    }
     fi::mbar_wait(&q_full[qs], q_par);
     const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
     const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
+    const int kv_first = c.kv_first;
     const int num_tiles = c.num_tiles;
     const fi_work_unit &wu = c.wu;
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
     const int g = lane >> 2, t4 = lane & 3;
-    if (p.rope_q) {  // this warpgroup's rows, then the async proxy (wgmma) may read them
-      ws_rope_q<HD, DT>(q_tile, wg, tid & 127, chunk, packed_end, q_pos_shift, p);
-      fi::fence_proxy_async_smem();
-      wg_sync(wg);
+    if constexpr (!FP8) {
+      if (p.rope_q) {  // this warpgroup's rows, then the async proxy (wgmma) may read them
+        ws_rope_q<HD, DT>(q_tile, wg, tid & 127, chunk, packed_end, q_pos_shift, p);
+        fi::fence_proxy_async_smem();
+        wg_sync(wg);
+      }
     }
     int row_tok[2], row_head[2] = {0, 0};
     float row_slope[2] = {0.f, 0.f};
@@ -546,7 +597,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // softmax of tile; the waits stay unconditional (ptxas serialises every wgmma when it
     // cannot match a wait to an issue).
     const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
-    uint32_t pa_prev[CTA_KV / 16][4];
+    uint32_t pa_prev[KB][4];
     uint32_t v_prev_lo = 0, st_prev = 0;
     // A custom mask: each row's first bit, and the request's bytes of the packed mask.
     int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
@@ -593,13 +644,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         }
       }
 
-      // The descriptors of P(tile-1) V(tile-1), defined before the fence.
-      uint64_t v_prev_desc[CTA_KV / 16];
+      // The descriptors of P(tile-1) V(tile-1), defined before the fence (16 key rows of V,
+      // MN-major; fp8: 32 key bytes along V^T's rows, K-major).
+      uint64_t v_prev_desc[KB];
 #pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb)
-        v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024);
+      for (int kb = 0; kb < KB; ++kb)
+        v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, FP8 ? kb * 32 : kb * 16 * 128, 1024);
 #pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
+      for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
 
       // S = Q K^T: one m64 x 128 x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
       float s[NB_KV][4];
@@ -613,8 +665,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           tile_class = info.y;
         }
       }
+      if constexpr (PINGPONG) pingpong_sync(wg);  // this warpgroup's turn to issue
       fi_wgmma::fence();
-      wg_qk_issue<DT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
+      wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(s);
@@ -623,14 +676,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if (tile > 0) {
         fi_wgmma::fence();
 #pragma unroll
-        for (int kb = 0; kb < CTA_KV / 16; ++kb)
-          fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+        for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         fi_wgmma::commit();
       }
+      if constexpr (PINGPONG) pingpong_arrive(wg ^ 1);  // the other's turn
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
       // left edge (a custom mask: every tile).
-      const bool tile_partial = kv0 + CTA_KV > kv_hi;
+      // (fp8: the first tile may start before the chunk's first key)
+      const bool tile_partial = kv0 + CTA_KV > kv_hi || (FP8 && kv0 < kv_first);
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
       if constexpr (EXTRAS) {
         const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
@@ -681,6 +735,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 j = (nb >= NB_KV / 2 ? bsr_half.z : bsr_half.x) + col;
                 keep = col < (nb >= NB_KV / 2 ? bsr_half.w : bsr_half.y);
               }
+              if (FP8) keep = keep && j >= kv_first;
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
               if constexpr (!BSR) {
@@ -701,7 +756,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
             const int lim =
                 p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
-            s[nb][e] = j <= lim ? s[nb][e] : -INFINITY;
+            s[nb][e] = j <= lim && (!FP8 || j >= kv_first) ? s[nb][e] : -INFINITY;
           }
       }
       if constexpr (VARIANT) {  // the program's hooks, on the pairs causal and the range keep
@@ -739,16 +794,19 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh], c_log2);
+        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2);
         any_rescale |= row_scale[hh] != 1.f;
       }
-      uint32_t pa[CTA_KV / 16][4];
-      pack_p<DT>(s, pa);
+      uint32_t pa[KB][4];
+      if constexpr (FP8)
+        pack_p_e4m3(s, pa);
+      else
+        pack_p<DT>(s, pa);
       // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
 #pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+      for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
       if (tile > 0) {
@@ -763,7 +821,29 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // issues a read of the stage.
       fi::mbar_wait(&v_full[st], par);
       const int v_rows = kv_len - kv0;
-      if (BSR) {
+      if constexpr (FP8) {
+        // V^T columns of keys outside [kv_first, kv_len) (another request's rows, or zeros):
+        // P is 0 there, but 0 x NaN would be NaN. A 32-bit word is 4 logical columns.
+        const int z_lo = kv_first - kv0;
+        if (z_lo > 0 || v_rows < CTA_KV) {
+          for (int idx = tid; idx < HD * (CTA_KV / 4); idx += 32 * W::CONSUMER_WARPS) {
+            const int d = idx / (CTA_KV / 4), col = 4 * (idx % (CTA_KV / 4));
+            uint32_t keep = 0;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int key = ((col + i) & ~31) + perm32_key((col + i) & 31);
+              keep |= (key >= z_lo && key < v_rows) ? 0xffu << (8 * i) : 0u;
+            }
+            if (keep != 0xffffffffu) {
+              uint32_t *const w = reinterpret_cast<uint32_t *>(
+                  v_cur + d * 128 + ((((col >> 4) ^ (d & 7))) << 4) + (col & 15));
+              *w &= keep;
+            }
+          }
+          fi::fence_proxy_async_smem();
+          asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
+        }
+      } else if (BSR) {
         // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
         // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
         if (bsr_half.y < 64 || bsr_half.w < 64) {
@@ -786,19 +866,20 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
       }
 #pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb)
+      for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
-      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), CTA_KV * 128);
+      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), FP8 ? 16 : CTA_KV * 128);
       st_prev = st;
     }
     if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
       fi_wgmma::fence();
 #pragma unroll
-      for (int kb = 0; kb < CTA_KV / 16; ++kb)
-        fi_wgmma::Wgmma<DT, HD>::rs(o, pa_prev[kb],
-                                    fi_wgmma::desc_at(v_prev_lo, kb * 16 * 128, 1024));
+      for (int kb = 0; kb < KB; ++kb)
+        fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb],
+                                    fi_wgmma::desc_at(v_prev_lo, FP8 ? kb * 32 : kb * 16 * 128,
+                                                      1024));
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
@@ -833,7 +914,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const int tok = (int)p.group_div.div((uint32_t)pr);
           const int h = kv_head * group + pr - tok * group;
           p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
-              l > 0.f ? (m_run[hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
         }
       }
       wg_sync(wg);
@@ -869,7 +950,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               make_float2(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
         if (t4 == 0)
           p.partial_lse[prow * p.num_qo_heads + h] =
-              l > 0.f ? (m_run[hh] + __log2f(l)) * 0.6931471805599453f : -INFINITY;
+              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
       }
     }
     // Every generic access to the slot precedes the producer's next copy into it.
@@ -887,6 +968,36 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
   prefill_ws_body<HD, DT, EXTRAS, BSR, false>(p, maps);
+}
+
+// fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT.
+template <typename DT, bool EXTRAS>
+__global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
+    prefill_ws_fp8_kernel(const __grid_constant__ PrefillParams p,
+                          const __grid_constant__ WsMaps maps) {
+  prefill_ws_body<128, DT, EXTRAS, false, false, true>(p, maps);
+}
+
+template <typename DT>
+cudaError_t prepare_prefill_ws_fp8() {
+  cudaError_t e = cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       WsShape<128, 1>::SMEM);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, true>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              WsShape<128, 1>::SMEM);
+}
+
+template <typename DT>
+cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bool extras,
+                                  int num_work_units, int sm_count, cudaStream_t stream) {
+  using W = WsShape<128, 1>;
+  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
+  const int grid = (int)(items < sm_count ? items : sm_count);
+  return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
+                       extras ? prefill_ws_fp8_kernel<DT, true> : prefill_ws_fp8_kernel<DT, false>,
+                       p, maps);
 }
 
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).

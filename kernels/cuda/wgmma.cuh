@@ -1,6 +1,7 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
-// four m64nNk16 forms the kernel issues (N = 64 or 128; f16 or bf16 in, fp32 accumulate):
+// m64nNk16 forms the kernel issues (N = 64 or 128; f16 or bf16 in, fp32 accumulate), and
+// m64nNk32 for fp8 e4m3 (below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
 //   rs: A from registers (P, the mma.sync A-fragment layout per warp), B from shared memory
@@ -29,6 +30,9 @@
 #endif
 
 namespace fi_wgmma {
+
+// The operand type tag of the fp8 forms (e4m3 bytes; the fp32 accumulators as for 16-bit).
+struct e4m3 {};
 
 // A 128-byte-swizzle descriptor in two parts: the low word (address >> 4, leading byte offset)
 // of a tile's base, and the descriptor at a constant byte offset from it (one 32-bit add;
@@ -145,6 +149,34 @@ struct Wgmma {
                  : FI_WGMMA_C##N                                                             \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));        \
   }
+// fp8 e4m3 (m64nNk32, 32 bytes of K per instruction). fp8 takes no transpose: both
+// operands are K-major (the fp8 prefill stages V transposed, prefill_stage.cu), and the
+// register A fragment holds 4 consecutive K elements per register (bytes, low K first):
+// a[0] = (row g, k 4t..4t+3), a[1] = (row g + 8, same k), a[2] / a[3] the same at k + 16.
+#define FI_WGMMA_FORMS_FP8(N)                                                                \
+  template <>                                                                                \
+  template <int SCALE_D>                                                                     \
+  __device__ __forceinline__ void Wgmma<fi_wgmma::e4m3, N>::ss(float (&d)[N / 8][4],         \
+                                                               uint64_t desc_a,              \
+                                                               uint64_t desc_b) {            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " FI_WGMMA_SS_SCALE##N ", 0;\n"           \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 "                  \
+                 FI_WGMMA_D##N ", " FI_WGMMA_SS##N ", p, 1, 1;\n}\n"                          \
+                 : FI_WGMMA_C##N                                                             \
+                 : "l"(desc_a), "l"(desc_b), "n"(SCALE_D));                                  \
+  }                                                                                          \
+  template <>                                                                                \
+  __device__ __forceinline__ void Wgmma<fi_wgmma::e4m3, N>::rs(                              \
+      float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t desc_b) {                       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " FI_WGMMA_RS_SCALE##N ", 0;\n"           \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 "                  \
+                 FI_WGMMA_D##N ", " FI_WGMMA_RS##N ", p, 1, 1;\n}\n"                          \
+                 : FI_WGMMA_C##N                                                             \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));        \
+  }
+FI_WGMMA_FORMS_FP8(64)
+FI_WGMMA_FORMS_FP8(128)
+#undef FI_WGMMA_FORMS_FP8
 FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)
 FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 64)

@@ -156,7 +156,8 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
       int32_t h = kvh * g + hh;
       float *dst = qb + ((size_t)i * g + hh) * hd;
       int64_t base = (row0 + i) * j->q->strides[0] + h * j->q->strides[1];
-      load_row(dst, j->q->data, j->q->dtype, base, hd, 1.0f);
+      load_row(dst, j->q->data, j->q->dtype, base, hd,
+               j->q->dtype == FI_DTYPE_E4M3 ? p->q_scale : 1.0f);
       if (rope) rope_inplace(dst, hd, j->freq, qpos);
     }
   }

@@ -67,7 +67,7 @@ fi_status fi_decode_workspace_size_kv(fi_context *ctx, const fi_attention_params
 fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                     int32_t max_batch, int64_t max_qo_rows, size_t *bytes) {
   NEED_CTX(ctx);
-  CHECK(fi_validate_params(ctx, params, 0, 0));
+  CHECK(fi_validate_params(ctx, params, 0, 1));
   if (max_batch < 0 || max_qo_rows < 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "max_batch = %d, max_qo_rows = %lld: both must be >= 0",
@@ -110,7 +110,7 @@ fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *para
                                 int32_t paged, int64_t max_qo_rows, int64_t max_kv_rows,
                                 size_t *bytes) {
   NEED_CTX(ctx);
-  CHECK(fi_validate_params(ctx, params, paged != 0, 0));
+  CHECK(fi_validate_params(ctx, params, paged != 0, 1));
   if (max_qo_rows < 0 || max_kv_rows < 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "max_qo_rows = %lld, max_kv_rows = %lld: both must be >= 0",
@@ -151,6 +151,7 @@ uint64_t fi_plan_checksum(const fi_plan *plan) {
   FI_MIX(p->page_size);
   FI_MIX(p->q_dtype);
   FI_MIX(p->kv_dtype);
+  FI_MIX(p->o_dtype);
   FI_MIX(p->mask_mode);
   FI_MIX(p->kv_shards);
   for (int i = 0; i < FI_PLAN_CHECKSUM; ++i) FI_MIX(plan->private_[i]);
@@ -230,7 +231,13 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
 static fi_tiles select_prefill_tiles(const fi_context *ctx, const fi_tile_problem *tp) {
   fi_target t = ctx->target;
   if (!ctx->wgmma_available && t.sm_version == 90) t.sm_version = 80;
-  return fi_select_prefill_tiles(&t, tp);
+  fi_tiles tiles = fi_select_prefill_tiles(&t, tp);
+  if (tp->q_dtype_bytes == 1) { /* fp8 attention: one kernel, the Hopper one's tiles */
+    tiles.q_tile = 128;
+    tiles.kv_tile = 128;
+    tiles.cores = FI_CORES_WGMMA;
+  }
+  return tiles;
 }
 
 static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
@@ -262,9 +269,9 @@ static fi_status mask_extents(fi_context *ctx, const fi_plan_problem *pb,
  * 0 for the others) and the batch size. */
 static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
                                  const fi_attention_params *params, int paged, int32_t batch,
-                                 fi_op_family sharded) {
+                                 fi_op_family sharded, int decode) {
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  CHECK(fi_validate_params(ctx, params, paged, 0));
+  CHECK(fi_validate_params(ctx, params, paged, !decode));
   if (params->kv_shards != 0 && !sharded)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "params.kv_shards = %d: a sharded KV is planned by fi_decode_plan or "
@@ -282,7 +289,7 @@ static fi_status check_plan_args(fi_context *ctx, fi_plan *plan,
 static fi_status check_decode_plan_args(fi_context *ctx, fi_plan *plan,
                                         const fi_attention_params *params, int32_t batch,
                                         int host) {
-  CHECK(check_plan_args(ctx, plan, params, 1, batch, host ? FI_OP_DECODE : 0));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, host ? FI_OP_DECODE : 0, 1));
   if (params->mask_mode == FI_MASK_CUSTOM)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode is FI_MASK_CUSTOM but decode takes no mask: use "
@@ -421,7 +428,7 @@ fi_status fi_paged_prefill_plan_device(fi_context *ctx, const fi_attention_param
                                        const fi_tiles *tiles, void *workspace,
                                        size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 1, batch, 0));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, 0, 0));
   CHECK(check_prefill_device_args(ctx, params, "fi_paged_prefill_plan_device",
                                   device_qo_indptr, max_qo_rows, tiles));
   CHECK(check_device_pages(ctx, device_pages, num_indices, num_pages));
@@ -454,7 +461,7 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
                                         void *workspace, size_t workspace_bytes,
                                         fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0));
+  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0, 0));
   CHECK(check_prefill_device_args(ctx, params, "fi_ragged_prefill_plan_device",
                                   device_qo_indptr, max_qo_rows, tiles));
   if (!device_kv_indptr)
@@ -497,7 +504,7 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
                                     const fi_page_table *host_pages, int32_t num_pages,
                                     const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                     void *workspace, size_t workspace_bytes, fi_plan *plan) {
-  CHECK(check_plan_args(ctx, plan, params, 1, batch, FI_OP_PAGED_PREFILL));
+  CHECK(check_plan_args(ctx, plan, params, 1, batch, FI_OP_PAGED_PREFILL, 0));
   fi_attention_params local = *params;
   /* Causal over a sharded KV: the new tokens lie on the last rank; the other ranks hold
    * only older keys, which every query sees (runtime.h, "Context parallelism"). The plan
@@ -542,7 +549,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
                                  const fi_custom_mask *host_mask, const fi_tiles *tiles,
                                  void *workspace, size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0));
+  CHECK(check_plan_args(ctx, plan, params, 0, batch, 0, 0));
   int64_t total_qo = 0, total_kv = 0;
   CHECK(fi_validate_indptr(ctx, "qo_indptr", host_qo_indptr, batch, &total_qo));
   CHECK(fi_validate_indptr(ctx, "kv_indptr", host_kv_indptr, batch, &total_kv));
@@ -597,7 +604,7 @@ static fi_status check_q_o_lse(fi_context *ctx, const fi_plan *plan, const fi_te
   const fi_attention_params *p = &plan->params;
   int64_t shape[3] = {plan->total_qo_rows, p->num_qo_heads, p->head_dim};
   CHECK(check_rows(ctx, "q [nnz_qo, qo_heads, head_dim]", q, p->q_dtype, 3, shape));
-  CHECK(check_rows(ctx, "o [nnz_qo, qo_heads, head_dim]", o, p->q_dtype, 3, shape));
+  CHECK(check_rows(ctx, "o [nnz_qo, qo_heads, head_dim]", o, fi_output_dtype(p), 3, shape));
   if (lse) CHECK(check_rows(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
   CHECK(fi_validate_no_self_overlap(ctx, "o", o));
   if (lse) CHECK(fi_validate_no_self_overlap(ctx, "lse", lse));

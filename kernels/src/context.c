@@ -252,9 +252,15 @@ fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t nu
   p.rope_theta = 1e4f;
   p.k_scale = 1.0f;
   p.v_scale = 1.0f;
+  p.o_dtype = FI_DTYPE_F16;
+  p.q_scale = 1.0f;
   p.fixed_split_size = 0;
   p.variant = NULL; /* no user-written score_mod / mask_mod */
   return p;
+}
+
+fi_dtype fi_output_dtype(const fi_attention_params *params) {
+  return params->q_dtype == FI_DTYPE_E4M3 ? params->o_dtype : params->q_dtype;
 }
 
 fi_status fi_paged_kv_cache_from_combined(const fi_tensor *kv, fi_kv_layout layout,

@@ -60,6 +60,23 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
                               const fi_tiles *tiles, char *why, size_t why_len) {
   const char *op = family_name(family);
   if (family == FI_OP_APPEND_PAGED_KV) return 1; /* a copy kernel: every dtype and shape */
+  if (p->q_dtype == FI_DTYPE_E4M3) {
+    /* fp8 attention: the warp-specialised Hopper kernel on fp8 wgmma (prefill_ws.cuh) */
+    if (family != FI_OP_RAGGED_PREFILL && family != FI_OP_PAGED_PREFILL)
+      return FI_WHY("%s: fp8 (e4m3) queries are a prefill (ragged or paged) on CUDA", op);
+    if (p->head_dim != 128)
+      return FI_WHY("%s: the CUDA fp8 attention kernel has head_dim 128, not %d; use the "
+                    "host backend or 16-bit queries", op, (int)p->head_dim);
+    if (p->num_kv_heads > 0 && p->num_qo_heads / p->num_kv_heads > 128)
+      return FI_WHY("%s: a GQA group of %d query heads per KV head; the CUDA fp8 kernel "
+                    "takes at most 128", op, (int)(p->num_qo_heads / p->num_kv_heads));
+    if (tiles && (tiles->cores != FI_CORES_WGMMA || tiles->q_tile != 128 ||
+                  tiles->kv_tile != 128))
+      return FI_WHY("%s: fp8 attention runs wgmma 128 x 128 tiles (q_tile 128, kv_tile 128, "
+                    "cores = wgmma), not q_tile %d, kv_tile %d; pass those or no tiles", op,
+                    (int)tiles->q_tile, (int)tiles->kv_tile);
+    return 1;
+  }
   if (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16)
     return FI_WHY("%s: the CUDA kernels take f16 or bf16 queries, not %s; convert q or use "
                   "the host backend", op, dtype_name(p->q_dtype));

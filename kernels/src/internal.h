@@ -173,6 +173,12 @@ typedef struct fi_stage_layout {
 } fi_stage_layout;
 fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
                                         int paged, int64_t kv_rows);
+/* fp8 attention's V^T in the stage (layout.v): [kv heads][head_dim][pitch] bytes, the pitch
+ * kv_rows rounded up to the stage pass's 128-row tiles; K (paged only, layout.k) as e4m3
+ * token rows. */
+static inline int64_t fi_fp8_vt_pitch(int64_t kv_rows) {
+  return ((kv_rows > 0 ? kv_rows : 1) + 127) / 128 * 128;
+}
 enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so

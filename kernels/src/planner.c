@@ -204,7 +204,7 @@ fi_shard_layout fi_shard_layout_for(const fi_attention_params *p, size_t bytes) 
 }
 
 int fi_prefill_needs_stage(const fi_attention_params *p, int paged) {
-  return p->pos_encoding == FI_POS_ROPE_LLAMA || p->kv_dtype == FI_DTYPE_E4M3 ||
+  return p->q_dtype == FI_DTYPE_E4M3 || p->pos_encoding == FI_POS_ROPE_LLAMA || p->kv_dtype == FI_DTYPE_E4M3 ||
          p->kv_dtype == FI_DTYPE_E5M2 || (paged && p->page_size % 16 != 0);
 }
 
@@ -215,6 +215,18 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || !fi_prefill_needs_stage(p, paged))
     return l;
+  if (p->q_dtype == FI_DTYPE_E4M3) { /* fp8 attention: V^T, and paged K as token rows */
+    if (p->head_dim != 128 || p->kv_dtype != FI_DTYPE_E4M3 || p->num_kv_heads <= 0 ||
+        kv_rows < 0)
+      return l;
+    const size_t k_bytes =
+        paged ? align_up((size_t)kv_rows * (size_t)p->num_kv_heads * (size_t)p->head_dim) : 0;
+    l.k = paged ? 0 : SIZE_MAX;
+    l.v = k_bytes;
+    l.total = k_bytes + align_up((size_t)fi_fp8_vt_pitch(kv_rows) * (size_t)p->num_kv_heads *
+                                 (size_t)p->head_dim);
+    return l;
+  }
   if ((p->head_dim != 64 && p->head_dim != 128) ||
       (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16) ||
       (!fp8 && p->kv_dtype != p->q_dtype) || p->num_kv_heads <= 0 ||

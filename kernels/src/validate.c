@@ -17,7 +17,6 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.kv_shards = %d: 0 (whole KV) or the number of ranks (1..1024)",
                         (int)p->kv_shards);
-  (void)allow_fp8_q;
   if (!p) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "params is NULL");
   if (p->num_qo_heads <= 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
@@ -37,10 +36,41 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.page_size = %d: a paged cache needs page_size >= 1",
                         (int)p->page_size);
-  if (!is_float_dtype(p->q_dtype))
+  if (!is_float_dtype(p->q_dtype) && p->q_dtype != FI_DTYPE_E4M3)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "params.q_dtype = %d: q and o must be f16, bf16 or f32",
-                        (int)p->q_dtype);
+                        "params.q_dtype = %d: q and o must be f16, bf16 or f32 (or q e4m3 "
+                        "for fp8 attention)", (int)p->q_dtype);
+  if (p->q_dtype == FI_DTYPE_E4M3) {
+    if (!allow_fp8_q)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "params.q_dtype = e4m3: fp8 attention is a prefill (ragged or "
+                          "paged); this op takes f16, bf16 or f32 queries");
+    if (p->kv_dtype != FI_DTYPE_E4M3)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "params.q_dtype = e4m3 with kv_dtype = %s: fp8 attention takes "
+                          "e4m3 K and V too (or use a 16-bit q with an fp8 KV cache)",
+                          fi_dtype_name(p->kv_dtype));
+    if (p->o_dtype != FI_DTYPE_F16 && p->o_dtype != FI_DTYPE_BF16)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "params.o_dtype = %d: fp8 attention writes o as f16 or bf16",
+                          (int)p->o_dtype);
+    if (!isfinite(p->q_scale) || p->q_scale == 0)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "params.q_scale = %g: must be finite and non-zero (default 1)",
+                          (double)p->q_scale);
+    if (p->pos_encoding == FI_POS_ROPE_LLAMA)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "params.q_dtype = e4m3 with RoPE: fp8 attention takes q and k "
+                          "already rotated (rotate before quantising)");
+    if (p->variant && (p->variant->score_mod || p->variant->mask_mod))
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "params.q_dtype = e4m3 with a score_mod/mask_mod: variants take "
+                          "f16 or bf16 queries");
+    if (p->kv_shards != 0)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "params.q_dtype = e4m3 with kv_shards = %d: a sharded KV takes "
+                          "f16 or bf16 queries", (int)p->kv_shards);
+  }
   if (!is_known_dtype(p->kv_dtype))
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.kv_dtype = %d: K/V must be f16, bf16, f32, e4m3 or e5m2",

@@ -105,9 +105,34 @@ static void test_plan_rules(void) {
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "head_dim = 0");
   params = saved;
-  params.q_dtype = FI_DTYPE_E4M3;
+  params.q_dtype = FI_DTYPE_E5M2;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "q_dtype", "f16, bf16 or f32");
+  params = saved;
+  /* fp8 attention: e4m3 q needs e4m3 K/V, an f16/bf16 o, a finite q_scale, no RoPE, and is
+   * a prefill only */
+  params.q_dtype = FI_DTYPE_E4M3;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "q_dtype = e4m3 with kv_dtype = f16", "e4m3 K and V");
+  params.kv_dtype = FI_DTYPE_E4M3;
+  params.o_dtype = FI_DTYPE_F32;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "o_dtype", "f16 or bf16");
+  params.o_dtype = FI_DTYPE_BF16;
+  params.q_scale = INFINITY;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "q_scale", "finite");
+  params.q_scale = 1.f;
+  params.pos_encoding = FI_POS_ROPE_LLAMA;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_UNSUPPORTED,
+             "RoPE", "rotate before quantising");
+  params.pos_encoding = FI_POS_NONE;
+  {
+    int32_t dind[2] = {0, 1}, dpages[1] = {0}, dlast[1] = {3};
+    fi_page_table dpt1 = {dind, dpages, dlast};
+    EXPECT_ERR(fi_decode_plan(ctx, &params, 1, &dpt1, 4, NULL, workspace, sizeof workspace, &plan),
+               FI_ERROR_UNSUPPORTED, "fp8 attention is a prefill");
+  }
   params = saved;
   params.page_size = 0;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,

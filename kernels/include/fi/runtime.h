@@ -107,7 +107,7 @@ typedef enum fi_dtype {
   FI_DTYPE_F16 = 0,
   FI_DTYPE_BF16 = 1,
   FI_DTYPE_F32 = 2,
-  FI_DTYPE_E4M3 = 3, /* fp8, KV cache only */
+  FI_DTYPE_E4M3 = 3, /* fp8: KV caches, and q with fp8 attention (see q_dtype) */
   FI_DTYPE_E5M2 = 4, /* fp8, KV cache only */
 } fi_dtype;
 
@@ -240,7 +240,9 @@ typedef struct fi_attention_params {
   int32_t num_kv_heads;
   int32_t head_dim;
   int32_t page_size;     /* paged forms only */
-  fi_dtype q_dtype;      /* f16, bf16, f32; o has the same dtype */
+  fi_dtype q_dtype;      /* f16, bf16, f32; o has the same dtype. e4m3 (prefill only):
+                            fp8 attention, with e4m3 K/V and o of o_dtype; q is
+                            dequantised by q_scale */
   fi_dtype kv_dtype;     /* f16, bf16, f32, e4m3, e5m2 */
   fi_mask_mode mask_mode;
   fi_pos_encoding pos_encoding;
@@ -260,7 +262,18 @@ typedef struct fi_attention_params {
   int32_t kv_shards;         /* 0 (default): the KV is whole. N >= 1: the paged KV is this
                                 rank's shard of a sequence split over the N ranks of the
                                 context's communicator (see "Context parallelism") */
+  /* fp8 attention (q_dtype e4m3; ragged and paged prefill): Q, K and V in e4m3 with
+   * dequantisation scales q_scale, k_scale, v_scale (logits = sm_scale * q_scale * k_scale *
+   * q.k; o = v_scale * P V), o of o_dtype (f16 or bf16). CUDA: the warp-specialised Hopper
+   * kernel on fp8 tensor cores, head_dim 128, after the stage pass writes V transposed (a
+   * prefill stage, fi_prefill_stage_size); P is rounded to e4m3 for P V as in FA3's fp8
+   * path. No RoPE (rotate before quantising), variants or sharded KV. */
+  fi_dtype o_dtype;          /* f16 by default; used only when q_dtype is e4m3 */
+  float q_scale;             /* 1 by default; used only when q_dtype is e4m3 */
 } fi_attention_params;
+
+/* The dtype of o (and of merge states' v) for these params: q's, or o_dtype for fp8 q. */
+fi_dtype fi_output_dtype(const fi_attention_params *params);
 
 /* Sensible defaults for everything but the three sizes and the dtypes (fp16). */
 fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t num_kv_heads,
