@@ -197,7 +197,8 @@ public:
     if (failed(positive("rope_scale", attn.getRopeScale())) ||
         failed(positive("rope_theta", attn.getRopeTheta())) ||
         failed(positive("k_scale", attn.getKScale())) ||
-        failed(positive("v_scale", attn.getVScale())))
+        failed(positive("v_scale", attn.getVScale())) ||
+        failed(positive("q_scale", attn.getQScale())))
       return failure();
     if (!attn.getVariantArgs().empty() && !attn.getScoreModAttr() && !attn.getMaskModAttr())
       return error() << "has variant_args but neither score_mod nor mask_mod reads them; "
@@ -421,12 +422,24 @@ LogicalResult checkPageTable(Checker &c, Value indptr, Value indices, Value last
 }
 
 /// q [rows, qo_heads, head_dim] against the KV heads/head_dim; o like q; lse [rows,
-/// qo_heads] f32.
+/// qo_heads] f32. `k` (prefill ops): fp8 attention is allowed -- q of f8E4M3FN with k/v of
+/// f8E4M3FN and o of f16 or bf16.
 LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadDim,
-                                   Value o, Value lse, StringRef rows) {
+                                   Value o, Value lse, StringRef rows, Value k = {}) {
   std::string qDims = ("[" + rows + ", qo_heads, head_dim]").str();
-  if (failed(c.rank(q, "q", 3, qDims)) || failed(c.floatElement(q, "q", false)))
+  const bool fp8Query = isa<Float8E4M3FNType>(shapedOf(q).getElementType());
+  if (fp8Query && !k)
+    return c.error() << "operand 'q' has element type " << shapedOf(q).getElementType()
+                     << ": fp8 queries (fp8 attention) are for ragged_prefill and "
+                        "paged_prefill; this op takes f16, bf16 or f32";
+  if (failed(c.rank(q, "q", 3, qDims)) ||
+      (!fp8Query && failed(c.floatElement(q, "q", false))))
     return failure();
+  if (fp8Query && !isa<Float8E4M3FNType>(shapedOf(k).getElementType()))
+    return c.error() << "operand 'q' is f8E4M3FN but 'k' has element type "
+                     << shapedOf(k).getElementType()
+                     << ": fp8 attention takes f8E4M3FN K and V too (or use a 16-bit q "
+                        "with an fp8 KV cache)";
   Dim qoHeads{q, "q", 1}, headDim{q, "q", 2};
   if (failed(c.isStatic(qoHeads, "qo_heads")) || failed(c.isStatic(headDim, "head_dim")))
     return failure();
@@ -444,11 +457,19 @@ LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadD
                     "q, k, v and o must have the same head_dim")))
     return failure();
   ShapedType qType = shapedOf(q), oType = shapedOf(o);
-  if (oType.getElementType() != qType.getElementType() ||
-      failed(verifyCompatibleShape(oType.getShape(), qType.getShape())))
+  if (fp8Query) {
+    Type oe = oType.getElementType();
+    if (!(oe.isF16() || oe.isBF16()) ||
+        failed(verifyCompatibleShape(oType.getShape(), qType.getShape())))
+      return c.error() << "destination 'o' has type " << o.getType()
+                       << " but fp8 attention writes the shape of 'q' (" << q.getType()
+                       << ") in f16 or bf16";
+  } else if (oType.getElementType() != qType.getElementType() ||
+             failed(verifyCompatibleShape(oType.getShape(), qType.getShape()))) {
     return c.error() << "destination 'o' has type " << o.getType()
                      << " but must have the shape and element type of 'q' ("
                      << q.getType() << "); allocate o like q";
+  }
   if (!lse)
     return success();
   std::string lseDims = ("[" + rows + ", qo_heads]").str();
@@ -460,6 +481,20 @@ LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadD
     return c.error() << "destination 'lse' has type " << lse.getType() << " but must be "
                      << lseDims << " = [" << sizeStr(qType.getDimSize(0)) << ", "
                      << qoHeads.size() << "] to match 'q'";
+  return success();
+}
+
+/// fp8 attention: the output type a prefill op's plan was made for (o_type) is its o's.
+template <typename PlanOpTy>
+LogicalResult checkPlanOutputType(Checker &c, Value plan, Value o) {
+  auto planOp = plan ? plan.getDefiningOp<PlanOpTy>() : PlanOpTy();
+  if (!planOp || !planOp.getOTypeAttr())
+    return success();
+  Type oe = shapedOf(o).getElementType();
+  if (*planOp.getOType() != oe)
+    return c.error() << "operand 'plan' was made for o_type " << *planOp.getOType()
+                     << " but this op's 'o' has element type " << oe
+                     << "; make the plan with the op's shape (or use the op's own plan)";
   return success();
 }
 
@@ -509,17 +544,19 @@ LogicalResult PagedPrefillOp::verify() {
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
       failed(checkQueryAndOutputs(c, getQ(), cache->kvHeads, cache->headDim, getO(),
-                                  getLse(), "nnz_qo")) ||
+                                  getLse(), "nnz_qo", getK())) ||
       failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
                           getQoIndptr())) ||
       failed(c.attentionAttrs(*this)) ||
       failed(c.plan(getPlan(), PlanFamily::paged_prefill, "paged_prefill_plan")) ||
       failed(c.kvShard(*this, getMaskMode(), /*sharedPrefix=*/false)))
     return failure();
-  return c.planShape<PagedPrefillPlanOp>(getPlan(), getQ(), getK(),
+  if (failed(c.planShape<PagedPrefillPlanOp>(getPlan(), getQ(), getK(),
                                          getQ().getType().getDimSize(1),
                                          cache->kvHeads.size(), cache->headDim.size(),
-                                         getBsr(), getMaskMode(), getKvShardAttr());
+                                         getBsr(), getMaskMode(), getKvShardAttr())))
+    return failure();
+  return checkPlanOutputType<PagedPrefillPlanOp>(c, getPlan(), getO());
 }
 
 LogicalResult RaggedPrefillOp::verify() {
@@ -554,15 +591,17 @@ LogicalResult RaggedPrefillOp::verify() {
       failed(c.sameLength(getQoIndptr(), "qo_indptr", getKvIndptr(), "kv_indptr",
                           "both have batch + 1 entries")) ||
       failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(),
-                                  "nnz_qo")) ||
+                                  "nnz_qo", k)) ||
       failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
                           getQoIndptr())) ||
       failed(c.attentionAttrs(*this)) ||
       failed(c.plan(getPlan(), PlanFamily::ragged_prefill, "ragged_prefill_plan")))
     return failure();
-  return c.planShape<RaggedPrefillPlanOp>(getPlan(), getQ(), k,
-                                          getQ().getType().getDimSize(1), kvHeads.size(),
-                                          headDim.size(), BsrAttr(), getMaskMode());
+  if (failed(c.planShape<RaggedPrefillPlanOp>(getPlan(), getQ(), k,
+                                              getQ().getType().getDimSize(1), kvHeads.size(),
+                                              headDim.size(), BsrAttr(), getMaskMode())))
+    return failure();
+  return checkPlanOutputType<RaggedPrefillPlanOp>(c, getPlan(), getO());
 }
 
 namespace {
@@ -748,9 +787,23 @@ LogicalResult checkPlanShape(Checker &c, PlanOpTy op) {
     return t.isF16() || t.isBF16() || t.isF32() ||
            (kv && isa<Float8E4M3FNType, Float8E5M2Type>(t));
   };
-  if (!isFloat(op.getQType(), false))
+  constexpr bool prefill = std::is_same_v<PlanOpTy, RaggedPrefillPlanOp> ||
+                           std::is_same_v<PlanOpTy, PagedPrefillPlanOp>;
+  const bool fp8Query = isa<Float8E4M3FNType>(op.getQType());
+  if (!isFloat(op.getQType(), false) && !(prefill && fp8Query))
     return c.error() << "q_type = " << op.getQType() << " is not supported; use f16, bf16 "
-                     << "or f32 (fp8 is for the KV cache only)";
+                     << "or f32" << (prefill ? " (or f8E4M3FN: fp8 attention)" : "");
+  if constexpr (prefill) {
+    if (fp8Query && !isa<Float8E4M3FNType>(op.getKvType()))
+      return c.error() << "q_type = f8E4M3FN with kv_type = " << op.getKvType()
+                       << ": fp8 attention takes f8E4M3FN K and V";
+    if (fp8Query && !(op.getOTypeAttr() && (op.getOType()->isF16() || op.getOType()->isBF16())))
+      return c.error() << "q_type = f8E4M3FN needs o_type = f16 or bf16 (the output of fp8 "
+                          "attention)";
+    if (!fp8Query && op.getOTypeAttr())
+      return c.error() << "has o_type but q_type = " << op.getQType()
+                       << ": o_type is for fp8 attention (q_type = f8E4M3FN); drop it";
+  }
   if (!isFloat(op.getKvType(), true))
     return c.error() << "kv_type = " << op.getKvType()
                      << " is not supported; use f16, bf16, f32, f8E4M3FN or f8E5M2";

@@ -231,13 +231,7 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
 static fi_tiles select_prefill_tiles(const fi_context *ctx, const fi_tile_problem *tp) {
   fi_target t = ctx->target;
   if (!ctx->wgmma_available && t.sm_version == 90) t.sm_version = 80;
-  fi_tiles tiles = fi_select_prefill_tiles(&t, tp);
-  if (tp->q_dtype_bytes == 1) { /* fp8 attention: one kernel, the Hopper one's tiles */
-    tiles.q_tile = 128;
-    tiles.kv_tile = 128;
-    tiles.cores = FI_CORES_WGMMA;
-  }
-  return tiles;
+  return fi_select_prefill_tiles(&t, tp);
 }
 
 static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,

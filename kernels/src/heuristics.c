@@ -206,6 +206,13 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
           p->avg_kv_len > 0 && p->avg_kv_len <= FI_WGMMA_SHORT_KV ? 64 : FI_WGMMA_KV_TILE;
     }
   }
+  /* fp8 attention has one kernel, the warp-specialised one's 128 x 128 wgmma tiles (a
+   * device without it refuses the run; the host backend ignores the cores) */
+  if (p->q_dtype_bytes == 1) {
+    tiles.cores = FI_CORES_WGMMA;
+    tiles.q_tile = FI_WS_TILE;
+    tiles.kv_tile = FI_WS_TILE;
+  }
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
   return tiles;
 }

@@ -578,7 +578,9 @@ static fi_attention_params shape_params(int32_t qo_heads, int32_t kv_heads, int3
                                         int32_t mask_mode) {
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, head_dim);
   p.page_size = page_size;
-  p.q_dtype = (fi_dtype)q_dtype;
+  /* q's dtype code; fp8 attention's plans carry o's in bits 8.. (fi-lower-to-runtime) */
+  p.q_dtype = (fi_dtype)(q_dtype & 0xff);
+  if (p.q_dtype == FI_DTYPE_E4M3) p.o_dtype = (fi_dtype)((q_dtype >> 8) & 0xff);
   p.kv_dtype = (fi_dtype)kv_dtype;
   p.mask_mode = (fi_mask_mode)mask_mode;
   return p;
@@ -1225,7 +1227,7 @@ typedef struct attention_attrs {
   int32_t pos_encoding;
   float sm_scale, logits_soft_cap;
   int32_t window_left;
-  float rope_scale, rope_theta, k_scale, v_scale;
+  float rope_scale, rope_theta, k_scale, v_scale, q_scale;
   fi_variant variant;
 } attention_attrs;
 
@@ -1236,7 +1238,8 @@ typedef struct attention_attrs {
  * (backend=cuda: the cubin fi-to-llvm made; NULL otherwise). */
 #define ATTN_PARAMS                                                                        \
   int32_t pos_encoding, float sm_scale, float logits_soft_cap, int32_t window_left,        \
-      float rope_scale, float rope_theta, float k_scale, float v_scale, void *score_mod,   \
+      float rope_scale, float rope_theta, float k_scale, float v_scale, float q_scale,     \
+      void *score_mod,                                                                     \
       void *mask_mod, void *mask_tile, const void *captures, int64_t captures_bytes,       \
       const void *device_image
 /* The function pointers arrive as void * (an LLVM ptr); the round trip through uintptr_t
@@ -1245,7 +1248,7 @@ typedef struct attention_attrs {
 #define ATTN_ARGS                                                                          \
   (attention_attrs) {                                                                      \
     pos_encoding, sm_scale, logits_soft_cap, window_left, rope_scale, rope_theta, k_scale, \
-        v_scale,                                                                           \
+        v_scale, q_scale,                                                                  \
         {(fi_score_mod_fn)(uintptr_t)score_mod, (fi_mask_mod_fn)(uintptr_t)mask_mod,       \
          captures, (size_t)captures_bytes, device_image,                                   \
          (fi_mask_tile_fn)(uintptr_t)mask_tile}                                            \
@@ -1285,6 +1288,7 @@ static int run_plan(const char *op, fi_context *ctx, const fi_memref *slot,
     out->params.rope_scale = a->rope_scale;
     out->params.rope_theta = a->rope_theta;
     out->params.k_scale = a->k_scale;
+    out->params.q_scale = a->q_scale;
     out->params.v_scale = a->v_scale;
     /* A variant with neither function is none (a plain op); else the run's plan points at
      * the caller's attrs, which outlive the run. On CUDA the device image runs it (paged
@@ -1433,7 +1437,7 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
     report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another mask_mode");
     return;
   }
-  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, fi_output_dtype(&plan.params));
   fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
   fi_paged_kv_cache kv = {tensor_of(k, 4, kd), tensor_of(v, 4, kd), (fi_kv_layout)layout};
   fi_page_table pages = {array_of(op, "kv_indptr", indptr, 4),
@@ -1472,7 +1476,7 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
     report(op, FI_ERROR_PLAN_MISMATCH, "the plan was made for another mask_mode");
     return;
   }
-  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
+  fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, fi_output_dtype(&plan.params));
   fi_tensor tk = tensor_of(k, 3, kd), tv = tensor_of(v, 3, kd);
   fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
   const int32_t *qo = array_of(op, "qo_indptr", qo_indptr, 4);
@@ -1702,6 +1706,7 @@ FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
   DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn, qd, kd)       \
   DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
 FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
+DEF_PAGED_PREFILL(e4m3, FI_DTYPE_E4M3, e4m3, FI_DTYPE_E4M3) /* fp8 attention */
 
 #define DEF_RAGGED_PREFILL_NAMED(name, qd, kd)                                             \
   void name(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,                     \
@@ -1715,6 +1720,7 @@ FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
   DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn, qd, kd)     \
   DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
 FI_Q_KV_TYPES(DEF_RAGGED_PREFILL)
+DEF_RAGGED_PREFILL(e4m3, FI_DTYPE_E4M3, e4m3, FI_DTYPE_E4M3) /* fp8 attention */
 
 #define DEF_MERGE(n, d)                                                                    \
   void _mlir_ciface_fi_rt_merge_state_##n(fi_memref *va, fi_memref *sa, fi_memref *vb,     \

@@ -32,6 +32,7 @@ std::optional<AttentionInfo> mlir::fi::getAttentionInfo(Operation *op) {
     info.qoHeads = q.getDimSize(1);
     info.headDim = q.getDimSize(2);
     info.qType = q.getElementType();
+    info.oType = shaped(attn.getO()).getElementType();
     info.kvType = shaped(attn.getK()).getElementType();
     info.combinedKv = !attn.getV();
     info.tiles = attn.getTilesAttr();

@@ -18,6 +18,7 @@ struct AttentionInfo {
   PlanFamily family;
   int64_t qoHeads = 0, kvHeads = 0, headDim = 0;
   Type qType, kvType;
+  Type oType; // o's element type (q's, except for fp8 attention)
   BsrAttr bsr;          // null for ragged prefill
   bool combinedKv = false;
   MaskMode mask = MaskMode::none;

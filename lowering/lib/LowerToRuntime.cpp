@@ -208,11 +208,13 @@ public:
   }
 
   // ------------------------------------------------------------------- plans --
+  // q's dtype code; fp8 attention's plans (oType set) add o's in bits 8.. (the adapters'
+  // shape_params take it apart).
   void pushShape(Location loc, SmallVectorImpl<Value> &args, int64_t qoHeads, int64_t kvHeads,
                  int64_t headDim, int64_t pageSize, Type qType, Type kvType, MaskMode mask,
-                 TilesAttr tiles) {
-    for (int64_t v : {qoHeads, kvHeads, headDim, pageSize,
-                      static_cast<int64_t>(fiDtypeCode(qType)),
+                 TilesAttr tiles, Type oType = {}) {
+    const int64_t qCode = fiDtypeCode(qType) + (oType ? fiDtypeCode(oType) << 8 : 0);
+    for (int64_t v : {qoHeads, kvHeads, headDim, pageSize, qCode,
                       static_cast<int64_t>(fiDtypeCode(kvType)),
                       static_cast<int64_t>(mask)})
       args.push_back(i32(loc, v));
@@ -321,7 +323,7 @@ public:
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       pushShape(loc, args, p.getNumQoHeads(), p.getNumKvHeads(), p.getHeadDim(),
                 p.getBsr().getBlockCols(), p.getQType(), p.getKvType(), p.getMaskMode(),
-                p.getTilesAttr());
+                p.getTilesAttr(), p.getOType() ? *p.getOType() : Type());
       callee = p.getOnDevice() ? "fi_rt_paged_prefill_plan_device" : "fi_rt_paged_prefill_plan";
       pushKvShard(loc, args, p.getKvShardAttr(), callee);
     } else if (auto r = dyn_cast<RaggedPrefillPlanOp>(op)) {
@@ -336,7 +338,8 @@ public:
                                          : absent(loc, b.getI32Type(), 1));
       }
       pushShape(loc, args, r.getNumQoHeads(), r.getNumKvHeads(), r.getHeadDim(), 0,
-                r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr());
+                r.getQType(), r.getKvType(), r.getMaskMode(), r.getTilesAttr(),
+                r.getOType() ? *r.getOType() : Type());
       callee = r.getOnDevice() ? "fi_rt_ragged_prefill_plan_device" : "fi_rt_ragged_prefill_plan";
     } else if (auto s = dyn_cast<BlockSparsePlanOp>(op)) {
       BlockSparsePlanOp::Adaptor sA(operands, s);
@@ -403,6 +406,7 @@ public:
     args.push_back(f32(loc, fval("rope_theta", 1.0e4f)));
     args.push_back(f32(loc, fval("k_scale", 1.0f)));
     args.push_back(f32(loc, fval("v_scale", 1.0f)));
+    args.push_back(f32(loc, fval("q_scale", 1.0f)));
   }
 
   void pushKv(Location loc, SmallVectorImpl<Value> &args, Value k, Value v) {

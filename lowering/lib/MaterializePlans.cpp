@@ -142,6 +142,9 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
   if (info->plan)
     return info->plan;
   TypeAttr qType = TypeAttr::get(info->qType), kvType = TypeAttr::get(info->kvType);
+  // fp8 attention's plans say the output type (o_type); other plans have none.
+  TypeAttr oType =
+      isa<Float8E4M3FNType>(info->qType) ? TypeAttr::get(info->oType) : TypeAttr();
   Value plan;
   if (auto d = dyn_cast<PagedDecodeOp>(op)) {
     Value numPages = numPagesFor(b, op, d.getKvIndptr(), d.getKvIndices(),
@@ -172,7 +175,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         p.getKvIndptr(), p.getKvIndices(), p.getKvLastPageLen(), p.getMaskIndptr(), numPages,
         maxQo, p.getBsr(), p.getMaskModeAttr(), dev ? device : UnitAttr(),
         i64(b, info->qoHeads), i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType,
-        info->tiles, p.getKvShardAttr());
+        info->tiles, p.getKvShardAttr(), oType);
     p.getPlanMutable().assign(plan);
   } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
     SmallVector<Value> deps = {r.getQoIndptr(), r.getKvIndptr()};
@@ -188,7 +191,7 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         b, loc, PlanType::get(ctx, PlanFamily::ragged_prefill), r.getQoIndptr(),
         r.getKvIndptr(), r.getMaskIndptr(), maxQo, maxKv, r.getMaskModeAttr(),
         dev ? device : UnitAttr(), i64(b, info->qoHeads), i64(b, info->kvHeads),
-        i64(b, info->headDim), qType, kvType, info->tiles);
+        i64(b, info->headDim), qType, kvType, info->tiles, oType);
     r.getPlanMutable().assign(plan);
   } else if (auto s = dyn_cast<BlockSparseAttentionOp>(op)) {
     // M and N: dim 0 of q and k, made just before the op (they depend on nothing else).

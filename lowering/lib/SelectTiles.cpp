@@ -106,10 +106,11 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
     p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_kv_len == 0 && info.staticBatch > 0 && info.staticKvRows >= 0)
     p.avg_kv_len = (info.staticKvRows + info.staticBatch - 1) / info.staticBatch;
-  // A variant (score_mod / mask_mod) is compiled into the warp-specialised kernel alone: its
-  // wgmma 128 x 128 tiles whatever the lengths (the host backend ignores the cores).
+  // A variant (score_mod / mask_mod) is compiled into the warp-specialised kernel alone, and
+  // fp8 attention runs only there: its wgmma 128 x 128 tiles whatever the lengths (the host
+  // backend ignores the cores; the heuristics give fp8 those tiles).
   const bool variant = op->hasAttr("score_mod") || op->hasAttr("mask_mod");
-  if (variant && p.avg_qo_len <= 0)
+  if ((variant || p.q_dtype_bytes == 1) && p.avg_qo_len <= 0)
     p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_qo_len <= 0)
     return std::nullopt;

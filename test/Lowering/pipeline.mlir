@@ -20,7 +20,7 @@
 // CHECK-NOT: unrealized_conversion_cast
 // CHECK-DAG: llvm.mlir.global private @__fi_plan_slot_0(dense<0> : tensor<1xi64>) {addr_space = 0 : i32, alignment = 8 : i64} : !llvm.array<1 x i64>
 // CHECK-DAG: llvm.func @_mlir_ciface_fi_rt_decode_plan(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)
-// CHECK-DAG: llvm.func @_mlir_ciface_fi_rt_decode_run_f16_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, f32, f32, i32, f32, f32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr)
+// CHECK-DAG: llvm.func @_mlir_ciface_fi_rt_decode_run_f16_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, f32, f32, i32, f32, f32, f32, f32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr)
 // CHECK-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-LABEL: llvm.func @step(
 // The two layers share one plan: one plan call, two runs.

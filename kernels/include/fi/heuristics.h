@@ -42,7 +42,7 @@ typedef struct fi_tile_problem {
   int32_t num_qo_heads;
   int32_t num_kv_heads;
   int32_t head_dim;
-  int32_t q_dtype_bytes;  /* 2 for f16/bf16, 4 for f32 */
+  int32_t q_dtype_bytes;  /* 2 for f16/bf16, 4 for f32, 1 for fp8 attention (e4m3 q) */
   int32_t kv_dtype_bytes; /* 1 for fp8, 2, 4 */
   int64_t avg_qo_len;     /* 1 for decode */
   int64_t avg_kv_len;

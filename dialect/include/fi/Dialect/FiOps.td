@@ -90,6 +90,7 @@ defvar Fi_AttentionAttrs = (ins
     DefaultValuedAttr<F32Attr, "1.0e4f">:$rope_theta,
     DefaultValuedAttr<F32Attr, "1.0f">:$k_scale,
     DefaultValuedAttr<F32Attr, "1.0f">:$v_scale,
+    DefaultValuedAttr<F32Attr, "1.0f">:$q_scale,
     OptionalAttr<Fi_TilesAttr>:$tiles,
     OptionalAttr<FlatSymbolRefAttr>:$score_mod,
     OptionalAttr<FlatSymbolRefAttr>:$mask_mod);
@@ -106,6 +107,9 @@ defvar Fi_AttentionAttrDoc = [{
       embedding to q and k in the kernel (`rope_scale` (1), `rope_theta` (1e4));
       `alibi` adds ALiBi biases.
     * `k_scale`, `v_scale` (1): dequantisation scales of an fp8 KV cache.
+    * `q_scale` (1): dequantisation scale of an fp8 q (fp8 attention: ragged and paged
+      prefill with q, k and v in `f8E4M3FN` and o in f16 or bf16; logits are
+      `sm_scale * q_scale * k_scale * q.k`, outputs `v_scale * P V`). Ignored for 16-bit q.
     * `tiles`: the microkernel variant (`#fi.tiles<...>`), set by tile selection.
 
     `lse`, when given, receives the natural-log (base e) log-sum-exp of the scaled
@@ -614,6 +618,8 @@ defvar Fi_PlanShapeDoc = [{
       shape and element types of the ops that use the plan (they must agree; the
       verifier of each op checks it).
     * `tiles` (optional): forces the microkernel variant.
+    * `o_type` (prefill plans, fp8 attention only): with `q_type = f8E4M3FN` the output's
+      element type, f16 or bf16 (required then, absent otherwise).
 }];
 
 defvar Fi_PlanKvShardDoc = [{
@@ -704,7 +710,8 @@ def Fi_PagedPrefillPlanOp : Fi_PlanOp<"paged_prefill_plan", "paged_prefill",
                             DefaultValuedAttr<Fi_MaskModeAttr,
                                               "::mlir::fi::MaskMode::none">:$mask_mode,
                             UnitAttr:$on_device),
-                       Fi_PlanShapeAttrs, (ins OptionalAttr<Fi_KvShardAttr>:$kv_shard));
+                       Fi_PlanShapeAttrs, (ins OptionalAttr<Fi_KvShardAttr>:$kv_shard,
+                                               OptionalAttr<TypeAttr>:$o_type));
   let assemblyFormat = [{
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
@@ -747,7 +754,7 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill",
                             DefaultValuedAttr<Fi_MaskModeAttr,
                                               "::mlir::fi::MaskMode::none">:$mask_mode,
                             UnitAttr:$on_device),
-                       Fi_PlanShapeAttrs);
+                       Fi_PlanShapeAttrs, (ins OptionalAttr<TypeAttr>:$o_type));
   let assemblyFormat = [{
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
     (`mask_indptr` `(` $mask_indptr^ `:` type($mask_indptr) `)`)?
