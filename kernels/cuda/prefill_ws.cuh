@@ -200,15 +200,6 @@ __device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChu
 // consumer warpgroups', 3 their joint V zeroing.)
 __device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" ::: "memory"); }
 
-// The consumer warpgroups' turns to issue wgmma (barriers 5 + wg of their 256 threads): a
-// warpgroup syncs on its own barrier and arrives on the other's.
-__device__ __forceinline__ void pingpong_sync(int wg) {
-  asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
-}
-__device__ __forceinline__ void pingpong_arrive(int wg) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(5 + wg) : "memory");
-}
-
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
 template <int HD, int ES = 2>
@@ -252,11 +243,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
   // the softmax's small probabilities keep their bits; the largest, 256, is far from 448).
   constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
-  // fp8: the GEMMs take half the time, so the softmax (as many exp2 as GEMM cycles) decides:
-  // the two consumer warpgroups take turns issuing theirs (FA3's ping-pong; named barriers 5
-  // and 6), so that one's softmax runs under the other's GEMMs. Warpgroup 1 gives warpgroup 0
-  // the first turn; warpgroup 0 takes the one turn left over at the end.
-  constexpr bool PINGPONG = FP8;
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
   unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
@@ -532,21 +518,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   uint32_t q_seq = 0, kv_seq = 0;
-  if constexpr (PINGPONG) {
-    if (warp >= 4) pingpong_arrive(0);
-  }
   for (;;) {
     // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
     const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
     ++q_seq;
     desc_sync();
     const WsChunk c = descs[qs];
-    if (c.chunk < 0) {
-      if constexpr (PINGPONG) {
-        if (warp < 4) pingpong_sync(0);
-      }
-      break;
-    }
+    if (c.chunk < 0) break;
     fi::mbar_wait(&q_full[qs], q_par);
     const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
@@ -665,7 +643,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           tile_class = info.y;
         }
       }
-      if constexpr (PINGPONG) pingpong_sync(wg);  // this warpgroup's turn to issue
       fi_wgmma::fence();
       wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
@@ -679,7 +656,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         fi_wgmma::commit();
       }
-      if constexpr (PINGPONG) pingpong_arrive(wg ^ 1);  // the other's turn
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
       // left edge (a custom mask: every tile).

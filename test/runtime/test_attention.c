@@ -28,6 +28,8 @@ typedef struct acase {
   int empty_requests; /* request 0 gets kv_len 0 (if allowed), request 1 qo_len 0 */
   int padded;         /* q / o rows with a padded stride */
   uint64_t seed;
+  float q_scale;      /* fp8 attention (q e4m3): q's scale (0: 1); o is then o_dtype */
+  fi_dtype o_dtype;   /* (f16 by default) */
 } acase;
 
 static void tolerances(fi_dtype d, double *atol, double *rtol) {
@@ -55,6 +57,9 @@ static void run_case(fi_context *ctx, const acase *c) {
   if (c->sm_scale != 0) p.sm_scale = c->sm_scale;
   if (c->k_scale != 0) p.k_scale = c->k_scale;
   if (c->v_scale != 0) p.v_scale = c->v_scale;
+  if (c->q_scale != 0) p.q_scale = c->q_scale;
+  p.o_dtype = c->o_dtype;
+  const fi_dtype odt = fi_output_dtype(&p);
   if (c->pos == FI_POS_ROPE_LLAMA) { p.rope_scale = 2.0f; p.rope_theta = 5e4f; }
 
   /* lengths */
@@ -97,18 +102,18 @@ static void run_case(fi_context *ctx, const acase *c) {
 
   /* q / o / lse */
   const int64_t row_stride = (int64_t)hq * hd + (c->padded ? 8 : 0);
-  const size_t qsz = fi_dtype_size(c->q_dtype);
+  const size_t qsz = fi_dtype_size(c->q_dtype), osz = fi_dtype_size(odt);
   void *qd = xmalloc(qsz * (size_t)(row_stride * (nnz_qo + 1)));
-  void *od = xmalloc(qsz * (size_t)(row_stride * (nnz_qo + 1)));
+  void *od = xmalloc(osz * (size_t)(row_stride * (nnz_qo + 1)));
   float *lsed = xmalloc(sizeof(float) * (size_t)(nnz_qo * hq + 1));
   fill_random(qd, c->q_dtype, row_stride * nnz_qo, &r, -1, 1);
-  poison(od, qsz * (size_t)(row_stride * (nnz_qo + 1)));
+  poison(od, osz * (size_t)(row_stride * (nnz_qo + 1)));
   poison(lsed, sizeof(float) * (size_t)(nnz_qo * hq + 1));
   fi_tensor q, o, lse;
   int64_t qshape[3] = {nnz_qo, hq, hd}, lshape[2] = {nnz_qo, hq};
   q = fi_tensor_contiguous(qd, c->q_dtype, 3, qshape);
   q.strides[0] = row_stride;
-  o = fi_tensor_contiguous(od, c->q_dtype, 3, qshape);
+  o = fi_tensor_contiguous(od, odt, 3, qshape);
   o.strides[0] = row_stride;
   lse = fi_tensor_contiguous(lsed, FI_DTYPE_F32, 2, lshape);
 
@@ -199,7 +204,7 @@ static void run_case(fi_context *ctx, const acase *c) {
 
   /* oracle, request by request */
   double atol, rtol;
-  tolerances(c->q_dtype, &atol, &rtol);
+  tolerances(odt, &atol, &rtol);
   int64_t bad = 0, checked = 0;
   double worst = 0;
   for (int i = 0; i < batch && st == FI_SUCCESS; ++i) {
@@ -213,7 +218,8 @@ static void run_case(fi_context *ctx, const acase *c) {
       for (int h = 0; h < hq; ++h)
         for (int d = 0; d < hd; ++d)
           dq[(a * hq + h) * hd + d] =
-              fi_load_f32(qd, c->q_dtype, (qo_indptr[i] + a) * row_stride + h * hd + d);
+              fi_load_f32(qd, c->q_dtype, (qo_indptr[i] + a) * row_stride + h * hd + d) *
+              (c->q_dtype == FI_DTYPE_E4M3 ? (double)p.q_scale : 1.0);
     for (int64_t j = 0; j < kl; ++j)
       for (int h = 0; h < hkv; ++h)
         for (int d = 0; d < hd; ++d) {
@@ -244,7 +250,7 @@ static void run_case(fi_context *ctx, const acase *c) {
     for (int64_t a = 0; a < ql; ++a)
       for (int h = 0; h < hq; ++h) {
         for (int d = 0; d < hd; ++d) {
-          double got = fi_load_f32(od, c->q_dtype, (qo_indptr[i] + a) * row_stride + h * hd + d);
+          double got = fi_load_f32(od, odt, (qo_indptr[i] + a) * row_stride + h * hd + d);
           double want = ro[(a * hq + h) * hd + d];
           ++checked;
           if (!close_enough(got, want, atol, rtol)) {
@@ -344,6 +350,10 @@ static const acase cases[] = {
     {"ragged prefill alibi + cap fp8", RAGGED, 2, 1, 20, 10, 60, 4, 4, 64, 0, NHD, 0, F16, E4M3, FI_MASK_NONE, FI_POS_ALIBI, -1, 1.0f, 0, 1, 0.5f, 0.5f, 2.0f, 0, 0, 0, 46},
     {"ragged prefill qo 0 / kv 0 requests", RAGGED, 5, 1, 20, 1, 60, 4, 2, 64, 0, NHD, 0, F32, F32, FI_MASK_NONE, FI_POS_NONE, -1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 47},
     {"ragged prefill fixed split 16", RAGGED, 2, 1, 24, 50, 150, 4, 2, 64, 0, NHD, 0, F32, F32, FI_MASK_CAUSAL, FI_POS_NONE, -1, 0, 16, 1, 0, 0, 0, 0, 0, 1, 48},
+    /* fp8 attention: e4m3 q, k and v with scales, f16 / bf16 o (the host backend computes in
+     * fp32 from the dequantised values, as the oracle does in float64) */
+    {"ragged prefill fp8 attention causal", RAGGED, 3, 1, 30, 1, 90, 8, 2, 128, 0, NHD, 0, E4M3, E4M3, FI_MASK_CAUSAL, FI_POS_NONE, -1, 0, 0, 1, 0, 0.5f, 2.0f, 0, 0, 0, 50, 0.25f, F16},
+    {"paged prefill fp8 attention window bf16", PAGED, 3, 1, 20, 10, 70, 4, 4, 64, 16, HND, 0, E4M3, E4M3, FI_MASK_CAUSAL, FI_POS_NONE, 12, 0, 0, 1, 0, 1.5f, 0.5f, 0, 0, 1, 51, 2.0f, BF16},
     {"ragged prefill batch 512", RAGGED, 512, 0, 3, 1, 12, 4, 2, 64, 0, NHD, 0, F16, F16, FI_MASK_NONE, FI_POS_NONE, -1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 49},
 };
 

@@ -36,6 +36,8 @@ def Fi_Dialect : Dialect {
     * **GQA/MQA**: `qo_heads` must be a multiple of `kv_heads`.
     * **Element types**: q and o are `f16`, `bf16` or `f32`; the KV cache may also be
       fp8 (`f8E4M3FN`, `f8E5M2`) with dequantisation scales `k_scale`/`v_scale`.
+      fp8 attention (ragged and paged prefill): q, k and v all `f8E4M3FN` (scales
+      `q_scale`, `k_scale`, `v_scale`), o `f16` or `bf16`, on fp8 tensor cores.
       Index arrays are `i32` (64-bit indptr silently breaks the kernels, so it is a
       verifier error here).
     * **LSE**: the optional `lse` output (`f32`, `[rows, qo_heads]`) is the natural-log
