@@ -261,6 +261,9 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
                         "kernel, which cannot take this run: %s", what, why);
   p.k_staged = p.paged;
   p.v_staged = 1;
+  p.q_scale_heads = a->q_scale_heads;
+  p.k_scale_heads = a->k_scale_heads;
+  p.v_scale_heads = a->v_scale_heads;
   // q_scale and k_scale scale the logits (p.sm_scale already holds k_scale).
   p.sm_scale *= a->q_scale;
   p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;

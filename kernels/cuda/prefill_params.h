@@ -76,6 +76,9 @@ struct PrefillParams {
   float sm_scale_log2;  // sm_scale * k_scale * log2(e)
   float logits_soft_cap, soft_cap_rcp;
   float v_scale;
+  // fp8 attention's per-head scales (null: none): q per query head, k and v per KV head,
+  // multiplying the per-tensor ones folded into sm_scale / v_scale.
+  const float *q_scale_heads, *k_scale_heads, *v_scale_heads;
   float rope_rcp_scale, rope_log2_theta;
   int32_t pdl;  // launch-side: 1 launches with programmatic stream serialization (pdl.cuh)
   // An attention variant compiled into the kernel (a program's device image, see

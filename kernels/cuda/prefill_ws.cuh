@@ -548,17 +548,38 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     for (int hh = 0; hh < 2; ++hh) {
       const int pr = chunk + warp * 16 + g + hh * 8;
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
-      if (VARIANT || (EXTRAS && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
+      if (VARIANT || FP8 || (EXTRAS && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
         row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
+    }
+    // fp8 attention's per-head scales: q's of each row's head times k's of the KV head
+    // scale the logits (with the per-tensor ones in sm_scale), v's the output.
+    float row_qk[2] = {1.f, 1.f}, out_scale = p.v_scale;
+    if constexpr (FP8) {
+      const float k_head = p.k_scale_heads ? __ldg(p.k_scale_heads + kv_head) : 1.f;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+        row_qk[hh] = k_head * (p.q_scale_heads ? __ldg(p.q_scale_heads + row_head[hh]) : 1.f);
+      if (p.v_scale_heads) out_scale *= __ldg(p.v_scale_heads + kv_head);
+    }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh)
       if (EXTRAS && p.pos_encoding == FI_POS_ALIBI)
         // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
-        row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / p.sm_scale;
-    }
+        row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / (p.sm_scale * row_qk[hh]);
     // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
     // (S holds tanh(scaled / cap)).
     float c_log2 = p.sm_scale_log2;
     if (EXTRAS && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
+    // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
+    float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
+    if constexpr (FP8) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        row_cap_in[hh] = cap_in * row_qk[hh];
+        if (!(EXTRAS && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
+      }
+    }
     // A score_mod sees the logit itself (S times the scale) and returns the logit to use: S
     // then holds logits, and the softmax's factor is log2(e) (a mask_mod alone keeps S raw).
     const float logit_unit = p.sm_scale;
@@ -685,7 +706,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) s[nb][e] = tanh_approx(s[nb][e] * cap_in);
+            for (int e = 0; e < 4; ++e)
+              s[nb][e] = tanh_approx(s[nb][e] * (FP8 ? row_cap_in[e >> 1] : cap_in));
         }
         // A dense chunk's tiles inside the keys every row keeps need no masking.
         const bool tile_custom =
@@ -770,7 +792,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2);
+        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh],
+                                           FP8 ? row_c_log2[hh] : c_log2, P_LOG2);
         any_rescale |= row_scale[hh] != 1.f;
       }
       uint32_t pa[KB][4];
@@ -877,7 +900,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const float l = l_run[hh];
-        const float inv = l > 0.f ? p.v_scale / l : 0.f;
+        const float inv = l > 0.f ? out_scale / l : 0.f;
         const int row = warp * 16 + g + hh * 8;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb) {
@@ -918,7 +941,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         const int h = kv_head * group + pr - tok * group;
         const int64_t prow = (int64_t)wu.partial_row + (tok - wu.qo_start);
         const float l = l_run[hh];
-        const float inv = l > 0.f ? p.v_scale / l : 0.f;
+        const float inv = l > 0.f ? out_scale / l : 0.f;
         float *dst = p.partial_o + (prow * p.num_qo_heads + h) * HD;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb)

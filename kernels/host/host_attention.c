@@ -149,6 +149,9 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
   const fi_mask_tile_fn mask_tile = mask_mod ? p->variant->mask_tile : NULL;
   const void *captures = p->variant ? p->variant->captures : NULL;
 
+  /* fp8 attention's per-KV-head scales multiply the tensor's */
+  const float k_scale = p->k_scale * (p->k_scale_heads ? p->k_scale_heads[kvh] : 1.0f);
+  const float v_scale = p->v_scale * (p->v_scale_heads ? p->v_scale_heads[kvh] : 1.0f);
   /* q rows of the group, fp32, RoPE'd at their positions */
   for (int32_t i = 0; i < rows; ++i) {
     int64_t qpos = kv_len - qo_len + u->qo_start + i;
@@ -157,7 +160,9 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
       float *dst = qb + ((size_t)i * g + hh) * hd;
       int64_t base = (row0 + i) * j->q->strides[0] + h * j->q->strides[1];
       load_row(dst, j->q->data, j->q->dtype, base, hd,
-               j->q->dtype == FI_DTYPE_E4M3 ? p->q_scale : 1.0f);
+               j->q->dtype == FI_DTYPE_E4M3
+                   ? p->q_scale * (p->q_scale_heads ? p->q_scale_heads[h] : 1.0f)
+                   : 1.0f);
       if (rope) rope_inplace(dst, hd, j->freq, qpos);
     }
   }
@@ -197,8 +202,8 @@ static void attn_task(void *arg, int64_t task, int32_t thread) {
       int64_t ko = kv_offset(j, j->k, r, t0 + t, kvh);
       int64_t vo = kv_offset(j, j->v, r, t0 + t, kvh);
       float *kd = kb + (size_t)t * hd, *vd = vb + (size_t)t * hd;
-      load_row(kd, j->k->data, j->k->dtype, ko, hd, p->k_scale);
-      load_row(vd, j->v->data, j->v->dtype, vo, hd, p->v_scale);
+      load_row(kd, j->k->data, j->k->dtype, ko, hd, k_scale);
+      load_row(vd, j->v->data, j->v->dtype, vo, hd, v_scale);
       if (rope) rope_inplace(kd, hd, j->freq, t0 + t);
     }
     for (int32_t i = 0; i < rows; ++i) {

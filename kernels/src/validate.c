@@ -70,6 +70,12 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "params.q_dtype = e4m3 with kv_shards = %d: a sharded KV takes "
                           "f16 or bf16 queries", (int)p->kv_shards);
+  } else if (p->q_scale_heads || p->k_scale_heads || p->v_scale_heads) {
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "params.%s_scale_heads is set but q_dtype = %s: per-head scales are "
+                        "for fp8 attention (q_dtype e4m3); use k_scale / v_scale, or NULL",
+                        p->q_scale_heads ? "q" : p->k_scale_heads ? "k" : "v",
+                        fi_dtype_name(p->q_dtype));
   }
   if (!is_known_dtype(p->kv_dtype))
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,

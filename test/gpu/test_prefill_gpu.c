@@ -110,6 +110,7 @@ typedef struct config {
   fi_pos_encoding pos;
   int window_left, with_lse, fixed_split, force_tiles;
   int use_stage; /* the CUDA context had a prefill stage (fi_context_set_prefill_stage) */
+  int head_scales; /* fp8 attention with per-head q, k and v scales */
   float soft_cap, sm_scale, k_scale, v_scale, q_scale;
   fi_tiles tiles;
   int *qo_len, *kv_len;
@@ -170,7 +171,7 @@ static const char *pos_name(fi_pos_encoding p) {
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
                      "%s %s/%s->%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s pos %s win %d cap "
-                     "%.1f lse %d split %d tiles %s%s%d/%d%s lens",
+                     "%.1f lse %d split %d tiles %s%s%d/%d%s%s lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), fi_dtype_name(c->o_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
                      c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
@@ -181,7 +182,8 @@ static void describe(const config *c, char *buf, size_t n) {
                      pos_name(c->pos), c->window_left,
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
                      c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
-                     c->tiles.kv_tile, c->use_stage ? " stage" : "");
+                     c->tiles.kv_tile, c->use_stage ? " stage" : "",
+                     c->head_scales ? " head-scales" : "");
   for (int i = 0; i < c->batch && off < (int)n - 24; ++i)
     off += snprintf(buf + off, n - (size_t)off, " %d:%d", c->qo_len[i], c->kv_len[i]);
 }
@@ -236,6 +238,26 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   if (c->pos == FI_POS_ROPE_LLAMA) {
     prm.rope_scale = 1.f + (float)(rnd() % 4) * 0.5f;
     prm.rope_theta = (rnd() & 1) ? 1e4f : 5e5f;
+  }
+
+  /* fp8 attention: per-head scales in half of the configurations (host arrays for the host
+   * plan, device copies for the CUDA ones: each plan keeps its pointers) */
+  fi_attention_params prm_d = prm;
+  float *hs_q = NULL, *hs_kv = NULL, *ds_q = NULL, *ds_kv = NULL;
+  if (fp8 && (rnd() & 1)) {
+    hs_q = malloc(sizeof(float) * (size_t)Hq);
+    hs_kv = malloc(sizeof(float) * (size_t)(2 * Hk));
+    for (int h = 0; h < Hq; ++h) hs_q[h] = 0.5f + 0.25f * (float)(rnd() % 5);
+    for (int h = 0; h < 2 * Hk; ++h) hs_kv[h] = 0.5f + 0.25f * (float)(rnd() % 5);
+    ds_q = dcopy(hs_q, sizeof(float) * (size_t)Hq);
+    ds_kv = dcopy(hs_kv, sizeof(float) * (size_t)(2 * Hk));
+    prm.q_scale_heads = hs_q;
+    prm.k_scale_heads = hs_kv;
+    prm.v_scale_heads = hs_kv + Hk;
+    prm_d.q_scale_heads = ds_q;
+    prm_d.k_scale_heads = ds_kv;
+    prm_d.v_scale_heads = ds_kv + Hk;
+    c->head_scales = 1;
   }
 
   /* Inputs. */
@@ -351,16 +373,16 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (c->paged) {
       s = fi_paged_prefill_plan(host, &prm, B, qo_indptr, &hpages, num_pages, hmask_p, NULL, wh, ws_h, &ph);
       if (s == FI_SUCCESS)
-        s = fi_paged_prefill_plan(cuda, &prm, B, qo_indptr, &hpages, num_pages, hmask_p, forced, wd, ws_d, &pd);
+        s = fi_paged_prefill_plan(cuda, &prm_d, B, qo_indptr, &hpages, num_pages, hmask_p, forced, wd, ws_d, &pd);
     } else {
       s = fi_ragged_prefill_plan(host, &prm, B, qo_indptr, kv_indptr, hmask_p, NULL, wh, ws_h, &ph);
       if (s == FI_SUCCESS)
-        s = fi_ragged_prefill_plan(cuda, &prm, B, qo_indptr, kv_indptr, hmask_p, forced, wd, ws_d, &pd);
+        s = fi_ragged_prefill_plan(cuda, &prm_d, B, qo_indptr, kv_indptr, hmask_p, forced, wd, ws_d, &pd);
     }
     /* A fixed split of many query rows can need more partial rows than the workspace
      * budget holds (a documented plan error): then let the planner choose. */
     if (s == FI_ERROR_WORKSPACE_TOO_SMALL && prm.fixed_split_size > 0) {
-      prm.fixed_split_size = c->fixed_split = 0;
+      prm.fixed_split_size = prm_d.fixed_split_size = c->fixed_split = 0;
       continue;
     }
     break;
@@ -432,11 +454,11 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     CK(cudaMemset(dlse, 0xff, l_bytes + 4));
     fi_plan pdev;
     if (c->paged)
-      s = fi_paged_prefill_plan_device(cuda, &prm, B, dqo, nnz_qo, &dpages,
+      s = fi_paged_prefill_plan_device(cuda, &prm_d, B, dqo, nnz_qo, &dpages,
                                        (int64_t)page_indptr[B] + 1, num_pages, &pd.tiles, wd2,
                                        ws_d, &pdev);
     else
-      s = fi_ragged_prefill_plan_device(cuda, &prm, B, dqo, nnz_qo, dkv, nnz_kv, &pd.tiles, wd2,
+      s = fi_ragged_prefill_plan_device(cuda, &prm_d, B, dqo, nnz_qo, dkv, nnz_kv, &pd.tiles, wd2,
                                         ws_d, &pdev);
     if (c->mask == FI_MASK_CUSTOM) {
       if (s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "custom mask")) {
@@ -482,6 +504,11 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
       double v = fabs((double)fi_test_e4m3(((const uint8_t *)vbuf)[i]) * c->v_scale);
       if (v > vmax) vmax = v;
     }
+    if (hs_kv) { /* (the largest per-head v scale: a bound, not each head's own) */
+      double hv = 0;
+      for (int h = 0; h < Hk; ++h) hv = hs_kv[Hk + h] > hv ? hs_kv[Hk + h] : hv;
+      vmax *= hv;
+    }
     atol = 0.0625 * vmax + rtol * maxref;
     rms_tol = 0.04;
   }
@@ -523,6 +550,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dqo); cudaFree(dkv); cudaFree(dpi);
   cudaFree(dll); cudaFree(dind); cudaFree(dmb); cudaFree(dmi); cudaFree(dout); cudaFree(dlse);
   cudaFree(wd);
+  cudaFree(ds_q); cudaFree(ds_kv); free(hs_q); free(hs_kv);
   fi_context_set_prefill_stage(cuda, NULL, 0);
   cudaFree(stage);
   free(wh); free(q); free(kbuf); free(vbuf); free(mask_bits); free(oh); free(lh); free(od);

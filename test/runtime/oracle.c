@@ -59,7 +59,13 @@ void oracle_attention(const fi_attention_params *p, int64_t qo_len, int64_t kv_l
     int64_t qpos = kv_len - qo_len + i;
     for (int64_t h = 0; h < hq; ++h) {
       int64_t kh = h / group;
+      /* fp8 attention's per-head scales (q's are applied here, q being the dequantised
+       * tensor without them) */
+      const double qhs = p->q_scale_heads ? p->q_scale_heads[h] : 1.0;
+      const double khs = p->k_scale_heads ? p->k_scale_heads[kh] : 1.0;
+      const double vhs = p->v_scale_heads ? p->v_scale_heads[kh] : 1.0;
       memcpy(qv, q + (i * hq + h) * hd, sizeof(double) * (size_t)hd);
+      for (int64_t d = 0; d < hd; ++d) qv[d] *= qhs;
       if (p->pos_encoding == FI_POS_ROPE_LLAMA) rope(p, qv, qpos);
       double mx = -INFINITY;
       for (int64_t j = 0; j < kv_len; ++j) {
@@ -72,7 +78,7 @@ void oracle_attention(const fi_attention_params *p, int64_t qo_len, int64_t kv_l
         if (p->window_left >= 0 && j < qpos - p->window_left) ok = 0;
         keep[j] = (char)ok;
         if (!ok) continue;
-        for (int64_t d = 0; d < hd; ++d) kv[d] = k[(j * hkv + kh) * hd + d] * p->k_scale;
+        for (int64_t d = 0; d < hd; ++d) kv[d] = k[(j * hkv + kh) * hd + d] * p->k_scale * khs;
         if (p->pos_encoding == FI_POS_ROPE_LLAMA) rope(p, kv, j);
         double dot = 0;
         for (int64_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
@@ -94,7 +100,8 @@ void oracle_attention(const fi_attention_params *p, int64_t qo_len, int64_t kv_l
       for (int64_t j = 0; j < kv_len; ++j) {
         if (!keep[j]) continue;
         double w = exp(logit[j] - mx) / den;
-        for (int64_t d = 0; d < hd; ++d) orow[d] += w * v[(j * hkv + kh) * hd + d] * p->v_scale;
+        for (int64_t d = 0; d < hd; ++d)
+          orow[d] += w * v[(j * hkv + kh) * hd + d] * p->v_scale * vhs;
       }
       lse[i * hq + h] = mx + log(den);
     }

@@ -30,6 +30,7 @@ typedef struct acase {
   uint64_t seed;
   float q_scale;      /* fp8 attention (q e4m3): q's scale (0: 1); o is then o_dtype */
   fi_dtype o_dtype;   /* (f16 by default) */
+  int head_scales;    /* fp8 attention: per-head q, k and v scales too (heads <= 64) */
 } acase;
 
 static void tolerances(fi_dtype d, double *atol, double *rtol) {
@@ -59,6 +60,13 @@ static void run_case(fi_context *ctx, const acase *c) {
   if (c->v_scale != 0) p.v_scale = c->v_scale;
   if (c->q_scale != 0) p.q_scale = c->q_scale;
   p.o_dtype = c->o_dtype;
+  float head_scales[3 * 64];
+  if (c->head_scales) { /* fp8 attention's per-head scales (q per qo head, k / v per kv head) */
+    for (int h = 0; h < 3 * 64; ++h) head_scales[h] = 0.5f + 0.25f * (float)(h % 5);
+    p.q_scale_heads = head_scales;
+    p.k_scale_heads = head_scales + 64;
+    p.v_scale_heads = head_scales + 128;
+  }
   const fi_dtype odt = fi_output_dtype(&p);
   if (c->pos == FI_POS_ROPE_LLAMA) { p.rope_scale = 2.0f; p.rope_theta = 5e4f; }
 
@@ -353,7 +361,7 @@ static const acase cases[] = {
     /* fp8 attention: e4m3 q, k and v with scales, f16 / bf16 o (the host backend computes in
      * fp32 from the dequantised values, as the oracle does in float64) */
     {"ragged prefill fp8 attention causal", RAGGED, 3, 1, 30, 1, 90, 8, 2, 128, 0, NHD, 0, E4M3, E4M3, FI_MASK_CAUSAL, FI_POS_NONE, -1, 0, 0, 1, 0, 0.5f, 2.0f, 0, 0, 0, 50, 0.25f, F16},
-    {"paged prefill fp8 attention window bf16", PAGED, 3, 1, 20, 10, 70, 4, 4, 64, 16, HND, 0, E4M3, E4M3, FI_MASK_CAUSAL, FI_POS_NONE, 12, 0, 0, 1, 0, 1.5f, 0.5f, 0, 0, 1, 51, 2.0f, BF16},
+    {"paged prefill fp8 attention window bf16 head scales", PAGED, 3, 1, 20, 10, 70, 4, 4, 64, 16, HND, 0, E4M3, E4M3, FI_MASK_CAUSAL, FI_POS_NONE, 12, 0, 0, 1, 0, 1.5f, 0.5f, 0, 0, 1, 51, 2.0f, BF16, 1},
     {"ragged prefill batch 512", RAGGED, 512, 0, 3, 1, 12, 4, 2, 64, 0, NHD, 0, F16, F16, FI_MASK_NONE, FI_POS_NONE, -1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 49},
 };
 

@@ -128,6 +128,16 @@ static void test_plan_rules(void) {
              "RoPE", "rotate before quantising");
   params.pos_encoding = FI_POS_NONE;
   {
+    const float one[4] = {1.f, 1.f, 1.f, 1.f};
+    fi_attention_params p16 = saved;
+    p16.k_scale_heads = one;
+    fi_attention_params keep = params;
+    params = p16;
+    EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan),
+               FI_ERROR_INVALID_ARGUMENT, "k_scale_heads", "per-head scales are for fp8 attention");
+    params = keep;
+  }
+  {
     int32_t dind[2] = {0, 1}, dpages[1] = {0}, dlast[1] = {3};
     fi_page_table dpt1 = {dind, dpages, dlast};
     EXPECT_ERR(fi_decode_plan(ctx, &params, 1, &dpt1, 4, NULL, workspace, sizeof workspace, &plan),

@@ -12,11 +12,11 @@
 // code for the kernel spilled ~800 bytes per thread, without them none.
 #include "../prefill_ws.cuh"
 
-// (the names begin with runtime.h's FI_VARIANT_KERNEL_PREFIX: bump its v2 here and there
+// (the names begin with runtime.h's FI_VARIANT_KERNEL_PREFIX: bump its v3 here and there
 // when PrefillParams, WsMaps or the shared-memory layout change)
 #define FI_VARIANT_PREFILL_KERNEL(HD, NAME, DT)                                          \
   extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)        \
-      fi_variant_v2_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
+      fi_variant_v3_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
                                          const __grid_constant__ fi_prefill::WsMaps maps) { \
     fi_prefill::prefill_ws_body<HD, DT, false, false, true>(p, maps);                      \
   }

@@ -202,9 +202,9 @@ typedef enum fi_pos_encoding {
  * refused (FI_ERROR_UNSUPPORTED). */
 #define FI_VARIANT_MAX_CAPTURE_BYTES 256
 /* The generation of the variant kernels' parameter block and shared-memory layout, part of
- * their names ("fi_variant_v2_prefill_hd128_f16"): an image compiled against another
+ * their names ("fi_variant_v3_prefill_hd128_f16"): an image compiled against another
  * runtime's kernels is refused when loaded, not run with a misread block. */
-#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v2_prefill_hd"
+#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v3_prefill_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
@@ -270,6 +270,12 @@ typedef struct fi_attention_params {
    * path. No RoPE (rotate before quantising), variants or sharded KV. */
   fi_dtype o_dtype;          /* f16 by default; used only when q_dtype is e4m3 */
   float q_scale;             /* 1 by default; used only when q_dtype is e4m3 */
+  /* fp8 attention's per-head scales (NULL, the default: none), multiplying q_scale per query
+   * head ([num_qo_heads]) and k_scale / v_scale per KV head ([num_kv_heads]). Read by every
+   * run of the plan (CUDA: device memory, host backend: host memory); the plan keeps the
+   * pointers, so the arrays outlive its runs (their values may change between runs, graph
+   * replays included). Only with q_dtype e4m3. */
+  const float *q_scale_heads, *k_scale_heads, *v_scale_heads;
 } fi_attention_params;
 
 /* The dtype of o (and of merge states' v) for these params: q's, or o_dtype for fp8 q. */
