@@ -17,7 +17,7 @@ if [ "${1:-}" = --prepare ]; then
   rm -rf "$carry" && mkdir -p "$carry"
   compile() { "$build/bin/fi-opt" "$1" --fi-to-llvm | "$llvm/mlir-translate" --mlir-to-llvmir |
               "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/$2.o"; }
-  for t in decode prefill merge_append block_sparse; do compile "test/E2E/$t.mlir" "$t"; done
+  for t in decode prefill merge_append block_sparse fp8; do compile "test/E2E/$t.mlir" "$t"; done
   # On CUDA the split writes device memory, which only plans made on the device read.
   "$build/bin/fi-opt" test/E2E/shared_prefix.mlir --fi-to-llvm=plans-on-device=1 |
     "$llvm/mlir-translate" --mlir-to-llvmir |
@@ -63,6 +63,7 @@ link test/E2E/drivers/decode.c decode
 link test/E2E/drivers/prefill.c prefill
 link test/E2E/drivers/merge_append.c merge_append
 link test/E2E/drivers/block_sparse.c block_sparse
+link test/E2E/drivers/fp8.c fp8
 link test/E2E/drivers/shared_prefix.c shared_prefix
 link test/E2E/drivers/embed_decode.c embed_decode
 link test/E2E/drivers/variants_cuda.c variants_cuda
@@ -91,7 +92,7 @@ run() { # name backend args...  (FI_E2E_ONLY=<name>: run only that program)
   grep -vE "^  +(o|lse|v|s|k cache|v cache|kv cache|layer [0-9]+ [a-z]+|o \(layer 2\)|replay [0-9]+ layer [0-9]+ o|graph layer [0-9]+ cache): " "$OUT/$name.$backend.$runs.log" | head -60
   [ $rc = 0 ] || status=1
 }
-for name in decode prefill merge_append block_sparse shared_prefix embed_decode; do run $name cuda; done
+for name in decode prefill merge_append block_sparse fp8 shared_prefix embed_decode; do run $name cuda; done
 run decode_step cuda --batch=32 --max-kv=4096 --steps=20 --replays=50
 run decode_step cuda --batch=128 --max-kv=4096 --steps=20 --replays=10
 run decode_step cuda --batch=1 --max-kv=32768 --steps=20 --replays=50

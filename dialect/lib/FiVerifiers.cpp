@@ -484,6 +484,34 @@ LogicalResult checkQueryAndOutputs(Checker &c, Value q, Dim kvHeads, Dim kvHeadD
   return success();
 }
 
+/// fp8 attention's per-head scales: all three or none, only with an f8E4M3FN q, rank-1
+/// f32 of [qo_heads], [kv_heads], [kv_heads].
+LogicalResult checkHeadScales(Checker &c, Value q, int64_t kvHeads, Value qs, Value ks,
+                              Value vs) {
+  if (!qs && !ks && !vs)
+    return success();
+  if (!qs || !ks || !vs)
+    return c.error() << "has only some of q_scale_heads, k_scale_heads, v_scale_heads: pass "
+                        "all three (head_scales(...)) or none";
+  if (!isa<Float8E4M3FNType>(shapedOf(q).getElementType()))
+    return c.error() << "has head_scales but 'q' is " << shapedOf(q).getElementType()
+                     << ": per-head scales are for fp8 attention (f8E4M3FN q, k and v); use "
+                        "k_scale / v_scale";
+  const int64_t qoHeads = shapedOf(q).getDimSize(1);
+  const std::pair<Value, const char *> all[3] = {
+      {qs, "q_scale_heads"}, {ks, "k_scale_heads"}, {vs, "v_scale_heads"}};
+  for (int i = 0; i < 3; ++i) {
+    ShapedType t = shapedOf(all[i].first);
+    const int64_t want = i == 0 ? qoHeads : kvHeads;
+    if (t.getRank() != 1 || !t.getElementType().isF32() ||
+        bothStaticAndDiffer(t.getDimSize(0), want))
+      return c.error() << "operand '" << all[i].second << "' has type "
+                       << all[i].first.getType() << " but must be [" << want
+                       << "] f32 (one scale per " << (i == 0 ? "query" : "KV") << " head)";
+  }
+  return success();
+}
+
 /// fp8 attention: the output type a prefill op's plan was made for (o_type) is its o's.
 template <typename PlanOpTy>
 LogicalResult checkPlanOutputType(Checker &c, Value plan, Value o) {
@@ -534,8 +562,8 @@ LogicalResult PagedPrefillOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"q", "qo_indptr", "k", "v", "kv_indptr", "kv_indices",
-                  "kv_last_page_len", "mask", "mask_indptr", "variant_args", "plan", "o",
-                  "lse"}))))
+                  "kv_last_page_len", "mask", "mask_indptr", "q_scale_heads", "k_scale_heads",
+                  "v_scale_heads", "variant_args", "plan", "o", "lse"}))))
     return failure();
   FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
   if (failed(cache) ||
@@ -545,6 +573,8 @@ LogicalResult PagedPrefillOp::verify() {
                           "both have batch + 1 entries")) ||
       failed(checkQueryAndOutputs(c, getQ(), cache->kvHeads, cache->headDim, getO(),
                                   getLse(), "nnz_qo", getK())) ||
+      failed(checkHeadScales(c, getQ(), cache->kvHeads.size(), getQScaleHeads(),
+                             getKScaleHeads(), getVScaleHeads())) ||
       failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
                           getQoIndptr())) ||
       failed(c.attentionAttrs(*this)) ||
@@ -563,7 +593,8 @@ LogicalResult RaggedPrefillOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"q", "k", "v", "qo_indptr", "kv_indptr", "mask", "mask_indptr",
-                  "variant_args", "plan", "o", "lse"}))))
+                  "q_scale_heads", "k_scale_heads", "v_scale_heads", "variant_args", "plan",
+                  "o", "lse"}))))
     return failure();
   Value k = getK(), v = getV();
   unsigned offset = v ? 0 : 1;
@@ -592,6 +623,8 @@ LogicalResult RaggedPrefillOp::verify() {
                           "both have batch + 1 entries")) ||
       failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(),
                                   "nnz_qo", k)) ||
+      failed(checkHeadScales(c, getQ(), kvHeads.size(), getQScaleHeads(), getKScaleHeads(),
+                             getVScaleHeads())) ||
       failed(c.customMask(getMaskMode(), getMask(), getMaskIndptr(), "qo_indptr",
                           getQoIndptr())) ||
       failed(c.attentionAttrs(*this)) ||

@@ -1422,12 +1422,42 @@ static void clear_prefill_stage(fi_context *ctx) {
   if (is_cuda(ctx)) fi_context_set_prefill_stage(ctx, NULL, 0);
 }
 
+/* fp8 attention's per-head scale operands (q, k, v; hs NULL for other entry points, empty
+ * memrefs when the op has none) onto the run's copy of its plan: the runtime reads them at
+ * run (fi_attention_params.*_scale_heads). 0 (reported) on bad input. */
+static int head_scales_of(const char *op, fi_context *ctx, const fi_memref *slot,
+                          fi_memref *const *hs, fi_plan *plan) {
+  if (!hs || length_of(hs[0]) == 0) return 1;
+  static const char *const names[3] = {"q_scale_heads", "k_scale_heads", "v_scale_heads"};
+  const float *ptr[3];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t want = i == 0 ? plan->params.num_qo_heads : plan->params.num_kv_heads;
+    if (length_of(hs[i]) != want) {
+      char msg[160];
+      snprintf(msg, sizeof(msg), "%s has %lld entries: it needs one per %s head (%lld)",
+               names[i], (long long)length_of(hs[i]), i == 0 ? "query" : "KV",
+               (long long)want);
+      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+      return 0;
+    }
+    if (!(ptr[i] = array_of(op, names[i], hs[i], 4))) return 0;
+  }
+  if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){ptr[0], ptr[1], ptr[2]},
+                             names, 3))
+    return 0;
+  plan->params.q_scale_heads = ptr[0];
+  plan->params.k_scale_heads = ptr[1];
+  plan->params.v_scale_heads = ptr[2];
+  return 1;
+}
+
 static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr,
                               fi_memref *k, fi_memref *v, fi_memref *indptr,
                               fi_memref *indices, fi_memref *last, fi_memref *mask,
                               fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,
                               int32_t has_lse, int32_t layout, int32_t mask_mode,
-                              attention_attrs a, fi_dtype qd, fi_dtype kd) {
+                              attention_attrs a, fi_dtype qd, fi_dtype kd,
+                              fi_memref *const *hs) {
   const char *op = "fi.paged_prefill";
   fi_context *ctx = context_or_report(op);
   fi_plan plan;
@@ -1451,6 +1481,7 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
   }
   if (!qo || !pages.indptr || !pages.indices || !pages.last_page_len ||
       (mask_mode == FI_MASK_CUSTOM && (!cm.bits || !cm.indptr)) ||
+      !head_scales_of(op, ctx, slot, hs, &plan) ||
       !set_prefill_stage(op, ctx, &plan.params, 1, tq.shape[0],
                          length_of(indices) * plan.params.page_size)) {
     fi_plan_skip_run(ctx, &plan, FI_ERROR_INVALID_ARGUMENT); /* (sharded: tell the ranks) */
@@ -1467,7 +1498,7 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
                                fi_memref *qo_indptr, fi_memref *kv_indptr, fi_memref *mask,
                                fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,
                                int32_t has_lse, int32_t mask_mode, attention_attrs a,
-                               fi_dtype qd, fi_dtype kd) {
+                               fi_dtype qd, fi_dtype kd, fi_memref *const *hs) {
   const char *op = "fi.ragged_prefill";
   fi_context *ctx = context_or_report(op);
   fi_plan plan;
@@ -1488,6 +1519,7 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
     cm.indptr = array_of(op, "mask_indptr", mask_indptr, 4);
     if (!cm.bits || !cm.indptr) return;
   }
+  if (!head_scales_of(op, ctx, slot, hs, &plan)) return;
   if (!set_prefill_stage(op, ctx, &plan.params, 0, tq.shape[0],
                          tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]))
     return;
@@ -1700,13 +1732,26 @@ FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
             fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
             int32_t has_lse, int32_t layout, int32_t mask_mode, ATTN_PARAMS) {             \
     paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
-                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd);              \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd, NULL);        \
   }
 #define DEF_PAGED_PREFILL(qn, qd, kn, kd)                                                  \
   DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn, qd, kd)       \
   DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
 FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
-DEF_PAGED_PREFILL(e4m3, FI_DTYPE_E4M3, e4m3, FI_DTYPE_E4M3) /* fp8 attention */
+/* fp8 attention: the per-head scales (q, k, v) after lse */
+#define DEF_PAGED_PREFILL_FP8(name)                                                        \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr, fi_memref *k,             \
+            fi_memref *v, fi_memref *indptr, fi_memref *indices, fi_memref *last,          \
+            fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
+            int32_t has_lse, fi_memref *qs, fi_memref *ks, fi_memref *vs, int32_t layout,  \
+            int32_t mask_mode, ATTN_PARAMS) {                                              \
+    fi_memref *const hs[3] = {qs, ks, vs};                                                 \
+    paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, FI_DTYPE_E4M3,        \
+                      FI_DTYPE_E4M3, hs);                                                  \
+  }
+DEF_PAGED_PREFILL_FP8(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3)
+DEF_PAGED_PREFILL_FP8(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3_mask_ui8)
 
 #define DEF_RAGGED_PREFILL_NAMED(name, qd, kd)                                             \
   void name(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,                     \
@@ -1714,13 +1759,24 @@ DEF_PAGED_PREFILL(e4m3, FI_DTYPE_E4M3, e4m3, FI_DTYPE_E4M3) /* fp8 attention */
             fi_memref *mask_indptr, fi_memref *o, fi_memref *lse, int32_t has_lse,         \
             int32_t mask_mode, ATTN_PARAMS) {                                              \
     ragged_prefill_run(slot, q, k, v, qo_indptr, kv_indptr, mask, mask_indptr, o, lse,     \
-                       has_lse, mask_mode, ATTN_ARGS, qd, kd);                             \
+                       has_lse, mask_mode, ATTN_ARGS, qd, kd, NULL);                       \
   }
 #define DEF_RAGGED_PREFILL(qn, qd, kn, kd)                                                 \
   DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn, qd, kd)     \
   DEF_RAGGED_PREFILL_NAMED(_mlir_ciface_fi_rt_ragged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
 FI_Q_KV_TYPES(DEF_RAGGED_PREFILL)
-DEF_RAGGED_PREFILL(e4m3, FI_DTYPE_E4M3, e4m3, FI_DTYPE_E4M3) /* fp8 attention */
+#define DEF_RAGGED_PREFILL_FP8(name)                                                       \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,                     \
+            fi_memref *qo_indptr, fi_memref *kv_indptr, fi_memref *mask,                   \
+            fi_memref *mask_indptr, fi_memref *o, fi_memref *lse, int32_t has_lse,         \
+            fi_memref *qs, fi_memref *ks, fi_memref *vs, int32_t mask_mode,                \
+            ATTN_PARAMS) {                                                                 \
+    fi_memref *const hs[3] = {qs, ks, vs};                                                 \
+    ragged_prefill_run(slot, q, k, v, qo_indptr, kv_indptr, mask, mask_indptr, o, lse,     \
+                       has_lse, mask_mode, ATTN_ARGS, FI_DTYPE_E4M3, FI_DTYPE_E4M3, hs);   \
+  }
+DEF_RAGGED_PREFILL_FP8(_mlir_ciface_fi_rt_ragged_prefill_run_e4m3_e4m3)
+DEF_RAGGED_PREFILL_FP8(_mlir_ciface_fi_rt_ragged_prefill_run_e4m3_e4m3_mask_ui8)
 
 #define DEF_MERGE(n, d)                                                                    \
   void _mlir_ciface_fi_rt_merge_state_##n(fi_memref *va, fi_memref *sa, fi_memref *vb,     \

@@ -129,7 +129,8 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
       b, loc, PagedPrefillOp::getOperationName(),
       {one(d.getQ()), one(qoIndptr), one(k), one(v), one(split.getResult(1)),
        one(split.getResult(2)), one(split.getResult(3)), /*mask*/ none, none,
-       /*variant_args*/ none, /*plan*/ none, one(emptyLike(b, loc, o)), one(emptyLse())},
+       /*head scales*/ none, none, none, /*variant_args*/ none, /*plan*/ none,
+       one(emptyLike(b, loc, o)), one(emptyLse())},
       TypeRange{o.getType(), lseType}, attrs);
   Operation *suffix = createWithSegments(
       b, loc, PagedDecodeOp::getOperationName(),

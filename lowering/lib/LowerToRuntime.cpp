@@ -429,6 +429,16 @@ public:
     args.push_back(maskIndptr ? canonical(loc, maskIndptr) : absent(loc, b.getI32Type(), 1));
   }
 
+  /// fp8 attention's run entry points (q f8E4M3FN) take the three per-head scale arrays
+  /// after lse, absent (empty) when the op has none; the other entry points take none.
+  void pushHeadScales(Location loc, SmallVectorImpl<Value> &args, Value q, Value qs, Value ks,
+                      Value vs) {
+    if (!isa<Float8E4M3FNType>(cast<ShapedType>(q.getType()).getElementType()))
+      return;
+    for (Value v : {qs, ks, vs})
+      args.push_back(v ? canonical(loc, v) : absent(loc, b.getF32Type(), 1));
+  }
+
   static std::string suffix(std::initializer_list<Value> values) {
     std::string s;
     for (Value v : values)
@@ -485,6 +495,8 @@ public:
       pushMask(loc, args, pA.getMask(), pA.getMaskIndptr());
       args.push_back(canonical(loc, pA.getO()));
       pushLse(loc, args, pA.getLse());
+      pushHeadScales(loc, args, pA.getQ(), pA.getQScaleHeads(), pA.getKScaleHeads(),
+                     pA.getVScaleHeads());
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
       args.push_back(i32(loc, static_cast<int64_t>(p.getMaskMode())));
       pushAttention(loc, args, op, pA.getQ());
@@ -522,6 +534,8 @@ public:
       pushMask(loc, args, rA.getMask(), rA.getMaskIndptr());
       args.push_back(canonical(loc, rA.getO()));
       pushLse(loc, args, rA.getLse());
+      pushHeadScales(loc, args, rA.getQ(), rA.getQScaleHeads(), rA.getKScaleHeads(),
+                     rA.getVScaleHeads());
       args.push_back(i32(loc, static_cast<int64_t>(r.getMaskMode())));
       pushAttention(loc, args, op, rA.getQ());
       if (failed(pushVariantArgs(b, op, rA.getVariantArgs(), args)))

@@ -39,3 +39,17 @@ func.func @paged_fp8_plan(%q: memref<?x32x128xf8E4M3FN>, %qo: memref<?xi32>,
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
   return
 }
+
+// Per-head scales (q per query head, k and v per KV head).
+// CHECK-LABEL: func.func @ragged_fp8_head_scales
+// CHECK: fi.ragged_prefill q(%arg0 : memref<?x8x128xf8E4M3FN>) kv(%arg1, %arg1 : memref<?x2x128xf8E4M3FN>, memref<?x2x128xf8E4M3FN>) indptr(%arg2, %arg2 : memref<?xi32>, memref<?xi32>) head_scales(%arg3, %arg4, %arg4 : memref<8xf32>, memref<2xf32>, memref<2xf32>) outs(%arg5 : memref<?x8x128xf16>)
+func.func @ragged_fp8_head_scales(%q: memref<?x8x128xf8E4M3FN>, %k: memref<?x2x128xf8E4M3FN>,
+                                  %ip: memref<?xi32>, %qs: memref<8xf32>, %ks: memref<2xf32>,
+                                  %o: memref<?x8x128xf16>) {
+  fi.ragged_prefill q(%q : memref<?x8x128xf8E4M3FN>)
+      kv(%k, %k : memref<?x2x128xf8E4M3FN>, memref<?x2x128xf8E4M3FN>)
+      indptr(%ip, %ip : memref<?xi32>, memref<?xi32>)
+      head_scales(%qs, %ks, %ks : memref<8xf32>, memref<2xf32>, memref<2xf32>)
+      outs(%o : memref<?x8x128xf16>)
+  return
+}

@@ -22,7 +22,13 @@
 // LOWER: call @fi_rt_ragged_prefill_plan({{.*}}%c259_i32{{[_0-9]*}}, %c3_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}
 // LOWER: %[[VS:.*]] = arith.constant 2.000000e+00 : f32
 // LOWER: %[[QS:.*]] = arith.constant 2.500000e-01 : f32
+// (no head_scales: three empty f32 memrefs after lse)
 // LOWER: call @fi_rt_ragged_prefill_run_e4m3_e4m3({{.*}}, %[[VS]], %[[QS]],
+// LOWER-LABEL: func.func @paged_fp8_head_scales
+// LOWER: call @fi_rt_paged_prefill_plan({{.*}}%c3_i32{{[_0-9]*}}, %c3_i32
+// LOWER: %[[HQ:.*]] = memref.cast %arg8 : memref<4xf32> to memref<?xf32, strided<[?], offset: ?>>
+// LOWER: %[[HK:.*]] = memref.cast %arg9 : memref<2xf32> to memref<?xf32, strided<[?], offset: ?>>
+// LOWER: call @fi_rt_paged_prefill_run_e4m3_e4m3(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[HQ]], %[[HK]], %{{.*}},
 func.func @ragged_fp8(%q: memref<?x32x128xf8E4M3FN>, %k: memref<?x8x128xf8E4M3FN>,
                       %v: memref<?x8x128xf8E4M3FN>, %qo: memref<?xi32>, %kvp: memref<?xi32>,
                       %o: memref<?x32x128xbf16>) {
@@ -30,5 +36,19 @@ func.func @ragged_fp8(%q: memref<?x32x128xf8E4M3FN>, %k: memref<?x8x128xf8E4M3FN
       kv(%k, %v : memref<?x8x128xf8E4M3FN>, memref<?x8x128xf8E4M3FN>)
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x32x128xbf16>)
       {mask_mode = #fi.mask_mode<causal>, q_scale = 0.25 : f32, v_scale = 2.0 : f32}
+  return
+}
+
+// Paged, with per-head scales (fp8 attention's run entry points take them after lse).
+func.func @paged_fp8_head_scales(%q: memref<?x4x128xf8E4M3FN>, %qo: memref<?xi32>,
+                                 %k: memref<?x16x2x128xf8E4M3FN>, %v: memref<?x16x2x128xf8E4M3FN>,
+                                 %ip: memref<?xi32>, %ix: memref<?xi32>, %lp: memref<?xi32>,
+                                 %o: memref<?x4x128xf16>, %qs: memref<4xf32>, %ks: memref<2xf32>) {
+  fi.paged_prefill q(%q : memref<?x4x128xf8E4M3FN>) qo_indptr(%qo : memref<?xi32>)
+      kv(%k, %v : memref<?x16x2x128xf8E4M3FN>, memref<?x16x2x128xf8E4M3FN>)
+      pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      head_scales(%qs, %ks, %ks : memref<4xf32>, memref<2xf32>, memref<2xf32>)
+      outs(%o : memref<?x4x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
   return
 }

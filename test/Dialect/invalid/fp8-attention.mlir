@@ -72,3 +72,19 @@ func.func @q_scale_zero(%q: tensor<?x4x128xf8E4M3FN>, %k: tensor<?x4x128xf8E4M3F
   %r = fi.ragged_prefill q(%q : tensor<?x4x128xf8E4M3FN>) kv(%k, %k : tensor<?x4x128xf8E4M3FN>, tensor<?x4x128xf8E4M3FN>) indptr(%qo, %qo : tensor<?xi32>, tensor<?xi32>) outs(%o : tensor<?x4x128xf16>) {q_scale = 0.0 : f32} -> tensor<?x4x128xf16>
   return %r : tensor<?x4x128xf16>
 }
+
+// -----
+
+func.func @head_scales_f16_q(%q: tensor<?x4x128xf16>, %k: tensor<?x4x128xf16>, %qo: tensor<?xi32>, %s: tensor<4xf32>, %o: tensor<?x4x128xf16>) -> tensor<?x4x128xf16> {
+  // expected-error @+1 {{has head_scales but 'q' is 'f16': per-head scales are for fp8 attention}}
+  %r = fi.ragged_prefill q(%q : tensor<?x4x128xf16>) kv(%k, %k : tensor<?x4x128xf16>, tensor<?x4x128xf16>) indptr(%qo, %qo : tensor<?xi32>, tensor<?xi32>) head_scales(%s, %s, %s : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<?x4x128xf16>) -> tensor<?x4x128xf16>
+  return %r : tensor<?x4x128xf16>
+}
+
+// -----
+
+func.func @head_scales_size(%q: tensor<?x8x128xf8E4M3FN>, %k: tensor<?x2x128xf8E4M3FN>, %qo: tensor<?xi32>, %qs: tensor<8xf32>, %ks: tensor<4xf32>, %o: tensor<?x8x128xf16>) -> tensor<?x8x128xf16> {
+  // expected-error @+1 {{operand 'k_scale_heads' has type 'tensor<4xf32>' but must be [2] f32 (one scale per KV head)}}
+  %r = fi.ragged_prefill q(%q : tensor<?x8x128xf8E4M3FN>) kv(%k, %k : tensor<?x2x128xf8E4M3FN>, tensor<?x2x128xf8E4M3FN>) indptr(%qo, %qo : tensor<?xi32>, tensor<?xi32>) head_scales(%qs, %ks, %ks : tensor<8xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<?x8x128xf16>) -> tensor<?x8x128xf16>
+  return %r : tensor<?x8x128xf16>
+}

@@ -253,6 +253,9 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       mask, bit-packed (little bit order, 1 = attend) in a rank-1 i8/ui8 array, and its
       `[batch + 1]` i32 offsets in bits (`mask_indptr[i+1] - mask_indptr[i] =
       qo_len_i * kv_len_i`).
+    * `q_scale_heads`, `k_scale_heads`, `v_scale_heads` (optional, together; fp8 attention
+      only): f32 per-head scales, `[qo_heads]`, `[kv_heads]`, `[kv_heads]`, multiplying
+      `q_scale`, `k_scale` and `v_scale`.
     * `plan` (optional): a `!fi.plan<paged_prefill>` from `fi.paged_prefill_plan`.
     * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
@@ -280,6 +283,8 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$kv_indptr, Fi_Shaped:$kv_indices, Fi_Shaped:$kv_last_page_len,
       Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Optional<Fi_Shaped>:$q_scale_heads, Optional<Fi_Shaped>:$k_scale_heads,
+      Optional<Fi_Shaped>:$v_scale_heads,
       Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
@@ -294,6 +299,8 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     `pages` `(` $kv_indptr `,` $kv_indices `,` $kv_last_page_len `:`
         type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
     (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`head_scales` `(` $q_scale_heads^ `,` $k_scale_heads `,` $v_scale_heads `:`
+        type($q_scale_heads) `,` type($k_scale_heads) `,` type($v_scale_heads) `)`)?
     (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
@@ -319,6 +326,8 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
     * `qo_indptr`, `kv_indptr`: `[batch + 1]` i32 each: rows/keys of request i.
     * `mask`, `mask_indptr` (only with `mask_mode = #fi.mask_mode<custom>`): the
       bit-packed custom mask, as in `fi.paged_prefill`.
+    * `q_scale_heads`, `k_scale_heads`, `v_scale_heads` (optional, together; fp8 attention
+      only): per-head scales, as in `fi.paged_prefill`.
     * `plan` (optional): a `!fi.plan<ragged_prefill>` from `fi.ragged_prefill_plan`.
     * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
@@ -339,6 +348,8 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
       Fi_Shaped:$q, Fi_Shaped:$k, Optional<Fi_Shaped>:$v,
       Fi_Shaped:$qo_indptr, Fi_Shaped:$kv_indptr,
       Optional<Fi_Shaped>:$mask, Optional<Fi_Shaped>:$mask_indptr,
+      Optional<Fi_Shaped>:$q_scale_heads, Optional<Fi_Shaped>:$k_scale_heads,
+      Optional<Fi_Shaped>:$v_scale_heads,
       Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
@@ -349,6 +360,8 @@ def Fi_RaggedPrefillOp : Fi_DpsOp<"ragged_prefill", "O", [AttrSizedOperandSegmen
     `kv` `(` $k (`,` $v^)? `:` type($k) (`,` type($v)^)? `)`
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
     (`mask` `(` $mask^ `,` $mask_indptr `:` type($mask) `,` type($mask_indptr) `)`)?
+    (`head_scales` `(` $q_scale_heads^ `,` $k_scale_heads `,` $v_scale_heads `:`
+        type($q_scale_heads) `,` type($k_scale_heads) `,` type($v_scale_heads) `)`)?
     (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
