@@ -340,7 +340,9 @@ fi_status fi_prefill_workspace_size(fi_context *ctx, const fi_attention_params *
 /* The bytes of the prefill stage (fi_context_set_prefill_stage) that runs with these params
  * need, up to max_qo_rows rows of q and max_kv_rows KV rows (ragged: rows of k; paged: the
  * page-table entries (kv_indptr[batch]) times the page size); 0 when they need none (no
- * RoPE, fp8 KV or odd page size; the host backend; a device without the Hopper kernel).
+ * RoPE, fp8 KV, fp8 attention or odd page size; the host backend; a device without the
+ * Hopper kernel). fp8 attention (q e4m3) always needs one: V transposed, and a paged K as
+ * token rows.
  * The stage holds K and V rows only (the kernel rotates Q as it lands), so today the size
  * does not grow with max_qo_rows, which is still validated. */
 fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *params,
