@@ -164,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int64_t rows = family == 0 ? nb : max_q;
     void *bq, *bo, *bl, *bk, *bv;
     const int64_t qs[3] = {rows, p.num_qo_heads, p.head_dim}, ls[2] = {rows, p.num_qo_heads};
-    fi_tensor tq = tensor(&in, p.q_dtype, 3, qs, &bq), to = tensor(&in, p.q_dtype, 3, qs, &bo);
+    fi_tensor tq = tensor(&in, p.q_dtype, 3, qs, &bq), to = tensor(&in, fi_output_dtype(&p), 3, qs, &bo);
     fi_tensor tl = tensor(&in, FI_DTYPE_F32, 2, ls, &bl);
     fi_tensor *lse = pick(&in, 2) ? &tl : NULL;
     if (family == 2) {
@@ -217,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (s == FI_SUCCESS && p.num_qo_heads > 0 && p.num_kv_heads > 0 && p.head_dim > 0) {
       void *bq, *bk, *bv, *bo;
       const int64_t qs[3] = {max_q, p.num_qo_heads, p.head_dim}, ks[3] = {max_kv, p.num_kv_heads, p.head_dim};
-      fi_tensor tq = tensor(&in, p.q_dtype, 3, qs, &bq), to = tensor(&in, p.q_dtype, 3, qs, &bo);
+      fi_tensor tq = tensor(&in, p.q_dtype, 3, qs, &bq), to = tensor(&in, fi_output_dtype(&p), 3, qs, &bo);
       fi_tensor tk = tensor(&in, p.kv_dtype, 3, ks, &bk), tv = tensor(&in, p.kv_dtype, 3, ks, &bv);
       s = fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &b, &to, NULL);
       expect_message(ctx, s);
