@@ -69,6 +69,16 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   target->sm_count = prop.multiProcessorCount;
   target->smem_per_block = (int32_t)prop.sharedMemPerBlockOptin;
   ctx->smem_per_sm = (int32_t)prop.sharedMemPerMultiprocessor;
+  // Peak DRAM bandwidth: clock (kHz, double data rate) x bus width (bits) / 8, per SM.
+  int mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, ctx->device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ctx->device) ==
+          cudaSuccess &&
+      prop.multiProcessorCount > 0)
+    ctx->dram_gbps_per_sm = (float)(2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 /
+                                    prop.multiProcessorCount);
+  else
+    ctx->dram_gbps_per_sm = 0.f;
   ctx->smem_reserved_per_block = (int32_t)prop.reservedSharedMemPerBlock;
   return FI_SUCCESS;
 }

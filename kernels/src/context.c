@@ -83,6 +83,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.warp_spec = env_int("FI_DECODE_WARP_SPEC", -1);
   ctx->tuning.tws_slots = env_int("FI_DECODE_TWS_SLOTS", 0);
   ctx->tuning.prefill_warp_spec = env_int("FI_PREFILL_WARP_SPEC", -1);
+  ctx->tuning.decode_one_wave = env_int("FI_DECODE_ONE_WAVE", -1);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

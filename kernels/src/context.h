@@ -30,6 +30,9 @@ struct fi_context {
   /* CUDA backend: the device's shared memory per SM and the part of it each block reserves
    * (the warp-specialised decode kernel sizes its ring from them) */
   int32_t smem_per_sm, smem_reserved_per_block;
+  /* CUDA backend: the device memory's peak bandwidth per SM in GB/s, from its clock and bus
+   * width (0: unknown, the host backend). The decode planner's one-wave rule reads it. */
+  float dram_gbps_per_sm;
   char last_error[FI_ERROR_MESSAGE_BYTES];
   /* Stream or device synchronisations the runtime made on this context (CUDA: a plan's
    * upload from pageable host memory waits for the stream; reading a plan's status back),
@@ -74,7 +77,7 @@ struct fi_context {
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
-   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC. */
+   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -88,6 +91,8 @@ struct fi_context {
     int32_t tws_slots;   /* cap on that kernel's ring slots, rounded down to a multiple of
                             its consumer warps (at least one each); 0: as many as fit */
     int32_t prefill_warp_spec; /* -1 default (on, sm_90), 0: no warp-specialised prefill */
+    int32_t decode_one_wave;   /* -1 default (by the memory bandwidth per SM), 0: split
+                                  one-wave per-warp decode plans, 1: keep them unsplit */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -101,14 +101,22 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
  * count): the launcher then runs one CTA of up to 12 warps per SM (16 with single K/V
  * slots; tcw_warps_for), as many warps per SM as a split plan's smaller CTAs, without
  * partial rows to write and merge. Measured on an H100 (bench/NOTES.md, v10):
- * (16, 4096, 32, 8), 128 CTAs, 81.8 -> 83.5 % of copy. */
+ * (16, 4096, 32, 8), 128 CTAs, 81.8 -> 83.5 % of copy. Not where the device's memory
+ * bandwidth per SM exceeds FI_ONE_WAVE_MAX_GBPS_PER_SM: one such CTA per SM cannot keep
+ * enough bytes in flight (H200, 36 GB/s per SM: 16 x 131072 tokens read at 77 % of copy
+ * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). The tuning
+ * knob FI_DECODE_ONE_WAVE forces the choice (1 unsplit, 0 split). */
+#define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles, int64_t unsplit_units) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  if (unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
+  const int one_wave = ctx->tuning.decode_one_wave >= 0
+                           ? ctx->tuning.decode_one_wave != 0
+                           : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM);
+  if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
   int64_t u = FI_DECODE_TCW_CTAS_PER_SM * sms / kvh;
   return u < 1 ? 1 : (u < t ? u : t);
 }
