@@ -117,6 +117,24 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// q (D, qo heads, tokens) of esz-byte elements with boxes of (one 128-byte row of head dims,
+// group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh.
+bool encode_q_map(CUtensorMap *map, const fi_tensor *q, int D, int group, int esz) {
+  const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
+  const cuuint64_t st[2] = {(cuuint64_t)(q->strides[1] * esz), (cuuint64_t)(q->strides[0] * esz)};
+  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group, (cuuint32_t)(128 / group)};
+  return encode_map(map, q->data, 3, d, st, b, esz);
+}
+
+// Token rows t (D, kv heads, rows) of esz-byte elements with boxes of (one 128-byte row of
+// head dims, 1 head, box_rows rows).
+bool encode_rows_map(CUtensorMap *map, const fi_tensor *t, int D, int box_rows, int esz) {
+  const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
+  const cuuint64_t st[2] = {(cuuint64_t)(t->strides[1] * esz), (cuuint64_t)(t->strides[0] * esz)};
+  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), 1, (cuuint32_t)box_rows};
+  return encode_map(map, t->data, 3, d, st, b, esz);
+}
+
 // The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
 // of (64, group, 128 / group); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
 // 128, or 64 for block-sparse tiles (two halves of 64 keys from their own first keys); paged
@@ -127,19 +145,13 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
   if (q->strides[2] != 1 || kv.k->strides[kv.k_paged ? 3 : 2] != 1 ||
       kv.v->strides[kv.v_paged ? 3 : 2] != 1)
     return false;
-  const cuuint64_t qd[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
-  const cuuint64_t qs[2] = {(cuuint64_t)q->strides[1] * 2, (cuuint64_t)q->strides[0] * 2};
-  const cuuint32_t qb[3] = {64, (cuuint32_t)group, (cuuint32_t)(128 / group)};
-  if (!encode_map(&m->q, q->data, 3, qd, qs, qb)) return false;
+  if (!encode_q_map(&m->q, q, D, group, 2)) return false;
   m->kv_box_rows = 128;
   for (int i = 0; i < 2; ++i) {
     const fi_tensor *t = i == 0 ? kv.k : kv.v;
     CUtensorMap *map = i == 0 ? &m->k : &m->v;
     if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
-      const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
-      const cuuint64_t st[2] = {(cuuint64_t)t->strides[1] * 2, (cuuint64_t)t->strides[0] * 2};
-      const cuuint32_t b[3] = {64, 1, (cuuint32_t)ragged_box};
-      if (!encode_map(map, t->data, 3, d, st, b)) return false;
+      if (!encode_rows_map(map, t, D, ragged_box, 2)) return false;
     } else {
       int box = 128;
       while (page_size % box != 0) box /= 2;
@@ -157,25 +169,17 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
   return true;
 }
 
-// The tensor maps of fp8 attention (head_dim 128, 1-byte elements): q as for 16-bit with
-// boxes of (128, group, 128 / group); k as token rows (D, kv heads, rows) with (128, 1, 128)
-// (ragged: the run's k; paged: staged); V^T (staged, [kv heads][D][pitch]) as (pitch, D,
-// kv heads) with boxes of (128 keys, D, 1).
+// The tensor maps of fp8 attention (1-byte elements): q and k (token rows: ragged, the run's
+// k; paged, staged) as for 16-bit with 128-dim boxes; V^T (staged, [kv heads][D][pitch]) as
+// (pitch, D, kv heads) with boxes of (128 keys, D, 1).
 bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor *k,
                      const void *vt, int64_t vt_pitch, int D, int kv_heads, int group) {
   if (q->strides[2] != 1 || k->strides[2] != 1) return false;
-  const cuuint64_t qd[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
-  const cuuint64_t qs[2] = {(cuuint64_t)q->strides[1], (cuuint64_t)q->strides[0]};
-  const cuuint32_t qb[3] = {128, (cuuint32_t)group, (cuuint32_t)(128 / group)};
-  const cuuint64_t kd[3] = {(cuuint64_t)D, (cuuint64_t)k->shape[1], (cuuint64_t)k->shape[0]};
-  const cuuint64_t ks[2] = {(cuuint64_t)k->strides[1], (cuuint64_t)k->strides[0]};
-  const cuuint32_t kb[3] = {128, 1, 128};
   const cuuint64_t vd[3] = {(cuuint64_t)vt_pitch, (cuuint64_t)D, (cuuint64_t)kv_heads};
   const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
   const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
   m->kv_box_rows = 128;
-  return encode_map(&m->q, q->data, 3, qd, qs, qb, 1) &&
-         encode_map(&m->k, k->data, 3, kd, ks, kb, 1) &&
+  return encode_q_map(&m->q, q, D, group, 1) && encode_rows_map(&m->k, k, D, 128, 1) &&
          encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
 
@@ -207,13 +211,28 @@ fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
                       cudaGetErrorString(e));
 }
 
+// The stage pass's arguments both of its kernels take: the run's K/V and page table as the
+// prefill kernel gets them, and the plan's batch (read on the device from the workspace
+// header's batch word when the plan has counters, so graph replays see the current one).
+PrefillStageArgs stage_args_for(const PrefillParams &p, const fi_plan *plan,
+                                const int32_t *counts, int64_t kv_rows) {
+  PrefillStageArgs sa = {};
+  sa.src = p;
+  sa.batch = plan->batch;
+  sa.device_batch = counts ? counts + 8 : nullptr;
+  sa.head_dim = plan->params.head_dim;
+  sa.kv_kind = kv_kind_of(&plan->params);
+  sa.kv_rows_cap = kv_rows;
+  return sa;
+}
+
 // fp8 attention (q_dtype e4m3): the stage pass writes V^T (and a paged cache's K as token
 // rows), then the warp-specialised kernel runs on fp8 wgmma. No other kernel takes fp8
 // queries: a run it cannot take fails, naming why.
 fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
                   const KvTensors &kv, const fi_stage_layout &stage, int64_t stage_kv_rows,
-                  const int32_t *counts, bool extras, fi_tensor *o, fi_tensor *lse,
-                  const char *what) {
+                  const int32_t *counts, int num_work_units, bool extras, cudaStream_t stream,
+                  fi_tensor *o, fi_tensor *lse, const char *what) {
   const fi_attention_params *a = &plan->params;
   char why[224];
   why[0] = 0;
@@ -237,12 +256,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   fi_tensor sk = *kv.k;
   fi_prefill::WsMaps maps;
   if (!why[0]) {
-    sa.src = p;
-    sa.batch = plan->batch;
-    sa.device_batch = counts + 8;  // the workspace header's batch word
-    sa.head_dim = a->head_dim;
-    sa.kv_kind = FI_KV_E4M3;
-    sa.kv_rows_cap = stage_kv_rows;
+    sa = stage_args_for(p, plan, counts, stage_kv_rows);
     sa.svt = base + stage.v;
     sa.vt_pitch = fi_fp8_vt_pitch(stage_kv_rows);
     if (p.paged) {
@@ -264,18 +278,12 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   p.q_scale_heads = a->q_scale_heads;
   p.k_scale_heads = a->k_scale_heads;
   p.v_scale_heads = a->v_scale_heads;
-  // q_scale and k_scale scale the logits (p.sm_scale already holds k_scale).
-  p.sm_scale *= a->q_scale;
-  p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
-  cudaStream_t stream = fi_cuda_stream(ctx);
-  cudaError_t e = fi_prefill_stage_fp8_launch(sa, ctx->target.sm_count, p.pdl != 0, stream);
+  cudaError_t e = fi_prefill_stage_fp8_launch(sa, p.pdl != 0, stream);
   if (e == cudaSuccess)
     e = (a->o_dtype == FI_DTYPE_BF16 ? fi_prefill_ws_fp8_launch_bf16
                                      : fi_prefill_ws_fp8_launch_f16)(
-        p, maps, extras, fi_plan_get_layout(plan).num_work_units, ctx->target.sm_count, stream);
-  if (e != cudaSuccess)
-    return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s (%s)", what, cudaGetErrorName(e),
-                        cudaGetErrorString(e));
+        p, maps, extras, num_work_units, ctx->target.sm_count, stream);
+  if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts + 1, o, lse);
 }
 
@@ -327,9 +335,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.window_left = a->window_left;
   p.pdl = fi_cuda_pdl(ctx);
   const int kvk = kv_kind_of(a);
-  // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend.
-  const float k_scale = a->k_scale;
-  p.sm_scale = a->sm_scale * k_scale;
+  // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend; an fp8
+  // q's q_scale scales the logits too.
+  p.sm_scale = a->sm_scale * a->k_scale;
+  if (a->q_dtype == FI_DTYPE_E4M3) p.sm_scale *= a->q_scale;
   p.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
   p.logits_soft_cap = a->logits_soft_cap;
   p.soft_cap_rcp = a->logits_soft_cap > 0.f ? 1.f / a->logits_soft_cap : 0.f;
@@ -351,7 +360,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
 
   cudaStream_t stream = fi_cuda_stream(ctx);
   if (a->q_dtype == FI_DTYPE_E4M3)
-    return run_fp8(ctx, plan, p, q, kv, stage, stage_kv_rows, counts, extras, o, lse, what);
+    return run_fp8(ctx, plan, p, q, kv, stage, stage_kv_rows, counts, lay.num_work_units, extras,
+                   stream, o, lse, what);
   // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
   // with or without the extras, in and out of CUDA-graph captures (its tensor maps span the
   // tensors as declared at capture, as every kernel's bounds do; rows and pages come from
@@ -390,13 +400,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && needs_stage) {
     char *base = (char *)ctx->prefill_stage;
     const int64_t kvshape[3] = {stage_kv_rows, a->num_kv_heads, a->head_dim};
-    sa.src = p;
-    sa.batch = plan->batch;
-    sa.device_batch = counts ? counts + 8 : nullptr;  // the workspace header's batch word
-    sa.head_dim = a->head_dim;
-    sa.kv_kind = kvk;
+    sa = stage_args_for(p, plan, counts, stage_kv_rows);
     sa.rope = a->pos_encoding == FI_POS_ROPE_LLAMA;
-    sa.kv_rows_cap = stage_kv_rows;
     sa.sk = base + stage.k;
     sk = fi_tensor_contiguous(sa.sk, q_dt, 3, kvshape);
     ws_kv.k = &sk;

@@ -295,14 +295,10 @@ __device__ __forceinline__ void pack_p_e4m3(const float (&s)[NB][4], uint32_t (&
 }
 
 // The key (0..31 within its 32-key step) that logical column k of pack_p_e4m3's fragment
-// holds: k = 16 h + 4 t + i -> 16 h + 8 (i / 2) + 2 t + i % 2; perm32_col is its inverse.
+// holds: k = 16 h + 4 t + i -> 16 h + 8 (i / 2) + 2 t + i % 2.
 __host__ __device__ __forceinline__ int perm32_key(int k) {
   const int h = k >> 4, t = (k >> 2) & 3, i = k & 3;
   return 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
-}
-__host__ __device__ __forceinline__ int perm32_col(int j) {
-  const int h = j >> 4, w = j & 15;
-  return 16 * h + 4 * ((w & 7) >> 1) + 2 * (w >> 3) + (w & 1);
 }
 
 // O rows g and g + 8 of one m-tile times their softmax rescale factors.

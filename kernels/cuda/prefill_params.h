@@ -72,8 +72,8 @@ struct PrefillParams {
   float *partial_o, *partial_lse;
   int32_t num_qo_heads, num_kv_heads, group;
   int32_t causal, custom_mask, pos_encoding, window_left;
-  float sm_scale;       // sm_scale * k_scale
-  float sm_scale_log2;  // sm_scale * k_scale * log2(e)
+  float sm_scale;       // sm_scale * k_scale (fp8 attention: * q_scale)
+  float sm_scale_log2;  // that * log2(e)
   float logits_soft_cap, soft_cap_rcp;
   float v_scale;
   // fp8 attention's per-head scales (null: none): q per query head, k and v per KV head,

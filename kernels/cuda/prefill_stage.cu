@@ -82,6 +82,34 @@ __device__ __forceinline__ int kv_len_of(const PrefillStageArgs &s, int r) {
   return n > 0 ? (n - 1) * s.src.page_size + __ldg(s.src.kv_last_page_len + r) : 0;
 }
 
+// Where staged row `row` of KV head h comes from: its token j within its request and the
+// element offsets of its K and V in the source; false when the row holds no key (past the
+// page table's last entry or the last request's rows, or a last page's slots past kv_len).
+// kv_end: kv_indptr[batch] (paged: page-table entries; ragged: rows).
+__device__ __forceinline__ bool staged_row_source(const PrefillStageArgs &s, int batch,
+                                                  int kv_end, int row, int h, int *j,
+                                                  int64_t *k_off, int64_t *v_off) {
+  int64_t k_base, v_base;
+  if (s.src.paged) {
+    const int e = row / s.src.page_size, slot = row - e * s.src.page_size;
+    if (e >= kv_end) return false;
+    const int r = owner(s.src.kv_indptr, batch, e);
+    *j = (e - __ldg(s.src.kv_indptr + r)) * s.src.page_size + slot;
+    if (*j >= kv_len_of(s, r)) return false;
+    const int page = __ldg(s.src.kv_indices + e);
+    k_base = (int64_t)page * s.src.k_stride_page + (int64_t)slot * s.src.k_stride_tok;
+    v_base = (int64_t)page * s.src.v_stride_page + (int64_t)slot * s.src.v_stride_tok;
+  } else {
+    if (row >= kv_end) return false;
+    *j = row - __ldg(s.src.kv_indptr + owner(s.src.kv_indptr, batch, row));
+    k_base = (int64_t)row * s.src.k_stride_tok;
+    v_base = (int64_t)row * s.src.v_stride_tok;
+  }
+  *k_off = k_base + (int64_t)h * s.src.k_stride_head;
+  *v_off = v_base + (int64_t)h * s.src.v_stride_head;
+  return true;
+}
+
 template <typename DT>
 __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   fi::pdl_enter();
@@ -103,27 +131,11 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
     const int per_row = is_k ? k_per_row : chunks;
     const int c = (int)(item % per_row), h = (int)(item / per_row % s.src.num_kv_heads);
     const int row = (int)(item / per_row / s.src.num_kv_heads);  // staged row
-    // Its request and token j, and where the source row is.
-    int r, j;
-    int64_t off;
-    const int64_t st_tok = is_k ? s.src.k_stride_tok : s.src.v_stride_tok;
-    if (s.src.paged) {
-      const int e = row / s.src.page_size, slot = row - e * s.src.page_size;
-      if (e >= kv_end) continue;
-      r = owner(s.src.kv_indptr, batch, e);
-      j = (e - __ldg(s.src.kv_indptr + r)) * s.src.page_size + slot;
-      if (j >= kv_len_of(s, r)) continue;
-      const int page = __ldg(s.src.kv_indices + e);
-      off = (int64_t)page * (is_k ? s.src.k_stride_page : s.src.v_stride_page) +
-            (int64_t)slot * st_tok;
-    } else {
-      if (row >= kv_end) continue;
-      r = owner(s.src.kv_indptr, batch, row);
-      j = row - __ldg(s.src.kv_indptr + r);
-      off = (int64_t)row * st_tok;
-    }
-    off += (int64_t)h * (is_k ? s.src.k_stride_head : s.src.v_stride_head);
-    const char *src = (const char *)(is_k ? s.src.k : s.src.v) + esz * off;
+    // Its token j, and where the source row is.
+    int j;
+    int64_t k_off, v_off;
+    if (!staged_row_source(s, batch, kv_end, row, h, &j, &k_off, &v_off)) continue;
+    const char *src = (const char *)(is_k ? s.src.k : s.src.v) + esz * (is_k ? k_off : v_off);
     char *dst =
         (char *)(is_k ? s.sk : s.sv) + 2 * (((int64_t)row * s.src.num_kv_heads + h) * hd);
     if (is_k && s.rope) {
@@ -152,39 +164,30 @@ __global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillSta
   fi::pdl_enter();
   constexpr int ROWS = 128, PITCH = 144;  // (144: the transpose's column reads spread over banks)
   __shared__ __align__(16) uint8_t tile[ROWS * PITCH];  // [row][head_dim <= 128]
+  __shared__ int64_t k_src[ROWS], v_src[ROWS];          // source offsets; -1: no key
   const int batch = s.device_batch ? *s.device_batch : s.batch;
   const int hd = s.head_dim, chunks = hd / 16, h = blockIdx.y;
   const int64_t row0 = (int64_t)blockIdx.x * ROWS;
   const int kv_end = batch > 0 ? __ldg(s.src.kv_indptr + batch) : 0;
   const int64_t used = s.src.paged ? (int64_t)kv_end * s.src.page_size : kv_end;
   if (row0 > used + ROWS || row0 >= s.vt_pitch) return;
+  for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {  // each row's source, once
+    int j;
+    const int64_t row = row0 + r;
+    if (!(row < used && row < s.kv_rows_cap &&
+          staged_row_source(s, batch, kv_end, (int)row, h, &j, &k_src[r], &v_src[r])))
+      k_src[r] = v_src[r] = -1;
+  }
+  __syncthreads();
   for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
     const int r = i / chunks, c = i % chunks;
     const int64_t row = row0 + r;
     uint4 v = make_uint4(0, 0, 0, 0);
-    const uint8_t *vsrc = nullptr, *ksrc = nullptr;
-    if (row < used && row < s.kv_rows_cap) {
-      if (s.src.paged) {
-        const int e = (int)(row / s.src.page_size), slot = (int)(row - (int64_t)e * s.src.page_size);
-        const int q = owner(s.src.kv_indptr, batch, e);
-        const int j = (e - __ldg(s.src.kv_indptr + q)) * s.src.page_size + slot;
-        if (j < kv_len_of(s, q)) {
-          const int64_t page = __ldg(s.src.kv_indices + e);
-          vsrc = (const uint8_t *)s.src.v + page * s.src.v_stride_page +
-                 (int64_t)slot * s.src.v_stride_tok + (int64_t)h * s.src.v_stride_head;
-          ksrc = (const uint8_t *)s.src.k + page * s.src.k_stride_page +
-                 (int64_t)slot * s.src.k_stride_tok + (int64_t)h * s.src.k_stride_head;
-        }
-      } else {
-        vsrc = (const uint8_t *)s.src.v + row * s.src.v_stride_tok +
-               (int64_t)h * s.src.v_stride_head;
-      }
-    }
-    if (vsrc) v = __ldg(reinterpret_cast<const uint4 *>(vsrc) + c);
+    if (v_src[r] >= 0) v = __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.v + v_src[r]) + c);
     *reinterpret_cast<uint4 *>(tile + r * PITCH + c * 16) = v;
-    if (ksrc && s.sk)
+    if (s.sk && k_src[r] >= 0)
       reinterpret_cast<uint4 *>((uint8_t *)s.sk + (row * s.src.num_kv_heads + h) * hd)[c] =
-          __ldg(reinterpret_cast<const uint4 *>(ksrc) + c);
+          __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.k + k_src[r]) + c);
   }
   __syncthreads();
   // V^T row d, columns [row0, row0 + 128): 8 runs of 16 logical columns per row.
@@ -210,9 +213,7 @@ __global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillSta
 
 }  // namespace
 
-cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, int sm_count, bool pdl,
-                                        cudaStream_t stream) {
-  (void)sm_count;
+cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cudaStream_t stream) {
   const int64_t tiles = (s.vt_pitch + 127) / 128;
   if (tiles == 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
   return fi::launch_on(stream, pdl, dim3((unsigned)tiles, (unsigned)s.src.num_kv_heads),

@@ -30,8 +30,7 @@ struct PrefillStageArgs {
   int64_t vt_pitch;
 };
 
-cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, int sm_count, bool pdl,
-                                        cudaStream_t stream);
+cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cudaStream_t stream);
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream);
 

@@ -240,6 +240,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   constexpr int SLAB = 128 / ES;          // elements per 128-byte swizzled row
   constexpr int KB = CTA_KV * ES / 32;    // P V steps per tile (16 keys; fp8 32)
+  // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
+  // key bytes along V^T's rows per step, K-major (LBO unused).
+  constexpr uint32_t V_STEP = FP8 ? 32 : 16 * 128, V_LBO = FP8 ? 16 : CTA_KV * 128;
   // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
   // the softmax's small probabilities keep their bits; the largest, 256, is far from 448).
   constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
@@ -462,12 +465,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 for (int h = 0; h < HD / 64; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
                                   kv_head, c.kv_tok_begin + half_key[lane], full);
-            } else if (FP8 && part == 1) {  // V^T: (keys, head dims, kv heads) boxes
+            } else if (!p.paged || staged) {  // token rows (ragged, or staged)
               const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
-              if (lane == 0) fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
-            } else if (!p.paged || staged) {
-              const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
-              if (lane == 0)
+              if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
+                fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
+              else if (lane == 0)
 #pragma unroll
                 for (int h = 0; h < HD / SLAB; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, kv_head, row0 + kv0,
@@ -643,12 +645,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         }
       }
 
-      // The descriptors of P(tile-1) V(tile-1), defined before the fence (16 key rows of V,
-      // MN-major; fp8: 32 key bytes along V^T's rows, K-major).
+      // The descriptors of P(tile-1) V(tile-1), defined before the fence.
       uint64_t v_prev_desc[KB];
 #pragma unroll
-      for (int kb = 0; kb < KB; ++kb)
-        v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, FP8 ? kb * 32 : kb * 16 * 128, 1024);
+      for (int kb = 0; kb < KB; ++kb) v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024);
 #pragma unroll
       for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
 
@@ -868,7 +868,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
-      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), FP8 ? 16 : CTA_KV * 128);
+      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
       st_prev = st;
     }
     if (num_tiles > 0) {  // the last tile's P V
@@ -876,9 +876,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi_wgmma::fence();
 #pragma unroll
       for (int kb = 0; kb < KB; ++kb)
-        fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb],
-                                    fi_wgmma::desc_at(v_prev_lo, FP8 ? kb * 32 : kb * 16 * 128,
-                                                      1024));
+        fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);

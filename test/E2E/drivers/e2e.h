@@ -283,10 +283,11 @@ static inline int32_t random_bsr(rng *r, int64_t m, int64_t n, int32_t br, int32
   return nnz;
 }
 
-/* fi_ragged_prefill_plan / run called directly on f16 q [qo_indptr[batch], qo heads, hd]
- * and k, v [kv_indptr[batch], kv heads, hd] (shapes from `p`; `mask` when custom), with the
- * tiles the compiled run used (so both sum in the same order), into a poisoned o (f16) and,
- * when lse_out, lse [rows, qo heads]; the caller e2e_frees them. */
+/* fi_ragged_prefill_plan / run called directly on q [qo_indptr[batch], qo heads, hd] and k, v
+ * [kv_indptr[batch], kv heads, hd] (shapes and dtypes from `p`, o of its output dtype;
+ * `mask` when custom; a prefill stage when the backend wants one), with the tiles the
+ * compiled run used (so both sum in the same order), into a poisoned o and, when lse_out,
+ * lse [rows, qo heads]; the caller e2e_frees them. */
 static inline void ragged_prefill_direct(fi_context *ctx, const fi_attention_params *p,
                                          int32_t batch, const int32_t *qo_indptr,
                                          const int32_t *kv_indptr, const fi_custom_mask *mask,
@@ -295,21 +296,29 @@ static inline void ragged_prefill_direct(fi_context *ctx, const fi_attention_par
   const int64_t nq = qo_indptr[batch], nk = kv_indptr[batch];
   const int64_t qs[3] = {nq, p->num_qo_heads, p->head_dim};
   const int64_t ks[3] = {nk, p->num_kv_heads, p->head_dim}, ls[2] = {nq, p->num_qo_heads};
-  size_t ws_bytes = 0;
+  const fi_dtype od = fi_output_dtype(p);
+  size_t ws_bytes = 0, stage_bytes = 0;
   CHECK_OK(ctx, fi_prefill_workspace_size(ctx, p, batch, nq, &ws_bytes));
-  void *ws = e2e_alloc(ws_bytes);
+  CHECK_OK(ctx, fi_prefill_stage_size(ctx, p, 0, nq, nk, &stage_bytes));
+  void *ws = e2e_alloc(ws_bytes), *stage = stage_bytes ? e2e_alloc(stage_bytes) : NULL;
+  if (stage) CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, stage, stage_bytes));
   fi_plan plan;
   CHECK_OK(ctx, fi_ragged_prefill_plan(ctx, p, batch, qo_indptr, kv_indptr, mask, tiles, ws,
                                        ws_bytes, &plan));
-  void *o = poisoned_tensor(FI_DTYPE_F16, numel(3, qs));
+  void *o = poisoned_tensor(od, numel(3, qs));
   float *lse = lse_out ? (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls)) : NULL;
-  fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
-  fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
-  fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, ks);
-  fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, ks);
+  fi_tensor tq = fi_tensor_contiguous(q, p->q_dtype, 3, qs);
+  fi_tensor to = fi_tensor_contiguous(o, od, 3, qs);
+  fi_tensor tk = fi_tensor_contiguous(k, p->kv_dtype, 3, ks);
+  fi_tensor tv = fi_tensor_contiguous(v, p->kv_dtype, 3, ks);
   fi_tensor tl = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, ls);
   CHECK_OK(ctx, fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, qo_indptr, kv_indptr, mask,
                                       &to, lse ? &tl : NULL));
+  if (stage) {
+    fi_rt_synchronize(); /* (the stage is in use until the run is done) */
+    CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, NULL, 0));
+    e2e_free(stage);
+  }
   e2e_free(ws);
   *o_out = o;
   if (lse_out) *lse_out = lse;

@@ -1,6 +1,6 @@
 /* Driver of test/E2E/fp8.mlir: fp8 attention (e4m3 q, k, v; per-tensor and per-head scales;
  * bf16 o, LSE) compiled, against fi_ragged_prefill_plan/run called directly with the same
- * params and the tiles the compiled code used. */
+ * params and the tiles the compiled code used (ragged_prefill_direct). */
 #include "e2e.h"
 
 typedef struct { memref3 o; memref2 lse; } o_lse;
@@ -55,29 +55,15 @@ static int64_t run_trial(rng *r, int trial) {
   if (e2e_skipped("ragged_fp8_head_scales")) return 0;
   fi_tiles tiles = logged_tiles(0, FI_OP_RAGGED_PREFILL);
 
-  /* The runtime, directly (a prefill stage when the backend wants one). */
+  /* The runtime, directly. */
   p.q_scale_heads = qs;
   p.k_scale_heads = ks;
   p.v_scale_heads = vs;
-  size_t ws_bytes = 0, stage_bytes = 0;
-  CHECK_OK(ctx, fi_prefill_workspace_size(ctx, &p, batch, nnz, &ws_bytes));
-  CHECK_OK(ctx, fi_prefill_stage_size(ctx, &p, 0, nnz, total_kv, &stage_bytes));
-  void *ws = e2e_alloc(ws_bytes), *stage = stage_bytes ? e2e_alloc(stage_bytes) : NULL;
-  CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, stage, stage_bytes));
-  fi_plan plan;
-  CHECK_OK(ctx, fi_ragged_prefill_plan(ctx, &p, batch, qo_indptr, kv_indptr, NULL, &tiles, ws,
-                                       ws_bytes, &plan));
-  void *want_o = poisoned_tensor(FI_DTYPE_BF16, numel(3, qshape));
-  void *want_l = poisoned_tensor(FI_DTYPE_F32, numel(2, lshape));
-  fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_E4M3, 3, qshape);
-  fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_E4M3, 3, kshape);
-  fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_E4M3, 3, kshape);
-  fi_tensor to = fi_tensor_contiguous(want_o, FI_DTYPE_BF16, 3, qshape);
-  fi_tensor tl = fi_tensor_contiguous(want_l, FI_DTYPE_F32, 2, lshape);
-  CHECK_OK(ctx, fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tv, qo_indptr, kv_indptr, NULL,
-                                      &to, &tl));
+  void *want_o;
+  float *want_l;
+  ragged_prefill_direct(ctx, &p, batch, qo_indptr, kv_indptr, NULL, &tiles, q, k, v, &want_o,
+                        &want_l);
   fi_rt_synchronize();
-  CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, NULL, 0));
   int64_t bad = compare("o", (char *)res.o.aligned + res.o.offset * 2, want_o, FI_DTYPE_BF16,
                         numel(3, qshape));
   bad += compare("lse", (char *)res.lse.aligned + res.lse.offset * 4, want_l, FI_DTYPE_F32,
@@ -86,7 +72,7 @@ static int64_t run_trial(rng *r, int trial) {
          (long long)nnz, tiles_str(tiles, 0));
   fi_rt_free(res.o.allocated);
   fi_rt_free(res.lse.allocated);
-  e2e_free(want_o), e2e_free(want_l), e2e_free(ws), e2e_free(stage);
+  e2e_free(want_o), e2e_free(want_l);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(qs), e2e_free(ks), e2e_free(vs);
   e2e_free(qo_indptr), e2e_free(kv_indptr);
   return bad;
