@@ -649,13 +649,46 @@ LogicalResult checkBlockSparseAttrs(Checker &c, BsrAttr bsr, MaskMode mode) {
                         "attention; use none or causal";
   return success();
 }
+
+/// Variable blocks: `row_offsets` / `col_offsets` are i32 arrays of one element per block
+/// plus one; with static sizes, row_offsets has as many elements as bsr_indptr, and at most
+/// M / block_rows + 1 (N / block_cols + 1) when M (N) is static: `bsr` names the smallest
+/// block.
+LogicalResult checkBlockOffsets(Checker &c, Value rowOffsets, Value colOffsets, Value indptr,
+                                int64_t m, int64_t n, BsrAttr bsr) {
+  if (!rowOffsets)
+    return success();
+  if (failed(c.indexArray(rowOffsets, "row_offsets", "[block rows + 1]")) ||
+      failed(c.indexArray(colOffsets, "col_offsets", "[column blocks + 1]")))
+    return failure();
+  int64_t rows = shapedOf(rowOffsets).getDimSize(0), cols = shapedOf(colOffsets).getDimSize(0);
+  int64_t ptrs = shapedOf(indptr).getDimSize(0);
+  if (bothStaticAndDiffer(rows, ptrs))
+    return c.error() << "operand 'bsr_indptr' has " << ptrs << " elements but 'row_offsets' has "
+                     << rows << "; both are [block rows + 1]";
+  for (auto [len, total, least, name, what, dim] :
+       {std::tuple{rows, m, bsr.getBlockRows(), "row_offsets", "block_rows", "M"},
+        std::tuple{cols, n, bsr.getBlockCols(), "col_offsets", "block_cols", "N"}}) {
+    if (ShapedType::isDynamic(len))
+      continue;
+    if (len < 1)
+      return c.error() << "operand '" << name << "' is empty; it needs one element per block "
+                       << "plus one (from 0 to " << dim << ")";
+    if (!ShapedType::isDynamic(total) && least >= 1 && len - 1 > total / least)
+      return c.error() << "operand '" << name << "' has " << len << " elements (" << len - 1
+                       << " blocks) but " << dim << " = " << total << " holds at most "
+                       << total / least << " blocks of at least " << what << " = " << least
+                       << "; " << what << " names the smallest block";
+  }
+  return success();
+}
 } // namespace
 
 LogicalResult BlockSparseAttentionOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "variant_args", "plan", "o",
-                  "lse"}))))
+          *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "row_offsets", "col_offsets",
+                  "variant_args", "plan", "o", "lse"}))))
     return failure();
   Value k = getK(), v = getV();
   if (failed(c.rank(k, "k", 3, "[N, kv_heads, head_dim]")))
@@ -670,9 +703,19 @@ LogicalResult BlockSparseAttentionOp::verify() {
       failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
       failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(), "M")) ||
       failed(checkBlockSparseAttrs(c, getBsr(), getMaskMode())) ||
+      failed(checkBlockOffsets(c, getRowOffsets(), getColOffsets(), getBsrIndptr(),
+                               getQ().getType().getDimSize(0),
+                               cast<ShapedType>(k.getType()).getDimSize(0), getBsr())) ||
       failed(c.attentionAttrs(*this)) ||
       failed(c.plan(getPlan(), PlanFamily::block_sparse, "block_sparse_plan")))
     return failure();
+  if (Operation *def = getPlan() ? getPlan().getDefiningOp() : nullptr)
+    if (auto planOp = dyn_cast<BlockSparsePlanOp>(def))
+      if (static_cast<bool>(planOp.getRowOffsets()) != static_cast<bool>(getRowOffsets()))
+        return c.error() << (getRowOffsets() ? "has block_offsets but its plan has none"
+                                             : "has no block_offsets but its plan has")
+                         << ": give the plan the op's block_offsets (variable blocks) or "
+                            "neither";
   return c.planShape<BlockSparsePlanOp>(getPlan(), getQ(), k, getQ().getType().getDimSize(1),
                                         kvHeads.size(), headDim.size(), getBsr(),
                                         getMaskMode());
@@ -866,6 +909,8 @@ LogicalResult checkPlanMaskIndptr(Checker &c, MaskMode mode, Value maskIndptr,
 static LogicalResult checkPlanMemory(Checker &c, bool onDevice,
                               ArrayRef<std::pair<Value, StringRef>> arrays) {
   for (auto [value, name] : arrays) {
+    if (!value)  // an absent optional operand
+      continue;
     auto memref = dyn_cast<MemRefType>(value.getType());
     auto space = memref ? dyn_cast_or_null<MemoryKindAttr>(memref.getMemorySpace()) : nullptr;
     if (!space)
@@ -961,12 +1006,16 @@ LogicalResult RaggedPrefillPlanOp::verify() {
 LogicalResult BlockSparsePlanOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"bsr_indptr", "bsr_indices", "num_qo_rows", "num_kv_rows"}))) ||
+          *this, {"bsr_indptr", "bsr_indices", "row_offsets", "col_offsets", "num_qo_rows",
+                  "num_kv_rows"}))) ||
       failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
       failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
       failed(checkBlockSparseAttrs(c, getBsr(), getMaskMode())) ||
+      failed(checkBlockOffsets(c, getRowOffsets(), getColOffsets(), getBsrIndptr(),
+                               ShapedType::kDynamic, ShapedType::kDynamic, getBsr())) ||
       failed(checkPlanMemory(c, false,
-                             {{getBsrIndptr(), "bsr_indptr"}, {getBsrIndices(), "bsr_indices"}})))
+                             {{getBsrIndptr(), "bsr_indptr"}, {getBsrIndices(), "bsr_indices"},
+                              {getRowOffsets(), "row_offsets"}, {getColOffsets(), "col_offsets"}})))
     return failure();
   return checkPlanShape(c, *this);
 }

@@ -880,12 +880,13 @@ static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int
   uint8_t *bits = (uint8_t *)fi_context_mask_scratch(ctx, bytes);
   if (!bits) return NULL;
   memset(bits, 0, bytes);
-  const int64_t rows = (m + b->block_rows - 1) / b->block_rows;
-  for (int64_t i = 0; i < rows; ++i)
+  const int64_t rows = fi_bsr_num_block_rows(b, m);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t r0 = fi_bsr_row_begin(b, i, m), r1 = fi_bsr_row_begin(b, i + 1, m);
     for (int64_t e = b->indptr[i]; e < b->indptr[i + 1]; ++e) {
-      const int64_t c0 = (int64_t)b->indices[e] * b->block_cols;
-      const int64_t c1 = c0 + b->block_cols < n ? c0 + b->block_cols : n;
-      for (int64_t r = i * b->block_rows; r < (i + 1) * b->block_rows && r < m; ++r) {
+      const int64_t c0 = fi_bsr_col_begin(b, b->indices[e], n);
+      const int64_t c1 = fi_bsr_col_begin(b, (int64_t)b->indices[e] + 1, n);
+      for (int64_t r = r0; r < r1; ++r) {
         const int64_t last = causal ? r + n - m : n - 1; /* bottom-right aligned */
         for (int64_t c = c0; c < c1 && c <= last; ++c) {
           const int64_t bit = r * n + c;
@@ -893,6 +894,7 @@ static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int
         }
       }
     }
+  }
   return bits;
 }
 
@@ -939,8 +941,7 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
                                plan));
   plan->family = FI_OP_BLOCK_SPARSE;
   plan->params.mask_mode = params->mask_mode;
-  plan->private_[FI_PLAN_BSR_SHAPE] =
-      (uint64_t)(uint32_t)host_bsr->block_rows << 32 | (uint32_t)host_bsr->block_cols;
+  plan->private_[FI_PLAN_BSR_SHAPE] = fi_bsr_shape_key(host_bsr);
   return seal(plan, FI_SUCCESS);
 }
 
@@ -953,12 +954,17 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
   const int64_t m = plan->total_qo_rows, n = plan->total_kv;
   const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
   if (!bsr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
-  if ((uint64_t)(uint32_t)bsr->block_rows << 32 != (shape & ~(uint64_t)0xffffffffu) ||
-      (uint32_t)bsr->block_cols != (uint32_t)shape)
+  if (fi_bsr_shape_key(bsr) != shape) {
+    const uint64_t run = fi_bsr_shape_key(bsr);
     return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
-                        "bsr blocks are %d x %d but the plan was made for %d x %d: re-plan",
-                        (int)bsr->block_rows, (int)bsr->block_cols, (int)(shape >> 32),
-                        (int)(uint32_t)shape);
+                        "bsr blocks are %d x %d (%s rows, %s columns) but the plan was made for "
+                        "%d x %d (%s rows, %s columns): re-plan", (int)bsr->block_rows,
+                        (int)bsr->block_cols, run >> 63 ? "variable" : "uniform",
+                        run & (1u << 31) ? "variable" : "uniform",
+                        (int)(shape >> 32 & 0x7fffffffu), (int)(shape & 0x7fffffffu),
+                        shape >> 63 ? "variable" : "uniform",
+                        shape & (1u << 31) ? "variable" : "uniform");
+  }
   if (ctx->backend == FI_BACKEND_CUDA) {
     /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays
      * are not read, and may be device pointers. */

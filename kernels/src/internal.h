@@ -36,6 +36,29 @@ fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor 
  * and value it rejects. */
 fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num_qo_rows,
                           int64_t num_kv_rows);
+/* A BSR matrix's block rows and column blocks over M query rows and N keys, uniform or
+ * variable (fi_bsr_matrix): their counts, and where block row i / column block j starts
+ * (i == count gives M / N). */
+static inline int64_t fi_bsr_num_block_rows(const fi_bsr_matrix *b, int64_t m) {
+  return b->row_offsets ? b->num_block_rows : (m + b->block_rows - 1) / b->block_rows;
+}
+static inline int64_t fi_bsr_num_block_cols(const fi_bsr_matrix *b, int64_t n) {
+  return b->col_offsets ? b->num_block_cols : (n + b->block_cols - 1) / b->block_cols;
+}
+static inline int64_t fi_bsr_row_begin(const fi_bsr_matrix *b, int64_t i, int64_t m) {
+  if (b->row_offsets) return b->row_offsets[i];
+  return i * b->block_rows < m ? i * b->block_rows : m;
+}
+static inline int64_t fi_bsr_col_begin(const fi_bsr_matrix *b, int64_t j, int64_t n) {
+  if (b->col_offsets) return b->col_offsets[j];
+  return j * b->block_cols < n ? j * b->block_cols : n;
+}
+/* The block shape a plan records (FI_PLAN_BSR_SHAPE): block_rows << 32 | block_cols, bit 63
+ * for variable block rows, bit 31 for variable column blocks. */
+static inline uint64_t fi_bsr_shape_key(const fi_bsr_matrix *b) {
+  return (uint64_t)(uint32_t)b->block_rows << 32 | (uint32_t)b->block_cols |
+         (b->row_offsets ? (uint64_t)1 << 63 : 0) | (b->col_offsets ? (uint64_t)1 << 31 : 0);
+}
 /* An output whose strides give two indices one element is refused (naming the stride). */
 fi_status fi_validate_no_self_overlap(fi_context *ctx, const char *name, const fi_tensor *t);
 /* An output whose bytes overlap an input's (a run reads the input while it writes the

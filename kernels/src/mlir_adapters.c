@@ -875,22 +875,53 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
 }
 
 /* A BSR matrix from its memrefs, with the lengths the runtime cannot see checked here:
- * indptr holds ceil(m / block_rows) + 1 entries and indices at least indptr's last. */
+ * indptr holds one element per block row plus one (ceil(m / block_rows) + 1, or with
+ * variable blocks row_offsets' length) and indices at least indptr's last. Empty offset
+ * memrefs: uniform blocks (the lowering passes empty ones when the op has none). With
+ * `read` 0 (a CUDA run) the arrays are only recorded, not read. */
 static int bsr_of(const char *op, fi_context *ctx, fi_memref *indptr, fi_memref *indices,
-                  int64_t m, int32_t block_rows, int32_t block_cols, fi_bsr_matrix *bsr) {
+                  fi_memref *row_off, fi_memref *col_off, int64_t m, int32_t block_rows,
+                  int32_t block_cols, int read, fi_bsr_matrix *bsr) {
+  memset(bsr, 0, sizeof *bsr);
   bsr->block_rows = block_rows;
   bsr->block_cols = block_cols;
   bsr->indptr = array_of(op, "bsr_indptr", indptr, 4);
   bsr->indices = array_of(op, "bsr_indices", indices, 4);
-  if (!bsr->indptr || !bsr->indices || !host_readable(op, ctx, "bsr_indptr", bsr->indptr) ||
-      !host_readable(op, ctx, "bsr_indices", bsr->indices))
+  if (length_of(row_off) > 0 || length_of(col_off) > 0) {
+    bsr->row_offsets = array_of(op, "row_offsets", row_off, 4);
+    bsr->col_offsets = array_of(op, "col_offsets", col_off, 4);
+    if (!bsr->row_offsets || !bsr->col_offsets) return 0;
+    bsr->num_block_rows = (int32_t)(length_of(row_off) - 1);
+    bsr->num_block_cols = (int32_t)(length_of(col_off) - 1);
+  }
+  if (!bsr->indptr || !bsr->indices) return 0;
+  if (!read) return 1;
+  if (!host_readable(op, ctx, "bsr_indptr", bsr->indptr) ||
+      !host_readable(op, ctx, "bsr_indices", bsr->indices) ||
+      (bsr->row_offsets && (!host_readable(op, ctx, "row_offsets", bsr->row_offsets) ||
+                            !host_readable(op, ctx, "col_offsets", bsr->col_offsets))))
     return 0;
-  const int64_t rows = block_rows > 0 ? (m + block_rows - 1) / block_rows : 0;
-  char msg[200];
+  char msg[240];
+  if (bsr->row_offsets && (length_of(row_off) < 1 || length_of(col_off) < 1 ||
+                           length_of(row_off) - 1 > INT32_MAX ||
+                           length_of(col_off) - 1 > INT32_MAX)) {
+    snprintf(msg, sizeof msg, "row_offsets has %lld and col_offsets %lld elements: each needs "
+             "one per block plus one (at least 1, below 2^31)", (long long)length_of(row_off),
+             (long long)length_of(col_off));
+    report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  const int64_t rows = bsr->row_offsets ? bsr->num_block_rows
+                       : block_rows > 0     ? (m + block_rows - 1) / block_rows
+                                            : 0;
   if (length_of(indptr) != rows + 1) {
-    snprintf(msg, sizeof msg, "bsr_indptr has %lld elements but ceil(M / block_rows) + 1 = "
-             "%lld (M = %lld query rows, block_rows = %d)", (long long)length_of(indptr),
-             (long long)(rows + 1), (long long)m, (int)block_rows);
+    if (bsr->row_offsets)
+      snprintf(msg, sizeof msg, "bsr_indptr has %lld elements but row_offsets has %lld: both "
+               "are [block rows + 1]", (long long)length_of(indptr), (long long)(rows + 1));
+    else
+      snprintf(msg, sizeof msg, "bsr_indptr has %lld elements but ceil(M / block_rows) + 1 = "
+               "%lld (M = %lld query rows, block_rows = %d)", (long long)length_of(indptr),
+               (long long)(rows + 1), (long long)m, (int)block_rows);
     report(op, FI_ERROR_INVALID_ARGUMENT, msg);
     return 0;
   }
@@ -904,7 +935,8 @@ static int bsr_of(const char *op, fi_context *ctx, fi_memref *indptr, fi_memref 
 }
 
 void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
-                                          fi_memref *indices, int64_t m, int64_t n,
+                                          fi_memref *indices, fi_memref *row_offsets,
+                                          fi_memref *col_offsets, int64_t m, int64_t n,
                                           int32_t block_rows, int32_t block_cols,
                                           int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
                                           int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
@@ -915,7 +947,8 @@ void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
   fi_bsr_matrix bsr;
   if (!r || refuse_host_plan_in_capture(op, ctx) ||
-      !bsr_of(op, ctx, indptr, indices, m, block_rows, block_cols, &bsr))
+      !bsr_of(op, ctx, indptr, indices, row_offsets, col_offsets, m, block_rows, block_cols,
+              1, &bsr))
     return;
   fi_attention_params p =
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
@@ -1531,7 +1564,8 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
 }
 
 static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
-                             fi_memref *indptr, fi_memref *indices, fi_memref *o,
+                             fi_memref *indptr, fi_memref *indices, fi_memref *row_offsets,
+                             fi_memref *col_offsets, fi_memref *o,
                              fi_memref *lse, int32_t has_lse, attention_attrs a, fi_dtype qd,
                              fi_dtype kd) {
   const char *op = "fi.block_sparse_attention";
@@ -1543,15 +1577,11 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
   fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
   const uint64_t shape = plan.private_[FI_PLAN_BSR_SHAPE];
   fi_bsr_matrix bsr;
-  if (is_cuda(ctx)) {
-    /* The CUDA kernel walks the plan's tiles: the run's arrays (device memory) are not read. */
-    bsr.block_rows = (int32_t)(shape >> 32);
-    bsr.block_cols = (int32_t)(uint32_t)shape;
-    bsr.indptr = bsr.indices = NULL;
-  } else if (!bsr_of(op, ctx, indptr, indices, tq.shape[0], (int32_t)(shape >> 32),
-                     (int32_t)(uint32_t)shape, &bsr)) {
+  /* (the CUDA kernel walks the plan's tiles: the run's arrays, device memory, are not read) */
+  if (!bsr_of(op, ctx, indptr, indices, row_offsets, col_offsets, tq.shape[0],
+              (int32_t)(shape >> 32 & 0x7fffffffu), (int32_t)(shape & 0x7fffffffu),
+              !is_cuda(ctx), &bsr))
     return;
-  }
   if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, tk.data, tv.data,
                              to.data, has_lse ? tl.data : NULL},
                              (const char *const[]){"q", "k", "v", "o", "lse"}, 5))
@@ -1721,8 +1751,10 @@ FI_Q_KV_TYPES(DEF_DECODE)
 #define DEF_BLOCK_SPARSE(qn, qd, kn, kd)                                                   \
   void _mlir_ciface_fi_rt_block_sparse_run_##qn##_##kn(                                    \
       fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v, fi_memref *indptr,        \
-      fi_memref *indices, fi_memref *o, fi_memref *lse, int32_t has_lse, ATTN_PARAMS) {    \
-    block_sparse_run(slot, q, k, v, indptr, indices, o, lse, has_lse, ATTN_ARGS, qd, kd);  \
+      fi_memref *indices, fi_memref *row_offsets, fi_memref *col_offsets, fi_memref *o,    \
+      fi_memref *lse, int32_t has_lse, ATTN_PARAMS) {                                      \
+    block_sparse_run(slot, q, k, v, indptr, indices, row_offsets, col_offsets, o, lse,     \
+                     has_lse, ATTN_ARGS, qd, kd);                                          \
   }
 FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
 

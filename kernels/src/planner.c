@@ -793,11 +793,12 @@ static int64_t bsr_unit_rows(const fi_attention_params *p, int32_t block_rows) {
   return per_chunk < block_rows ? per_chunk : block_rows;
 }
 
-/* Bounds of one problem's layout: units <= ceil(M / rows) + ceil(M / R) (a block row's last
- * unit may be short), plus one per partial row a split may add; tiles per unit: each run
- * of adjacent blocks gives floor(run / 128) full tiles, then at most one tile or one
- * half-tile piece (paired with another run's), so at most ceil(N / 128) + (runs <= blocks)
- * + 1. Partial rows and merge units: the prefill planner's budget. */
+/* Bounds of one problem's layout, for blocks of at least R x C (uniform or variable):
+ * units <= ceil(M / rows) + ceil(M / R) (a block row's last unit may be short), plus one
+ * per partial row a split may add; tiles per unit: each run of adjacent blocks gives
+ * floor(run / 128) full tiles, then at most one tile or one half-tile piece (paired with
+ * another run's), so at most ceil(N / 128) + (runs <= blocks) + 1. Partial rows and merge
+ * units: the prefill planner's budget. */
 typedef struct bsr_caps {
   int64_t units, tiles, partial;
   size_t off_merge, off_po, off_plse, off_bsr, total;
@@ -821,9 +822,10 @@ static bsr_caps bsr_layout(const fi_attention_params *p, int64_t units, int64_t 
 
 static bsr_caps bsr_bounds(const fi_context *ctx, const fi_attention_params *p, int64_t m,
                            int64_t n, int32_t r, int32_t c) {
+  /* (r and c are the smallest blocks: with variable blocks a column block may be longer
+   * than c, so the bound counts runs, not blocks of c keys) */
   const int64_t rows = bsr_unit_rows(p, r), blocks = ceil_div(n, c);
-  int64_t per_unit = ceil_div(n, 128) + blocks + 1;
-  if (blocks * ceil_div(c, 128) + 1 < per_unit) per_unit = blocks * ceil_div(c, 128) + 1;
+  const int64_t per_unit = ceil_div(n, 128) + blocks + 1;
   const int64_t units = ceil_div(m, rows) + ceil_div(m, r);
   const int64_t partial = prefill_partial_budget(&ctx->target, p);
   /* (no bound past 2^60 bytes: tiny blocks over huge lengths) */
@@ -862,13 +864,12 @@ static void bsr_tile(int32_t *tl, int64_t t, int64_t a, int64_t la, int64_t b, i
 static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
                       const fi_bsr_matrix *bsr, fi_work_unit *work, int32_t *tl, int64_t *nu,
                       int64_t *nt) {
-  const int32_t R = bsr->block_rows, C = bsr->block_cols;
   const int causal = params->mask_mode == FI_MASK_CAUSAL;
-  const int64_t rows_per_unit = bsr_unit_rows(params, R), shift = n - m;
+  const int64_t rows_per_unit = bsr_unit_rows(params, INT32_MAX), shift = n - m;
   int64_t u = 0, t = 0;
-  for (int64_t i = 0; i < ceil_div(m, R); ++i) {
-    const int64_t row_end = (i + 1) * R < m ? (i + 1) * R : m;
-    for (int64_t r0 = i * R; r0 < row_end; r0 += rows_per_unit) {
+  for (int64_t i = 0; i < fi_bsr_num_block_rows(bsr, m); ++i) {
+    const int64_t row_end = fi_bsr_row_begin(bsr, i + 1, m);
+    for (int64_t r0 = fi_bsr_row_begin(bsr, i, m); r0 < row_end; r0 += rows_per_unit) {
       const int64_t r1 = r0 + rows_per_unit < row_end ? r0 + rows_per_unit : row_end;
       /* Keys some row of the unit may keep: causal ends at the last row's position, a
        * window starts at the first row's left edge (the kernel masks the rest). */
@@ -883,7 +884,8 @@ static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
         while (e_last + 1 < bsr->indptr[i + 1] &&
                bsr->indices[e_last + 1] == bsr->indices[e_last] + 1)
           ++e_last;
-        int64_t k0 = (int64_t)bsr->indices[e] * C, k1 = ((int64_t)bsr->indices[e_last] + 1) * C;
+        int64_t k0 = fi_bsr_col_begin(bsr, bsr->indices[e], n);
+        int64_t k1 = fi_bsr_col_begin(bsr, (int64_t)bsr->indices[e_last] + 1, n);
         e = e_last + 1;
         if (k0 < lo) k0 = lo;
         if (k1 > hi) k1 = hi;
@@ -1014,9 +1016,10 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
   plan->private_[FI_PLAN_OFF_BSR] = k.off_bsr;
-  plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)bsr_unit_rows(params, R);
+  plan->private_[FI_PLAN_ROWS_PER_UNIT] =
+      (uint64_t)bsr_unit_rows(params, bsr->row_offsets ? INT32_MAX : R);
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
-  plan->private_[FI_PLAN_BSR_SHAPE] = (uint64_t)(uint32_t)R << 32 | (uint32_t)C;
+  plan->private_[FI_PLAN_BSR_SHAPE] = fi_bsr_shape_key(bsr);
   plan->private_[FI_PLAN_BSR_WINDOW] = (uint64_t)(params->window_left + 1);
   return FI_SUCCESS;
 }

@@ -357,18 +357,55 @@ int fi_tensor_same_view(const fi_tensor *a, const fi_tensor *b) {
 
 /* ------------------------------------------------------------------ BSR -------------- */
 
+/* Offsets of variable blocks: count + 1 elements from 0, strictly increasing, ending at
+ * `total`, every block at least `least` long. */
+static fi_status validate_bsr_offsets(fi_context *ctx, const char *name, const int32_t *off,
+                                      int32_t count, int64_t total, int32_t least,
+                                      const char *least_name, const char *total_name) {
+  if (count < 0 || (count == 0 && total > 0))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "bsr.%s is given with %d blocks over %s = %lld: it needs at least one "
+                        "block (and its count in num_block_%s)", name, (int)count, total_name,
+                        (long long)total, name[0] == 'r' ? "rows" : "cols");
+  if (off[0] != 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr.%s[0] = %d: must be 0", name,
+                        (int)off[0]);
+  for (int32_t i = 0; i < count; ++i)
+    if ((int64_t)off[i + 1] - off[i] < least)
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "bsr.%s[%d] = %d after %d: block %d has %lld %s but bsr.%s = %d says "
+                          "every block has at least that many (offsets strictly increase; "
+                          "set %s to the smallest block)", name, (int)(i + 1), (int)off[i + 1],
+                          (int)off[i], (int)i, (long long)off[i + 1] - off[i],
+                          name[0] == 'r' ? "rows" : "keys", least_name, (int)least, least_name);
+  if (off[count] != total)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "bsr.%s[%d] = %d: the last offset must be %s = %lld", name, (int)count,
+                        (int)off[count], total_name, (long long)total);
+  return FI_SUCCESS;
+}
+
 fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *b, int64_t num_qo_rows,
                           int64_t num_kv_rows) {
   if (!b) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
   if (b->block_rows < 1 || b->block_cols < 1)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "bsr.block_rows = %d, block_cols = %d: both must be >= 1",
+                        "bsr.block_rows = %d, block_cols = %d: both must be >= 1 (with "
+                        "variable blocks: the smallest block's)",
                         (int)b->block_rows, (int)b->block_cols);
-  const int64_t rows = (num_qo_rows + b->block_rows - 1) / b->block_rows;
-  const int64_t cols = (num_kv_rows + b->block_cols - 1) / b->block_cols;
+  fi_status s = FI_SUCCESS;
+  if (b->row_offsets)
+    s = validate_bsr_offsets(ctx, "row_offsets", b->row_offsets, b->num_block_rows,
+                             num_qo_rows, b->block_rows, "block_rows", "M");
+  if (s == FI_SUCCESS && b->col_offsets)
+    s = validate_bsr_offsets(ctx, "col_offsets", b->col_offsets, b->num_block_cols,
+                             num_kv_rows, b->block_cols, "block_cols", "N");
+  if (s != FI_SUCCESS) return s;
+  const int64_t rows = fi_bsr_num_block_rows(b, num_qo_rows);
+  const int64_t cols = fi_bsr_num_block_cols(b, num_kv_rows);
   if (!b->indptr)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "bsr.indptr is NULL: it needs ceil(M / block_rows) + 1 = %lld elements",
+                        "bsr.indptr is NULL: it needs %lld elements (block rows + 1)",
                         (long long)(rows + 1));
   if (b->indptr[0] != 0)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr.indptr[0] = %d: must be 0",
@@ -388,8 +425,10 @@ fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *b, int64_t num_q
       if (c < 0 || c >= cols)
         return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                             "bsr.indices[%lld] = %d (block row %lld): column blocks are 0..%lld "
-                            "(ceil(N / block_cols) with N = %lld keys)", (long long)n, (int)c,
-                            (long long)i, (long long)cols - 1, (long long)num_kv_rows);
+                            "(%s with N = %lld keys)", (long long)n, (int)c,
+                            (long long)i, (long long)cols - 1,
+                            b->col_offsets ? "num_block_cols" : "ceil(N / block_cols)",
+                            (long long)num_kv_rows);
       if (n > b->indptr[i] && c <= b->indices[n - 1])
         return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                             "bsr.indices[%lld] = %d follows %d in block row %lld: a block row's "

@@ -83,6 +83,11 @@ public:
     Value empty = memref::AllocaOp::create(b, loc, MemRefType::get(shape, element));
     return canonical(loc, empty);
   }
+  /// A BSR matrix's variable block offsets, or two empty arrays (uniform blocks).
+  void pushBlockOffsets(Location loc, SmallVectorImpl<Value> &args, Value rows, Value cols) {
+    args.push_back(rows ? canonical(loc, rows) : absent(loc, b.getI32Type(), 1));
+    args.push_back(cols ? canonical(loc, cols) : absent(loc, b.getI32Type(), 1));
+  }
   /// K (index 0) or V (index 1) of a combined cache [P, 2, ...] as a rank-4 view.
   Value combinedPart(Location loc, Value kv, int64_t part) {
     auto t = cast<MemRefType>(kv.getType());
@@ -345,6 +350,7 @@ public:
       BlockSparsePlanOp::Adaptor sA(operands, s);
       for (Value v : {sA.getBsrIndptr(), sA.getBsrIndices()})
         args.push_back(canonical(loc, v));
+      pushBlockOffsets(loc, args, sA.getRowOffsets(), sA.getColOffsets());
       args.push_back(i64FromIndex(loc, sA.getNumQoRows()));
       args.push_back(i64FromIndex(loc, sA.getNumKvRows()));
       args.push_back(i32(loc, s.getBsr().getBlockRows()));
@@ -546,9 +552,10 @@ public:
       if (failed(slotOf(op, s.getPlan(), sA.getPlan(), slot, variant)))
         return failure();
       args.push_back(slot);
-      for (Value v : {sA.getQ(), sA.getK(), sA.getV(), sA.getBsrIndptr(), sA.getBsrIndices(),
-                      sA.getO()})
+      for (Value v : {sA.getQ(), sA.getK(), sA.getV(), sA.getBsrIndptr(), sA.getBsrIndices()})
         args.push_back(canonical(loc, v));
+      pushBlockOffsets(loc, args, sA.getRowOffsets(), sA.getColOffsets());
+      args.push_back(canonical(loc, sA.getO()));
       pushLse(loc, args, sA.getLse());
       pushAttention(loc, args, op, sA.getQ());
       if (failed(pushVariantArgs(b, op, sA.getVariantArgs(), args)))

@@ -197,10 +197,13 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
     // M and N: dim 0 of q and k, made just before the op (they depend on nothing else).
     b.setInsertionPoint(op);
     Value m = dim0(b, loc, s.getQ()), n = dim0(b, loc, s.getK());
-    setEarliestInsertionPoint(b, op, {s.getBsrIndptr(), s.getBsrIndices(), m, n});
+    SmallVector<Value> deps = {s.getBsrIndptr(), s.getBsrIndices(), m, n};
+    if (s.getRowOffsets())
+      deps.append({s.getRowOffsets(), s.getColOffsets()});
+    setEarliestInsertionPoint(b, op, deps);
     plan = BlockSparsePlanOp::create(
         b, loc, PlanType::get(ctx, PlanFamily::block_sparse), s.getBsrIndptr(),
-        s.getBsrIndices(), m, n, s.getBsr(), s.getMaskModeAttr(), i64(b, info->qoHeads),
+        s.getBsrIndices(), s.getRowOffsets(), s.getColOffsets(), m, n, s.getBsr(), s.getMaskModeAttr(), i64(b, info->qoHeads),
         i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
     s.getPlanMutable().assign(plan);
   }

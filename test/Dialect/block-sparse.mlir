@@ -35,3 +35,25 @@ func.func @bsr_planned(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: mem
       {bsr = #fi.bsr<block_rows = 16, block_cols = 128, layout = nhd>}
   return
 }
+
+// Variable blocks (FlashInfer's variable block-sparse form): block_offsets give each block
+// row's query rows and each column block's keys; bsr names the smallest block. The plan
+// that fi-materialize-plans makes carries the same offsets.
+// CHECK-LABEL: func.func @bsr_variable
+// CHECK: fi.block_sparse_plan blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) block_offsets(%arg5, %arg6 : memref<?xi32>, memref<?xi32>) rows(%arg8, %arg9) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>
+// CHECK: fi.block_sparse_attention q(%arg0 : memref<?x4x64xf16>) kv(%arg1, %arg2 : memref<?x2x64xf16>, memref<?x2x64xf16>) blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) block_offsets(%arg5, %arg6 : memref<?xi32>, memref<?xi32>) plan(%{{.*}} : !fi.plan<block_sparse>) outs(%arg7 : memref<?x4x64xf16>)
+func.func @bsr_variable(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+                        %ip: memref<?xi32>, %ix: memref<?xi32>, %ro: memref<?xi32>,
+                        %co: memref<?xi32>, %o: memref<?x4x64xf16>, %m: index, %n: index) {
+  %p = fi.block_sparse_plan blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      block_offsets(%ro, %co : memref<?xi32>, memref<?xi32>) rows(%m, %n)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, num_qo_heads = 4,
+       num_kv_heads = 2, head_dim = 64, q_type = f16, kv_type = f16}
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x64xf16>, memref<?x2x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      block_offsets(%ro, %co : memref<?xi32>, memref<?xi32>) plan(%p : !fi.plan<block_sparse>)
+      outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+  return
+}

@@ -5,16 +5,21 @@
 // RUN: fi-opt %s --fi-to-llvm | FileCheck %s --check-prefix=LLVM
 // RUN: fi-opt %s --fi-lower-to-runtime=backend=cuda | FileCheck %s --check-prefix=CUDA
 
-// CHECK-DAG: func.func private @fi_rt_block_sparse_plan(memref<1xi64>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, i64, i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @fi_rt_block_sparse_plan(memref<1xi64>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, i64, i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @fi_rt_block_sparse_run_f16_f16(
 // CHECK-LABEL: func.func @bsr
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[N:.*]] = memref.dim %arg1, %c0
 // CHECK: %[[SLOT:.*]] = memref.get_global @__fi_plan_slot_0 : memref<1xi64>
+// Uniform blocks: the block offsets are two empty arrays.
+// CHECK: %[[NOROWS:.*]] = memref.alloca() : memref<0xi32>
+// CHECK: %[[NR:.*]] = memref.cast %[[NOROWS]]
+// CHECK: %[[NOCOLS:.*]] = memref.alloca() : memref<0xi32>
+// CHECK: %[[NC:.*]] = memref.cast %[[NOCOLS]]
 // CHECK: %[[M64:.*]] = arith.index_cast %[[M]] : index to i64
 // CHECK: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
 // Blocks 16 x 32; 4 / 2 heads, head_dim 64, page 0, f16 / f16, causal (1), tiles at plan time.
-// CHECK: call @fi_rt_block_sparse_plan(%[[SLOT]], %{{.*}}, %{{.*}}, %[[M64]], %[[N64]], %c16_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}) {fi.variant = "plan-time"}
+// CHECK: call @fi_rt_block_sparse_plan(%[[SLOT]], %{{.*}}, %{{.*}}, %[[NR]], %[[NC]], %[[M64]], %[[N64]], %c16_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}) {fi.variant = "plan-time"}
 // CHECK: call @fi_rt_block_sparse_run_f16_f16(%[[SLOT]], {{.*}}) {fi.variant = "plan-time"}
 // CHECK-NOT: fi.block_sparse
 // LLVM: llvm.call @fi_rt_block_sparse_plan(
@@ -28,5 +33,29 @@ func.func @bsr(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64
       blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
       {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>,
        mask_mode = #fi.mask_mode<causal>}
+  return
+}
+
+// Variable blocks: the plan and the run get the op's row and column offsets after the BSR
+// arrays (the run: then o).
+// CHECK-LABEL: func.func @bsr_variable
+// CHECK-DAG: %[[RO:.*]] = memref.cast %arg5 : memref<?xi32> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK-DAG: %[[CO:.*]] = memref.cast %arg6 : memref<?xi32> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK: call @fi_rt_block_sparse_plan(%{{.*}}, %{{.*}}, %{{.*}}, %[[RO]], %[[CO]], %{{.*}}, %{{.*}}, %c4_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}},
+// CHECK: %[[RRO:.*]] = memref.cast %arg5 : memref<?xi32> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK: %[[RCO:.*]] = memref.cast %arg6 : memref<?xi32> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK: %[[RO_:.*]] = memref.cast %arg7 : memref<?x4x64xf16>
+// CHECK: call @fi_rt_block_sparse_run_f16_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[RRO]], %[[RCO]], %[[RO_]],
+// LLVM-LABEL: llvm.func @bsr_variable
+// CUDA-LABEL: func.func @bsr_variable
+// CUDA: call @fi_rt_block_sparse_plan(
+func.func @bsr_variable(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+                        %ip: memref<?xi32>, %ix: memref<?xi32>, %ro: memref<?xi32>,
+                        %co: memref<?xi32>, %o: memref<?x4x64xf16>) {
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x64xf16>, memref<?x2x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      block_offsets(%ro, %co : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 4, block_cols = 32, layout = nhd>}
   return
 }

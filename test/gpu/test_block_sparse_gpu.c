@@ -5,7 +5,9 @@
  * FI_TEST_CONFIGS random configurations (default 240; seed FI_TEST_SEED; lengths up to
  * FI_TEST_MAXLEN, default 1024): BSR matrices of the seeds' patterns (local / sliding,
  * global + local, random at 2-50 % density, banded, empty block rows, full), block shapes
- * from 16 to 256 that do and do not divide the lengths or the kernel's 128-key tiles, GQA
+ * from 16 to 256 that do and do not divide the lengths or the kernel's 128-key tiles, and
+ * in half the configurations variable block rows and/or column blocks (from 1 row and 3
+ * keys; FlashInfer's variable block-sparse form), GQA
  * groups 1-16 (dividing 128 or not), head_dim 64 and 128, f16 / bf16, fp8 KV and RoPE
  * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE. The
  * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); one config in
@@ -44,6 +46,22 @@ static void make_bsr(int pattern, int64_t rows, int64_t cols, int32_t *indptr,
     }
     indptr[i + 1] = nnz;
   }
+}
+
+/* Variable blocks over `total` rows or keys, each at least `least` (<= total) and at most
+ * about 3 x that long: count + 1 offsets from 0 to total; returns the count. */
+static int32_t make_offsets(int64_t total, int32_t least, int32_t *off) {
+  int32_t count = 0;
+  int64_t pos = 0;
+  off[0] = 0;
+  while (total - pos >= 2 * (int64_t)least) {
+    int64_t most = total - pos - least;
+    if (most > 3 * (int64_t)least) most = 3 * (int64_t)least;
+    pos += gpu_rand_int(least, (int)most);
+    off[++count] = (int32_t)pos;
+  }
+  off[++count] = (int32_t)total;
+  return count;
 }
 
 static size_t dsize(fi_dtype d) {
@@ -85,11 +103,30 @@ static int run_config(int idx, int maxlen, long long *elements) {
     n = m + gpu_rand_int(2 * maxlen, 6 * maxlen);
   }
   if (gpu_rand() % 5 == 0) p.window_left = gpu_rand_int(0, (int)n);
-  fi_bsr_matrix bsr;
+  fi_bsr_matrix bsr = {0};
   bsr.block_rows = rs[gpu_rand() % 7];
   bsr.block_cols = cs[gpu_rand() % 7];
-  const int64_t rows = (m + bsr.block_rows - 1) / bsr.block_rows;
-  const int64_t cols = (n + bsr.block_cols - 1) / bsr.block_cols;
+  /* Variable blocks (FlashInfer's variable block-sparse form) in half the configurations:
+   * rows, columns or both, from the smallest sizes drawn above (down to 1 and 3). */
+  int32_t *row_off = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+  int32_t *col_off = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n + 1));
+  const int variable = idx % 2 ? (int)(gpu_rand() % 3) + 1 : 0;
+  if (variable & 1) {
+    if (gpu_rand() % 3 == 0) bsr.block_rows = 1;
+    if (bsr.block_rows > m) bsr.block_rows = (int32_t)m;
+    bsr.num_block_rows = make_offsets(m, bsr.block_rows, row_off);
+    bsr.row_offsets = row_off;
+  }
+  if (variable & 2) {
+    if (gpu_rand() % 3 == 0) bsr.block_cols = 3;
+    if (bsr.block_cols > n) bsr.block_cols = (int32_t)n;
+    bsr.num_block_cols = make_offsets(n, bsr.block_cols, col_off);
+    bsr.col_offsets = col_off;
+  }
+  const int64_t rows = bsr.row_offsets ? bsr.num_block_rows
+                                       : (m + bsr.block_rows - 1) / bsr.block_rows;
+  const int64_t cols = bsr.col_offsets ? bsr.num_block_cols
+                                       : (n + bsr.block_cols - 1) / bsr.block_cols;
   int32_t *indptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(rows + 1));
   int32_t *indices = (int32_t *)malloc(sizeof(int32_t) * (size_t)(rows * cols + 1));
   make_bsr(pattern, rows, cols, indptr, indices);
@@ -97,9 +134,9 @@ static int run_config(int idx, int maxlen, long long *elements) {
   bsr.indices = indices;
   char desc[320];
   snprintf(desc, sizeof desc,
-           "%s M %lld N %lld blocks %dx%d heads %d/%d hd %d %s/%s %s cap %.1f win %d pos %d lse %d",
-           pattern_names[pattern], (long long)m, (long long)n, (int)bsr.block_rows,
-           (int)bsr.block_cols, hq, hkv, hd, fi_dtype_name(p.q_dtype), fi_dtype_name(p.kv_dtype),
+           "%s M %lld N %lld blocks %d%sx%d%s heads %d/%d hd %d %s/%s %s cap %.1f win %d pos %d "
+           "lse %d", pattern_names[pattern], (long long)m, (long long)n, (int)bsr.block_rows,
+           bsr.row_offsets ? "+" : "", (int)bsr.block_cols, bsr.col_offsets ? "+" : "", hq, hkv, hd, fi_dtype_name(p.q_dtype), fi_dtype_name(p.kv_dtype),
            p.mask_mode == FI_MASK_CAUSAL ? "causal" : "none", p.logits_soft_cap,
            (int)p.window_left, (int)p.pos_encoding, with_lse);
 
@@ -132,9 +169,13 @@ static int run_config(int idx, int maxlen, long long *elements) {
   void *dout = gpu_alloc_poisoned(qb), *dlse = gpu_alloc_poisoned(lb + 4);
   int32_t *d_indptr = (int32_t *)gpu_upload(indptr, sizeof(int32_t) * (size_t)(rows + 1));
   int32_t *d_indices = (int32_t *)gpu_upload(indices, sizeof(int32_t) * (size_t)(indptr[rows] + 1));
+  int32_t *d_row_off = (int32_t *)gpu_upload(row_off, sizeof(int32_t) * (size_t)(m + 1));
+  int32_t *d_col_off = (int32_t *)gpu_upload(col_off, sizeof(int32_t) * (size_t)(n + 1));
   fi_bsr_matrix dbsr = bsr;
   dbsr.indptr = d_indptr;
   dbsr.indices = d_indices;
+  if (bsr.row_offsets) dbsr.row_offsets = d_row_off;
+  if (bsr.col_offsets) dbsr.col_offsets = d_col_off;
   size_t ws_bytes = 0, stage_bytes = 0;
   FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, m, n, bsr.block_rows, bsr.block_cols,
                                              &ws_bytes));
@@ -204,7 +245,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
   }
   FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dws);
-  cudaFree(d_indptr), cudaFree(d_indices), cudaFree(stage);
+  cudaFree(d_indptr), cudaFree(d_indices), cudaFree(stage), cudaFree(d_row_off);
+  cudaFree(d_col_off), free(row_off), free(col_off);
   free(q), free(k), free(v), free(oh), free(od), free(od2), free(lh), free(ld), free(ld2);
   free(hws), free(indptr), free(indices);
   return failed;

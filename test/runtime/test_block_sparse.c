@@ -40,6 +40,23 @@ static int32_t make_bsr(rng *r, int pattern, int64_t rows, int64_t cols, int32_t
   return nnz;
 }
 
+/* Variable blocks over `total` rows or keys, each at least `least` (<= total) long and at
+ * most about 3 x that: the offsets (count + 1 of them, from 0 to total) into off; returns
+ * the count. */
+static int32_t make_offsets(rng *r, int64_t total, int32_t least, int32_t *off) {
+  int32_t count = 0;
+  int64_t pos = 0;
+  off[0] = 0;
+  while (total - pos >= 2 * (int64_t)least) {
+    int64_t most = total - pos - least;
+    if (most > 3 * (int64_t)least) most = 3 * (int64_t)least;
+    pos += rng_int(r, least, most);
+    off[++count] = (int32_t)pos;
+  }
+  off[++count] = (int32_t)total;
+  return count;
+}
+
 static void tolerances(fi_dtype d, double *atol, double *rtol) {
   if (d == FI_DTYPE_F32) { *atol = 1e-4; *rtol = 1e-4; }
   else if (d == FI_DTYPE_F16) { *atol = 2e-3; *rtol = 4e-3; }
@@ -62,11 +79,27 @@ static void one_case(rng *r, int trial) {
   if (rng_int(r, 0, 3) == 0) p.logits_soft_cap = 20.f;
   if (rng_int(r, 0, 4) == 0) p.window_left = (int32_t)rng_int(r, 0, n);
   if (rng_int(r, 0, 4) == 0) p.pos_encoding = FI_POS_ALIBI;
-  fi_bsr_matrix bsr;
+  fi_bsr_matrix bsr = {0};
   bsr.block_rows = blocks[rng_int(r, 0, 4)];
   bsr.block_cols = blocks[rng_int(r, 0, 4)];
-  const int64_t rows = (m + bsr.block_rows - 1) / bsr.block_rows;
-  const int64_t cols = (n + bsr.block_cols - 1) / bsr.block_cols;
+  /* Variable block rows in trials 1 and 3 mod 4, variable column blocks in 2 and 3: the
+   * smallest sizes are the blocks drawn above (at most M or N). */
+  int32_t *row_off = xmalloc(sizeof(int32_t) * (size_t)(m + 1));
+  int32_t *col_off = xmalloc(sizeof(int32_t) * (size_t)(n + 1));
+  if (trial % 4 == 1 || trial % 4 == 3) {
+    if (bsr.block_rows > m) bsr.block_rows = (int32_t)m;
+    bsr.num_block_rows = make_offsets(r, m, bsr.block_rows, row_off);
+    bsr.row_offsets = row_off;
+  }
+  if (trial % 4 >= 2) {
+    if (bsr.block_cols > n) bsr.block_cols = (int32_t)n;
+    bsr.num_block_cols = make_offsets(r, n, bsr.block_cols, col_off);
+    bsr.col_offsets = col_off;
+  }
+  const int64_t rows = bsr.row_offsets ? bsr.num_block_rows
+                                       : (m + bsr.block_rows - 1) / bsr.block_rows;
+  const int64_t cols = bsr.col_offsets ? bsr.num_block_cols
+                                       : (n + bsr.block_cols - 1) / bsr.block_cols;
   int32_t *indptr = xmalloc(sizeof(int32_t) * (size_t)(rows + 1));
   int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)(rows * cols + 1));
   make_bsr(r, pattern, rows, cols, indptr, indices);
@@ -81,13 +114,19 @@ static void one_case(rng *r, int trial) {
   fill_random(v, p.kv_dtype, nk, r, -1, 1);
   uint8_t *bits = xmalloc((size_t)(m * n / 8 + 1));
   memset(bits, 0, (size_t)(m * n / 8 + 1));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int32_t e = indptr[i]; e < indptr[i + 1]; ++e)
-      for (int64_t row = i * bsr.block_rows; row < (i + 1) * bsr.block_rows && row < m; ++row)
-        for (int64_t c = (int64_t)indices[e] * bsr.block_cols;
-             c < ((int64_t)indices[e] + 1) * bsr.block_cols && c < n; ++c)
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t r0 = bsr.row_offsets ? row_off[i] : i * bsr.block_rows;
+    const int64_t r1 = bsr.row_offsets ? row_off[i + 1] : (i + 1) * bsr.block_rows;
+    for (int32_t e = indptr[i]; e < indptr[i + 1]; ++e) {
+      const int64_t j = indices[e];
+      const int64_t c0 = bsr.col_offsets ? col_off[j] : j * bsr.block_cols;
+      const int64_t c1 = bsr.col_offsets ? col_off[j + 1] : (j + 1) * bsr.block_cols;
+      for (int64_t row = r0; row < r1 && row < m; ++row)
+        for (int64_t c = c0; c < c1 && c < n; ++c)
           if (p.mask_mode != FI_MASK_CAUSAL || c <= row + n - m)
             bits[(row * n + c) >> 3] |= (uint8_t)(1u << ((row * n + c) & 7));
+    }
+  }
   double *dq = xmalloc(sizeof(double) * (size_t)nq), *dk = xmalloc(sizeof(double) * (size_t)nk);
   double *dv = xmalloc(sizeof(double) * (size_t)nk), *want = xmalloc(sizeof(double) * (size_t)nq);
   double *want_lse = xmalloc(sizeof(double) * (size_t)(m * hq));
@@ -121,10 +160,12 @@ static void one_case(rng *r, int trial) {
     bad += !close_enough(fi_load_f32(o, p.q_dtype, i), want[i], atol, rtol);
   for (int64_t i = 0; i < m * hq; ++i) lbad += !close_enough(lse[i], want_lse[i], 1e-3, 1e-3);
   EXPECT(bad == 0 && lbad == 0,
-         "trial %d (%s, %lld x %lld, blocks %d x %d, %s, %s): %lld o and %lld lse elements off",
-         trial, pattern_names[pattern], (long long)m, (long long)n, (int)bsr.block_rows,
-         (int)bsr.block_cols, fi_dtype_name(p.q_dtype),
+         "trial %d (%s, %lld x %lld, blocks %d%s x %d%s, %s, %s): %lld o and %lld lse "
+         "elements off", trial, pattern_names[pattern], (long long)m, (long long)n,
+         (int)bsr.block_rows, bsr.row_offsets ? "+" : "", (int)bsr.block_cols,
+         bsr.col_offsets ? "+" : "", fi_dtype_name(p.q_dtype),
          p.mask_mode == FI_MASK_CAUSAL ? "causal" : "no mask", (long long)bad, (long long)lbad);
+  free(row_off), free(col_off);
   free(indptr), free(indices), free(q), free(k), free(v), free(bits), free(dq), free(dk);
   free(dv), free(want), free(want_lse), free(ws), free(o), free(lse);
 }
@@ -162,6 +203,31 @@ static void bad_input(void) {
              FI_ERROR_INVALID_ARGUMENT, "block_rows = 0");
   EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, NULL, NULL, ws, ws_bytes, &plan),
              FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
+  /* Variable blocks (M = 10: rows 0-3, 4-9; N = 20: keys 0-4, 5-11, 12-19). */
+  int32_t ro[3] = {0, 4, 10}, co[4] = {0, 5, 12, 20}, vp[3] = {0, 2, 3}, vi[3] = {0, 2, 1};
+  fi_bsr_matrix bv = {3, 4, vp, vi, 2, 3, ro, co};
+  EXPECT_OK(fi_block_sparse_plan(ctx, &p, 10, 20, &bv, NULL, ws, ws_bytes, &plan), ctx);
+  int32_t ro_short[3] = {0, 4, 9};
+  fi_bsr_matrix bve = bv;
+  bve.row_offsets = ro_short;
+  EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, &bve, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "bsr.row_offsets[2] = 9", "M = 10");
+  int32_t co_small[4] = {0, 5, 7, 20};
+  bve = bv, bve.col_offsets = co_small;
+  EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, &bve, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "bsr.col_offsets[2] = 7", "block 1 has 2 keys",
+             "block_cols = 4");
+  int32_t co_start[4] = {1, 5, 12, 20};
+  bve = bv, bve.col_offsets = co_start;
+  EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, &bve, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "bsr.col_offsets[0] = 1", "must be 0");
+  bve = bv, bve.num_block_cols = 0;
+  EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, &bve, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "bsr.col_offsets", "at least one block");
+  int32_t vi_out[3] = {0, 3, 1};
+  bve = bv, bve.indices = vi_out;
+  EXPECT_ERR(fi_block_sparse_plan(ctx, &p, 10, 20, &bve, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "bsr.indices[1] = 3", "num_block_cols");
   fi_attention_params pc = p;
   pc.mask_mode = FI_MASK_CUSTOM;
   EXPECT_ERR(fi_block_sparse_plan(ctx, &pc, 10, 20, &b, NULL, ws, ws_bytes, &plan),
@@ -178,6 +244,9 @@ static void bad_input(void) {
   fi_bsr_matrix b2 = {2, 8, indptr, indices};
   EXPECT_ERR(fi_block_sparse_run(ctx, &plan, &tq, &tk, &tk, &b2, &to, NULL),
              FI_ERROR_PLAN_MISMATCH, "2 x 8", "4 x 8");
+  fi_bsr_matrix b4v = {4, 8, indptr, indices, 0, 3, NULL, co};
+  EXPECT_ERR(fi_block_sparse_run(ctx, &plan, &tq, &tk, &tk, &b4v, &to, NULL),
+             FI_ERROR_PLAN_MISMATCH, "variable columns", "uniform columns");
   int32_t qi[2] = {0, 10}, ki[2] = {0, 20};
   EXPECT_ERR(fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tk, qi, ki, NULL, &to, NULL),
              FI_ERROR_PLAN_MISMATCH, "block-sparse attention", "ragged prefill");

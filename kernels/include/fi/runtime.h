@@ -441,11 +441,24 @@ fi_status fi_ragged_prefill_plan_device(fi_context *ctx, const fi_attention_para
  * i R .. min((i + 1) R, M) - 1) attends to the key blocks indices[indptr[i]] ..
  * indices[indptr[i + 1] - 1] (keys j C .. min((j + 1) C, N) - 1). indptr has ceil(M / R) + 1
  * elements from 0, never decreasing; within a block row the column indices strictly
- * increase and lie in [0, ceil(N / C)). */
+ * increase and lie in [0, ceil(N / C)).
+ *
+ * Variable block sizes (FlashInfer's VariableBlockSparseAttentionWrapper, one layout for
+ * every head): with row_offsets, block row i is query rows row_offsets[i] ..
+ * row_offsets[i + 1] - 1 over num_block_rows block rows (row_offsets has num_block_rows + 1
+ * elements, from 0, strictly increasing, ending at M) and indptr has num_block_rows + 1
+ * elements; with col_offsets, column block j is keys col_offsets[j] .. col_offsets[j + 1] - 1
+ * over num_block_cols blocks (from 0, strictly increasing, ending at N). Either may be given
+ * alone. block_rows / block_cols then name the smallest block row / column block (every one
+ * must be at least that big): the bound fi_block_sparse_workspace_size sizes for. Zero
+ * initialised (row_offsets, col_offsets NULL), the matrix has uniform blocks. */
 typedef struct fi_bsr_matrix {
   int32_t block_rows, block_cols;
   const int32_t *indptr;
   const int32_t *indices;
+  int32_t num_block_rows, num_block_cols; /* with row_offsets / col_offsets only */
+  const int32_t *row_offsets;             /* NULL: uniform block rows of block_rows */
+  const int32_t *col_offsets;             /* NULL: uniform column blocks of block_cols */
 } fi_bsr_matrix;
 
 /* Block-sparse attention of q [M, qo_heads, head_dim] against k, v [N, kv_heads, head_dim]:
@@ -454,7 +467,8 @@ typedef struct fi_bsr_matrix {
  * everywhere) -- not CUSTOM; soft cap, window, ALiBi, RoPE, fp8 KV and LSE as for prefill
  * (RoPE and fp8 KV on CUDA: a prefill stage, fi_prefill_stage_size(ctx, params, 0, M, N)).
  * The workspace: fi_block_sparse_workspace_size, an upper bound for every BSR matrix of
- * those shapes and blocks.
+ * those shapes whose blocks are at least block_rows x block_cols (variable blocks: pass the
+ * smallest).
  *   Host backend: the pairs of the listed blocks, exactly; the run reads bsr (host arrays),
  *   which must hold what the plan's did.
  *   CUDA backend (Hopper, sm_90a; head_dim 64 or 128): the plan turns host_bsr into work

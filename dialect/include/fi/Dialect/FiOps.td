@@ -388,6 +388,13 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
     * `q`: `[M, qo_heads, head_dim]`, f16/bf16/f32.
     * `k`, `v`: `[N, kv_heads, head_dim]` each, f16, bf16, f32, f8E4M3FN or f8E5M2.
     * `bsr_indptr`: `[ceil(M / R) + 1]` i32; `bsr_indices`: `[nnz blocks]` i32.
+    * `block_offsets` (optional; FlashInfer's variable block-sparse form): `row_offsets`
+      `[block rows + 1]` and `col_offsets` `[column blocks + 1]` i32, each from 0, strictly
+      increasing, ending at M / N: block row `i` is query rows `row_offsets[i] ..
+      row_offsets[i + 1] - 1`, column block `j` keys `col_offsets[j] .. col_offsets[j + 1] -
+      1`; `bsr_indptr` then has one element per block row plus one. `block_rows` and
+      `block_cols` of `bsr` name the smallest block (every one must be at least that big;
+      the plan's workspace is sized for it).
     * `plan` (optional): a `!fi.plan<block_sparse>` from `fi.block_sparse_plan`.
     * `o` (destination): `[M, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[M, qo_heads]` f32.
@@ -414,6 +421,7 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
   let arguments = !con((ins
       Fi_Shaped:$q, Fi_Shaped:$k, Fi_Shaped:$v,
       Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
+      Optional<Fi_Shaped>:$row_offsets, Optional<Fi_Shaped>:$col_offsets,
       Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
@@ -424,6 +432,8 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
     `q` `(` $q `:` type($q) `)`
     `kv` `(` $k `,` $v `:` type($k) `,` type($v) `)`
     `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
+    (`block_offsets` `(` $row_offsets^ `,` $col_offsets `:` type($row_offsets) `,`
+        type($col_offsets) `)`)?
     (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
@@ -775,13 +785,15 @@ def Fi_RaggedPrefillPlanOp : Fi_PlanOp<"ragged_prefill_plan", "ragged_prefill",
   }];
 }
 
-def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse"> {
+def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse",
+                                      [AttrSizedOperandSegments]> {
   let summary = "plan a block-sparse attention";
   let description = !strconcat([{
     Checks the BSR matrix of one `fi.block_sparse_attention` against its lengths and makes
     its plan (host memory arrays).
 
-    * `bsr_indptr`, `bsr_indices`: the BSR matrix (see `fi.block_sparse_attention`).
+    * `bsr_indptr`, `bsr_indices`: the BSR matrix (see `fi.block_sparse_attention`), and
+      with variable blocks its `block_offsets` (the op's).
     * `num_qo_rows`, `num_kv_rows`: `M` and `N`.
     * `bsr`: the block shape; `mask_mode`: `none` or `causal`, the op's.
   }], Fi_PlanShapeDoc, [{
@@ -795,12 +807,16 @@ def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse"> {
     ```
   }]);
   let arguments = !con((ins Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
+                            Optional<Fi_Shaped>:$row_offsets,
+                            Optional<Fi_Shaped>:$col_offsets,
                             Index:$num_qo_rows, Index:$num_kv_rows, Fi_BsrAttr:$bsr,
                             DefaultValuedAttr<Fi_MaskModeAttr,
                                               "::mlir::fi::MaskMode::none">:$mask_mode),
                        Fi_PlanShapeAttrs);
   let assemblyFormat = [{
     `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
+    (`block_offsets` `(` $row_offsets^ `,` $col_offsets `:` type($row_offsets) `,`
+        type($col_offsets) `)`)?
     `rows` `(` $num_qo_rows `,` $num_kv_rows `)` attr-dict
   }];
 }
