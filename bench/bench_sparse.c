@@ -4,7 +4,8 @@
  * square (the warp-specialised kernel); then BSR matrices of blocks 64 x 64 and 128 x 128:
  * every block listed (0 % sparsity), random blocks at 50, 90 and 98 % sparsity (each block
  * row lists the same count, at random columns), and a causal local + global pattern
- * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal).
+ * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal); then
+ * variable blocks of 32 .. 192 rows and keys at random, 50 and 90 % sparse.
  *
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
@@ -70,6 +71,47 @@ static void sparse_free(sparse_arg *a) {
 }
 
 /* One row; returns its rate (FLOP per ms, 0 when skipped). */
+/* Plans a->bsr (or the dense row), times it and prints the row: FLOPs over `pairs`, bytes
+ * q and o once plus k and v once per listed block row (`kv_share` of the block rows);
+ * returns the TFLOP/s rate (0 when the plan is refused). */
+static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
+                        const fi_attention_params *p, double pairs, double kv_share,
+                        double dense_rate) {
+  size_t ws_bytes = 0;
+  if (a->dense)
+    FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, p, 1, SEQ, &ws_bytes));
+  else
+    FI_BENCH_OK(b->ctx, fi_block_sparse_workspace_size(b->ctx, p, SEQ, SEQ, a->bsr.block_rows,
+                                                       a->bsr.block_cols, &ws_bytes));
+  void *ws = NULL;
+  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
+  const int32_t host_indptr[2] = {0, SEQ};
+  fi_status s = a->dense ? fi_ragged_prefill_plan(b->ctx, p, 1, host_indptr, host_indptr, NULL,
+                                                  NULL, ws, ws_bytes, &a->plan)
+                         : fi_block_sparse_plan(b->ctx, p, SEQ, SEQ, &a->bsr, NULL, ws,
+                                                ws_bytes, &a->plan);
+  double rate = 0;
+  if (s != FI_SUCCESS) {
+    printf("| sparse   | %-34s | plan refused: %s\n", name, fi_last_error(b->ctx));
+  } else {
+    const double ms = fi_bench_time_ms(b, run_sparse, a);
+    const double flops = 4.0 * HD * QO_HEADS * pairs;
+    rate = flops / ms;
+    char tn[64], variant[96];
+    fi_tiles_name(a->plan.tiles, 0, tn, sizeof tn);
+    if (dense_rate > 0)
+      snprintf(variant, sizeof variant, "%s %.2fx dense", a->dense ? tn : "bsr_ws",
+               rate / dense_rate);
+    else
+      snprintf(variant, sizeof variant, "%s", tn);
+    const double qo_bytes = 2.0 * SEQ * QO_HEADS * HD * 2;
+    const double kv_bytes = 2.0 * SEQ * KV_HEADS * HD * 2 * kv_share;
+    fi_bench_row(b, "sparse", name, variant, ms, qo_bytes + kv_bytes, flops);
+  }
+  cudaFree(ws);
+  return rate;
+}
+
 static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block,
                           double sparsity, double dense_rate) {
   char name[96];
@@ -119,47 +161,66 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
     listed_rows += nnz > indptr[i];
   }
   if (pattern == PAT_DENSE_KERNEL) pairs = (double)SEQ * SEQ;
+  memset(&a->bsr, 0, sizeof a->bsr);
   a->bsr.block_rows = a->bsr.block_cols = block;
   a->bsr.indptr = indptr;
   a->bsr.indices = indices;
   a->dense = pattern == PAT_DENSE_KERNEL;
-  size_t ws_bytes = 0;
-  if (a->dense)
-    FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, 1, SEQ, &ws_bytes));
-  else
-    FI_BENCH_OK(b->ctx, fi_block_sparse_workspace_size(b->ctx, &p, SEQ, SEQ, block, block,
-                                                       &ws_bytes));
-  void *ws = NULL;
-  FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
-  const int32_t host_indptr[2] = {0, SEQ};
-  fi_status s = a->dense ? fi_ragged_prefill_plan(b->ctx, &p, 1, host_indptr, host_indptr, NULL,
-                                                  NULL, ws, ws_bytes, &a->plan)
-                         : fi_block_sparse_plan(b->ctx, &p, SEQ, SEQ, &a->bsr, NULL, ws,
-                                                ws_bytes, &a->plan);
-  double rate = 0;
-  if (s != FI_SUCCESS) {
-    printf("| sparse   | %-34s | plan refused: %s\n", name, fi_last_error(b->ctx));
-  } else {
-    const double ms = fi_bench_time_ms(b, run_sparse, a);
-    const double flops = 4.0 * HD * QO_HEADS * pairs;
-    rate = flops / ms;
-    char tn[64], variant[96];
-    fi_tiles_name(a->plan.tiles, 0, tn, sizeof tn);
-    if (dense_rate > 0)
-      snprintf(variant, sizeof variant, "%s %.2fx dense", a->dense ? tn : "bsr_ws",
-               rate / dense_rate);
-    else
-      snprintf(variant, sizeof variant, "%s", tn);
-    const double qo_bytes = 2.0 * SEQ * QO_HEADS * HD * 2;
-    const double kv_bytes =
-        2.0 * SEQ * KV_HEADS * HD * 2 * (a->dense ? 1.0 : listed_rows / (double)blocks);
-    fi_bench_row(b, "sparse", name, variant, ms, qo_bytes + kv_bytes, flops);
-  }
-  cudaFree(ws);
+  const double rate =
+      time_plan(b, a, name, &p, pairs, a->dense ? 1.0 : listed_rows / (double)blocks, dense_rate);
   free(indptr);
   free(indices);
   free(perm);
   return rate;
+}
+
+/* Variable blocks (FlashInfer's variable block-sparse form): block rows and column blocks of
+ * 32 .. 192 rows / keys at random, each block row listing a random (1 - sparsity) share of
+ * the column blocks. */
+static void variable_case(fi_bench_ctx *b, sparse_arg *a, double sparsity, double dense_rate) {
+  char name[96];
+  snprintf(name, sizeof name, "bsr variable 32..192 random %.0f%% sparse", sparsity * 100);
+  if (!fi_bench_selected(b, name)) return;
+  fi_attention_params p = fi_attention_params_default(QO_HEADS, KV_HEADS, HD);
+  int32_t *off = malloc(sizeof(int32_t) * (SEQ / 32 + 2)); /* rows and columns alike */
+  int32_t count = 0;
+  off[0] = 0;
+  while (SEQ - off[count] > 192) {
+    off[count + 1] = off[count] + 32 + (int32_t)(sparse_rand() % 161);
+    ++count;
+  }
+  off[++count] = SEQ; /* the last block: 1 .. 192 rows; below 32 is merged into the one before */
+  if (count > 1 && off[count] - off[count - 1] < 32) off[--count] = SEQ;
+  int32_t *indptr = malloc(sizeof(int32_t) * (size_t)(count + 1));
+  int32_t *indices = malloc(sizeof(int32_t) * (size_t)count * count);
+  uint8_t *take = malloc((size_t)count);
+  double pairs = 0;
+  indptr[0] = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t nnz = indptr[i];
+    memset(take, 0, (size_t)count);
+    int64_t keep = (int64_t)((1.0 - sparsity) * count + 0.5);
+    if (keep < 1) keep = 1;
+    for (int64_t left = keep; left > 0;) {
+      const int32_t j = (int32_t)(sparse_rand() % (uint32_t)count);
+      if (!take[j]) take[j] = 1, --left;
+    }
+    for (int32_t j = 0; j < count; ++j)
+      if (take[j]) {
+        indices[nnz++] = j;
+        pairs += (double)(off[i + 1] - off[i]) * (off[j + 1] - off[j]);
+      }
+    indptr[i + 1] = nnz;
+  }
+  memset(&a->bsr, 0, sizeof a->bsr);
+  a->bsr.block_rows = a->bsr.block_cols = 32; /* the smallest block */
+  a->bsr.indptr = indptr;
+  a->bsr.indices = indices;
+  a->bsr.num_block_rows = a->bsr.num_block_cols = count;
+  a->bsr.row_offsets = a->bsr.col_offsets = off;
+  a->dense = 0;
+  time_plan(b, a, name, &p, pairs, 1.0, dense_rate);
+  free(off), free(indptr), free(indices), free(take);
 }
 
 /* ---- long rows: 512 query rows against 65536 keys, 64 x 64 blocks at random, 50 % sparse:
@@ -401,6 +462,8 @@ void fi_bench_sparse(fi_bench_ctx *b) {
       sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense);
     sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense);
   }
+  variable_case(b, &a, 0.5, dense);
+  variable_case(b, &a, 0.9, dense);
   sparse_free(&a);
   if (dense > 0) long_rows(b, dense);
   shared_prefix(b);

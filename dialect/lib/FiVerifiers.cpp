@@ -688,34 +688,56 @@ LogicalResult BlockSparseAttentionOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "row_offsets", "col_offsets",
-                  "variant_args", "plan", "o", "lse"}))))
+                  "kv_indptr", "kv_indices", "kv_last_page_len", "variant_args", "plan", "o",
+                  "lse"}))))
     return failure();
   Value k = getK(), v = getV();
-  if (failed(c.rank(k, "k", 3, "[N, kv_heads, head_dim]")))
-    return failure();
-  if (v.getType() != k.getType())
-    return c.error() << "operand 'v' has type " << v.getType() << " but 'k' has type "
-                     << k.getType() << "; K and V must have the same shape and element type";
+  const bool paged = static_cast<bool>(getKvIndptr());
   Dim kvHeads{k, "k", 1}, headDim{k, "k", 2};
-  if (failed(c.floatElement(k, "k", /*kvCache=*/true)) ||
-      failed(c.isStatic(kvHeads, "kv_heads")) || failed(c.isStatic(headDim, "head_dim")) ||
-      failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
+  int64_t numKeys = ShapedType::kDynamic;
+  if (paged) {  // the paper's view: column blocks of a paged cache
+    FailureOr<PagedCache> cache = checkPagedCache(c, k, "k", v, "v", getBsr());
+    if (failed(cache) ||
+        failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      return failure();
+    int64_t ptrs = shapedOf(getKvIndptr()).getDimSize(0);
+    if (!ShapedType::isDynamic(ptrs) && ptrs != 2)
+      return c.error() << "operand 'kv_indptr' has " << ptrs
+                       << " entries but block-sparse attention pages one sequence: it needs "
+                          "2 ({0, pages})";
+    kvHeads = cache->kvHeads, headDim = cache->headDim;
+  } else {
+    if (failed(c.rank(k, "k", 3, "[N, kv_heads, head_dim]")))
+      return failure();
+    if (v.getType() != k.getType())
+      return c.error() << "operand 'v' has type " << v.getType() << " but 'k' has type "
+                       << k.getType() << "; K and V must have the same shape and element type";
+    if (failed(c.floatElement(k, "k", /*kvCache=*/true)) ||
+        failed(c.isStatic(kvHeads, "kv_heads")) || failed(c.isStatic(headDim, "head_dim")))
+      return failure();
+    numKeys = cast<ShapedType>(k.getType()).getDimSize(0);
+  }
+  if (failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
       failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
       failed(checkQueryAndOutputs(c, getQ(), kvHeads, headDim, getO(), getLse(), "M")) ||
       failed(checkBlockSparseAttrs(c, getBsr(), getMaskMode())) ||
       failed(checkBlockOffsets(c, getRowOffsets(), getColOffsets(), getBsrIndptr(),
-                               getQ().getType().getDimSize(0),
-                               cast<ShapedType>(k.getType()).getDimSize(0), getBsr())) ||
+                               getQ().getType().getDimSize(0), numKeys, getBsr())) ||
       failed(c.attentionAttrs(*this)) ||
       failed(c.plan(getPlan(), PlanFamily::block_sparse, "block_sparse_plan")))
     return failure();
   if (Operation *def = getPlan() ? getPlan().getDefiningOp() : nullptr)
-    if (auto planOp = dyn_cast<BlockSparsePlanOp>(def))
+    if (auto planOp = dyn_cast<BlockSparsePlanOp>(def)) {
       if (static_cast<bool>(planOp.getRowOffsets()) != static_cast<bool>(getRowOffsets()))
         return c.error() << (getRowOffsets() ? "has block_offsets but its plan has none"
                                              : "has no block_offsets but its plan has")
                          << ": give the plan the op's block_offsets (variable blocks) or "
                             "neither";
+      if (static_cast<bool>(planOp.getKvIndptr()) != paged)
+        return c.error() << (paged ? "has pages (a paged cache) but its plan has none"
+                                   : "has no pages but its plan has (a paged cache)")
+                         << ": give the plan the op's pages and num_pages, or neither";
+    }
   return c.planShape<BlockSparsePlanOp>(getPlan(), getQ(), k, getQ().getType().getDimSize(1),
                                         kvHeads.size(), headDim.size(), getBsr(),
                                         getMaskMode());
@@ -1006,7 +1028,8 @@ LogicalResult RaggedPrefillPlanOp::verify() {
 LogicalResult BlockSparsePlanOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
-          *this, {"bsr_indptr", "bsr_indices", "row_offsets", "col_offsets", "num_qo_rows",
+          *this, {"bsr_indptr", "bsr_indices", "row_offsets", "col_offsets", "kv_indptr",
+                  "kv_indices", "kv_last_page_len", "num_pages", "num_qo_rows",
                   "num_kv_rows"}))) ||
       failed(c.indexArray(getBsrIndptr(), "bsr_indptr", "[ceil(M / block_rows) + 1]")) ||
       failed(c.indexArray(getBsrIndices(), "bsr_indices", "[nnz blocks]")) ||
@@ -1015,8 +1038,20 @@ LogicalResult BlockSparsePlanOp::verify() {
                                ShapedType::kDynamic, ShapedType::kDynamic, getBsr())) ||
       failed(checkPlanMemory(c, false,
                              {{getBsrIndptr(), "bsr_indptr"}, {getBsrIndices(), "bsr_indices"},
-                              {getRowOffsets(), "row_offsets"}, {getColOffsets(), "col_offsets"}})))
+                              {getRowOffsets(), "row_offsets"}, {getColOffsets(), "col_offsets"},
+                              {getKvIndptr(), "kv_indptr"}, {getKvIndices(), "kv_indices"},
+                              {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
+  if (getKvIndptr()) {
+    if (getNumKvRows())
+      return c.error() << "has pages and num_kv_rows: with a paged cache N is the page "
+                          "table's; write rows(%m) only";
+    if (failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+      return failure();
+  } else if (!getNumKvRows()) {
+    return c.error() << "has no num_kv_rows: write rows(%m, %n) (N keys), or give the pages "
+                        "of a paged cache";
+  }
   return checkPlanShape(c, *this);
 }
 

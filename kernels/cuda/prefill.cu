@@ -153,7 +153,7 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
     if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
       if (!encode_rows_map(map, t, D, ragged_box, 2)) return false;
     } else {
-      int box = 128;
+      int box = ragged_box;  // (block-sparse halves: boxes of at most 64 keys)
       while (page_size % box != 0) box /= 2;
       if (box < 16) return false;
       m->kv_box_rows = box;
@@ -352,9 +352,13 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // RoPE, fp8 KV and (paged) page sizes that are not a multiple of 16 reach the
   // warp-specialised kernel through the stage pass (prefill_stage.cu), in the context's
   // prefill stage: the layout is 0 bytes when the run needs none.
+  // (paged block-sparse: the one sequence's pages; its plan's KV-entries slot holds the
+  // window its tiles were clipped to)
   const int64_t stage_kv_rows =
-      p.paged ? (int64_t)plan->private_[FI_PLAN_KV_ENTRIES] * p.page_size
-              : (kv.k->shape[0] < kv.v->shape[0] ? kv.k->shape[0] : kv.v->shape[0]);
+      p.paged && p.bsr_tiles
+          ? (plan->total_kv + p.page_size - 1) / p.page_size * p.page_size
+      : p.paged ? (int64_t)plan->private_[FI_PLAN_KV_ENTRIES] * p.page_size
+                : (kv.k->shape[0] < kv.v->shape[0] ? kv.k->shape[0] : kv.v->shape[0]);
   const fi_stage_layout stage =
       fi_prefill_stage_layout(ctx, a, p.paged, stage_kv_rows);
 
@@ -482,12 +486,14 @@ extern "C" fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_fami
   return check_variant(ctx, family, params, tiles);
 }
 
-extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan,
-                                               const fi_tensor *q, const int32_t *qo_indptr,
-                                               const fi_paged_kv_cache *kv,
-                                               const fi_page_table *pages,
-                                               const fi_custom_mask *mask, fi_tensor *o,
-                                               fi_tensor *lse) {
+namespace {
+
+// Paged K/V (a page table) into the argument block, then run_prefill; bsr_tiles: the plan's
+// block-sparse tile list (null for prefill).
+fi_status run_paged(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                    const int32_t *qo_indptr, const fi_paged_kv_cache *kv,
+                    const fi_page_table *pages, const int32_t *bsr_tiles,
+                    const fi_custom_mask *mask, fi_tensor *o, fi_tensor *lse, const char *what) {
   fi_status s;
   if ((s = check_vector_tensor(ctx, "kv.k", &kv->k, 3)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "kv.v", &kv->v, 3)) != FI_SUCCESS) return s;
@@ -506,8 +512,20 @@ extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *p
   p.kv_last_page_len = pages->last_page_len;
   p.paged = 1;
   p.page_size = plan->params.page_size;
+  p.bsr_tiles = bsr_tiles;
   const KvTensors kvt = {&kv->k, &kv->v, true, true, kv->layout};
-  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, "paged prefill");
+  return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, what);
+}
+
+}  // namespace
+
+extern "C" fi_status fi_cuda_paged_prefill_run(fi_context *ctx, const fi_plan *plan,
+                                               const fi_tensor *q, const int32_t *qo_indptr,
+                                               const fi_paged_kv_cache *kv,
+                                               const fi_page_table *pages,
+                                               const fi_custom_mask *mask, fi_tensor *o,
+                                               fi_tensor *lse) {
+  return run_paged(ctx, plan, q, qo_indptr, kv, pages, nullptr, mask, o, lse, "paged prefill");
 }
 
 namespace {
@@ -537,6 +555,20 @@ fi_status run_ragged(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
 }
 
 }  // namespace
+
+// Block-sparse attention over a paged cache: the page table of its one sequence (device),
+// the query indptr and the KV tiles from the plan's region.
+extern "C" fi_status fi_cuda_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan,
+                                                    const fi_tensor *q,
+                                                    const fi_paged_kv_cache *kv,
+                                                    const fi_page_table *pages, fi_tensor *o,
+                                                    fi_tensor *lse) {
+  const int32_t *region =
+      reinterpret_cast<const int32_t *>((const char *)plan->workspace +
+                                        plan->private_[FI_PLAN_OFF_BSR]);
+  return run_paged(ctx, plan, q, region, kv, pages, region + 4, nullptr, o, lse,
+                   "paged block-sparse attention");
+}
 
 // Block-sparse attention: the one request's indptrs and the KV tiles come from the plan's
 // region of the workspace (fi_plan_build_block_sparse); only the warp-specialised kernel

@@ -57,6 +57,14 @@ fi_status fi_cuda_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t pa
   return UNAVAILABLE(ctx);
 }
 
+fi_status fi_cuda_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan,
+                                         const fi_tensor *q, const fi_paged_kv_cache *kv,
+                                         const fi_page_table *pages, fi_tensor *o,
+                                         fi_tensor *lse) {
+  (void)plan, (void)q, (void)kv, (void)pages, (void)o, (void)lse;
+  return UNAVAILABLE(ctx);
+}
+
 fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                    const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
                                    fi_tensor *lse) {

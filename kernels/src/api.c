@@ -1,6 +1,7 @@
 /* kernels/src/api.c -- the public plan / run entry points: every argument is validated
  * here (so backends trust their inputs), then the call is dispatched to the context's
  * backend. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -898,13 +899,44 @@ static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int
   return bits;
 }
 
-fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
-                               int64_t num_qo_rows, int64_t num_kv_rows,
-                               const fi_bsr_matrix *host_bsr, const fi_tiles *tiles,
-                               void *workspace, size_t workspace_bytes, fi_plan *plan) {
-  NEED_CTX(ctx);
-  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
-  CHECK(fi_validate_params(ctx, params, 0, 0));
+/* A paged block-sparse plan on CUDA: the page box of the kernel (min(64, the largest power
+ * of two dividing page_size), at least 16), with every column block starting on it; 0 with
+ * the error set otherwise. */
+static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
+                            const fi_bsr_matrix *b, int64_t n) {
+  int32_t box = 64;
+  while (box > 1 && p->page_size % box != 0) box /= 2;
+  if (box < 16) {
+    fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                 "paged block-sparse attention on CUDA: page_size = %d is not a multiple of "
+                 "16 (the kernel loads a cache's keys in TMA boxes of 16-64 keys of one page); "
+                 "use such a page size, contiguous K/V (fi_block_sparse_plan) or the host "
+                 "backend", (int)p->page_size);
+    return 0;
+  }
+  const int64_t cols = fi_bsr_num_block_cols(b, n);
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t k0 = fi_bsr_col_begin(b, j, n);
+    if (k0 % box != 0) {
+      fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                   "paged block-sparse attention on CUDA: column block %lld starts at key "
+                   "%lld, not a multiple of %d (min(64, the largest power of two dividing "
+                   "page_size = %d)): the kernel loads each block's keys in boxes of one page; "
+                   "align the column blocks to that (e.g. block_cols = page_size) or use the "
+                   "host backend", (long long)j, (long long)k0, (int)box, (int)p->page_size);
+      return 0;
+    }
+  }
+  return box;
+}
+
+/* fi_block_sparse_plan's work; key_align 1 for contiguous K/V, a paged plan's page box.
+ * Leaves the plan unsealed. */
+static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
+                                   int64_t num_qo_rows, int64_t num_kv_rows,
+                                   const fi_bsr_matrix *host_bsr, int32_t key_align,
+                                   const fi_tiles *tiles, void *workspace,
+                                   size_t workspace_bytes, fi_plan *plan) {
   if (params->mask_mode == FI_MASK_CUSTOM)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.mask_mode = FI_MASK_CUSTOM: the BSR matrix is the mask of "
@@ -923,9 +955,8 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
     const fi_tiles ws = {128, 128, tiles ? tiles->split_kv : 1, FI_CORES_WGMMA};
     if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
     CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));
-    CHECK(fi_plan_build_block_sparse(ctx, params, num_qo_rows, num_kv_rows, host_bsr, ws,
-                                     workspace, workspace_bytes, plan));
-    return seal(plan, FI_SUCCESS);
+    return fi_plan_build_block_sparse(ctx, params, num_qo_rows, num_kv_rows, host_bsr,
+                                      key_align, ws, workspace, workspace_bytes, plan);
   }
   CHECK(bsr_check_size(ctx, num_qo_rows, num_kv_rows));
   CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));
@@ -942,18 +973,48 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
   plan->family = FI_OP_BLOCK_SPARSE;
   plan->params.mask_mode = params->mask_mode;
   plan->private_[FI_PLAN_BSR_SHAPE] = fi_bsr_shape_key(host_bsr);
+  return FI_SUCCESS;
+}
+
+fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
+                               int64_t num_qo_rows, int64_t num_kv_rows,
+                               const fi_bsr_matrix *host_bsr, const fi_tiles *tiles,
+                               void *workspace, size_t workspace_bytes, fi_plan *plan) {
+  NEED_CTX(ctx);
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 0, 0));
+  CHECK(block_sparse_plan(ctx, params, num_qo_rows, num_kv_rows, host_bsr, 1, tiles,
+                          workspace, workspace_bytes, plan));
   return seal(plan, FI_SUCCESS);
 }
 
-fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
-                              const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
-                              fi_tensor *o, fi_tensor *lse) {
+fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t num_qo_rows, const fi_page_table *host_pages,
+                                     int32_t num_pages, const fi_bsr_matrix *host_bsr,
+                                     const fi_tiles *tiles, void *workspace,
+                                     size_t workspace_bytes, fi_plan *plan) {
   NEED_CTX(ctx);
-  CHECK(check_plan(ctx, plan, FI_OP_BLOCK_SPARSE));
+  if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
+  CHECK(fi_validate_params(ctx, params, 1, 0));
+  int64_t n = 0;
+  CHECK(fi_validate_page_table(ctx, host_pages, 1, params->page_size, num_pages, &n));
+  int32_t box = 1;
+  if (ctx->backend == FI_BACKEND_CUDA) {
+    CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, n));
+    if (!(box = bsr_page_box(ctx, params, host_bsr, n))) return FI_ERROR_UNSUPPORTED;
+  }
+  CHECK(block_sparse_plan(ctx, params, num_qo_rows, n, host_bsr, box, tiles, workspace,
+                          workspace_bytes, plan));
+  plan->num_pages = num_pages > 0 ? num_pages : 1; /* (> 0: the plan is paged) */
+  return seal(plan, FI_SUCCESS);
+}
+
+/* A block-sparse run's checks shared by both forms: variant, bsr's block shape against the
+ * plan's, and on CUDA the window the plan's tiles were clipped to (a run may narrow it). */
+static fi_status check_bsr_run(fi_context *ctx, const fi_plan *plan, const fi_bsr_matrix *bsr) {
   CHECK(check_variant_backend(ctx, plan));
-  const int64_t m = plan->total_qo_rows, n = plan->total_kv;
-  const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
   if (!bsr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
+  const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
   if (fi_bsr_shape_key(bsr) != shape) {
     const uint64_t run = fi_bsr_shape_key(bsr);
     return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
@@ -965,18 +1026,34 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
                         shape >> 63 ? "variable" : "uniform",
                         shape & (1u << 31) ? "variable" : "uniform");
   }
+  if (ctx->backend != FI_BACKEND_CUDA) return FI_SUCCESS;
+  const fi_attention_params *p = &plan->params;
+  /* The plan's tiles left out the keys left of its window: a run may narrow it only. */
+  const int64_t planned = (int64_t)plan->private_[FI_PLAN_BSR_WINDOW] - 1;
+  if (planned >= 0 && (p->window_left < 0 || p->window_left > planned))
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "window_left = %d but the plan was made for window_left = %lld "
+                        "(its KV tiles stop there): re-plan with the run's window",
+                        (int)p->window_left, (long long)planned);
+  return FI_SUCCESS;
+}
+
+fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                              const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
+                              fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_BLOCK_SPARSE));
+  if (plan->num_pages > 0)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "the plan was made for a paged cache (fi_block_sparse_paged_plan): run "
+                        "it with fi_block_sparse_paged_run, or re-plan with "
+                        "fi_block_sparse_plan for contiguous K/V");
+  CHECK(check_bsr_run(ctx, plan, bsr));
+  const int64_t m = plan->total_qo_rows, n = plan->total_kv;
   if (ctx->backend == FI_BACKEND_CUDA) {
     /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays
      * are not read, and may be device pointers. */
     CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
-    const fi_attention_params *p = &plan->params;
-    /* The plan's tiles left out the keys left of its window: a run may narrow it only. */
-    const int64_t planned = (int64_t)plan->private_[FI_PLAN_BSR_WINDOW] - 1;
-    if (planned >= 0 && (p->window_left < 0 || p->window_left > planned))
-      return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
-                          "window_left = %d but the plan was made for window_left = %lld "
-                          "(its KV tiles stop there): re-plan with the run's window",
-                          (int)p->window_left, (long long)planned);
     return fi_cuda_block_sparse_run(ctx, plan, q, k, v, o, lse);
   }
   CHECK(fi_validate_bsr(ctx, bsr, m, n));
@@ -990,6 +1067,63 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
   rp.params.mask_mode = FI_MASK_CUSTOM;
   seal(&rp, FI_SUCCESS);
   return fi_ragged_prefill_run(ctx, &rp, q, k, v, qo, kv, &mask, o, lse);
+}
+
+
+fi_status fi_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                    const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                    const fi_bsr_matrix *bsr, fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_BLOCK_SPARSE));
+  if (plan->num_pages <= 0)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "the plan was made for contiguous K/V (fi_block_sparse_plan): run it "
+                        "with fi_block_sparse_run, or re-plan with fi_block_sparse_paged_plan");
+  CHECK(check_bsr_run(ctx, plan, bsr));
+  CHECK(check_q_o_lse(ctx, plan, q, o, lse));
+  CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
+  CHECK(check_pages_present(ctx, pages));
+  CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
+  const int64_t n = plan->total_kv;
+  if (ctx->backend == FI_BACKEND_CUDA)
+    return fi_cuda_block_sparse_paged_run(ctx, plan, q, kv, pages, o, lse);
+  /* Host: the page table (host arrays) holds the plan's N keys; its pages gathered into
+   * token rows, then the contiguous run. */
+  int64_t total = 0;
+  CHECK(fi_validate_page_table(ctx, pages, 1, plan->params.page_size, kv->k.shape[0], &total));
+  if (total != n)
+    return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
+                        "the page table holds %lld keys but the plan was made for N = %lld: "
+                        "re-plan", (long long)total, (long long)n);
+  const fi_attention_params *p = &plan->params;
+  const size_t esz = fi_dtype_size(p->kv_dtype), row = (size_t)p->num_kv_heads * p->head_dim;
+  char *rows = (char *)malloc(2 * (size_t)(n > 0 ? n : 1) * row * esz);
+  if (!rows) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "paged block-sparse attention: "
+                                 "no host memory for %lld gathered keys", (long long)n);
+  const int nhd = kv->layout == FI_LAYOUT_NHD;
+  for (int part = 0; part < 2; ++part) {
+    const fi_tensor *t = part == 0 ? &kv->k : &kv->v;
+    const int64_t s_tok = nhd ? t->strides[1] : t->strides[2];
+    const int64_t s_head = nhd ? t->strides[2] : t->strides[1];
+    char *dst = rows + (size_t)part * (size_t)n * row * esz;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t page = pages->indices[j / p->page_size], slot = j % p->page_size;
+      for (int32_t h = 0; h < p->num_kv_heads; ++h)
+        memcpy(dst + ((size_t)j * row + (size_t)h * p->head_dim) * esz,
+               (const char *)t->data +
+                   (size_t)(page * t->strides[0] + slot * s_tok + h * s_head) * esz,
+               (size_t)p->head_dim * esz);
+    }
+  }
+  const int64_t shape[3] = {n, p->num_kv_heads, p->head_dim};
+  const fi_tensor tk = fi_tensor_contiguous(rows, p->kv_dtype, 3, shape);
+  const fi_tensor tv = fi_tensor_contiguous(rows + (size_t)n * row * esz, p->kv_dtype, 3, shape);
+  fi_plan rp = *plan;
+  rp.num_pages = 0;
+  seal(&rp, FI_SUCCESS);
+  const fi_status st = fi_block_sparse_run(ctx, &rp, q, &tk, &tv, bsr, o, lse);
+  free(rows);
+  return st;
 }
 
 /* ------------------------------------------------------------ shared prefix ------- */

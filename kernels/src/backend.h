@@ -136,6 +136,11 @@ fi_status fi_cuda_download_sync(fi_context *ctx, void *host_dst, const void *dev
 fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                    const fi_tensor *k, const fi_tensor *v, fi_tensor *o,
                                    fi_tensor *lse);
+/* The same over a paged cache: the page table of the plan's one sequence (device). */
+fi_status fi_cuda_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan,
+                                         const fi_tensor *q, const fi_paged_kv_cache *kv,
+                                         const fi_page_table *pages, fi_tensor *o,
+                                         fi_tensor *lse);
 /* The backend's tile support: FI_SUCCESS or FI_ERROR_UNSUPPORTED with a message. */
 fi_status fi_cuda_check_supported(fi_context *ctx, fi_op_family family,
                                   const fi_attention_params *params, const fi_tiles *tiles);

@@ -167,11 +167,13 @@ enum { FI_PLAN_BSR_WINDOW = FI_PLAN_KV_ENTRIES };
  * (runs of adjacent listed blocks cut into 128 keys, the leftover pieces of <= 64 keys
  * paired; causal and window applied), most tiles first; units split along their tiles
  * (merged like split-KV prefill) while the units alone do not fill the SMs; the workspace
- * size that bounds every matrix of these shapes. */
+ * size that bounds every matrix of these shapes. key_align (paged K/V: the kernel's page
+ * box; 1 otherwise): a window's clipped start is rounded down to it (the kernel masks the
+ * keys between), so that every half starts where a listed block does or 64 keys on. */
 fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
                                      int64_t m, int64_t n, const fi_bsr_matrix *bsr,
-                                     fi_tiles tiles, void *workspace, size_t workspace_bytes,
-                                     fi_plan *plan);
+                                     int32_t key_align, fi_tiles tiles, void *workspace,
+                                     size_t workspace_bytes, fi_plan *plan);
 size_t fi_plan_block_sparse_cuda_bytes(const fi_context *ctx, const fi_attention_params *p,
                                        int64_t m, int64_t n, int32_t block_rows,
                                        int32_t block_cols);

@@ -934,14 +934,14 @@ static int bsr_of(const char *op, fi_context *ctx, fi_memref *indptr, fi_memref 
   return 1;
 }
 
-void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
-                                          fi_memref *indices, fi_memref *row_offsets,
-                                          fi_memref *col_offsets, int64_t m, int64_t n,
-                                          int32_t block_rows, int32_t block_cols,
-                                          int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
-                                          int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
-                                          int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
-                                          int32_t split_kv, int32_t cores) {
+/* Both block-sparse plan forms; pages NULL for contiguous K/V (n keys). */
+static void block_sparse_plan(fi_memref *slot, fi_memref *indptr, fi_memref *indices,
+                              fi_memref *row_offsets, fi_memref *col_offsets,
+                              fi_memref *const *pages, int64_t num_pages, int64_t m, int64_t n,
+                              int32_t block_rows, int32_t block_cols, int32_t qo_heads,
+                              int32_t kv_heads, int32_t head_dim, int32_t page_size,
+                              int32_t q_dtype, int32_t kv_dtype, int32_t mask_mode,
+                              int32_t q_tile, int32_t kv_tile, int32_t split_kv, int32_t cores) {
   const char *op = "fi.block_sparse_plan";
   fi_context *ctx = context_or_report(op);
   plan_record *r = ctx ? record_of(op, slot, 1) : NULL;
@@ -954,6 +954,29 @@ void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
       shape_params(qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype, mask_mode);
   fi_tiles t;
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
+  fi_page_table pt = {NULL, NULL, NULL};
+  if (pages) {
+    pt.indptr = array_of(op, "kv_indptr", pages[0], 4);
+    pt.indices = array_of(op, "kv_indices", pages[1], 4);
+    pt.last_page_len = array_of(op, "kv_last_page_len", pages[2], 4);
+    if (!pt.indptr || !pt.indices || !pt.last_page_len ||
+        !host_readable(op, ctx, "kv_indptr", pt.indptr) ||
+        !host_readable(op, ctx, "kv_indices", pt.indices) ||
+        !host_readable(op, ctx, "kv_last_page_len", pt.last_page_len))
+      return;
+    if (length_of(pages[0]) != 2 || length_of(pages[2]) < 1 || num_pages > INT32_MAX) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "kv_indptr has %lld elements and kv_last_page_len %lld: "
+               "block-sparse attention pages one sequence ({0, pages} and one length)",
+               (long long)length_of(pages[0]), (long long)length_of(pages[2]));
+      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+      return;
+    }
+    /* N: the page table's keys (fi_block_sparse_paged_plan checks the table) */
+    const int32_t used = pt.indptr[1] - pt.indptr[0];
+    n = used > 0 ? (int64_t)(used - 1) * page_size + pt.last_page_len[0] : 0;
+    if (n < 0) n = 0;
+  }
   r->valid = 0;
   /* Sized for the shapes rounded up (the bound grows with M and N), kept while it fits. */
   size_t bytes = 0;
@@ -962,11 +985,39 @@ void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
                                                      block_cols, &bytes)) ||
       !ensure_workspace(op, ctx, r, bytes))
     return;
-  if (plan_failed(op, ctx, r, fi_block_sparse_plan(ctx, &p, m, n, &bsr, tiles, r->workspace,
-                                                   r->workspace_bytes, &r->plan)))
-    return;
+  const fi_status st =
+      pages ? fi_block_sparse_paged_plan(ctx, &p, m, &pt, (int32_t)num_pages, &bsr, tiles,
+                                         r->workspace, r->workspace_bytes, &r->plan)
+            : fi_block_sparse_plan(ctx, &p, m, n, &bsr, tiles, r->workspace,
+                                   r->workspace_bytes, &r->plan);
+  if (plan_failed(op, ctx, r, st)) return;
   r->valid = 1;
   log_plan(&r->plan);
+}
+
+void _mlir_ciface_fi_rt_block_sparse_plan(fi_memref *slot, fi_memref *indptr,
+                                          fi_memref *indices, fi_memref *row_offsets,
+                                          fi_memref *col_offsets, int64_t m, int64_t n,
+                                          int32_t block_rows, int32_t block_cols,
+                                          int32_t qo_heads, int32_t kv_heads, int32_t head_dim,
+                                          int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+                                          int32_t mask_mode, int32_t q_tile, int32_t kv_tile,
+                                          int32_t split_kv, int32_t cores) {
+  block_sparse_plan(slot, indptr, indices, row_offsets, col_offsets, NULL, 0, m, n, block_rows,
+                    block_cols, qo_heads, kv_heads, head_dim, page_size, q_dtype, kv_dtype,
+                    mask_mode, q_tile, kv_tile, split_kv, cores);
+}
+
+void _mlir_ciface_fi_rt_block_sparse_paged_plan(
+    fi_memref *slot, fi_memref *indptr, fi_memref *indices, fi_memref *row_offsets,
+    fi_memref *col_offsets, fi_memref *kv_indptr, fi_memref *kv_indices, fi_memref *kv_last,
+    int64_t num_pages, int64_t m, int32_t block_rows, int32_t block_cols, int32_t qo_heads,
+    int32_t kv_heads, int32_t head_dim, int32_t page_size, int32_t q_dtype, int32_t kv_dtype,
+    int32_t mask_mode, int32_t q_tile, int32_t kv_tile, int32_t split_kv, int32_t cores) {
+  fi_memref *const pages[3] = {kv_indptr, kv_indices, kv_last};
+  block_sparse_plan(slot, indptr, indices, row_offsets, col_offsets, pages, num_pages, m, 0,
+                    block_rows, block_cols, qo_heads, kv_heads, head_dim, page_size, q_dtype,
+                    kv_dtype, mask_mode, q_tile, kv_tile, split_kv, cores);
 }
 
 void _mlir_ciface_fi_rt_append_plan(fi_memref *slot, fi_memref *append_indptr,
@@ -1563,17 +1614,19 @@ static void ragged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_m
   if (!failed(op, ctx, st)) after_run(op, ctx);
 }
 
+/* Both block-sparse run forms; pages NULL for contiguous K/V (k, v rank 3), else the
+ * cache (rank 4, in `layout`) and its page table. */
 static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,
                              fi_memref *indptr, fi_memref *indices, fi_memref *row_offsets,
-                             fi_memref *col_offsets, fi_memref *o,
-                             fi_memref *lse, int32_t has_lse, attention_attrs a, fi_dtype qd,
-                             fi_dtype kd) {
+                             fi_memref *col_offsets, fi_memref *const *pages, fi_memref *o,
+                             fi_memref *lse, int32_t has_lse, int32_t layout,
+                             attention_attrs a, fi_dtype qd, fi_dtype kd) {
   const char *op = "fi.block_sparse_attention";
   fi_context *ctx = context_or_report(op);
   fi_plan plan;
   if (!ctx || !run_plan(op, ctx, slot, FI_OP_BLOCK_SPARSE, qd, kd, &a, &plan)) return;
   fi_tensor tq = tensor_of(q, 3, qd), to = tensor_of(o, 3, qd);
-  fi_tensor tk = tensor_of(k, 3, kd), tv = tensor_of(v, 3, kd);
+  fi_tensor tk = tensor_of(k, pages ? 4 : 3, kd), tv = tensor_of(v, pages ? 4 : 3, kd);
   fi_tensor tl = tensor_of(lse, 2, FI_DTYPE_F32);
   const uint64_t shape = plan.private_[FI_PLAN_BSR_SHAPE];
   fi_bsr_matrix bsr;
@@ -1582,16 +1635,28 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
               (int32_t)(shape >> 32 & 0x7fffffffu), (int32_t)(shape & 0x7fffffffu),
               !is_cuda(ctx), &bsr))
     return;
+  fi_page_table pt = {NULL, NULL, NULL};
+  if (pages) {
+    pt.indptr = array_of(op, "kv_indptr", pages[0], 4);
+    pt.indices = array_of(op, "kv_indices", pages[1], 4);
+    pt.last_page_len = array_of(op, "kv_last_page_len", pages[2], 4);
+    if (!pt.indptr || !pt.indices || !pt.last_page_len) return;
+  }
   if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, tk.data, tv.data,
                              to.data, has_lse ? tl.data : NULL},
                              (const char *const[]){"q", "k", "v", "o", "lse"}, 5))
     return;
   /* RoPE and fp8 KV reach the CUDA kernel through the context's prefill stage. */
-  if (!set_prefill_stage(op, ctx, &plan.params, 0, tq.shape[0],
-                         tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]))
-    return;
-  const fi_status st = fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to,
-                                           has_lse ? &tl : NULL);
+  const int64_t kv_rows = pages ? length_of(pages[1]) * plan.params.page_size
+                                : (tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]);
+  if (!set_prefill_stage(op, ctx, &plan.params, pages != NULL, tq.shape[0], kv_rows)) return;
+  fi_status st;
+  if (pages) {
+    const fi_paged_kv_cache kv = {tk, tv, (fi_kv_layout)layout};
+    st = fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &bsr, &to, has_lse ? &tl : NULL);
+  } else {
+    st = fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to, has_lse ? &tl : NULL);
+  }
   clear_prefill_stage(ctx);
   if (!failed(op, ctx, st)) after_run(op, ctx);
 }
@@ -1753,8 +1818,17 @@ FI_Q_KV_TYPES(DEF_DECODE)
       fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v, fi_memref *indptr,        \
       fi_memref *indices, fi_memref *row_offsets, fi_memref *col_offsets, fi_memref *o,    \
       fi_memref *lse, int32_t has_lse, ATTN_PARAMS) {                                      \
-    block_sparse_run(slot, q, k, v, indptr, indices, row_offsets, col_offsets, o, lse,     \
-                     has_lse, ATTN_ARGS, qd, kd);                                          \
+    block_sparse_run(slot, q, k, v, indptr, indices, row_offsets, col_offsets, NULL, o,    \
+                     lse, has_lse, 0, ATTN_ARGS, qd, kd);                                  \
+  }                                                                                        \
+  void _mlir_ciface_fi_rt_block_sparse_paged_run_##qn##_##kn(                              \
+      fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v, fi_memref *indptr,        \
+      fi_memref *indices, fi_memref *row_offsets, fi_memref *col_offsets,                  \
+      fi_memref *kv_indptr, fi_memref *kv_indices, fi_memref *kv_last, fi_memref *o,       \
+      fi_memref *lse, int32_t has_lse, int32_t layout, ATTN_PARAMS) {                      \
+    fi_memref *const pages[3] = {kv_indptr, kv_indices, kv_last};                         \
+    block_sparse_run(slot, q, k, v, indptr, indices, row_offsets, col_offsets, pages, o,   \
+                     lse, has_lse, layout, ATTN_ARGS, qd, kd);                             \
   }
 FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
 

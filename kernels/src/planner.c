@@ -796,9 +796,9 @@ static int64_t bsr_unit_rows(const fi_attention_params *p, int32_t block_rows) {
 /* Bounds of one problem's layout, for blocks of at least R x C (uniform or variable):
  * units <= ceil(M / rows) + ceil(M / R) (a block row's last unit may be short), plus one
  * per partial row a split may add; tiles per unit: each run of adjacent blocks gives
- * floor(run / 128) full tiles, then at most one tile or one half-tile piece (paired with
- * another run's), so at most ceil(N / 128) + (runs <= blocks) + 1. Partial rows and merge
- * units: the prefill planner's budget. */
+ * floor(run / 128) full tiles, then at most one 64-key half and one shorter piece (each
+ * paired with another run's of its kind), so at most ceil(N / 128) + (runs <= blocks) + 1.
+ * Partial rows and merge units: the prefill planner's budget. */
 typedef struct bsr_caps {
   int64_t units, tiles, partial;
   size_t off_merge, off_po, off_plse, off_bsr, total;
@@ -862,8 +862,8 @@ static void bsr_tile(int32_t *tl, int64_t t, int64_t a, int64_t la, int64_t b, i
 /* The units of the BSR matrix (one per <= rows_per_unit query rows of a block row) and
  * their tiles; counts only when work and tl are NULL. */
 static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
-                      const fi_bsr_matrix *bsr, fi_work_unit *work, int32_t *tl, int64_t *nu,
-                      int64_t *nt) {
+                      const fi_bsr_matrix *bsr, int32_t key_align, fi_work_unit *work,
+                      int32_t *tl, int64_t *nu, int64_t *nt) {
   const int causal = params->mask_mode == FI_MASK_CAUSAL;
   const int64_t rows_per_unit = bsr_unit_rows(params, INT32_MAX), shift = n - m;
   int64_t u = 0, t = 0;
@@ -878,7 +878,10 @@ static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
       if (params->window_left >= 0 && shift + r0 - params->window_left > lo)
         lo = shift + r0 - params->window_left;
       const int64_t t_begin = t;
-      int64_t piece = -1, piece_len = 0; /* a piece of <= 64 keys waiting for a partner */
+      /* A full half and a short piece (< 64 keys) waiting for a partner of their kind: full
+       * halves pair into tiles the kernel neither masks nor zeroes V rows of (with blocks
+       * that are not multiples of 64 keys, every run ends in a short piece). */
+      int64_t full = -1, piece = -1, piece_len = 0;
       for (int64_t e = bsr->indptr[i]; e < bsr->indptr[i + 1];) {
         int64_t e_last = e; /* a run of adjacent blocks */
         while (e_last + 1 < bsr->indptr[i + 1] &&
@@ -887,22 +890,37 @@ static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
         int64_t k0 = fi_bsr_col_begin(bsr, bsr->indices[e], n);
         int64_t k1 = fi_bsr_col_begin(bsr, (int64_t)bsr->indices[e_last] + 1, n);
         e = e_last + 1;
-        if (k0 < lo) k0 = lo;
+        if (k0 < lo) { /* (k0 is aligned: the rounded start stays inside the run) */
+          const int64_t a = lo - lo % key_align;
+          k0 = a > k0 ? a : k0;
+        }
         if (k1 > hi) k1 = hi;
-        /* Full tiles, then the rest: a tile of more than 64 keys, or a piece paired with
-         * the next run's (two halves from their own first keys). */
+        /* Full tiles, then the rest: a full half paired with another run's, and a short
+         * piece with another run's (two halves from their own first keys). */
         for (; k1 - k0 >= 2 * BSR_HALF; k0 += 2 * BSR_HALF)
           bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, BSR_HALF);
-        if (k1 - k0 > BSR_HALF) {
-          bsr_tile(tl, t++, k0, BSR_HALF, k0 + BSR_HALF, k1 - k0 - BSR_HALF);
-        } else if (k1 > k0 && piece < 0) {
+        if (k1 - k0 >= BSR_HALF) {
+          if (full < 0) {
+            full = k0;
+          } else {
+            bsr_tile(tl, t++, full, BSR_HALF, k0, BSR_HALF);
+            full = -1;
+          }
+          k0 += BSR_HALF;
+        }
+        if (k1 > k0 && piece < 0) {
           piece = k0, piece_len = k1 - k0;
         } else if (k1 > k0) {
           bsr_tile(tl, t++, piece, piece_len, k0, k1 - k0);
           piece = -1;
         }
       }
-      if (piece >= 0) bsr_tile(tl, t++, piece, piece_len, piece, 0);
+      if (full >= 0 && piece >= 0)
+        bsr_tile(tl, t++, full, BSR_HALF, piece, piece_len);
+      else if (full >= 0)
+        bsr_tile(tl, t++, full, BSR_HALF, full, 0);
+      else if (piece >= 0)
+        bsr_tile(tl, t++, piece, piece_len, piece, 0);
       if (work) {
         fi_work_unit *w = &work[u];
         w->request = 0;
@@ -920,11 +938,11 @@ static void bsr_units(const fi_attention_params *params, int64_t m, int64_t n,
 
 fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params *params,
                                      int64_t m, int64_t n, const fi_bsr_matrix *bsr,
-                                     fi_tiles tiles, void *workspace, size_t workspace_bytes,
-                                     fi_plan *plan) {
+                                     int32_t key_align, fi_tiles tiles, void *workspace,
+                                     size_t workspace_bytes, fi_plan *plan) {
   const int32_t R = bsr->block_rows, C = bsr->block_cols;
   int64_t nu = 0, nt = 0;
-  bsr_units(params, m, n, bsr, NULL, NULL, &nu, &nt);
+  bsr_units(params, m, n, bsr, key_align, NULL, NULL, &nu, &nt);
   if (nt > INT32_MAX / 4) /* (the kernel indexes the tiles' ints in int32) */
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "block-sparse attention: %lld KV tiles are more than the plan's "
@@ -941,7 +959,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   fi_merge_unit *merge = (fi_merge_unit *)(work + nu + budget);
   int32_t *region = (int32_t *)(merge + budget);
   region[0] = 0, region[1] = (int32_t)m, region[2] = 0, region[3] = (int32_t)n;
-  bsr_units(params, m, n, bsr, units, region + 4, &nu, &nt);
+  bsr_units(params, m, n, bsr, key_align, units, region + 4, &nu, &nt);
   qsort(units, (size_t)nu, sizeof(fi_work_unit), compare_bsr_units);
 
   /* Split-KV across long rows (tiles.split_kv): while the (unit, KV head) items do not fill

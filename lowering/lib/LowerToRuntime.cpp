@@ -351,13 +351,21 @@ public:
       for (Value v : {sA.getBsrIndptr(), sA.getBsrIndices()})
         args.push_back(canonical(loc, v));
       pushBlockOffsets(loc, args, sA.getRowOffsets(), sA.getColOffsets());
+      const bool paged = static_cast<bool>(sA.getKvIndptr());
+      if (paged) {  // the page table and the cache's pages; N is the table's
+        for (Value v : {sA.getKvIndptr(), sA.getKvIndices(), sA.getKvLastPageLen()})
+          args.push_back(canonical(loc, v));
+        args.push_back(i64FromIndex(loc, sA.getNumPages()));
+      }
       args.push_back(i64FromIndex(loc, sA.getNumQoRows()));
-      args.push_back(i64FromIndex(loc, sA.getNumKvRows()));
+      if (!paged)
+        args.push_back(i64FromIndex(loc, sA.getNumKvRows()));
       args.push_back(i32(loc, s.getBsr().getBlockRows()));
       args.push_back(i32(loc, s.getBsr().getBlockCols()));
-      pushShape(loc, args, s.getNumQoHeads(), s.getNumKvHeads(), s.getHeadDim(), 0,
-                s.getQType(), s.getKvType(), s.getMaskMode(), s.getTilesAttr());
-      callee = "fi_rt_block_sparse_plan";
+      pushShape(loc, args, s.getNumQoHeads(), s.getNumKvHeads(), s.getHeadDim(),
+                paged ? s.getBsr().getBlockCols() : 0, s.getQType(), s.getKvType(),
+                s.getMaskMode(), s.getTilesAttr());
+      callee = paged ? "fi_rt_block_sparse_paged_plan" : "fi_rt_block_sparse_plan";
     } else if (auto a = dyn_cast<AppendPlanOp>(op)) {
       AppendPlanOp::Adaptor aA(operands, a);
       for (Value v : {aA.getAppendIndptr(), aA.getKvIndptr(), aA.getKvIndices(),
@@ -555,12 +563,19 @@ public:
       for (Value v : {sA.getQ(), sA.getK(), sA.getV(), sA.getBsrIndptr(), sA.getBsrIndices()})
         args.push_back(canonical(loc, v));
       pushBlockOffsets(loc, args, sA.getRowOffsets(), sA.getColOffsets());
+      const bool paged = static_cast<bool>(sA.getKvIndptr());
+      if (paged)  // k, v above are the cache; its page table, then (below) its layout
+        for (Value v : {sA.getKvIndptr(), sA.getKvIndices(), sA.getKvLastPageLen()})
+          args.push_back(canonical(loc, v));
       args.push_back(canonical(loc, sA.getO()));
       pushLse(loc, args, sA.getLse());
+      if (paged)
+        args.push_back(i32(loc, static_cast<int64_t>(s.getBsr().getLayout())));
       pushAttention(loc, args, op, sA.getQ());
       if (failed(pushVariantArgs(b, op, sA.getVariantArgs(), args)))
         return failure();
-      callee = "fi_rt_block_sparse_run" + suffix({sA.getQ(), sA.getK()});
+      callee = (paged ? "fi_rt_block_sparse_paged_run" : "fi_rt_block_sparse_run") +
+               suffix({sA.getQ(), sA.getK()});
     } else if (auto m = dyn_cast<MergeStateOp>(op)) {
       MergeStateOp::Adaptor mA(operands, m);
       for (Value v : {mA.getVA(), mA.getSA(), mA.getVB(), mA.getSB(), mA.getVOut()})

@@ -194,16 +194,22 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         i64(b, info->headDim), qType, kvType, info->tiles, oType);
     r.getPlanMutable().assign(plan);
   } else if (auto s = dyn_cast<BlockSparseAttentionOp>(op)) {
-    // M and N: dim 0 of q and k, made just before the op (they depend on nothing else).
+    // M and N (paged: the pages of the cache instead): dim 0 of q and k, made just before
+    // the op (they depend on nothing else).
     b.setInsertionPoint(op);
+    const bool paged = static_cast<bool>(s.getKvIndptr());
     Value m = dim0(b, loc, s.getQ()), n = dim0(b, loc, s.getK());
     SmallVector<Value> deps = {s.getBsrIndptr(), s.getBsrIndices(), m, n};
     if (s.getRowOffsets())
       deps.append({s.getRowOffsets(), s.getColOffsets()});
+    if (paged)
+      deps.append({s.getKvIndptr(), s.getKvIndices(), s.getKvLastPageLen()});
     setEarliestInsertionPoint(b, op, deps);
     plan = BlockSparsePlanOp::create(
         b, loc, PlanType::get(ctx, PlanFamily::block_sparse), s.getBsrIndptr(),
-        s.getBsrIndices(), s.getRowOffsets(), s.getColOffsets(), m, n, s.getBsr(), s.getMaskModeAttr(), i64(b, info->qoHeads),
+        s.getBsrIndices(), s.getRowOffsets(), s.getColOffsets(), s.getKvIndptr(),
+        s.getKvIndices(), s.getKvLastPageLen(), paged ? n : Value(), m,
+        paged ? Value() : n, s.getBsr(), s.getMaskModeAttr(), i64(b, info->qoHeads),
         i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
     s.getPlanMutable().assign(plan);
   }

@@ -75,6 +75,7 @@ static fi_tensor tensor3(void *data, fi_dtype dt, int64_t a, int64_t b, int64_t 
 
 /* One configuration; returns 1 on failure. */
 static int split_configs; /* plans that split units along their tiles (merged) */
+static int paged_configs; /* configurations over a paged cache */
 
 static int run_config(int idx, int maxlen, long long *elements) {
   static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
@@ -117,10 +118,29 @@ static int run_config(int idx, int maxlen, long long *elements) {
     bsr.num_block_rows = make_offsets(m, bsr.block_rows, row_off);
     bsr.row_offsets = row_off;
   }
+  /* A paged cache in one configuration in three (pages of 16-128 tokens, NHD or HND, in a
+   * shuffled pool with NaN in every slot no key fills): column blocks then start on the
+   * kernel's page box, min(64, page_size). */
+  const int paged = idx % 3 == 2;
+  static const int32_t page_sizes[] = {16, 32, 48, 64, 128};
+  const int32_t page = paged ? page_sizes[gpu_rand() % 5] : 0;
+  const int32_t box = page % 64 == 0 ? 64 : page % 32 == 0 ? 32 : 16;
+  if (paged && !(variable & 2)) bsr.block_cols = box * gpu_rand_int(1, 8);
   if (variable & 2) {
     if (gpu_rand() % 3 == 0) bsr.block_cols = 3;
     if (bsr.block_cols > n) bsr.block_cols = (int32_t)n;
-    bsr.num_block_cols = make_offsets(n, bsr.block_cols, col_off);
+    if (paged && n >= box) { /* offsets in boxes; the last block takes the rest */
+      const int32_t least = bsr.block_cols / box > 0 ? bsr.block_cols / box : 1;
+      bsr.num_block_cols = make_offsets(n / box, least, col_off);
+      for (int32_t j = 0; j <= bsr.num_block_cols; ++j) col_off[j] *= box;
+      col_off[bsr.num_block_cols] = (int32_t)n;
+      bsr.block_cols = least * box;
+    } else if (paged) { /* one block of all n keys */
+      bsr.num_block_cols = 1, col_off[0] = 0, col_off[1] = (int32_t)n;
+      bsr.block_cols = (int32_t)n;
+    } else {
+      bsr.num_block_cols = make_offsets(n, bsr.block_cols, col_off);
+    }
     bsr.col_offsets = col_off;
   }
   const int64_t rows = bsr.row_offsets ? bsr.num_block_rows
@@ -134,9 +154,11 @@ static int run_config(int idx, int maxlen, long long *elements) {
   bsr.indices = indices;
   char desc[320];
   snprintf(desc, sizeof desc,
-           "%s M %lld N %lld blocks %d%sx%d%s heads %d/%d hd %d %s/%s %s cap %.1f win %d pos %d "
-           "lse %d", pattern_names[pattern], (long long)m, (long long)n, (int)bsr.block_rows,
-           bsr.row_offsets ? "+" : "", (int)bsr.block_cols, bsr.col_offsets ? "+" : "", hq, hkv, hd, fi_dtype_name(p.q_dtype), fi_dtype_name(p.kv_dtype),
+           "%s M %lld N %lld blocks %d%sx%d%s pages %d heads %d/%d hd %d %s/%s %s cap %.1f "
+           "win %d pos %d lse %d", pattern_names[pattern], (long long)m, (long long)n,
+           (int)bsr.block_rows, bsr.row_offsets ? "+" : "", (int)bsr.block_cols,
+           bsr.col_offsets ? "+" : "", (int)page, hq, hkv, hd, fi_dtype_name(p.q_dtype),
+           fi_dtype_name(p.kv_dtype),
            p.mask_mode == FI_MASK_CAUSAL ? "causal" : "none", p.logits_soft_cap,
            (int)p.window_left, (int)p.pos_encoding, with_lse);
 
@@ -176,14 +198,60 @@ static int run_config(int idx, int maxlen, long long *elements) {
   dbsr.indices = d_indices;
   if (bsr.row_offsets) dbsr.row_offsets = d_row_off;
   if (bsr.col_offsets) dbsr.col_offsets = d_col_off;
+  /* Paged: K and V scattered into pages of a shuffled pool (NaN in the slots no key fills),
+   * the page table in device memory for the run, on the host for the plan. */
+  const int32_t num_used = paged ? (int32_t)((n + page - 1) / page) : 0;
+  const int32_t pool = paged ? num_used + gpu_rand_int(0, 4) : 0;
+  const int hnd = paged && (gpu_rand() & 1);
+  int32_t *pt_indices = (int32_t *)malloc(sizeof(int32_t) * (size_t)(pool + 1));
+  int32_t pt_indptr[2] = {0, num_used}, pt_last[1] = {(int32_t)(n - (int64_t)(num_used - 1) * page)};
+  void *dkc = NULL, *dvc = NULL, *d_pt_indptr = NULL, *d_pt_indices = NULL, *d_pt_last = NULL;
+  fi_paged_kv_cache dcache;
+  fi_page_table host_pt = {pt_indptr, pt_indices, pt_last}, dev_pt;
+  if (paged) {
+    p.page_size = page;
+    for (int32_t i = 0; i < pool; ++i) pt_indices[i] = i;
+    for (int32_t i = pool - 1; i > 0; --i) { /* a shuffled pool */
+      const int32_t j = (int32_t)(gpu_rand() % (uint32_t)(i + 1)), t = pt_indices[i];
+      pt_indices[i] = pt_indices[j], pt_indices[j] = t;
+    }
+    const size_t es = dsize(p.kv_dtype), cache_bytes = (size_t)pool * page * hkv * hd * es;
+    char *hk = (char *)malloc(cache_bytes), *hv = (char *)malloc(cache_bytes);
+    memset(hk, 0xff, cache_bytes); /* NaN in every dtype */
+    memset(hv, 0xff, cache_bytes);
+    for (int64_t j = 0; j < n; ++j)
+      for (int h = 0; h < hkv; ++h) {
+        const int64_t pg = pt_indices[j / page], slot = j % page;
+        const int64_t at = hnd ? ((pg * hkv + h) * page + slot) * hd : ((pg * page + slot) * hkv + h) * hd;
+        memcpy(hk + at * es, (const char *)k + ((j * hkv + h) * hd) * es, hd * es);
+        memcpy(hv + at * es, (const char *)v + ((j * hkv + h) * hd) * es, hd * es);
+      }
+    dkc = gpu_upload(hk, cache_bytes), dvc = gpu_upload(hv, cache_bytes);
+    free(hk), free(hv);
+    const int64_t shape[4] = {pool, hnd ? hkv : page, hnd ? page : hkv, hd};
+    dcache.k = fi_tensor_contiguous(dkc, p.kv_dtype, 4, shape);
+    dcache.v = fi_tensor_contiguous(dvc, p.kv_dtype, 4, shape);
+    dcache.layout = hnd ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
+    d_pt_indptr = gpu_upload(pt_indptr, sizeof pt_indptr);
+    d_pt_indices = gpu_upload(pt_indices, sizeof(int32_t) * (size_t)(pool + 1));
+    d_pt_last = gpu_upload(pt_last, sizeof pt_last);
+    dev_pt.indptr = (const int32_t *)d_pt_indptr;
+    dev_pt.indices = (const int32_t *)d_pt_indices;
+    dev_pt.last_page_len = (const int32_t *)d_pt_last;
+    snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " %s pool %d", hnd ? "hnd" : "nhd",
+             (int)pool);
+  }
   size_t ws_bytes = 0, stage_bytes = 0;
   FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, m, n, bsr.block_rows, bsr.block_cols,
                                              &ws_bytes));
   void *dws = gpu_alloc_poisoned(ws_bytes);
-  FI_CK(cuda, fi_prefill_stage_size(cuda, &p, 0, m, n, &stage_bytes));
+  FI_CK(cuda, fi_prefill_stage_size(cuda, &p, paged, m, paged ? (int64_t)num_used * page : n,
+                                    &stage_bytes));
   void *stage = stage_bytes ? gpu_alloc_poisoned(stage_bytes) : NULL;
   FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
-  fi_status s = fi_block_sparse_plan(cuda, &p, m, n, &bsr, NULL, dws, ws_bytes, &cp);
+  fi_status s = paged ? fi_block_sparse_paged_plan(cuda, &p, m, &host_pt, pool, &bsr, NULL, dws,
+                                                   ws_bytes, &cp)
+                      : fi_block_sparse_plan(cuda, &p, m, n, &bsr, NULL, dws, ws_bytes, &cp);
   if (s != FI_SUCCESS) {
     fprintf(stderr, "FAIL config %d: %s\n  plan: %s\n", idx, desc, fi_last_error(cuda));
     failed = 1;
@@ -198,7 +266,10 @@ static int run_config(int idx, int maxlen, long long *elements) {
       GPU_CK(cudaMemset(dout, 0xff, qb));
       GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
     }
-    s = fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto, with_lse ? &dtl : NULL);
+    s = paged ? fi_block_sparse_paged_run(cuda, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
+                                          with_lse ? &dtl : NULL)
+              : fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
+                                    with_lse ? &dtl : NULL);
     if (s != FI_SUCCESS) {
       fprintf(stderr, "FAIL config %d: %s\n  run: %s\n", idx, desc, fi_last_error(cuda));
       failed = 1;
@@ -247,6 +318,9 @@ static int run_config(int idx, int maxlen, long long *elements) {
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dws);
   cudaFree(d_indptr), cudaFree(d_indices), cudaFree(stage), cudaFree(d_row_off);
   cudaFree(d_col_off), free(row_off), free(col_off);
+  cudaFree(dkc), cudaFree(dvc), cudaFree(d_pt_indptr), cudaFree(d_pt_indices);
+  cudaFree(d_pt_last), free(pt_indices);
+  if (paged) ++paged_configs;
   free(q), free(k), free(v), free(oh), free(od), free(od2), free(lh), free(ld), free(ld2);
   free(hws), free(indptr), free(indices);
   return failed;
@@ -284,6 +358,30 @@ static int refusals(void) {
     const int ok = s == cases[i].status && strstr(fi_last_error(cuda), cases[i].expect);
     printf("refused %s: %s (%s)\n", cases[i].what, ok ? "ok" : "WRONG", fi_last_error(cuda));
     bad += !ok;
+  }
+  /* Paged: a page size that is not a multiple of 16, a column block off the page box, and
+   * a contiguous run of a paged plan, each refused by name. */
+  {
+    const int32_t pi[2] = {0, 2}, px[2] = {1, 0}, pl[1] = {40}, pl24[1] = {10};
+    const fi_page_table pt = {pi, px, pl}, pt24 = {pi, px, pl24};
+    fi_attention_params pp = p;
+    pp.head_dim = 128;
+    pp.page_size = 24;
+    const int32_t bi[2] = {0, 1}, bx[1] = {0};
+    const fi_bsr_matrix b1 = {64, 64, bi, bx};
+    fi_status ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt24, 2, &b1, NULL, ws, need, &plan);
+    int pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "page_size = 24");
+    printf("refused paged page_size 24: %s (%s)\n", pok ? "ok" : "WRONG", fi_last_error(cuda));
+    bad += !pok;
+    pp.page_size = 64;
+    /* blocks of 40 keys: block 1 starts at 40 */
+    const int32_t bi2[2] = {0, 2}, bx2[2] = {0, 1};
+    const fi_bsr_matrix b3 = {64, 40, bi2, bx2};
+    ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt, 2, &b3, NULL, ws, need, &plan);
+    pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "starts at key 40");
+    printf("refused paged block off the box: %s (%s)\n", pok ? "ok" : "WRONG",
+           fi_last_error(cuda));
+    bad += !pok;
   }
   /* N = 0 keys: refused at plan, by name */
   p.head_dim = 128;
@@ -325,7 +423,8 @@ int main(void) {
   long long elements = 0;
   for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
   printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
-         "unless reported; %d plans split long rows\n", n, failed, elements, split_configs);
+         "unless reported; %d plans split long rows, %d over a paged cache\n", n, failed,
+         elements, split_configs, paged_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
     printf("FAIL: no plan split a long row\n");
     ++failed;

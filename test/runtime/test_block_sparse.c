@@ -165,6 +165,55 @@ static void one_case(rng *r, int trial) {
          (int)bsr.block_rows, bsr.row_offsets ? "+" : "", (int)bsr.block_cols,
          bsr.col_offsets ? "+" : "", fi_dtype_name(p.q_dtype),
          p.mask_mode == FI_MASK_CAUSAL ? "causal" : "no mask", (long long)bad, (long long)lbad);
+  /* The same keys in a paged cache (every third trial): pages of 1-16 tokens in a shuffled
+   * pool, NHD or HND, NaN in the slots no key fills; fi_block_sparse_paged_plan/run against
+   * the same oracle. */
+  if (trial % 3 == 0) {
+    fi_attention_params pp = p;
+    pp.page_size = (int32_t)rng_int(r, 1, 16);
+    const int32_t used = (int32_t)((n + pp.page_size - 1) / pp.page_size);
+    const int32_t pool = used + (int32_t)rng_int(r, 0, 3);
+    const int hnd = (int)rng_int(r, 0, 1);
+    int32_t *ids = xmalloc(sizeof(int32_t) * (size_t)pool);
+    for (int32_t i = 0; i < pool; ++i) ids[i] = i;
+    for (int32_t i = pool - 1; i > 0; --i) {
+      const int32_t j = (int32_t)rng_int(r, 0, i), t = ids[i];
+      ids[i] = ids[j], ids[j] = t;
+    }
+    const size_t es = fi_dtype_size(p.kv_dtype);
+    const size_t cache = (size_t)pool * pp.page_size * hkv * hd * es;
+    char *kc = xmalloc(cache), *vc = xmalloc(cache);
+    memset(kc, 0xff, cache), memset(vc, 0xff, cache); /* NaN in every dtype */
+    for (int64_t j = 0; j < n; ++j)
+      for (int32_t h = 0; h < hkv; ++h) {
+        const int64_t pg = ids[j / pp.page_size], slot = j % pp.page_size;
+        const int64_t at = hnd ? ((pg * hkv + h) * pp.page_size + slot) * hd
+                               : ((pg * pp.page_size + slot) * hkv + h) * hd;
+        memcpy(kc + at * es, (char *)k + (j * hkv + h) * hd * es, (size_t)hd * es);
+        memcpy(vc + at * es, (char *)v + (j * hkv + h) * hd * es, (size_t)hd * es);
+      }
+    const int64_t cs[4] = {pool, hnd ? hkv : pp.page_size, hnd ? pp.page_size : hkv, hd};
+    fi_paged_kv_cache kv = {fi_tensor_contiguous(kc, p.kv_dtype, 4, cs),
+                            fi_tensor_contiguous(vc, p.kv_dtype, 4, cs),
+                            hnd ? FI_LAYOUT_HND : FI_LAYOUT_NHD};
+    const int32_t pi[2] = {0, used}, pl[1] = {(int32_t)(n - (int64_t)(used - 1) * pp.page_size)};
+    const fi_page_table pt = {pi, ids, pl};
+    EXPECT_OK(fi_block_sparse_paged_plan(ctx, &pp, m, &pt, pool, &bsr, NULL, ws, ws_bytes, &plan),
+              ctx);
+    poison(o, (size_t)nq * 4);
+    poison(lse, sizeof(float) * (size_t)(m * hq));
+    EXPECT_OK(fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &bsr, &to, &tl), ctx);
+    int64_t pbad = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      pbad += !close_enough(fi_load_f32(o, p.q_dtype, i), want[i], atol, rtol);
+    for (int64_t i = 0; i < m * hq; ++i) pbad += !close_enough(lse[i], want_lse[i], 1e-3, 1e-3);
+    EXPECT(pbad == 0, "trial %d paged (pages of %d, %s): %lld elements off", trial,
+           (int)pp.page_size, hnd ? "hnd" : "nhd", (long long)pbad);
+    /* the contiguous run of a paged plan, and the paged run of a contiguous one */
+    EXPECT_ERR(fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, &bsr, &to, &tl),
+               FI_ERROR_PLAN_MISMATCH, "paged cache", "fi_block_sparse_paged_run");
+    free(ids), free(kc), free(vc);
+  }
   free(row_off), free(col_off);
   free(indptr), free(indices), free(q), free(k), free(v), free(bits), free(dq), free(dk);
   free(dv), free(want), free(want_lse), free(ws), free(o), free(lse);

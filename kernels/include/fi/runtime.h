@@ -473,10 +473,11 @@ typedef struct fi_bsr_matrix {
  *   which must hold what the plan's did.
  *   CUDA backend (Hopper, sm_90a; head_dim 64 or 128): the plan turns host_bsr into work
  *   units (at most 128 / group query rows of one block row) and each unit's KV tiles of two
- *   64-key halves (runs of adjacent listed blocks cut into 128 keys, the short pieces left
- *   over paired; causal and window applied), most tiles first, in the workspace; the
- *   warp-specialised prefill kernel loads and computes only those tiles. The run reads the plan's tiles, not bsr's arrays (they may be device
- *   pointers); bsr's block shape must be the plan's. */
+ *   64-key halves (runs of adjacent listed blocks cut into 128 keys, the 64-key halves and
+ *   the short pieces left over each paired with their kind; causal and window applied),
+ *   most tiles first, in the workspace; the warp-specialised prefill kernel loads and
+ *   computes only those tiles. The run reads the plan's tiles, not bsr's arrays (they may
+ *   be device pointers); bsr's block shape (uniform or variable) must be the plan's. */
 fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                         int64_t max_qo_rows, int64_t max_kv_rows,
                                         int32_t block_rows, int32_t block_cols,
@@ -488,6 +489,26 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
 fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                               const fi_tensor *k, const fi_tensor *v, const fi_bsr_matrix *bsr,
                               fi_tensor *o, fi_tensor *lse);
+
+/* Block-sparse attention over a paged KV cache (the paper's view: column blocks are runs of
+ * the cache's pages). The N keys of the one sequence are the tokens of its page table
+ * `pages` (batch 1: indptr {0, P}, P page ids in [0, num_pages), last_page_len[0] tokens in
+ * the last page of params.page_size: N = (P - 1) page_size + last_page_len[0]); bsr is over
+ * those N keys in order, as for fi_block_sparse_plan, whose workspace size serves (M, N).
+ *   CUDA: page_size a multiple of 16 and every column block starting on a multiple of
+ *   min(64, the largest power of two dividing page_size) (the kernel loads a block's keys
+ *   in TMA boxes of one page); the plan reads host_pages and host_bsr, the run the page
+ *   table on the device (it must hold the plan's). RoPE and fp8 KV: a prefill stage,
+ *   fi_prefill_stage_size(ctx, params, 1, M, P * page_size).
+ *   Host: the run reads the page table (host arrays) and gathers the pages. */
+fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t num_qo_rows, const fi_page_table *host_pages,
+                                     int32_t num_pages, const fi_bsr_matrix *host_bsr,
+                                     const fi_tiles *tiles, void *workspace,
+                                     size_t workspace_bytes, fi_plan *plan);
+fi_status fi_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
+                                    const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                    const fi_bsr_matrix *bsr, fi_tensor *o, fi_tensor *lse);
 
 /* ----------------------------------------------------- context parallelism -------- */
 

@@ -395,10 +395,18 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
       1`; `bsr_indptr` then has one element per block row plus one. `block_rows` and
       `block_cols` of `bsr` name the smallest block (every one must be at least that big;
       the plan's workspace is sized for it).
+    * `pages` (optional; the paper's view, column blocks of a paged cache): `kv_indptr`
+      (`[2]` i32, one sequence), `kv_indices`, `kv_last_page_len` (`[1]`): the page
+      table of the sequence whose N keys (in page order) the BSR matrix covers; `k`, `v`
+      are then the cache, `[pages, page_size, kv_heads, head_dim]` (NHD) or `[pages,
+      kv_heads, page_size, head_dim]` (HND) as `bsr.layout` says, and `block_cols` is the
+      page size. On CUDA every column block starts on a multiple of min(64, the largest
+      power of two dividing the page size), which must be >= 16 (the plan checks).
     * `plan` (optional): a `!fi.plan<block_sparse>` from `fi.block_sparse_plan`.
     * `o` (destination): `[M, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[M, qo_heads]` f32.
-    * `bsr`: the block shape (`block_rows`, `block_cols`; `layout` is unused).
+    * `bsr`: the block shape (`block_rows`, `block_cols`) and, with `pages`, the cache's
+      `layout`.
     * `mask_mode` (`#fi.mask_mode<none>`): `none` or `causal`.
   }], Fi_AttentionAttrDoc, [{
 
@@ -422,6 +430,8 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
       Fi_Shaped:$q, Fi_Shaped:$k, Fi_Shaped:$v,
       Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
       Optional<Fi_Shaped>:$row_offsets, Optional<Fi_Shaped>:$col_offsets,
+      Optional<Fi_Shaped>:$kv_indptr, Optional<Fi_Shaped>:$kv_indices,
+      Optional<Fi_Shaped>:$kv_last_page_len,
       Variadic<Fi_VariantArg>:$variant_args,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
@@ -434,6 +444,8 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
     `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
     (`block_offsets` `(` $row_offsets^ `,` $col_offsets `:` type($row_offsets) `,`
         type($col_offsets) `)`)?
+    (`pages` `(` $kv_indptr^ `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`)?
     (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
@@ -794,7 +806,9 @@ def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse",
 
     * `bsr_indptr`, `bsr_indices`: the BSR matrix (see `fi.block_sparse_attention`), and
       with variable blocks its `block_offsets` (the op's).
-    * `num_qo_rows`, `num_kv_rows`: `M` and `N`.
+    * `pages`, `num_pages` (paged K/V): the op's page table (host memory) and the pages in
+      the cache; `N` is then the page table's.
+    * `num_qo_rows`, `num_kv_rows`: `M` and `N` (`N` without `pages` only).
     * `bsr`: the block shape; `mask_mode`: `none` or `causal`, the op's.
   }], Fi_PlanShapeDoc, [{
 
@@ -809,7 +823,11 @@ def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse",
   let arguments = !con((ins Fi_Shaped:$bsr_indptr, Fi_Shaped:$bsr_indices,
                             Optional<Fi_Shaped>:$row_offsets,
                             Optional<Fi_Shaped>:$col_offsets,
-                            Index:$num_qo_rows, Index:$num_kv_rows, Fi_BsrAttr:$bsr,
+                            Optional<Fi_Shaped>:$kv_indptr, Optional<Fi_Shaped>:$kv_indices,
+                            Optional<Fi_Shaped>:$kv_last_page_len,
+                            Optional<Index>:$num_pages,
+                            Index:$num_qo_rows, Optional<Index>:$num_kv_rows,
+                            Fi_BsrAttr:$bsr,
                             DefaultValuedAttr<Fi_MaskModeAttr,
                                               "::mlir::fi::MaskMode::none">:$mask_mode),
                        Fi_PlanShapeAttrs);
@@ -817,7 +835,10 @@ def Fi_BlockSparsePlanOp : Fi_PlanOp<"block_sparse_plan", "block_sparse",
     `blocks` `(` $bsr_indptr `,` $bsr_indices `:` type($bsr_indptr) `,` type($bsr_indices) `)`
     (`block_offsets` `(` $row_offsets^ `,` $col_offsets `:` type($row_offsets) `,`
         type($col_offsets) `)`)?
-    `rows` `(` $num_qo_rows `,` $num_kv_rows `)` attr-dict
+    (`pages` `(` $kv_indptr^ `,` $kv_indices `,` $kv_last_page_len `:`
+        type($kv_indptr) `,` type($kv_indices) `,` type($kv_last_page_len) `)`
+        `num_pages` `(` $num_pages `)`)?
+    `rows` `(` $num_qo_rows (`,` $num_kv_rows^)? `)` attr-dict
   }];
 }
 
