@@ -5,7 +5,8 @@
  * every block listed (0 % sparsity), random blocks at 50, 90 and 98 % sparsity (each block
  * row lists the same count, at random columns), and a causal local + global pattern
  * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal); then
- * variable blocks of 32 .. 192 rows and keys at random, 50 and 90 % sparse.
+ * variable blocks of 32 .. 192 rows and keys at random, 50 and 90 % sparse; and the 64 x 64
+ * random rows over a paged cache (pages of 64 and 16 tokens, a shuffled page table).
  *
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
@@ -25,6 +26,9 @@ typedef struct sparse_arg {
   fi_bsr_matrix bsr;
   int32_t *indptr; /* dense row: qo = kv indptr {0, SEQ} on the device */
   int dense;
+  int paged; /* k, v as a paged cache (cache, pages on the device, host_pages) */
+  fi_paged_kv_cache cache;
+  fi_page_table pages, host_pages;
 } sparse_arg;
 
 static void run_sparse(void *p) {
@@ -32,6 +36,9 @@ static void run_sparse(void *p) {
   if (a->dense)
     FI_BENCH_OK(a->ctx, fi_ragged_prefill_run(a->ctx, &a->plan, &a->q, &a->k, &a->v,
                                               a->indptr, a->indptr, NULL, &a->o, NULL));
+  else if (a->paged)
+    FI_BENCH_OK(a->ctx, fi_block_sparse_paged_run(a->ctx, &a->plan, &a->q, &a->cache,
+                                                  &a->pages, &a->bsr, &a->o, NULL));
   else
     FI_BENCH_OK(a->ctx, fi_block_sparse_run(a->ctx, &a->plan, &a->q, &a->k, &a->v, &a->bsr,
                                             &a->o, NULL));
@@ -88,8 +95,11 @@ static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
   const int32_t host_indptr[2] = {0, SEQ};
   fi_status s = a->dense ? fi_ragged_prefill_plan(b->ctx, p, 1, host_indptr, host_indptr, NULL,
                                                   NULL, ws, ws_bytes, &a->plan)
-                         : fi_block_sparse_plan(b->ctx, p, SEQ, SEQ, &a->bsr, NULL, ws,
-                                                ws_bytes, &a->plan);
+                : a->paged ? fi_block_sparse_paged_plan(b->ctx, p, SEQ, &a->host_pages,
+                                                        (int32_t)a->cache.k.shape[0], &a->bsr,
+                                                        NULL, ws, ws_bytes, &a->plan)
+                           : fi_block_sparse_plan(b->ctx, p, SEQ, SEQ, &a->bsr, NULL, ws,
+                                                  ws_bytes, &a->plan);
   double rate = 0;
   if (s != FI_SUCCESS) {
     printf("| sparse   | %-34s | plan refused: %s\n", name, fi_last_error(b->ctx));
@@ -113,10 +123,13 @@ static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
 }
 
 static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block,
-                          double sparsity, double dense_rate) {
+                          double sparsity, double dense_rate, int page) {
   char name[96];
   if (pattern == PAT_DENSE_KERNEL)
     snprintf(name, sizeof name, "dense prefill L%d h%d/%d", SEQ, QO_HEADS, KV_HEADS);
+  else if (pattern == PAT_RANDOM && page)
+    snprintf(name, sizeof name, "bsr %dx%d random %.0f%% paged %d", block, block,
+             sparsity * 100, page);
   else if (pattern == PAT_RANDOM)
     snprintf(name, sizeof name, "bsr %dx%d random %.0f%% sparse", block, block, sparsity * 100);
   else
@@ -166,8 +179,39 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
   a->bsr.indptr = indptr;
   a->bsr.indices = indices;
   a->dense = pattern == PAT_DENSE_KERNEL;
+  /* Paged: the same keys' shapes in pages of `page` tokens, a shuffled page table (the
+   * values are random: only the time is read). */
+  int32_t *ids = NULL;
+  const int32_t used = page ? SEQ / page : 0, pt_indptr[2] = {0, used}, pt_last[1] = {page};
+  if (page) {
+    p.page_size = page;
+    ids = malloc(sizeof(int32_t) * (size_t)used);
+    for (int32_t i = 0; i < used; ++i) ids[i] = i;
+    for (int32_t i = used - 1; i > 0; --i) {
+      const int32_t j = (int32_t)(sparse_rand() % (uint32_t)(i + 1)), t = ids[i];
+      ids[i] = ids[j], ids[j] = t;
+    }
+    const int64_t shape[4] = {used, page, KV_HEADS, HD};
+    const size_t bytes = (size_t)SEQ * KV_HEADS * HD * 2;
+    a->cache.k = fi_tensor_contiguous(fi_bench_random_device(bytes), FI_DTYPE_F16, 4, shape);
+    a->cache.v = fi_tensor_contiguous(fi_bench_random_device(bytes), FI_DTYPE_F16, 4, shape);
+    a->cache.layout = FI_LAYOUT_NHD;
+    int32_t *d = NULL;
+    FI_BENCH_CK(cudaMalloc((void **)&d, sizeof(int32_t) * (size_t)(used + 3)));
+    FI_BENCH_CK(cudaMemcpy(d, pt_indptr, sizeof pt_indptr, cudaMemcpyHostToDevice));
+    FI_BENCH_CK(cudaMemcpy(d + 2, pt_last, sizeof pt_last, cudaMemcpyHostToDevice));
+    FI_BENCH_CK(cudaMemcpy(d + 3, ids, sizeof(int32_t) * (size_t)used, cudaMemcpyHostToDevice));
+    a->pages = (fi_page_table){d, d + 3, d + 2};
+    a->host_pages = (fi_page_table){pt_indptr, ids, pt_last};
+    a->paged = 1;
+  }
   const double rate =
       time_plan(b, a, name, &p, pairs, a->dense ? 1.0 : listed_rows / (double)blocks, dense_rate);
+  if (page) {
+    cudaFree(a->cache.k.data), cudaFree(a->cache.v.data), cudaFree((void *)(uintptr_t)a->pages.indptr);
+    a->paged = 0;
+    free(ids);
+  }
   free(indptr);
   free(indices);
   free(perm);
@@ -454,13 +498,18 @@ void fi_bench_sparse(fi_bench_ctx *b) {
   const int32_t host_indptr[2] = {0, SEQ};
   FI_BENCH_CK(cudaMalloc((void **)&a.indptr, sizeof host_indptr));
   FI_BENCH_CK(cudaMemcpy(a.indptr, host_indptr, sizeof host_indptr, cudaMemcpyHostToDevice));
-  const double dense = sparse_case(b, &a, PAT_DENSE_KERNEL, 0, 0, 0);
+  const double dense = sparse_case(b, &a, PAT_DENSE_KERNEL, 0, 0, 0, 0);
   static const int blocks[2] = {64, 128};
   static const double sparsities[4] = {0.0, 0.5, 0.9, 0.98};
   for (int bi = 0; bi < 2; ++bi) {
     for (int si = 0; si < 4; ++si)
-      sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense);
-    sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense);
+      sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense, 0);
+    sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense, 0);
+  }
+  /* The 64 x 64 rows over a paged cache: pages of 64 (one box per half) and 16 (four) */
+  for (int si = 1; si < 3; ++si) {
+    sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 64);
+    sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 16);
   }
   variable_case(b, &a, 0.5, dense);
   variable_case(b, &a, 0.9, dense);
