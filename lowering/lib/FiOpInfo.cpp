@@ -61,9 +61,13 @@ std::optional<AttentionInfo> mlir::fi::getAttentionInfo(Operation *op) {
     info.family = PlanFamily::block_sparse;
     info.bsr = b.getBsr();
     info.mask = b.getMaskMode();
-    info.kvHeads = shaped(b.getK()).getDimSize(1);
     info.staticBatch = 1;
-    info.staticKvRows = staticDim(b.getK(), 0);
+    if (b.getKvIndptr()) {  // a paged cache: N is its page table's
+      info.kvHeads = pagedKvHeads(b.getK(), info.bsr.getLayout(), false);
+    } else {
+      info.kvHeads = shaped(b.getK()).getDimSize(1);
+      info.staticKvRows = staticDim(b.getK(), 0);
+    }
     return info;
   }
   if (auto r = dyn_cast<RaggedPrefillOp>(op)) {

@@ -57,3 +57,28 @@ func.func @bsr_variable(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memr
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
   return
 }
+
+// Over a paged cache (the paper's view: column blocks of pages): the op's pages give the
+// one sequence's page table, k and v are the cache in bsr's layout; its plan takes the
+// page table and the pool's pages, and N comes from the table (rows(%m) alone).
+// CHECK-LABEL: func.func @bsr_paged
+// CHECK: %[[P:.*]] = fi.block_sparse_plan blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) pages(%arg5, %arg6, %arg7 : memref<2xi32>, memref<?xi32>, memref<1xi32>) num_pages(%arg9) rows(%arg10) {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>
+// CHECK: fi.block_sparse_attention q(%arg0 : memref<?x4x64xf16>) kv(%arg1, %arg2 : memref<?x2x16x64xf16>, memref<?x2x16x64xf16>) blocks(%arg3, %arg4 : memref<?xi32>, memref<?xi32>) pages(%arg5, %arg6, %arg7 : memref<2xi32>, memref<?xi32>, memref<1xi32>) plan(%[[P]] : !fi.plan<block_sparse>) outs(%arg8 : memref<?x4x64xf16>) {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>, mask_mode = #fi.mask_mode<causal>}
+func.func @bsr_paged(%q: memref<?x4x64xf16>, %k: memref<?x2x16x64xf16>,
+                     %v: memref<?x2x16x64xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+                     %pi: memref<2xi32>, %px: memref<?xi32>, %pl: memref<1xi32>,
+                     %o: memref<?x4x64xf16>, %np: index, %m: index) {
+  %p = fi.block_sparse_plan blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      pages(%pi, %px, %pl : memref<2xi32>, memref<?xi32>, memref<1xi32>) num_pages(%np)
+      rows(%m) {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>,
+       mask_mode = #fi.mask_mode<causal>, num_qo_heads = 4, num_kv_heads = 2, head_dim = 64,
+       q_type = f16, kv_type = f16}
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x16x64xf16>, memref<?x2x16x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      pages(%pi, %px, %pl : memref<2xi32>, memref<?xi32>, memref<1xi32>)
+      plan(%p : !fi.plan<block_sparse>) outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>,
+       mask_mode = #fi.mask_mode<causal>}
+  return
+}

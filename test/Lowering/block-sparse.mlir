@@ -59,3 +59,31 @@ func.func @bsr_variable(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memr
       {bsr = #fi.bsr<block_rows = 4, block_cols = 32, layout = nhd>}
   return
 }
+
+// Over a paged cache: the paged plan gets the page table, the cache's pages (dim 0 of k)
+// and M (no N: the table's), page size 16 in the shape; the paged run gets the cache
+// (rank 4), the page table after the block offsets, then o, lse and the layout (hnd: 1).
+// CHECK-LABEL: func.func @bsr_paged
+// CHECK: %[[QM:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[PAGES:.*]] = memref.dim %arg1, %c0
+// CHECK: %[[PAGES64:.*]] = arith.index_cast %[[PAGES]] : index to i64
+// CHECK: %[[M64P:.*]] = arith.index_cast %[[QM]] : index to i64
+// CHECK: call @fi_rt_block_sparse_paged_plan(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PAGES64]], %[[M64P]], %c64_i32{{[_0-9]*}}, %c16_i32{{[_0-9]*}}, %c4_i32{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c16_i32{{[_0-9]*}},
+// CHECK: call @fi_rt_block_sparse_paged_run_f16_f16({{.*}}) {{.*}} : (memref<1xi64>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?x?x?xf16, strided<[?, ?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32,
+// LLVM-LABEL: llvm.func @bsr_paged
+// LLVM: llvm.call @fi_rt_block_sparse_paged_plan(
+// LLVM: llvm.call @fi_rt_block_sparse_paged_run_f16_f16(
+// CUDA-LABEL: func.func @bsr_paged
+// CUDA: call @fi_rt_block_sparse_paged_plan(
+func.func @bsr_paged(%q: memref<?x4x64xf16>, %k: memref<?x2x16x64xf16>,
+                     %v: memref<?x2x16x64xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+                     %pi: memref<2xi32>, %px: memref<?xi32>, %pl: memref<1xi32>,
+                     %o: memref<?x4x64xf16>) {
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x16x64xf16>, memref<?x2x16x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>)
+      pages(%pi, %px, %pl : memref<2xi32>, memref<?xi32>, memref<1xi32>)
+      outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>}
+  return
+}

@@ -1,5 +1,6 @@
 /* Driver of test/E2E/block_sparse.mlir: random sequences and BSR matrices (16 x 32 blocks,
- * then variable blocks of at least 8 x 24), each compiled function against fi_block_sparse_plan/run called directly, bit for bit, on
+ * then variable blocks of at least 8 x 24, then 16 x 16 blocks over a paged cache of
+ * 16-token pages), each compiled function against fi_block_sparse_plan/run called directly, bit for bit, on
  * the backend FI_BACKEND names (CUDA: scripts/gpu-e2e.sh). */
 #include "e2e.h"
 
@@ -7,6 +8,8 @@ typedef struct { memref3 o; memref2 lse; } o_lse;
 void _mlir_ciface_bsr_attention(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *);
 void _mlir_ciface_bsr_variable(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
                                memref1 *, memref1 *);
+void _mlir_ciface_bsr_paged(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
+                            memref1 *, memref1 *, memref1 *);
 
 enum { QH = 4, KVH = 2, HD = 64, R = 16, C = 32, TRIALS = 12, VR = 8, VC = 24 };
 
@@ -77,6 +80,89 @@ static int variable_blocks(rng *r, fi_context *ctx) {
   return bad;
 }
 
+/* The paged function against fi_block_sparse_paged_plan/run called directly (a shuffled
+ * pool of 16-token pages, NaN in the slots no key fills); returns mismatches. */
+static int paged_blocks(rng *r, fi_context *ctx) {
+  enum { PAGE = 16, PR = 16 };
+  int bad = 0, exact = 0;
+  for (int trial = 0; trial < TRIALS; ++trial) {
+    const int64_t m = rng_int(r, 1, 150), n = m + rng_int(r, 0, 200);
+    const int32_t used = (int32_t)((n + PAGE - 1) / PAGE), pool = used + (int32_t)rng_int(r, 0, 3);
+    int32_t *ids = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)pool);
+    int32_t *kvp = (int32_t *)e2e_alloc(2 * sizeof(int32_t));
+    int32_t *last = (int32_t *)e2e_alloc(sizeof(int32_t));
+    for (int32_t i = 0; i < pool; ++i) ids[i] = i;
+    for (int32_t i = pool - 1; i > 0; --i) {
+      const int32_t j = (int32_t)rng_int(r, 0, i), t = ids[i];
+      ids[i] = ids[j], ids[j] = t;
+    }
+    kvp[0] = 0, kvp[1] = used, last[0] = (int32_t)(n - (int64_t)(used - 1) * PAGE);
+    int32_t *indptr, *indices;
+    const int32_t nnz = random_bsr(r, m, n, PR, PAGE, 0.2, &indptr, &indices);
+    int64_t qs[3] = {m, QH, HD}, cs[4] = {pool, PAGE, KVH, HD};
+    const int64_t nq = numel(3, qs), nc = numel(4, cs);
+    void *q = random_tensor(r, FI_DTYPE_F16, nq, -2, 2);
+    uint16_t *k = (uint16_t *)random_tensor(r, FI_DTYPE_F16, nc, -2, 2);
+    uint16_t *v = (uint16_t *)random_tensor(r, FI_DTYPE_F16, nc, -2, 2);
+    for (int64_t j = n; j < (int64_t)used * PAGE; ++j) /* the last page's empty slots: NaN */
+      for (int64_t e = 0; e < KVH * HD; ++e) {
+        const int64_t at = ((int64_t)ids[j / PAGE] * PAGE + j % PAGE) * KVH * HD + e;
+        k[at] = v[at] = 0x7e00;
+      }
+    memref3 mq;
+    memref4 mk, mv;
+    memref1 mi, mx, mp, mpx, ml;
+    mr_init(&mq, 3, q, qs);
+    mr_init(&mk, 4, k, cs);
+    mr_init(&mv, 4, v, cs);
+    int64_t ni = (m + PR - 1) / PR + 1, nx = nnz, np2 = 2, npx = pool, nl = 1;
+    mr_init(&mi, 1, indptr, &ni);
+    mr_init(&mx, 1, indices, &nx);
+    mr_init(&mp, 1, kvp, &np2);
+    mr_init(&mpx, 1, ids, &npx);
+    mr_init(&ml, 1, last, &nl);
+    o_lse res;
+    _mlir_ciface_bsr_paged(&res, &mq, &mk, &mv, &mi, &mx, &mp, &mpx, &ml);
+    /* The runtime, directly. */
+    fi_attention_params p = fi_attention_params_default(QH, KVH, HD);
+    p.mask_mode = FI_MASK_CAUSAL;
+    p.page_size = PAGE;
+    const fi_bsr_matrix bsr = {PR, PAGE, indptr, indices};
+    const fi_page_table pt = {kvp, ids, last};
+    const fi_paged_kv_cache kv = {fi_tensor_contiguous(k, FI_DTYPE_F16, 4, cs),
+                                  fi_tensor_contiguous(v, FI_DTYPE_F16, 4, cs), FI_LAYOUT_NHD};
+    size_t ws_bytes = 0;
+    CHECK_OK(ctx, fi_block_sparse_workspace_size(ctx, &p, m, n, PR, PAGE, &ws_bytes));
+    void *ws = e2e_alloc(ws_bytes);
+    fi_plan plan;
+    CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, &p, m, &pt, pool, &bsr, NULL, ws, ws_bytes,
+                                             &plan));
+    const int64_t ls[2] = {m, QH};
+    void *o = poisoned_tensor(FI_DTYPE_F16, nq);
+    float *lse = (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls));
+    fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
+    fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
+    fi_tensor tl = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, ls);
+    CHECK_OK(ctx, fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &bsr, &to, &tl));
+    if (fi_rt_synchronize() != FI_SUCCESS) exit(2);
+    const char *got_o = (const char *)res.o.aligned + res.o.offset * 2;
+    const float *got_l = (const float *)res.lse.aligned + res.lse.offset;
+    if (compare("o", got_o, o, FI_DTYPE_F16, nq) || compare("lse", got_l, lse, FI_DTYPE_F32, m * QH)) {
+      printf("MISMATCH paged trial %d (%lld x %lld, %d pages of %d, %d blocks)\n", trial,
+             (long long)m, (long long)n, (int)used, PAGE, (int)nnz);
+      ++bad;
+    } else {
+      ++exact;
+    }
+    fi_rt_free(res.o.allocated);
+    fi_rt_free(res.lse.allocated);
+    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(o), e2e_free(lse), e2e_free(ws);
+    e2e_free(indptr), e2e_free(indices), e2e_free(ids), e2e_free(kvp), e2e_free(last);
+  }
+  printf("block_sparse paged: %d trials bit-exact\n", exact);
+  return bad;
+}
+
 int main(void) {
   e2e_setup();
   fi_context *ctx = fi_default_context();
@@ -128,6 +214,7 @@ int main(void) {
   }
   printf("block_sparse: %d trials bit-exact\n", exact);
   bad += variable_blocks(&r, ctx);
+  bad += paged_blocks(&r, ctx);
   printf("E2E block-sparse: %s\n", bad ? "FAIL" : "PASS");
   return bad ? 1 : 0;
 }
