@@ -41,11 +41,16 @@ typedef struct decode_result {
   char variant[64];
 } decode_result;
 
-/* Times one decode row; returns the core kind its plan ran (FI_CORES_CUDA when skipped),
- * and its time and variant in *out when out is not NULL. */
+enum { DECODE_ROPE = 1, DECODE_FP8 = 2 }; /* decode_case's extras */
+
+/* Times one decode row (extras: DECODE_ROPE, DECODE_FP8 for an e4m3 KV cache, its bytes
+ * counted at one per element); returns the core kind its plan ran (FI_CORES_CUDA when
+ * skipped), and its time and variant in *out when out is not NULL. */
 static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads,
-                                int kv_heads, int rope, const fi_tiles *force, const char *tag,
-                                decode_result *out) {
+                                int kv_heads, int extras, const fi_tiles *force,
+                                const char *tag, decode_result *out) {
+  const int rope = extras & DECODE_ROPE, fp8 = extras & DECODE_FP8;
+  const int kv_elem = fp8 ? 1 : 2;
   char name[96];
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
   if (out) out->ms = 0, out->variant[0] = '\0';
@@ -57,6 +62,7 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
     p.pos_encoding = FI_POS_ROPE_LLAMA;
     p.rope_theta = 5e5f;
   }
+  if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
   int pages_per = (kv_len + page - 1) / page;
   int num_pages = batch * pages_per;
   int32_t *indptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(batch + 1));
@@ -71,7 +77,7 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
     indices[i] = indices[j];
     indices[j] = t;
   }
-  size_t kv_bytes = (size_t)num_pages * 2 * page * kv_heads * D * 2;
+  size_t kv_bytes = (size_t)num_pages * 2 * page * kv_heads * D * kv_elem;
   void *kv = fi_bench_random_device(kv_bytes);
   size_t q_bytes = (size_t)batch * qo_heads * D * 2;
   void *q = fi_bench_random_device(q_bytes);
@@ -121,14 +127,14 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   a.q = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qshape);
   a.o = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qshape);
   a.lse = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, lshape);
-  fi_tensor kvt = fi_tensor_contiguous(kv, FI_DTYPE_F16, 5, kvshape);
+  fi_tensor kvt = fi_tensor_contiguous(kv, p.kv_dtype, 5, kvshape);
   FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
   a.pages.indptr = d_indptr;
   a.pages.indices = d_indices;
   a.pages.last_page_len = d_last;
 
   double ms = fi_bench_time_ms(b, run_decode, &a);
-  double bytes = 2.0 * q_bytes + (double)batch * kv_len * kv_heads * D * 2 * 2;
+  double bytes = 2.0 * q_bytes + (double)batch * kv_len * kv_heads * D * 2 * kv_elem;
   char variant[96], tn[64];
   fi_tiles_name(a.plan.tiles, 1, tn, sizeof(tn));
   int split_rows = a.plan.num_partial_rows;
@@ -378,7 +384,11 @@ void fi_bench_decode(fi_bench_ctx *b) {
     chosen[i] = decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 0, NULL, "",
                             NULL);
   for (int i = 0; i < 6; ++i)
-    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], 1, NULL, " rope", NULL);
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], DECODE_ROPE, NULL,
+                " rope", NULL);
+  for (int i = 0; i < 6; ++i) /* (random bytes: some e4m3 NaNs, which cost the same) */
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], DECODE_FP8, NULL,
+                " fp8 e4m3", NULL);
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
     fi_tiles t = other_cores(chosen[i]);

@@ -208,6 +208,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rows && pick(&in, 8) == 0) bp[pick(&in, rows + 1)] -= 1;
     b.indptr = bp;
     b.indices = bi;
+    /* Variable column blocks (maybe not increasing, not ending at N, or too few for the
+     * indices) in one matrix in three; the count is the array's. */
+    int32_t *co = NULL;
+    if (pick(&in, 3) == 0) {
+      const int32_t nc = (int32_t)pick(&in, (uint32_t)cols + 2);
+      co = alloc0(sizeof(int32_t) * ((size_t)nc + 1));
+      for (int32_t j = 1; j <= nc; ++j) co[j] = co[j - 1] + (int32_t)pick(&in, 2 * (uint32_t)bc + 1);
+      if (nc > 0 && pick(&in, 2)) co[nc] = (int32_t)max_kv;
+      b.col_offsets = co;
+      b.num_block_cols = nc;
+    }
     size_t wb = 0;
     s = fi_block_sparse_workspace_size(ctx, &p, max_q, max_kv, b.block_rows, b.block_cols, &wb);
     expect_message(ctx, s);
@@ -223,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       expect_message(ctx, s);
       free(bq), free(bk), free(bv), free(bo);
     }
-    free(w), free(bp), free(bi);
+    free(w), free(bp), free(bi), free(co);
   }
   /* The shared prefix of the (maybe corrupted) page table; outputs as long as the table
    * says (validated first). */
