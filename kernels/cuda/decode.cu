@@ -49,18 +49,21 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
-// 16-bit, D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps). False when the
-// driver refuses it (the plan then runs the other kernels).
-static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout layout, int D) {
+// 16-bit or fp8 (es bytes), D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps):
+// boxes of 128-byte rows. False when the driver refuses it (the plan then runs the other
+// kernels).
+static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout layout, int D,
+                          int es) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (!encode || t.strides[3] != 1) return false;
   const int pos = layout == FI_LAYOUT_NHD ? 1 : 2, head = layout == FI_LAYOUT_NHD ? 2 : 1;
   const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)t.shape[head], (cuuint64_t)t.shape[pos],
                               (cuuint64_t)t.shape[0]};
-  const cuuint64_t strides[3] = {(cuuint64_t)t.strides[head] * 2, (cuuint64_t)t.strides[pos] * 2,
-                                 (cuuint64_t)t.strides[0] * 2};
-  const cuuint32_t box[4] = {64, 1, 16, 1}, unit[4] = {1, 1, 1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, t.data, dims, strides, box, unit,
+  const cuuint64_t strides[3] = {(cuuint64_t)t.strides[head] * es,
+                                 (cuuint64_t)t.strides[pos] * es, (cuuint64_t)t.strides[0] * es};
+  const cuuint32_t box[4] = {(cuuint32_t)(128 / es), 1, 16, 1}, unit[4] = {1, 1, 1, 1};
+  return encode(map, es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                4, t.data, dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
          CUDA_SUCCESS;
@@ -189,15 +192,19 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
 #endif
   // The warp-specialised kernel (decode_tws.cuh, decode_tws_kernel): tensor-core plans with
-  // page sizes a multiple of 16, <= 8 heads per CTA, 16-bit KV of q's type, head_dim 64 or
-  // 128 (RoPE included: its consumers rotate K in registers).
+  // page sizes a multiple of 16, <= 8 heads per CTA, and either 16-bit KV of q's type at
+  // head_dim 64 or 128 (RoPE included: its consumers rotate K in registers) or fp8 KV with
+  // an f16 q at head_dim 128 without RoPE (the consumers widen the bytes).
+  const bool fp8_kv = ap->kv_dtype == FI_DTYPE_E4M3 || ap->kv_dtype == FI_DTYPE_E5M2;
+  const bool tws_kv = fp8_kv ? ap->q_dtype == FI_DTYPE_F16 && D == 128 &&
+                                   ap->pos_encoding != FI_POS_ROPE_LLAMA
+                             : ap->kv_dtype == ap->q_dtype && (D == 64 || D == 128);
+  const int kv_es = fp8_kv ? 1 : 2;
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
-                   p.heads_per_cta <= 8 &&
-                   p.page_size % 16 == 0 && (D == 64 || D == 128) &&
-                   ap->kv_dtype == ap->q_dtype &&
-                   encode_kv_map(&tws_maps.k, kv->k, kv->layout, D) &&
-                   encode_kv_map(&tws_maps.v, kv->v, kv->layout, D);
+                   p.heads_per_cta <= 8 && p.page_size % 16 == 0 && tws_kv &&
+                   encode_kv_map(&tws_maps.k, kv->k, kv->layout, D, kv_es) &&
+                   encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es);
   p.tws_maps = tws ? &tws_maps : NULL;
   p.tws_slots = ctx->tuning.tws_slots;
   p.sm_count = ctx->target.sm_count;

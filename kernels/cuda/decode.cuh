@@ -124,9 +124,10 @@ static int deepest_stages(SmemOf smem_of, size_t budget) {
 // (parity waits would alias); across units the block barrier at each unit's end orders
 // every earlier fill. FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS (p.tws_slots)
 // override NW and cap R for sweeps and tests.
-template <typename T, int D>
+template <typename T, int D, typename KVT>
 static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
                               cudaStream_t stream) {
+  constexpr int kvb = (int)sizeof(KVT);
   const long long ctas = (long long)grid.x * grid.y;
   const long long sms = p.sm_count > 0 ? p.sm_count : 1;
   int per_sm = ctas <= sms ? 1 : (ctas <= 2 * sms ? 2 : 4);
@@ -138,18 +139,30 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   if (per_cta > (long long)smem_limit) per_cta = (long long)smem_limit;
   int slots = kTwsMaxSlots / consumers * consumers;
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA, split = rope && is_bf16<T>::value;
-  while (slots > consumers && (long long)decode_tws_smem(D, nw, slots, split) > per_cta)
+  while (slots > consumers && (long long)decode_tws_smem(D, kvb, nw, slots, split) > per_cta)
     slots -= consumers;
   if (p.tws_slots >= consumers && p.tws_slots < slots)
     slots = p.tws_slots / consumers * consumers;
-  const size_t smem = decode_tws_smem(D, nw, slots, split);
+  const size_t smem = decode_tws_smem(D, kvb, nw, slots, split);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
-  if (rope)
+  if constexpr (kvb == 1) {  // fp8 KV: no RoPE (decode.cu gives no maps then)
     return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                             decode_tws_kernel<T, D, true>, p, *p.tws_maps);
-  return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                           decode_tws_kernel<T, D, false>, p, *p.tws_maps);
+                     decode_tws_kernel<T, D, false, KVT>, p, *p.tws_maps);
+  } else {
+    if (rope)
+      return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                       decode_tws_kernel<T, D, true>, p, *p.tws_maps);
+    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                     decode_tws_kernel<T, D, false>, p, *p.tws_maps);
+  }
+}
+
+// The warp-specialised kernel's instances: 16-bit KV of q's type at head_dim 64 and 128,
+// and fp8 KV with f16 q at head_dim 128.
+template <typename T, typename KVT, int D>
+constexpr bool has_tws() {
+  return sizeof(KVT) == 2 ? D <= 128 : D == 128 && std::is_same<T, f16>::value;
 }
 
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen
@@ -172,8 +185,8 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     // for the others: at head_dim 256 its 12-warp register budget would spill).
     // Warp-specialised (sm_90; RoPE too, rotated in registers): decode.cu gives it tensor
     // maps where it applies; a configuration it cannot take falls through.
-    if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && p.tws_maps) {
-      const cudaError_t e = launch_tws<T, D>(p, grid, smem_limit, stream);
+    if constexpr (has_tws<T, KVT, D>()) if (p.warp_pipe && p.tws_maps) {
+      const cudaError_t e = launch_tws<T, D, KVT>(p, grid, smem_limit, stream);
       if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
     }
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
@@ -262,6 +275,8 @@ static cudaError_t decode_prepare_kv(int limit) {
     FI_PREP((decode_tws_kernel<T, 64, true>))
     FI_PREP((decode_tws_kernel<T, 128, true>))
   }
+  if constexpr (sizeof(KVT) == 1 && has_tws<T, KVT, 128>())
+    FI_PREP((decode_tws_kernel<T, 128, false, KVT>))
 #undef FI_PREP
   return e;
 }

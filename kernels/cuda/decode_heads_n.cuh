@@ -5,6 +5,8 @@
 #ifndef FI_CUDA_DECODE_HEADS_N_CUH
 #define FI_CUDA_DECODE_HEADS_N_CUH
 
+#include <type_traits>
+
 #include "decode_common.cuh"
 
 namespace fi {
@@ -37,6 +39,32 @@ __device__ __forceinline__ void ldsm_qt(uint32_t (&qb)[D / 16][2], const uint8_t
     qb[2 * kk2 + 1][1] = r[3];
   }
 }
+// fp8 K and V (KV8, decode_tws_kernel at head_dim 128): the tiles hold one byte per element
+// (a row of 128 dims is one 128-byte swizzled row) and the consumers widen them to f16 in
+// registers after the same ldmatrix loads as for 16 bits, with the mma's k and m indices
+// permuted so that no byte moves between lanes:
+// - S^T = K Q^T: a lane's 4 bytes of K row r in 16-dim chunk s (non-transposed ldmatrix:
+//   dims 16 s + 4 t4 .. + 3) are k 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 of k-slice s, so the
+//   Q^T fragment of the slice is Q's dims 16 s + 4 t4 .. + 3 (ldq_kv8);
+// - O^T = V^T P^T: a transposed ldmatrix gives a lane tokens 2 t4, 2 t4 + 1 of dims 2 g,
+//   2 g + 1 of a chunk, so m-rows g and g + 8 of m-block n are dims 16 n + 2 g and
+//   16 n + 2 g + 1 (tcn_merge_warps stores them there).
+template <typename F8> __device__ __forceinline__ uint32_t fp8x2_to_h2(uint32_t lo16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+      (__nv_fp8x2_storage_t)(lo16 & 0xffffu), std::is_same<F8, e4m3>::value ? __NV_E4M3 : __NV_E5M2);
+  return (uint32_t)h.x | (uint32_t)h.y << 16;
+}
+template <int RC, int D>
+__device__ __forceinline__ void ldq_kv8(uint32_t (&qb)[D / 16][2], const uint8_t *qs, int lane) {
+#pragma unroll
+  for (int s = 0; s < D / 16; ++s) {
+    const uint2 w =
+        *reinterpret_cast<const uint2 *>(qs + (lane / 4) * RC + (16 * s + 4 * (lane % 4)) * 2);
+    qb[s][0] = w.x;
+    qb[s][1] = w.y;
+  }
+}
+
 // A fragment of V^T block m (dims 16 m .. 16 m + 15 x the 16 tokens of vt), by transposed
 // 8 x 8 loads of the V rows.
 template <int RC>
@@ -94,7 +122,7 @@ __device__ __forceinline__ void tcn_rope_freqs(const DecodeParams &p, int lane,
 // returns. ROPE: K is rotated in registers (tcn_rope_freqs; one range-reduced sincos per
 // pair) before its mma; for bf16 the rotated K and the staged Q are split into hi + lo parts
 // (qb_lo: Q's residues) and q.k = qh.kh + qh.kl + ql.kh, as in decode_tc_kernel.
-template <typename T, int D, int RC, bool SW = false, bool ROPE = false>
+template <typename T, int D, int RC, bool SW = false, bool ROPE = false, typename KV8 = void>
 __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
                                            int pos0, int hi, int q_pos, float slope0,
@@ -143,6 +171,20 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
         mma_16816<T>(s2, bl, qb[kk + H][0], qb[kk + H][1]);
         mma_16816<T>(s, a, qb_lo[kk][0], qb_lo[kk][1]);
         mma_16816<T>(s2, b, qb_lo[kk + H][0], qb_lo[kk + H][1]);
+      }
+    }
+  } else if constexpr (!std::is_void<KV8>::value) {  // fp8 K (SW): two k-slices per load
+    static_assert(SW, "fp8 K tiles come from the copy engine");
+#pragma unroll
+    for (int kk2 = 0; kk2 < D / 32; ++kk2) {
+      uint32_t r[4];  // rows 0-7 / 8-15 of chunk 2 kk2, then of chunk 2 kk2 + 1
+      ldmatrix_x4_at(r, sw_tile_addr(k_lane, 2 * kk2));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t a[4] = {fp8x2_to_h2<KV8>(r[2 * h]), fp8x2_to_h2<KV8>(r[2 * h + 1]),
+                               fp8x2_to_h2<KV8>(r[2 * h] >> 16),
+                               fp8x2_to_h2<KV8>(r[2 * h + 1] >> 16)};
+        mma_16816<T>(h ? s2 : s, a, qb[2 * kk2 + h][0], qb[2 * kk2 + h][1]);
       }
     }
   } else {
@@ -194,24 +236,42 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
   pb[1] = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
 }
 // Second half: O^T += V^T P^T with the V rows vb of the sub-tile.
-template <typename T, int D, int RC, bool SW = false>
+template <typename T, int D, int RC, bool SW = false, typename KV8 = void>
 __device__ __forceinline__ void tcn_pv(TcnState<D> &st, const uint8_t *vb,
                                        const uint32_t (&pb)[2], int lane) {
   // SW: transposed loads of rows lane % 8 + 8 (lane / 16), chunks 2 n + (lane / 8) % 2.
   const uint32_t v_lane = SW ? sw_tile_lane(vb, lane % 8 + 8 * (lane / 16), (lane / 8) % 2) : 0;
+  if constexpr (!std::is_void<KV8>::value) {  // fp8 V: m-blocks 2 n2, 2 n2 + 1 per load
+    static_assert(SW, "fp8 V tiles come from the copy engine");
 #pragma unroll
-  for (int n = 0; n < D / 16; ++n) {
-    uint32_t a[4];
-    if constexpr (SW)
-      ldmatrix_x4_trans_at(a, sw_tile_addr(v_lane, 2 * n));
-    else
-      ldsm_vt<RC>(a, vb, n, lane);
-    mma_16816<T>(st.o[n], a, pb[0], pb[1]);
+    for (int n2 = 0; n2 < D / 32; ++n2) {
+      uint32_t r[4];  // tokens 0-7 of chunks 2 n2, 2 n2 + 1, then tokens 8-15 of both
+      ldmatrix_x4_trans_at(r, sw_tile_addr(v_lane, 2 * n2));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // bytes (token 2 t4, dim 2 g), (2 t4, 2 g + 1), (2 t4 + 1, 2 g), (2 t4 + 1, 2 g + 1)
+        // -> dim 2 g's two tokens, then dim 2 g + 1's
+        const uint32_t w0 = __byte_perm(r[h], 0, 0x3120), w1 = __byte_perm(r[2 + h], 0, 0x3120);
+        const uint32_t a[4] = {fp8x2_to_h2<KV8>(w0), fp8x2_to_h2<KV8>(w0 >> 16),
+                               fp8x2_to_h2<KV8>(w1), fp8x2_to_h2<KV8>(w1 >> 16)};
+        mma_16816<T>(st.o[2 * n2 + h], a, pb[0], pb[1]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < D / 16; ++n) {
+      uint32_t a[4];
+      if constexpr (SW)
+        ldmatrix_x4_trans_at(a, sw_tile_addr(v_lane, 2 * n));
+      else
+        ldsm_vt<RC>(a, vb, n, lane);
+      mma_16816<T>(st.o[n], a, pb[0], pb[1]);
+    }
   }
 }
 
-// As tc_merge_warps, for the heads-on-N state.
-template <typename T, int D>
+// As tc_merge_warps, for the heads-on-N state (KV8: the fp8 V's dims order, above).
+template <typename T, int D, bool KV8 = false>
 __device__ __forceinline__ void tcn_merge_warps(const DecodeParams &p, const fi_work_unit &u,
                                                 uint8_t *smem, TcnState<D> &st, int head0) {
   const int NW = blockDim.x / 32;
@@ -229,7 +289,8 @@ __device__ __forceinline__ void tcn_merge_warps(const DecodeParams &p, const fi_
   for (int n = 0; n < D / 16; ++n)
 #pragma unroll
     for (int c = 0; c < 4; ++c)
-      eo[(warp * 16 + 2 * t4 + (c & 1)) * D + 16 * n + g + 8 * (c >> 1)] = st.o[n][c];
+      eo[(warp * 16 + 2 * t4 + (c & 1)) * D + 16 * n +
+         (KV8 ? 2 * g + (c >> 1) : g + 8 * (c >> 1))] = st.o[n][c];
   if (g == 0) {
     emd[warp * 16 + 2 * t4] = make_float2(st.m[0], st.d[0]);
     emd[warp * 16 + 2 * t4 + 1] = make_float2(st.m[1], st.d[1]);

@@ -10,24 +10,27 @@
 namespace fi {
 
 // decode_tws_kernel's ring: R slots of one 16-token sub-tile (K then V, each in the copy
-// engine's 128-byte-swizzled layout, 4 KiB at head_dim 128), at least the bytes of the
-// warps' final merge (which reuses it); then the padded Q tile (with `split`, bf16 RoPE, also
-// its residues) and 2 R mbarriers.
-constexpr __host__ __device__ int decode_tws_slot_bytes(int D) { return 2 * 16 * 2 * D; }
-static inline __host__ __device__ int decode_tws_ring_bytes(int D, int nw, int slots) {
-  const int ring = slots * decode_tws_slot_bytes(D);
+// engine's 128-byte-swizzled layout: 4 KiB each at head_dim 128 in 16 bits, 2 KiB in fp8,
+// kvb bytes per element), at least the bytes of the warps' final merge (which reuses it);
+// then the padded Q tile (with `split`, bf16 RoPE, also its residues) and 2 R mbarriers.
+constexpr __host__ __device__ int decode_tws_slot_bytes(int D, int kvb) {
+  return 2 * 16 * kvb * D;
+}
+static inline __host__ __device__ int decode_tws_ring_bytes(int D, int kvb, int nw, int slots) {
+  const int ring = slots * decode_tws_slot_bytes(D, kvb);
   const int epi = decode_merge_bytes(D, nw);
   return ring > epi ? ring : epi;
 }
-static inline size_t decode_tws_smem(int D, int nw, int slots, bool split) {
-  return (size_t)decode_tws_ring_bytes(D, nw, slots) +
+static inline size_t decode_tws_smem(int D, int kvb, int nw, int slots, bool split) {
+  return (size_t)decode_tws_ring_bytes(D, kvb, nw, slots) +
          (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t);
 }
 
 // The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
 // run): dims (innermost first) head_dim, kv head, position in page, page, with the cache's
-// strides (NHD and HND alike); box 64 x 1 x 16 x 1 (16 rows of one head's 64-dim half),
-// 128-byte swizzle. Pages outside [0, num_pages) read as zeros instead of faulting.
+// strides (NHD and HND alike); box 64 x 1 x 16 x 1 (16 rows of one head's 64-dim half;
+// fp8: 128 x 1 x 16 x 1, a whole 128-dim row), 128-byte swizzle. Pages outside
+// [0, num_pages) read as zeros instead of faulting.
 struct TwsMaps {
   CUtensorMap k, v;
 };
@@ -57,13 +60,20 @@ struct TwsMaps {
 // ROPE: the consumers rotate K in registers between ldmatrix and mma (tcn_scores), so RoPE
 // costs instructions under the copies, not a staging pass with a block barrier (as in
 // decode_tc_kernel); Q is RoPE'd when staged.
+// KVT e4m3 / e5m2 (fp8 KV; head_dim 128, f16 q, no RoPE): the copy engine moves the cache's
+// bytes (one box per sub-tile and tensor) and the consumers widen them in registers
+// (decode_heads_n.cuh, KV8): the ring holds twice the tokens per byte of shared memory.
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
-template <typename T, int D, bool ROPE>
+template <typename T, int D, bool ROPE, typename KVT = T>
 __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     decode_tws_kernel(const __grid_constant__ DecodeParams p,
                       const __grid_constant__ TwsMaps maps) {
+  constexpr bool KV8 = sizeof(KVT) == 1;
+  using KV8T = typename std::conditional<KV8, KVT, void>::type;
+  static_assert(!KV8 || (D == 128 && !ROPE && std::is_same<T, f16>::value),
+                "fp8 KV: head_dim 128, f16 q, no RoPE");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Its own name: the 1024-byte alignment the swizzle needs would be dropped in favour of
   // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
@@ -71,7 +81,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   uint8_t *const smem = tws_smem;
   pdl_enter();
   constexpr int RC = 2 * D + 16;                     // padded row of the Q tile
-  constexpr int SLOT = decode_tws_slot_bytes(D);     // K then V of one sub-tile
+  constexpr int SLOT = decode_tws_slot_bytes(D, KV8 ? 1 : 2);  // K then V of one sub-tile
   constexpr int V_OFF = SLOT / 2;
   const int NW = blockDim.x / 32, NC = NW - 1, R = p.stages;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -84,7 +94,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
 
   uint8_t *ring = smem;  // 1024-byte aligned (tws_smem): the swizzle's pattern is absolute
   constexpr bool SPLIT = ROPE && is_bf16<T>::value;
-  uint8_t *qs = smem + decode_tws_ring_bytes(D, NW, R);
+  uint8_t *qs = smem + decode_tws_ring_bytes(D, KV8 ? 1 : 2, NW, R);
   uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
   uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
   uint64_t *empty = full + R;
@@ -135,11 +145,16 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         uint8_t *dst = ring + pslot * SLOT;
         mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
         mbar_arrive_expect_tx(&full[pslot], SLOT);
+        if constexpr (KV8) {  // one 2 KiB box of 128-byte rows each
+          tma_load_4d(dst, &maps.k, 0, kv_head, in_page, page, &full[pslot]);
+          tma_load_4d(dst + V_OFF, &maps.v, 0, kv_head, in_page, page, &full[pslot]);
+        } else {
 #pragma unroll
-        for (int h = 0; h < D / 64; ++h) {
-          tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
-          tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
-                      &full[pslot]);
+          for (int h = 0; h < D / 64; ++h) {
+            tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
+            tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
+                        &full[pslot]);
+          }
         }
       }
       if (++pslot == (uint32_t)R) {
@@ -160,7 +175,10 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
       for (int s = first; s < num_sub; ++s) issue(s);
     } else {
       uint32_t qb[D / 16][2], qb_lo[SPLIT ? D / 16 : 1][2];
-      ldsm_qt<RC, D>(qb, qs, lane);
+      if constexpr (KV8)
+        ldq_kv8<RC, D>(qb, qs, lane);
+      else
+        ldsm_qt<RC, D>(qb, qs, lane);
       if constexpr (SPLIT) ldsm_qt<RC, D>(qb_lo, qs_lo, lane);
       uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
       for (int j = warp; j < num_sub; j += NC) {
@@ -173,11 +191,12 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         const int r_lo = us.lo - pos0 > 0 ? us.lo - pos0 : 0;
         const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
         uint32_t pb[2];
-        tcn_scores<T, D, RC, true, ROPE>(p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1,
-                                         lane, pb, us.lo, kfreq, qb_lo);
+        tcn_scores<T, D, RC, true, ROPE, KV8T>(p, st, qb, kb, pos0, hi, us.q_pos, slope0,
+                                               slope1, lane, pb, us.lo, kfreq, qb_lo);
         if (r_lo > 0 || r_hi < 16) {
-          for (int c = lane; c < 16 * (D / 8); c += 32) {  // whole 128-byte rows of each half
-            const int r = c / (D / 8), cc = c % (D / 8);
+          constexpr int CH = D * (KV8 ? 1 : 2) / 16;  // 16-byte chunks per V row
+          for (int c = lane; c < 16 * CH; c += 32) {  // whole 128-byte rows of each half
+            const int r = c / CH, cc = c % CH;
             if (r < r_lo || r >= r_hi)
               *reinterpret_cast<uint4 *>(vb + (cc / 8) * 2048 + r * 128 + (cc % 8) * 16) =
                   make_uint4(0u, 0u, 0u, 0u);
@@ -185,7 +204,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
           fence_proxy_async_smem();  // before the copy engine refills the slot
           __syncwarp();
         }
-        tcn_pv<T, D, RC, true>(st, vb, pb, lane);
+        tcn_pv<T, D, RC, true, KV8T>(st, vb, pb, lane);
         __syncwarp();  // every lane has read the slot
         if (lane == 0) mbar_arrive(&empty[slot]);
         slot += NC;
@@ -197,7 +216,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     }
     seq += num_sub;
     __syncthreads();  // every slot of the unit consumed (so every copy landed)
-    tcn_merge_warps<T, D>(p, u, smem, st, head0);
+    tcn_merge_warps<T, D, KV8>(p, u, smem, st, head0);
     fence_proxy_async_smem();  // the merge's stores precede the next unit's tensor copies
     __syncthreads();
   }

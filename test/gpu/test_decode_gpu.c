@@ -13,7 +13,8 @@
  *   o:   |gpu - host| <= 1e-2 * max(max|host row|, 1e-3)   (per (request, head) row)
  *   lse: |gpu - host| <= 1e-3 * max(1, |host|), -inf exactly
  * FI_TEST_PAGE16=1 rounds the page sizes up to multiples of 16 (the page-aligned kernels:
- * on sm_90 the warp-specialised one, decode_tws_kernel).
+ * on sm_90 the warp-specialised one, decode_tws_kernel); FI_TEST_DECODE_FP8=1 gives every
+ * configuration fp8 KV, most of them f16 q at head_dim 128 (its fp8 instance).
  * Then: a CUDA graph of a decode run, replayed after re-planning into the same workspace
  * with new lengths (and more work units); and plan errors for unsupported head_dim/dtype.
  * Exit 77 without a GPU. */
@@ -193,10 +194,18 @@ static void random_case(decode_case *c, int idx) {
   int kvh = 1 << gpu_rand_int(0, idx % 8 == 0 ? 1 : 3); /* long-KV cases: few KV heads */
   int g = groups[gpu_rand_int(0, 9)];
   int D = dims[gpu_rand_int(0, 2)];
+  /* FI_TEST_DECODE_FP8=1: fp8 KV in every configuration and, in three of four, f16 q at
+   * head_dim 128 (the warp-specialised kernel's fp8 instance); same random sequence. */
+  const int fp8_mode = (int)gpu_env_u64("FI_TEST_DECODE_FP8", 0);
+  if (fp8_mode && idx % 4 != 3) D = 128;
   c->p = fi_attention_params_default(kvh * g, kvh, D);
   c->p.q_dtype = gpu_rand_int(0, 1) ? FI_DTYPE_BF16 : FI_DTYPE_F16;
   int kvk = gpu_rand_int(0, 9);
   c->p.kv_dtype = kvk < 6 ? c->p.q_dtype : kvk < 8 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
+  if (fp8_mode) {
+    c->p.kv_dtype = kvk % 3 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
+    if (idx % 4 != 3) c->p.q_dtype = FI_DTYPE_F16;
+  }
   c->p.page_size = gpu_rand_int(0, 4) == 0 ? gpu_rand_int(1, 1024) : page_sizes[gpu_rand_int(0, 11)];
   /* FI_TEST_PAGE16: page sizes rounded up to multiples of 16 (the page-aligned kernels:
    * decode_tcw_kernel's single slots, decode_tws_kernel), same random sequence otherwise. */
