@@ -70,6 +70,42 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
 
 // -----
 
+// Decode, MHA at head_dim 128 with an e4m3 KV cache under f16 queries: the fast path too
+// (the warp-specialised decode kernel's fp8 instance), tensor cores; with RoPE (which that
+// instance does not take) or bf16 queries, CUDA cores by the group rule.
+// CHECK-LABEL: func.func @decode_mha_fp8_kv
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = true, cores = cuda>
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = true, cores = cuda>
+func.func @decode_mha_fp8_kv(%q: tensor<?x32x128xf16>, %qb: tensor<?x32x128xbf16>,
+    %k: tensor<?x16x32x128xf8E4M3FN>, %v: tensor<?x16x32x128xf8E4M3FN>,
+    %p: tensor<?xi32>, %i: tensor<?xi32>, %l: tensor<?xi32>, %o: tensor<?x32x128xf16>,
+    %ob: tensor<?x32x128xbf16>)
+    -> (tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xbf16>) {
+  %r = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x32x128xf8E4M3FN>, tensor<?x16x32x128xf8E4M3FN>)
+      pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>
+  %rr = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x32x128xf8E4M3FN>, tensor<?x16x32x128xf8E4M3FN>)
+      pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       pos_encoding = #fi.pos_encoding<rope_llama>} -> tensor<?x32x128xf16>
+  %rb = fi.paged_decode q(%qb : tensor<?x32x128xbf16>)
+      kv(%k, %v : tensor<?x16x32x128xf8E4M3FN>, tensor<?x16x32x128xf8E4M3FN>)
+      pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%ob : tensor<?x32x128xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xbf16>
+  return %r, %rr, %rb : tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xbf16>
+}
+
+// -----
+
 // Prefill with static shapes: 512 rows over 4 requests = 128 per request, group 4 ->
 // packed 512 -> q tile >= 64; the default target is Hopper (sm 90) and head_dim 128: the
 // wgmma tier. Causal, f16 KV, page 16, no extras: the fast path of the warp-specialised
