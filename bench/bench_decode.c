@@ -41,10 +41,10 @@ typedef struct decode_result {
   char variant[64];
 } decode_result;
 
-enum { DECODE_ROPE = 1, DECODE_FP8 = 2 }; /* decode_case's extras */
+enum { DECODE_ROPE = 1, DECODE_FP8 = 2, DECODE_BF16 = 4 }; /* decode_case's extras */
 
 /* Times one decode row (extras: DECODE_ROPE, DECODE_FP8 for an e4m3 KV cache, its bytes
- * counted at one per element); returns the core kind its plan ran (FI_CORES_CUDA when
+ * counted at one per element, DECODE_BF16 for bf16 q and o); returns the core kind its plan ran (FI_CORES_CUDA when
  * skipped), and its time and variant in *out when out is not NULL. */
 static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_heads,
                                 int kv_heads, int extras, const fi_tiles *force,
@@ -62,6 +62,7 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
     p.pos_encoding = FI_POS_ROPE_LLAMA;
     p.rope_theta = 5e5f;
   }
+  if (extras & DECODE_BF16) p.q_dtype = p.kv_dtype = FI_DTYPE_BF16;
   if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
   int pages_per = (kv_len + page - 1) / page;
   int num_pages = batch * pages_per;
@@ -124,8 +125,8 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   FI_BENCH_OK(b->ctx, ps);
   int64_t qshape[3] = {batch, qo_heads, D}, lshape[2] = {batch, qo_heads};
   int64_t kvshape[5] = {num_pages, 2, page, kv_heads, D};
-  a.q = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qshape);
-  a.o = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qshape);
+  a.q = fi_tensor_contiguous(q, p.q_dtype, 3, qshape);
+  a.o = fi_tensor_contiguous(o, p.q_dtype, 3, qshape);
   a.lse = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, lshape);
   fi_tensor kvt = fi_tensor_contiguous(kv, p.kv_dtype, 5, kvshape);
   FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
@@ -389,6 +390,9 @@ void fi_bench_decode(fi_bench_ctx *b) {
   for (int i = 0; i < 6; ++i) /* (random bytes: some e4m3 NaNs, which cost the same) */
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], DECODE_FP8, NULL,
                 " fp8 e4m3", NULL);
+  for (int i = 2; i < 5; i += 2)
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                DECODE_FP8 | DECODE_BF16, NULL, " fp8 bf16 q", NULL);
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
     fi_tiles t = other_cores(chosen[i]);

@@ -159,10 +159,10 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
 }
 
 // The warp-specialised kernel's instances: 16-bit KV of q's type at head_dim 64 and 128,
-// and fp8 KV with f16 q at head_dim 128.
+// and fp8 KV at head_dim 128.
 template <typename T, typename KVT, int D>
 constexpr bool has_tws() {
-  return sizeof(KVT) == 2 ? D <= 128 : D == 128 && std::is_same<T, f16>::value;
+  return sizeof(KVT) == 2 ? D <= 128 : D == 128;
 }
 
 // Launches the CUDA-core (tc == false) or tensor-core kernel for `p` (p.stages is chosen

@@ -54,6 +54,52 @@ template <typename F8> __device__ __forceinline__ uint32_t fp8x2_to_h2(uint32_t 
       (__nv_fp8x2_storage_t)(lo16 & 0xffffu), std::is_same<F8, e4m3>::value ? __NV_E4M3 : __NV_E5M2);
   return (uint32_t)h.x | (uint32_t)h.y << 16;
 }
+// The Q tile of the fp8 instance: rows 0 .. hg - 1 (heads) in f16 whatever q's type, so
+// that the mma runs in f16 with the widened K and V. A bf16 q is scaled by a power of two
+// when its largest magnitude in the tile would come near f16's range (the CTA's consumer
+// threads reduce it through rows 8 .. 15 of the tile, which this instance does not read,
+// behind named barrier 1); returns the factor the logits are multiplied by to undo it.
+template <typename T, int D, int RC>
+__device__ __forceinline__ float stage_q_tile_kv8(const DecodeParams &p, int request, int head0,
+                                                  int q_pos, uint8_t *qs, int thread,
+                                                  int nthreads) {
+  const int hg = p.heads_per_cta;
+  float scale = 1.f, unscale = 1.f;
+  if constexpr (is_bf16<T>::value) {
+    float mx = 0.f;
+    for (int item = thread; item < hg * (D / 8); item += nthreads) {
+      float q8[8];
+      load_q8<T, D>(p, request, head0 + item / (D / 8), (item % (D / 8)) * 8, q_pos, 1.f, q8);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) mx = fmaxf(mx, fabsf(q8[e]));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float *red = reinterpret_cast<float *>(qs + 8 * RC);
+    if (thread % 32 == 0) red[thread / 32] = mx;
+    asm volatile("bar.sync 1, %0;\n" ::"r"(nthreads) : "memory");
+    for (int w = 0; w < nthreads / 32; ++w) mx = fmaxf(mx, red[w]);
+    if (mx > 16384.f) {  // (f16's largest finite value is 65504)
+      int e;
+      frexpf(mx / 16384.f, &e);
+      scale = ldexpf(1.f, -e);
+      unscale = ldexpf(1.f, e);
+    }
+    asm volatile("bar.sync 1, %0;\n" ::"r"(nthreads) : "memory");  // red read before reuse
+  }
+  for (int item = thread; item < 8 * (D / 8); item += nthreads) {
+    const int r = item / (D / 8), d0 = (item % (D / 8)) * 8;
+    float q8[8];
+    if (r < hg) {
+      load_q8<T, D>(p, request, head0 + r, d0, q_pos, scale, q8);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q8[e] = 0.f;
+    }
+    vec8<f16>::store(qs + r * RC + d0 * 2, q8);
+  }
+  return unscale;
+}
 template <int RC, int D>
 __device__ __forceinline__ void ldq_kv8(uint32_t (&qb)[D / 16][2], const uint8_t *qs, int lane) {
 #pragma unroll
@@ -128,7 +174,10 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
                                            int pos0, int hi, int q_pos, float slope0,
                                            float slope1, int lane, uint32_t (&pb)[2],
                                            int lo = 0, const float *kfreq = nullptr,
-                                           const uint32_t (*qb_lo)[2] = nullptr) {
+                                           const uint32_t (*qb_lo)[2] = nullptr,
+                                           float q_unscale = 1.f) {
+  // (fp8 KV: the mma and P in f16 whatever q's type; stage_q_tile_kv8)
+  using MT = typename std::conditional<std::is_void<KV8>::value, T, f16>::type;
   const int g = lane / 4;
   float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};  // two mma chains
   // SW: A fragment rows lane % 16, chunks 2 kk + lane / 16.
@@ -184,7 +233,7 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
         const uint32_t a[4] = {fp8x2_to_h2<KV8>(r[2 * h]), fp8x2_to_h2<KV8>(r[2 * h + 1]),
                                fp8x2_to_h2<KV8>(r[2 * h] >> 16),
                                fp8x2_to_h2<KV8>(r[2 * h + 1] >> 16)};
-        mma_16816<T>(h ? s2 : s, a, qb[2 * kk2 + h][0], qb[2 * kk2 + h][1]);
+        mma_16816<MT>(h ? s2 : s, a, qb[2 * kk2 + h][0], qb[2 * kk2 + h][1]);
       }
     }
   } else {
@@ -200,8 +249,8 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
   for (int j = 0; j < 4; ++j) {
     const int pos = pos0 + g + 8 * (j >> 1);
     const bool keep = pos < hi && (!SW || pos >= lo);
-    const float v = keep ? logits_transform(p, (s[j] + s2[j]) * p.scale, pos, q_pos,
-                                            (j & 1) ? slope1 : slope0) * kLog2e
+    const float v = keep ? logits_transform(p, (s[j] + s2[j]) * (p.scale * q_unscale), pos,
+                                            q_pos, (j & 1) ? slope1 : slope0) * kLog2e
                          : -INFINITY;
     s[j] = v;
     mx[j & 1] = fmaxf(mx[j & 1], v);
@@ -232,8 +281,8 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
       st.o[n][3] *= sc[1];
     }
   }
-  pb[0] = movmatrix_trans(pack2<T>(s[0], s[1]));  // tokens 0..7
-  pb[1] = movmatrix_trans(pack2<T>(s[2], s[3]));  // tokens 8..15
+  pb[0] = movmatrix_trans(pack2<MT>(s[0], s[1]));  // tokens 0..7
+  pb[1] = movmatrix_trans(pack2<MT>(s[2], s[3]));  // tokens 8..15
 }
 // Second half: O^T += V^T P^T with the V rows vb of the sub-tile.
 template <typename T, int D, int RC, bool SW = false, typename KV8 = void>
@@ -254,7 +303,7 @@ __device__ __forceinline__ void tcn_pv(TcnState<D> &st, const uint8_t *vb,
         const uint32_t w0 = __byte_perm(r[h], 0, 0x3120), w1 = __byte_perm(r[2 + h], 0, 0x3120);
         const uint32_t a[4] = {fp8x2_to_h2<KV8>(w0), fp8x2_to_h2<KV8>(w0 >> 16),
                                fp8x2_to_h2<KV8>(w1), fp8x2_to_h2<KV8>(w1 >> 16)};
-        mma_16816<T>(st.o[2 * n2 + h], a, pb[0], pb[1]);
+        mma_16816<f16>(st.o[2 * n2 + h], a, pb[0], pb[1]);
       }
     }
   } else {

@@ -60,9 +60,11 @@ struct TwsMaps {
 // ROPE: the consumers rotate K in registers between ldmatrix and mma (tcn_scores), so RoPE
 // costs instructions under the copies, not a staging pass with a block barrier (as in
 // decode_tc_kernel); Q is RoPE'd when staged.
-// KVT e4m3 / e5m2 (fp8 KV; head_dim 128, f16 q, no RoPE): the copy engine moves the cache's
-// bytes (one box per sub-tile and tensor) and the consumers widen them in registers
-// (decode_heads_n.cuh, KV8): the ring holds twice the tokens per byte of shared memory.
+// KVT e4m3 / e5m2 (fp8 KV; head_dim 128, no RoPE): the copy engine moves the cache's bytes
+// (one box per sub-tile and tensor) and the consumers widen them in registers to f16
+// (decode_heads_n.cuh, KV8): the ring holds twice the tokens per byte of shared memory. The
+// math is f16 for a bf16 q too (its Q tile staged in f16, scaled down by a power of two
+// when it would come near f16's range; stage_q_tile_kv8).
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
@@ -72,8 +74,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
                       const __grid_constant__ TwsMaps maps) {
   constexpr bool KV8 = sizeof(KVT) == 1;
   using KV8T = typename std::conditional<KV8, KVT, void>::type;
-  static_assert(!KV8 || (D == 128 && !ROPE && std::is_same<T, f16>::value),
-                "fp8 KV: head_dim 128, f16 q, no RoPE");
+  static_assert(!KV8 || (D == 128 && !ROPE), "fp8 KV: head_dim 128, no RoPE");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Its own name: the 1024-byte alignment the swizzle needs would be dropped in favour of
   // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
@@ -165,8 +166,11 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     // The first ring's worth of copies goes out while the consumers stage Q (every slot
     // was released in the previous unit: no wait), then one block barrier for both.
     const int first = num_sub < R ? num_sub : R;
+    float q_unscale = 1.f;
     if (producer) {
       for (int s = 0; s < first; ++s) issue(s);
+    } else if constexpr (KV8) {
+      q_unscale = stage_q_tile_kv8<T, D, RC>(p, u.request, head0, us.q_pos, qs, tid, NC * 32);
     } else {
       stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, qs_lo, SPLIT, tid, NC * 32);
     }
@@ -192,7 +196,8 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
         uint32_t pb[2];
         tcn_scores<T, D, RC, true, ROPE, KV8T>(p, st, qb, kb, pos0, hi, us.q_pos, slope0,
-                                               slope1, lane, pb, us.lo, kfreq, qb_lo);
+                                               slope1, lane, pb, us.lo, kfreq, qb_lo,
+                                               q_unscale);
         if (r_lo > 0 || r_hi < 16) {
           constexpr int CH = D * (KV8 ? 1 : 2) / 16;  // 16-byte chunks per V row
           for (int c = lane; c < 16 * CH; c += 32) {  // whole 128-byte rows of each half

@@ -14,7 +14,8 @@
  *   lse: |gpu - host| <= 1e-3 * max(1, |host|), -inf exactly
  * FI_TEST_PAGE16=1 rounds the page sizes up to multiples of 16 (the page-aligned kernels:
  * on sm_90 the warp-specialised one, decode_tws_kernel); FI_TEST_DECODE_FP8=1 gives every
- * configuration fp8 KV, most of them f16 q at head_dim 128 (its fp8 instance).
+ * configuration fp8 KV, most of them at head_dim 128 (its fp8 instance), and large q
+ * values in some bf16 ones.
  * Then: a CUDA graph of a decode run, replayed after re-planning into the same workspace
  * with new lengths (and more work units); and plan errors for unsupported head_dim/dtype.
  * Exit 77 without a GPU. */
@@ -26,6 +27,7 @@
 typedef struct decode_case {
   fi_attention_params p;
   int batch, combined, with_lse, force_tiles, spare_pages;
+  int big_q; /* bf16 q values x 2^17 (past f16's range), sm_scale x 2^-17 */
   fi_kv_layout layout;
   fi_tiles tiles;
   int32_t *kv_len;
@@ -141,6 +143,11 @@ static void data_init(decode_data *d, const decode_case *c, int poison) {
   d->lse_ref = (float *)malloc(d->lse_bytes + 16);
   d->lse_gpu = (float *)malloc(d->lse_bytes + 16);
   gpu_fill_random(d->q_h, p->q_dtype, q_elems);
+  if (c->big_q) /* 2^17 times each finite nonzero bf16 value (its exponent field + 17) */
+    for (size_t i = 0; i < q_elems; ++i) {
+      uint16_t *h = (uint16_t *)d->q_h + i;
+      if ((*h & 0x7f80) != 0 && (*h & 0x7f80) != 0x7f80) *h = (uint16_t)(*h + (17 << 7));
+    }
   gpu_fill_random(d->kv_h, p->kv_dtype, kv_elems);
   d->cache_h = cache_view(c, d->kv_h, (int32_t)np);
   if (poison) poison_unread_rows(d, c);
@@ -194,18 +201,17 @@ static void random_case(decode_case *c, int idx) {
   int kvh = 1 << gpu_rand_int(0, idx % 8 == 0 ? 1 : 3); /* long-KV cases: few KV heads */
   int g = groups[gpu_rand_int(0, 9)];
   int D = dims[gpu_rand_int(0, 2)];
-  /* FI_TEST_DECODE_FP8=1: fp8 KV in every configuration and, in three of four, f16 q at
-   * head_dim 128 (the warp-specialised kernel's fp8 instance); same random sequence. */
+  /* FI_TEST_DECODE_FP8=1: fp8 KV in every configuration and, in three of four, head_dim
+   * 128 (the warp-specialised kernel's fp8 instance); same random sequence. Some q rows
+   * get large values in bf16 (the instance's f16 Q tile is then scaled down). */
   const int fp8_mode = (int)gpu_env_u64("FI_TEST_DECODE_FP8", 0);
   if (fp8_mode && idx % 4 != 3) D = 128;
   c->p = fi_attention_params_default(kvh * g, kvh, D);
   c->p.q_dtype = gpu_rand_int(0, 1) ? FI_DTYPE_BF16 : FI_DTYPE_F16;
   int kvk = gpu_rand_int(0, 9);
   c->p.kv_dtype = kvk < 6 ? c->p.q_dtype : kvk < 8 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
-  if (fp8_mode) {
-    c->p.kv_dtype = kvk % 3 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
-    if (idx % 4 != 3) c->p.q_dtype = FI_DTYPE_F16;
-  }
+  if (fp8_mode) c->p.kv_dtype = kvk % 3 ? FI_DTYPE_E4M3 : FI_DTYPE_E5M2;
+  c->big_q = fp8_mode && c->p.q_dtype == FI_DTYPE_BF16 && idx % 3 == 0;
   c->p.page_size = gpu_rand_int(0, 4) == 0 ? gpu_rand_int(1, 1024) : page_sizes[gpu_rand_int(0, 11)];
   /* FI_TEST_PAGE16: page sizes rounded up to multiples of 16 (the page-aligned kernels:
    * decode_tcw_kernel's single slots, decode_tws_kernel), same random sequence otherwise. */
@@ -246,6 +252,9 @@ static void random_case(decode_case *c, int idx) {
   if (all ? gpu_rand_int(0, 2) == 0 : solo == 4) c->p.logits_soft_cap = gpu_rand_uniform(5.f, 50.f);
   if (all ? gpu_rand_int(0, 2) == 0 : solo == 5) c->p.window_left = gpu_rand_int(0, max_kv);
   if (all ? gpu_rand_int(0, 1) == 0 : solo == 6) c->p.sm_scale = gpu_rand_uniform(0.02f, 0.5f);
+  /* big_q: q x 2^17 with sm_scale x 2^-17, so the logits stay as well conditioned as the
+   * other cases' (huge logits make any two summation orders disagree past the bounds) */
+  if (c->big_q) c->p.sm_scale *= 0x1p-17f;
   if (c->p.pos_encoding == FI_POS_ROPE_LLAMA) {
     c->p.rope_scale = gpu_rand_int(0, 1) ? 1.f : gpu_rand_uniform(1.f, 8.f);
     c->p.rope_theta = gpu_rand_int(0, 1) ? 1e4f : 5e5f;
