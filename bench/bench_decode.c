@@ -390,9 +390,12 @@ void fi_bench_decode(fi_bench_ctx *b) {
   for (int i = 0; i < 6; ++i) /* (random bytes: some e4m3 NaNs, which cost the same) */
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3], DECODE_FP8, NULL,
                 " fp8 e4m3", NULL);
-  for (int i = 2; i < 5; i += 2)
+  for (int i = 2; i < 5; i += 2) {
     decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
                 DECODE_FP8 | DECODE_BF16, NULL, " fp8 bf16 q", NULL);
+    decode_case(b, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                DECODE_FP8 | DECODE_ROPE, NULL, " fp8 rope", NULL);
+  }
   /* the other core kind, forced, for comparison */
   for (int i = 0; i < 6; ++i) {
     fi_tiles t = other_cores(chosen[i]);

@@ -193,10 +193,10 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
 #endif
   // The warp-specialised kernel (decode_tws.cuh, decode_tws_kernel): tensor-core plans with
   // page sizes a multiple of 16, <= 8 heads per CTA, and either 16-bit KV of q's type at
-  // head_dim 64 or 128 (RoPE included: its consumers rotate K in registers) or fp8 KV at
-  // head_dim 128 without RoPE (the consumers widen the bytes).
+  // head_dim 64 or 128 or fp8 KV at head_dim 128 (the consumers widen the bytes); RoPE
+  // included (its consumers rotate K in registers).
   const bool fp8_kv = ap->kv_dtype == FI_DTYPE_E4M3 || ap->kv_dtype == FI_DTYPE_E5M2;
-  const bool tws_kv = fp8_kv ? D == 128 && ap->pos_encoding != FI_POS_ROPE_LLAMA
+  const bool tws_kv = fp8_kv ? D == 128
                              : ap->kv_dtype == ap->q_dtype && (D == 64 || D == 128);
   const int kv_es = fp8_kv ? 1 : 2;
   fi::TwsMaps tws_maps;

@@ -138,7 +138,9 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   long long per_cta = (long long)p.smem_per_sm / per_sm - p.smem_reserved;
   if (per_cta > (long long)smem_limit) per_cta = (long long)smem_limit;
   int slots = kTwsMaxSlots / consumers * consumers;
-  const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA, split = rope && is_bf16<T>::value;
+  // (bf16 RoPE keeps residues of its Q tile; the fp8 instance's math is f16: none)
+  const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA,
+             split = rope && is_bf16<T>::value && kvb == 2;
   while (slots > consumers && (long long)decode_tws_smem(D, kvb, nw, slots, split) > per_cta)
     slots -= consumers;
   if (p.tws_slots >= consumers && p.tws_slots < slots)
@@ -146,7 +148,10 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   const size_t smem = decode_tws_smem(D, kvb, nw, slots, split);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
-  if constexpr (kvb == 1) {  // fp8 KV: no RoPE (decode.cu gives no maps then)
+  if constexpr (kvb == 1) {  // fp8 KV
+    if (rope)
+      return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                       decode_tws_kernel<T, D, true, KVT>, p, *p.tws_maps);
     return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
                      decode_tws_kernel<T, D, false, KVT>, p, *p.tws_maps);
   } else {
@@ -275,8 +280,10 @@ static cudaError_t decode_prepare_kv(int limit) {
     FI_PREP((decode_tws_kernel<T, 64, true>))
     FI_PREP((decode_tws_kernel<T, 128, true>))
   }
-  if constexpr (sizeof(KVT) == 1 && has_tws<T, KVT, 128>())
+  if constexpr (sizeof(KVT) == 1 && has_tws<T, KVT, 128>()) {
     FI_PREP((decode_tws_kernel<T, 128, false, KVT>))
+    FI_PREP((decode_tws_kernel<T, 128, true, KVT>))
+  }
 #undef FI_PREP
   return e;
 }

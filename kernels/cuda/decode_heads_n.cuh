@@ -160,6 +160,19 @@ __device__ __forceinline__ void tcn_rope_freqs(const DecodeParams &p, int lane,
   }
 }
 
+// The same for the fp8 instance's k order (ldq_kv8): kfreq[4 c + e] is the frequency of dim
+// 16 c + 4 t4 + e (c < D / 32: the first half; its partner chunk c + D / 32 holds dim + D / 2
+// at the same place of the same lane).
+template <int D>
+__device__ __forceinline__ void tcn_rope_freqs_kv8(const DecodeParams &p, int lane,
+                                                   float (&kfreq)[D / 8]) {
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    const int dim = 16 * (i / 4) + 4 * (lane % 4) + i % 4;
+    kfreq[i] = p.rope_rcp_scale * exp2f(-(2.0f * (float)dim / (float)D) * p.rope_log2_theta);
+  }
+}
+
 // First half of a 16-token sub-tile (K rows kb, positions pos0 .. pos0 + 15): S^T = K Q^T
 // (qb: the Q^T fragments), scale, logits transform, mask past hi (SW: and before lo, the
 // sub-tiles of decode_tws_kernel start on a multiple of 16 below a window's start), online
@@ -188,7 +201,36 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
     else
       ldsm_q<RC>(a, kb, kk, lane);
   };
-  if constexpr (ROPE) {
+  if constexpr (ROPE && !std::is_void<KV8>::value) {  // fp8 K, rotated after widening
+    static_assert(SW, "fp8 K tiles come from the copy engine");
+    constexpr int H = D / 32;  // chunks per half: chunk c's partner is chunk c + H
+#pragma unroll
+    for (int kk2 = 0; kk2 < H / 2; ++kk2) {
+      uint32_t r[4], rp[4];  // chunks 2 kk2, 2 kk2 + 1 and their partners
+      ldmatrix_x4_at(r, sw_tile_addr(k_lane, 2 * kk2));
+      ldmatrix_x4_at(rp, sw_tile_addr(k_lane, 2 * kk2 + H));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 2 * kk2 + h;
+        // fragment j: row g + 8 (j % 2), dims 16 c + 4 t4 + 2 (j / 2) + {0, 1}
+        uint32_t a[4], b[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t w = r[2 * h + j % 2] >> (16 * (j / 2));
+          const uint32_t wp = rp[2 * h + j % 2] >> (16 * (j / 2));
+          const float pos = (float)(pos0 + g + 8 * (j % 2));
+          const float2 x = unpack2<f16>(fp8x2_to_h2<KV8>(w)), y = unpack2<f16>(fp8x2_to_h2<KV8>(wp));
+          float s0, c0, s1, c1;
+          sincos_reduced(pos * kfreq[4 * c + 2 * (j / 2)], &s0, &c0);
+          sincos_reduced(pos * kfreq[4 * c + 2 * (j / 2) + 1], &s1, &c1);
+          a[j] = pack2<f16>(x.x * c0 - y.x * s0, x.y * c1 - y.y * s1);
+          b[j] = pack2<f16>(y.x * c0 + x.x * s0, y.y * c1 + x.y * s1);
+        }
+        mma_16816<MT>(s, a, qb[c][0], qb[c][1]);
+        mma_16816<MT>(s2, b, qb[c + H][0], qb[c + H][1]);
+      }
+    }
+  } else if constexpr (ROPE) {
     constexpr bool SPLIT = is_bf16<T>::value;
     constexpr int H = D / 32;  // k-slices per half
 #pragma unroll

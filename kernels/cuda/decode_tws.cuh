@@ -60,11 +60,11 @@ struct TwsMaps {
 // ROPE: the consumers rotate K in registers between ldmatrix and mma (tcn_scores), so RoPE
 // costs instructions under the copies, not a staging pass with a block barrier (as in
 // decode_tc_kernel); Q is RoPE'd when staged.
-// KVT e4m3 / e5m2 (fp8 KV; head_dim 128, no RoPE): the copy engine moves the cache's bytes
-// (one box per sub-tile and tensor) and the consumers widen them in registers to f16
-// (decode_heads_n.cuh, KV8): the ring holds twice the tokens per byte of shared memory. The
-// math is f16 for a bf16 q too (its Q tile staged in f16, scaled down by a power of two
-// when it would come near f16's range; stage_q_tile_kv8).
+// KVT e4m3 / e5m2 (fp8 KV; head_dim 128): the copy engine moves the cache's bytes (one box
+// per sub-tile and tensor) and the consumers widen them in registers to f16
+// (decode_heads_n.cuh, KV8; RoPE rotates the widened K): the ring holds twice the tokens
+// per byte of shared memory. The math is f16 for a bf16 q too (its Q tile staged in f16,
+// scaled down by a power of two when it would come near f16's range; stage_q_tile_kv8).
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
                       const __grid_constant__ TwsMaps maps) {
   constexpr bool KV8 = sizeof(KVT) == 1;
   using KV8T = typename std::conditional<KV8, KVT, void>::type;
-  static_assert(!KV8 || (D == 128 && !ROPE), "fp8 KV: head_dim 128, no RoPE");
+  static_assert(!KV8 || D == 128, "fp8 KV: head_dim 128");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Its own name: the 1024-byte alignment the swizzle needs would be dropped in favour of
   // the 16 bytes the other kernels declare for `smem` (one PTX symbol).
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   cta_head_slopes(p, head0, 2 * (lane % 4), 2 * (lane % 4) + 1, &slope0, &slope1);
 
   uint8_t *ring = smem;  // 1024-byte aligned (tws_smem): the swizzle's pattern is absolute
-  constexpr bool SPLIT = ROPE && is_bf16<T>::value;
+  constexpr bool SPLIT = ROPE && is_bf16<T>::value && !KV8;  // (fp8: f16 math)
   uint8_t *qs = smem + decode_tws_ring_bytes(D, KV8 ? 1 : 2, NW, R);
   uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
   uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
@@ -109,7 +109,10 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   __syncthreads();
 
   float kfreq[ROPE ? D / 8 : 1];
-  if constexpr (ROPE) tcn_rope_freqs<D>(p, lane, kfreq);
+  if constexpr (ROPE && KV8)
+    tcn_rope_freqs_kv8<D>(p, lane, kfreq);
+  else if constexpr (ROPE)
+    tcn_rope_freqs<D>(p, lane, kfreq);
 
   uint32_t seq = 0;  // sub-tiles of earlier units: slot and phase run on across units
   const int n_units = unit_count(p);

@@ -25,8 +25,8 @@
  *      backend runs those plans on its warp-specialised decode kernel (TMA copies, heads on
  *      the mma N side), which read 1-10 % faster than the CUDA-core kernel on every group-1
  *      row of a sweep and 7-104 % faster on groups 2 and 3 (bench/NOTES.md, decode v15,
- *      H100). head_dim 64 was not measured and keeps the group rule. fp8 KV without RoPE
- *      is on the fast path too (the kernel's fp8 instance, decode v16).
+ *      H100). head_dim 64 was not measured and keeps the group rule. fp8 KV is on the
+ *      fast path too (the kernel's fp8 instance, decode v16).
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds. Otherwise

@@ -61,17 +61,13 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
 /// Hopper kernel can run it (KV of q's element type or fp8: every extra runs on that kernel,
 /// RoPE, fp8 KV and page sizes that are not a multiple of 16 after the runtime's stage pass,
 /// which compiled code always has); for a decode op, the warp-specialised decode kernel can
-/// (pages a multiple of 16 with 16-bit KV of q's type, RoPE included, or fp8 KV without
-/// RoPE).
+/// (pages a multiple of 16 with 16-bit KV of q's type or fp8 KV, RoPE included).
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
   // Decode: the warp-specialised decode kernel's scope.
-  if (auto d = dyn_cast<PagedDecodeOp>(op)) {
-    const bool pages16 = !info.bsr || info.bsr.getBlockCols() % 16 == 0;
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(info.kvType))
-      return pages16 && (info.qType.isF16() || info.qType.isBF16()) &&
-             d.getPosEncoding() != PosEncoding::rope_llama;
-    return info.kvType == info.qType && (info.qType.isF16() || info.qType.isBF16()) && pages16;
-  }
+  if (isa<PagedDecodeOp>(op))
+    return (info.kvType == info.qType || isa<Float8E4M3FNType, Float8E5M2Type>(info.kvType)) &&
+           (info.qType.isF16() || info.qType.isBF16()) &&
+           (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
   if (!isa<PagedPrefillOp, RaggedPrefillOp>(op))
     return false;
   return (info.qType.isF16() || info.qType.isBF16()) &&

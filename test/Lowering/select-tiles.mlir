@@ -70,14 +70,14 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
 
 // -----
 
-// Decode, MHA at head_dim 128 with an e4m3 KV cache under f16 or bf16 queries: the fast
-// path too (the warp-specialised decode kernel's fp8 instance), tensor cores; with RoPE
-// (which that instance does not take), CUDA cores by the group rule.
+// Decode, MHA at head_dim 128 with an e4m3 KV cache under f16 or bf16 queries, with or
+// without RoPE: the fast path too (the warp-specialised decode kernel's fp8 instance),
+// tensor cores.
 // CHECK-LABEL: func.func @decode_mha_fp8_kv
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 // CHECK: fi.paged_decode
-// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = true, cores = cuda>
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 func.func @decode_mha_fp8_kv(%q: tensor<?x32x128xf16>, %qb: tensor<?x32x128xbf16>,
