@@ -85,15 +85,18 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
  * FI_DECODE_CTAS_PER_SM overrides it as well. */
 enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
 
-/* Whether the per-warp kernel applies to this plan (only plan-level facts decide: shape,
- * dtypes, tiles; not pos_encoding, which compiled code applies per run, so compiled and
- * direct plans of the same shape stay identical; RoPE runs may take another
- * kernel with the same plan). */
+/* Whether the per-warp kernel (or, for fp8 KV at head_dim 128, the warp-specialised one,
+ * which takes the same launch shapes) applies to this plan (only plan-level facts decide:
+ * shape, dtypes, tiles; not pos_encoding, which compiled code applies per run, so compiled
+ * and direct plans of the same shape stay identical; RoPE runs may take another kernel with
+ * the same plan). Without it an fp8 split plan aimed at 5 CTAs per SM, which the
+ * warp-specialised launcher runs 4 per SM: two waves. */
 static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *p,
                               fi_tiles tiles) {
+  const size_t kvb = fi_dtype_size(p->kv_dtype);
   return ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
          ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
-         fi_dtype_size(p->kv_dtype) == 2 && p->head_dim <= 128;
+         ((kvb == 2 && p->head_dim <= 128) || (kvb == 1 && p->head_dim == 128));
 }
 
 /* The work-unit target of a decode plan. A per-warp plan whose unsplit (request, kv head)
