@@ -311,8 +311,11 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
     fprintf(stderr, "decode grid: cannot write %s\n", path);
     return;
   }
-  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, fp16\n",
-          b->gpu, b->copy_gbps);
+  /* FI_BENCH_GRID_KV=e4m3: the grid over an e4m3 KV cache (f16 q) */
+  const char *kv = getenv("FI_BENCH_GRID_KV");
+  const int extras = kv && !strcmp(kv, "e4m3") ? DECODE_FP8 : 0;
+  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, %s\n",
+          b->gpu, b->copy_gbps, extras ? "f16 q, e4m3 KV" : "fp16");
   fprintf(f, "batch,kv_len,qo_heads,kv_heads,variant,us\n");
   const int reps = b->reps;
   b->reps = 100;
@@ -329,7 +332,7 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
           t.kv_tile = (v < 6 ? 16 : 32) << (v % 6 / 2);
           t.split_kv = v % 2;
           decode_result res;
-          decode_case(b, batch, len, heads[h][0], heads[h][1], 0, &t, " [grid]", &res);
+          decode_case(b, batch, len, heads[h][0], heads[h][1], extras, &t, " [grid]", &res);
           if (res.ms > 0)
             fprintf(f, "%d,%d,%d,%d,%s,%.2f\n", batch, len, heads[h][0], heads[h][1],
                     res.variant, res.ms * 1e3);

@@ -186,6 +186,15 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * both core kinds, split or not (2 stages, 6 CTAs per SM: resident CTAs beat pipeline
    * depth; the planner makes enough split units for them). */
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
+  /* fp8 KV on the Hopper fast path splits up to two CTAs per SM: the unsplit grid of
+   * between one and two CTAs per SM read 9-17 % slower than the split plan on 3 of the 4
+   * such rows of the e4m3 sweep (bench/sweeps/decode_h200_fp8.csv; the 4th 2.6 % faster),
+   * where 16-bit KV reads the same either way (decode v16). */
+  if (!tiles.split_kv && t->sm_version == 90 && p->fast_path && p->kv_dtype_bytes == 1 &&
+      tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
+      p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
+      (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1) < 2LL * t->sm_count)
+    tiles.split_kv = 1;
   tiles.kv_tile = 32;
   return tiles;
 }

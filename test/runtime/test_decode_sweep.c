@@ -2,7 +2,8 @@
  * sweep (no GPU needed). bench/sweeps/decode_h100.csv holds the median time of every decode
  * variant on a grid of shapes, measured on an H100 by `FI_BENCH_GRID_OUT=<csv> fi_bench
  * decode` (bench/bench_decode.c: batch 1-128, KV 2k / 16k tokens, groups 1-8, head_dim 128,
- * page 16, fp16; the grid twice, each variant's time the mean of its lines). For every
+ * page 16, fp16, or with FI_BENCH_GRID_KV=e4m3 an e4m3 cache (FI_SWEEP_KV_BYTES 1); the
+ * grid twice, each variant's time the mean of its lines). For every
  * shape the test asks fi_select_decode_tiles for the variant the
  * runtime would plan (the problem as api.c builds it for such a decode on an H100) and
  * requires its recorded time to be within 3 % of the shape's fastest variant. */
@@ -14,6 +15,9 @@
 
 #ifndef FI_SWEEP_CSV
 #error "FI_SWEEP_CSV (the recorded sweep) must be defined by the build"
+#endif
+#ifndef FI_SWEEP_KV_BYTES
+#define FI_SWEEP_KV_BYTES 2 /* 1: a sweep over an e4m3 KV cache (FI_BENCH_GRID_KV=e4m3) */
 #endif
 
 enum { MAX_ROWS = 4096, TOLERANCE_PERMILLE = 1030 };
@@ -62,10 +66,11 @@ int main(void) {
     p.num_qo_heads = rows[i].qo_heads;
     p.num_kv_heads = rows[i].kv_heads;
     p.head_dim = 128;
-    p.q_dtype_bytes = p.kv_dtype_bytes = 2;
+    p.q_dtype_bytes = 2;
+    p.kv_dtype_bytes = FI_SWEEP_KV_BYTES;
     p.avg_qo_len = 1;
     p.avg_kv_len = rows[i].kv_len;
-    p.fast_path = 1; /* fp16 KV of q's dtype, page 16 */
+    p.fast_path = 1; /* fp16 KV of q's dtype or e4m3 KV, page 16 */
     char chosen[64];
     fi_tiles_name(fi_select_decode_tiles(&h100, &p), 1, chosen, sizeof chosen);
     double best = 0, mine = 0;
