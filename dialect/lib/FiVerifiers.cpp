@@ -656,6 +656,10 @@ LogicalResult checkBlockSparseAttrs(Checker &c, BsrAttr bsr, MaskMode mode) {
 /// block.
 LogicalResult checkBlockOffsets(Checker &c, Value rowOffsets, Value colOffsets, Value indptr,
                                 int64_t m, int64_t n, BsrAttr bsr) {
+  if (static_cast<bool>(rowOffsets) != static_cast<bool>(colOffsets))
+    return c.error() << "has " << (rowOffsets ? "row_offsets without col_offsets"
+                                              : "col_offsets without row_offsets")
+                     << "; block_offsets takes both (uniform blocks: neither)";
   if (!rowOffsets)
     return success();
   if (failed(c.indexArray(rowOffsets, "row_offsets", "[block rows + 1]")) ||
@@ -684,12 +688,23 @@ LogicalResult checkBlockOffsets(Checker &c, Value rowOffsets, Value colOffsets, 
 }
 } // namespace
 
+/// The page table of a paged block-sparse op or plan: all three arrays or none.
+static LogicalResult checkPagesTogether(Checker &c, Value indptr, Value indices, Value last) {
+  const int present = (indptr ? 1 : 0) + (indices ? 1 : 0) + (last ? 1 : 0);
+  if (present == 0 || present == 3)
+    return success();
+  return c.error() << "has " << present << " of the page table's 3 arrays (kv_indptr, "
+                   << "kv_indices, kv_last_page_len); pages takes all three";
+}
+
 LogicalResult BlockSparseAttentionOp::verify() {
   Checker c(*this);
   if (failed(c.form(presentOperandNames(
           *this, {"q", "k", "v", "bsr_indptr", "bsr_indices", "row_offsets", "col_offsets",
                   "kv_indptr", "kv_indices", "kv_last_page_len", "variant_args", "plan", "o",
                   "lse"}))))
+    return failure();
+  if (failed(checkPagesTogether(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
     return failure();
   Value k = getK(), v = getV();
   const bool paged = static_cast<bool>(getKvIndptr());
@@ -1042,6 +1057,12 @@ LogicalResult BlockSparsePlanOp::verify() {
                               {getKvIndptr(), "kv_indptr"}, {getKvIndices(), "kv_indices"},
                               {getKvLastPageLen(), "kv_last_page_len"}})))
     return failure();
+  if (failed(checkPagesTogether(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())))
+    return failure();
+  if (static_cast<bool>(getKvIndptr()) != static_cast<bool>(getNumPages()))
+    return c.error() << (getKvIndptr() ? "has pages without num_pages"
+                                       : "has num_pages without pages")
+                     << "; a paged plan takes both";
   if (getKvIndptr()) {
     if (getNumKvRows())
       return c.error() << "has pages and num_kv_rows: with a paged cache N is the page "
