@@ -19,9 +19,10 @@
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
 // two halves of 64 keys, each loaded from its own first key and kept up to its own length
-// (a run of adjacent listed blocks fills both halves; the short pieces that runs leave --
-// blocks of 64 keys or less -- are paired, so a tile is never mostly empty), with causal
-// and window already applied by the planner and masked here where a half crosses them.
+// (a run of adjacent listed blocks fills both halves; the 64-key halves and the shorter
+// pieces that runs leave are each paired with their kind, so a tile is never mostly
+// empty), with causal and window already applied by the planner and masked here where a
+// half crosses them; over a paged cache each half is loaded as TMA boxes of one page.
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per

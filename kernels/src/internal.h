@@ -164,8 +164,9 @@ enum { FI_PLAN_BSR_WINDOW = FI_PLAN_KV_ENTRIES };
 
 /* Block-sparse attention on CUDA (fi_block_sparse_plan): work units of at most 128 / group
  * query rows inside one block row, each with its list of KV tiles of two 64-key halves
- * (runs of adjacent listed blocks cut into 128 keys, the leftover pieces of <= 64 keys
- * paired; causal and window applied), most tiles first; units split along their tiles
+ * (runs of adjacent listed blocks cut into 128 keys, the 64-key halves and the shorter
+ * pieces left over each paired with their kind; causal and window applied; uniform or
+ * variable blocks), most tiles first; units split along their tiles
  * (merged like split-KV prefill) while the units alone do not fill the SMs; the workspace
  * size that bounds every matrix of these shapes. key_align (paged K/V: the kernel's page
  * box; 1 otherwise): a window's clipped start is rounded down to it (the kernel masks the
