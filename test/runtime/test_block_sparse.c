@@ -300,6 +300,26 @@ static void bad_input(void) {
   EXPECT_ERR(fi_ragged_prefill_run(ctx, &plan, &tq, &tk, &tk, qi, ki, NULL, &to, NULL),
              FI_ERROR_PLAN_MISMATCH, "block-sparse attention", "ragged prefill");
   EXPECT_OK(fi_block_sparse_run(ctx, &plan, &tq, &tk, &tk, &b, &to, NULL), ctx);
+  /* Paged: the paged run of a contiguous plan; a page table whose keys are not the plan's
+   * N; a page table past the pool; a plan's page id out of range. (The cache: 3 pages of 8
+   * tokens, NHD, the 20 keys in pages 2, 0, 1.) */
+  p.page_size = 8;
+  uint16_t kc[3 * 8 * 2 * 16];
+  memset(kc, 0, sizeof kc);
+  const int64_t cs[4] = {3, 8, 2, 16};
+  const fi_paged_kv_cache kv = {fi_tensor_contiguous(kc, FI_DTYPE_F16, 4, cs),
+                                fi_tensor_contiguous(kc, FI_DTYPE_F16, 4, cs), FI_LAYOUT_NHD};
+  int32_t pi[2] = {0, 3}, px[3] = {2, 0, 1}, pl[1] = {4}, pl_short[1] = {3}, px_bad[3] = {2, 0, 3};
+  const fi_page_table pt = {pi, px, pl}, pt_short = {pi, px, pl_short}, pt_bad = {pi, px_bad, pl};
+  EXPECT_ERR(fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &b, &to, NULL),
+             FI_ERROR_PLAN_MISMATCH, "contiguous K/V", "fi_block_sparse_run");
+  EXPECT_ERR(fi_block_sparse_paged_plan(ctx, &p, 10, &pt_bad, 3, &b, NULL, ws, ws_bytes, &plan),
+             FI_ERROR_INVALID_ARGUMENT, "kv_indices[2] = 3", "num_pages = 3");
+  EXPECT_OK(fi_block_sparse_paged_plan(ctx, &p, 10, &pt, 3, &b, NULL, ws, ws_bytes, &plan), ctx);
+  EXPECT_ERR(fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt_short, &b, &to, NULL),
+             FI_ERROR_PLAN_MISMATCH, "holds 19 keys", "N = 20");
+  EXPECT_OK(fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &b, &to, NULL), ctx);
+  p.page_size = 16;
   /* CUDA (when there is a device): no workspace names the size function (or, before
    * Hopper, the device is refused by name). */
   fi_context *cuda = NULL;
