@@ -35,8 +35,11 @@ for t in "${targets[@]}"; do
     ASAN_OPTIONS=allow_user_poisoning=0 "$build/fuzz/fuzz_$t" -runs=0 "fuzz/regressions/$t" > "$build/fuzz_$t.regressions.log" 2>&1 ||
       { tail -40 "$build/fuzz_$t.regressions.log"; status=1; continue; }
   fi
+  # New units go to a scratch corpus in the build (libFuzzer writes into its first
+  # directory): the committed corpus stays the minimized one and is only read.
+  mkdir -p "$build/corpus-$t"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0 ./fuzz/fuzz_$t -seed=1 -max_total_time="$seconds" \
-     -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 "../fuzz/corpus/$t" \
+     -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 "corpus-$t" "../fuzz/corpus/$t" \
      "${seeds[@]/#/../}") > "$build/fuzz_$t.log" 2>&1 ||
     { tail -60 "$build/fuzz_$t.log"; status=1; continue; }
   grep -E "stat::number_of_executed_units|stat::new_units_added" "$build/fuzz_$t.log" | tr '\n' ' '
