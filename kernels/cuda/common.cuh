@@ -14,6 +14,8 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "backend.h"
 #include "context.h"
 #include "pdl.cuh"
@@ -59,15 +61,17 @@ template <> __device__ __forceinline__ f16 from_float<f16>(float x) { return __f
 template <> __device__ __forceinline__ bf16 from_float<bf16>(float x) { return __float2bfloat16_rn(x); }
 template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
 
-// Two fp8 values (low byte first) -> float2.
-template <typename T> __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t u);
-template <> __device__ __forceinline__ float2 fp8x2_to_float2<e4m3>(uint16_t u) {
-  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)u, __NV_E4M3);
-  return __half22float2(*reinterpret_cast<__half2 *>(&h));
+// Two fp8 values (the low 16 bits, low byte first) -> the bits of an f16x2 (low half
+// first), exactly (every e4m3 / e5m2 value is an f16 one).
+template <typename F8> __device__ __forceinline__ uint32_t fp8x2_to_h2(uint32_t lo16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+      (__nv_fp8x2_storage_t)(lo16 & 0xffffu),
+      std::is_same<F8, e4m3>::value ? __NV_E4M3 : __NV_E5M2);
+  return (uint32_t)h.x | (uint32_t)h.y << 16;
 }
-template <> __device__ __forceinline__ float2 fp8x2_to_float2<e5m2>(uint16_t u) {
-  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)u, __NV_E5M2);
-  return __half22float2(*reinterpret_cast<__half2 *>(&h));
+// Two fp8 values (low byte first) -> float2.
+template <typename F8> __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t u) {
+  return unpack2<f16>(fp8x2_to_h2<F8>(u));
 }
 
 // 8 consecutive elements of type T at p (16-bit: 16 bytes, fp8: 8 bytes; aligned) -> float.

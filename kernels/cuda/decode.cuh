@@ -148,19 +148,9 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   const size_t smem = decode_tws_smem(D, kvb, nw, slots, split);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
-  if constexpr (kvb == 1) {  // fp8 KV
-    if (rope)
-      return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                       decode_tws_kernel<T, D, true, KVT>, p, *p.tws_maps);
-    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                     decode_tws_kernel<T, D, false, KVT>, p, *p.tws_maps);
-  } else {
-    if (rope)
-      return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                       decode_tws_kernel<T, D, true>, p, *p.tws_maps);
-    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
-                     decode_tws_kernel<T, D, false>, p, *p.tws_maps);
-  }
+  return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                   rope ? decode_tws_kernel<T, D, true, KVT> : decode_tws_kernel<T, D, false, KVT>,
+                   p, *p.tws_maps);
 }
 
 // The warp-specialised kernel's instances: 16-bit KV of q's type at head_dim 64 and 128,

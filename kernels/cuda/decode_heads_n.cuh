@@ -49,11 +49,7 @@ __device__ __forceinline__ void ldsm_qt(uint32_t (&qb)[D / 16][2], const uint8_t
 // - O^T = V^T P^T: a transposed ldmatrix gives a lane tokens 2 t4, 2 t4 + 1 of dims 2 g,
 //   2 g + 1 of a chunk, so m-rows g and g + 8 of m-block n are dims 16 n + 2 g and
 //   16 n + 2 g + 1 (tcn_merge_warps stores them there).
-template <typename F8> __device__ __forceinline__ uint32_t fp8x2_to_h2(uint32_t lo16) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-      (__nv_fp8x2_storage_t)(lo16 & 0xffffu), std::is_same<F8, e4m3>::value ? __NV_E4M3 : __NV_E5M2);
-  return (uint32_t)h.x | (uint32_t)h.y << 16;
-}
+// The bytes are widened by fp8x2_to_h2 (common.cuh).
 // The Q tile of the fp8 instance: rows 0 .. hg - 1 (heads) in f16 whatever q's type, so
 // that the mma runs in f16 with the widened K and V. A bf16 q is scaled by a power of two
 // when its largest magnitude in the tile would come near f16's range (the CTA's consumer
@@ -219,7 +215,8 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
           const uint32_t w = r[2 * h + j % 2] >> (16 * (j / 2));
           const uint32_t wp = rp[2 * h + j % 2] >> (16 * (j / 2));
           const float pos = (float)(pos0 + g + 8 * (j % 2));
-          const float2 x = unpack2<f16>(fp8x2_to_h2<KV8>(w)), y = unpack2<f16>(fp8x2_to_h2<KV8>(wp));
+          const float2 x = fp8x2_to_float2<KV8>((uint16_t)w);
+          const float2 y = fp8x2_to_float2<KV8>((uint16_t)wp);
           float s0, c0, s1, c1;
           sincos_reduced(pos * kfreq[4 * c + 2 * (j / 2)], &s0, &c0);
           sincos_reduced(pos * kfreq[4 * c + 2 * (j / 2) + 1], &s1, &c1);

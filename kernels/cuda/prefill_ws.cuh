@@ -436,27 +436,21 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             half_key[0] = p.bsr_tiles[4 * (kv_lo + tile)];
             half_key[1] = p.bsr_tiles[4 * (kv_lo + tile) + 2];
           }
-          // Paged: lane b copies box b (BOX tokens of one page); boxes past the request's
-          // last page read its last page again (rows past kv_len: masked and zeroed).
+          // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
+          // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
+          // rule); boxes past the request's last page read its last page again (rows past
+          // kv_len or a half's kept keys: masked, and V zeroed).
           const int box = maps.kv_box_rows, boxes = CTA_KV / box;
           int page = 0, in_page = 0;
-          if (!BSR && p.paged && !(p.k_staged && p.v_staged) && lane < boxes) {
-            const int j = kv0 + lane * box;
+          if (p.paged && !(p.k_staged && p.v_staged) && lane < boxes) {
+            const int j = BSR ? half_key[lane / (64 / box)] + lane % (64 / box) * box
+                              : kv0 + lane * box;
             const int pg = (int)p.page_div.div((uint32_t)j);
             page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
             in_page = j - pg * p.page_size;
           }
-          // Block-sparse over a paged cache: lane l copies box l % (64 / box) of half
-          // l / (64 / box) (box <= 64 keys of one page; halves start on box boundaries, the
-          // plan's rule); boxes past the sequence read its last page again (rows past a
-          // half's kept keys: masked, and V zeroed).
-          const int half_boxes = 64 / box;
-          if (BSR && p.paged && !(p.k_staged && p.v_staged) && lane < 2 * half_boxes) {
-            const int j = half_key[lane / half_boxes] + (lane % half_boxes) * box;
-            const int pg = (int)p.page_div.div((uint32_t)j);
-            page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
-            in_page = j - pg * p.page_size;
-          }
+          // Token rows (ragged, or staged): the request's first row.
+          const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
           // K (its stage is released after S = Q K^T), then V (after O += P V).
 #pragma unroll
           for (int part = 0; part < 2; ++part) {
@@ -471,21 +465,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
             const bool staged = part == 0 ? p.k_staged : p.v_staged;
-            if (BSR && p.paged && !staged) {  // boxes of one page (above)
-              if (lane < 2 * half_boxes)
-#pragma unroll
-                for (int h = 0; h < HD / 64; ++h)
-                  fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
-                                  kv_head, in_page, page, full);
-            } else if (BSR) {  // lane h copies half h (boxes of 64 token rows)
-              const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
+            if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
               if (lane < 2)
 #pragma unroll
                 for (int h = 0; h < HD / 64; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
                                   kv_head, row0 + half_key[lane], full);
             } else if (!p.paged || staged) {  // token rows (ragged, or staged)
-              const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
               if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
                 fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
               else if (lane == 0)

@@ -1,7 +1,6 @@
 /* kernels/src/api.c -- the public plan / run entry points: every argument is validated
  * here (so backends trust their inputs), then the call is dispatched to the context's
  * backend. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -932,11 +931,14 @@ static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
   return box;
 }
 
-/* fi_block_sparse_plan's work; key_align 1 for contiguous K/V, a paged plan's page box.
+/* Both block-sparse plans (host_pages NULL for contiguous K/V). CUDA: the plan's KV tiles
+ * (a paged plan's halves start on the kernel's page box); host: the prefill plan the run
+ * will be (ragged, or paged over host_pages) with the BSR matrix's pairs as its custom mask.
  * Leaves the plan unsealed. */
 static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *params,
                                    int64_t num_qo_rows, int64_t num_kv_rows,
-                                   const fi_bsr_matrix *host_bsr, int32_t key_align,
+                                   const fi_bsr_matrix *host_bsr,
+                                   const fi_page_table *host_pages, int32_t num_pages,
                                    const fi_tiles *tiles, void *workspace,
                                    size_t workspace_bytes, fi_plan *plan) {
   if (params->mask_mode == FI_MASK_CUSTOM)
@@ -954,6 +956,8 @@ static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *p
                           "block-sparse attention over N = 0 keys: the CUDA kernel needs at "
                           "least one key (every output row would be 0, its LSE -inf); skip "
                           "the op or run it on the host backend");
+    const int32_t key_align = host_pages ? bsr_page_box(ctx, params, host_bsr, num_kv_rows) : 1;
+    if (!key_align) return FI_ERROR_UNSUPPORTED;
     const fi_tiles ws = {128, 128, tiles ? tiles->split_kv : 1, FI_CORES_WGMMA};
     if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
     CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));
@@ -970,8 +974,10 @@ static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *p
   const fi_custom_mask mask = {bits, mi};
   fi_attention_params p = *params;
   p.mask_mode = FI_MASK_CUSTOM;
-  CHECK(fi_ragged_prefill_plan(ctx, &p, 1, qo, kv, &mask, tiles, workspace, workspace_bytes,
-                               plan));
+  CHECK(host_pages ? fi_paged_prefill_plan(ctx, &p, 1, qo, host_pages, num_pages, &mask, tiles,
+                                           workspace, workspace_bytes, plan)
+                   : fi_ragged_prefill_plan(ctx, &p, 1, qo, kv, &mask, tiles, workspace,
+                                            workspace_bytes, plan));
   plan->family = FI_OP_BLOCK_SPARSE;
   plan->params.mask_mode = params->mask_mode;
   plan->private_[FI_PLAN_BSR_SHAPE] = fi_bsr_shape_key(host_bsr);
@@ -985,7 +991,7 @@ fi_status fi_block_sparse_plan(fi_context *ctx, const fi_attention_params *param
   NEED_CTX(ctx);
   if (!plan) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "plan is NULL");
   CHECK(fi_validate_params(ctx, params, 0, 0));
-  CHECK(block_sparse_plan(ctx, params, num_qo_rows, num_kv_rows, host_bsr, 1, tiles,
+  CHECK(block_sparse_plan(ctx, params, num_qo_rows, num_kv_rows, host_bsr, NULL, 0, tiles,
                           workspace, workspace_bytes, plan));
   return seal(plan, FI_SUCCESS);
 }
@@ -1000,13 +1006,8 @@ fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params 
   CHECK(fi_validate_params(ctx, params, 1, 0));
   int64_t n = 0;
   CHECK(fi_validate_page_table(ctx, host_pages, 1, params->page_size, num_pages, &n));
-  int32_t box = 1;
-  if (ctx->backend == FI_BACKEND_CUDA) {
-    CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, n));
-    if (!(box = bsr_page_box(ctx, params, host_bsr, n))) return FI_ERROR_UNSUPPORTED;
-  }
-  CHECK(block_sparse_plan(ctx, params, num_qo_rows, n, host_bsr, box, tiles, workspace,
-                          workspace_bytes, plan));
+  CHECK(block_sparse_plan(ctx, params, num_qo_rows, n, host_bsr, host_pages, num_pages, tiles,
+                          workspace, workspace_bytes, plan));
   plan->num_pages = num_pages > 0 ? num_pages : 1; /* (> 0: the plan is paged) */
   return seal(plan, FI_SUCCESS);
 }
@@ -1016,9 +1017,8 @@ fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params 
 static fi_status check_bsr_run(fi_context *ctx, const fi_plan *plan, const fi_bsr_matrix *bsr) {
   CHECK(check_variant_backend(ctx, plan));
   if (!bsr) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bsr is NULL");
-  const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE];
-  if (fi_bsr_shape_key(bsr) != shape) {
-    const uint64_t run = fi_bsr_shape_key(bsr);
+  const uint64_t shape = plan->private_[FI_PLAN_BSR_SHAPE], run = fi_bsr_shape_key(bsr);
+  if (run != shape)
     return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
                         "bsr blocks are %d x %d (%s rows, %s columns) but the plan was made for "
                         "%d x %d (%s rows, %s columns): re-plan", (int)bsr->block_rows,
@@ -1027,7 +1027,6 @@ static fi_status check_bsr_run(fi_context *ctx, const fi_plan *plan, const fi_bs
                         (int)(shape >> 32 & 0x7fffffffu), (int)(shape & 0x7fffffffu),
                         shape >> 63 ? "variable" : "uniform",
                         shape & (1u << 31) ? "variable" : "uniform");
-  }
   if (ctx->backend != FI_BACKEND_CUDA) return FI_SUCCESS;
   const fi_attention_params *p = &plan->params;
   /* The plan's tiles left out the keys left of its window: a run may narrow it only. */
@@ -1038,6 +1037,28 @@ static fi_status check_bsr_run(fi_context *ctx, const fi_plan *plan, const fi_bs
                         "(its KV tiles stop there): re-plan with the run's window",
                         (int)p->window_left, (long long)planned);
   return FI_SUCCESS;
+}
+
+/* The host backend's run of a block-sparse plan: the BSR matrix's pairs as the custom mask
+ * of the prefill plan it is (ragged over k, v, or paged over kv and pages). */
+static fi_status block_sparse_host_run(fi_context *ctx, const fi_plan *plan,
+                                       const fi_tensor *q, const fi_tensor *k,
+                                       const fi_tensor *v, const fi_paged_kv_cache *kv,
+                                       const fi_page_table *pages, const fi_bsr_matrix *bsr,
+                                       fi_tensor *o, fi_tensor *lse) {
+  const int64_t m = plan->total_qo_rows, n = plan->total_kv;
+  CHECK(fi_validate_bsr(ctx, bsr, m, n));
+  uint8_t *bits = bsr_bits(ctx, bsr, m, n, plan->params.mask_mode == FI_MASK_CAUSAL);
+  if (!bits) return FI_ERROR_OUT_OF_MEMORY;
+  const int32_t qo[2] = {0, (int32_t)m}, kv_indptr[2] = {0, (int32_t)n};
+  const int32_t mi[2] = {0, (int32_t)(m * n)};
+  const fi_custom_mask mask = {bits, mi};
+  fi_plan rp = *plan; /* the prefill plan it is, sealed as such */
+  rp.family = pages ? FI_OP_PAGED_PREFILL : FI_OP_RAGGED_PREFILL;
+  rp.params.mask_mode = FI_MASK_CUSTOM;
+  seal(&rp, FI_SUCCESS);
+  return pages ? fi_paged_prefill_run(ctx, &rp, q, qo, kv, pages, &mask, o, lse)
+               : fi_ragged_prefill_run(ctx, &rp, q, k, v, qo, kv_indptr, &mask, o, lse);
 }
 
 fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
@@ -1051,26 +1072,13 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
                         "it with fi_block_sparse_paged_run, or re-plan with "
                         "fi_block_sparse_plan for contiguous K/V");
   CHECK(check_bsr_run(ctx, plan, bsr));
-  const int64_t m = plan->total_qo_rows, n = plan->total_kv;
-  if (ctx->backend == FI_BACKEND_CUDA) {
-    /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays
-     * are not read, and may be device pointers. */
-    CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
-    return fi_cuda_block_sparse_run(ctx, plan, q, k, v, o, lse);
-  }
-  CHECK(fi_validate_bsr(ctx, bsr, m, n));
-  uint8_t *bits = bsr_bits(ctx, bsr, m, n, plan->params.mask_mode == FI_MASK_CAUSAL);
-  if (!bits) return FI_ERROR_OUT_OF_MEMORY;
-  const int32_t qo[2] = {0, (int32_t)m}, kv[2] = {0, (int32_t)n};
-  const int32_t mi[2] = {0, (int32_t)(m * n)};
-  const fi_custom_mask mask = {bits, mi};
-  fi_plan rp = *plan; /* the ragged prefill plan it is, sealed as such */
-  rp.family = FI_OP_RAGGED_PREFILL;
-  rp.params.mask_mode = FI_MASK_CUSTOM;
-  seal(&rp, FI_SUCCESS);
-  return fi_ragged_prefill_run(ctx, &rp, q, k, v, qo, kv, &mask, o, lse);
+  if (ctx->backend != FI_BACKEND_CUDA)
+    return block_sparse_host_run(ctx, plan, q, k, v, NULL, NULL, bsr, o, lse);
+  /* The kernel walks the plan's tiles (made from the plan's host arrays): bsr's arrays are
+   * not read, and may be device pointers. */
+  CHECK(check_ragged_tensors(ctx, plan, q, k, v, o, lse));
+  return fi_cuda_block_sparse_run(ctx, plan, q, k, v, o, lse);
 }
-
 
 fi_status fi_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                     const fi_paged_kv_cache *kv, const fi_page_table *pages,
@@ -1086,46 +1094,16 @@ fi_status fi_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan, const 
   CHECK(fi_validate_kv_cache(ctx, kv, &plan->params, plan->num_pages));
   CHECK(check_pages_present(ctx, pages));
   CHECK(check_outputs_vs_kv(ctx, o, lse, &kv->k, &kv->v));
-  const int64_t n = plan->total_kv;
   if (ctx->backend == FI_BACKEND_CUDA)
     return fi_cuda_block_sparse_paged_run(ctx, plan, q, kv, pages, o, lse);
-  /* Host: the page table (host arrays) holds the plan's N keys; its pages gathered into
-   * token rows, then the contiguous run. */
+  /* Host: the page table (host arrays) must hold the plan's N keys (the mask is N wide). */
   int64_t total = 0;
   CHECK(fi_validate_page_table(ctx, pages, 1, plan->params.page_size, kv->k.shape[0], &total));
-  if (total != n)
+  if (total != plan->total_kv)
     return fi_set_error(ctx, FI_ERROR_PLAN_MISMATCH,
                         "the page table holds %lld keys but the plan was made for N = %lld: "
-                        "re-plan", (long long)total, (long long)n);
-  const fi_attention_params *p = &plan->params;
-  const size_t esz = fi_dtype_size(p->kv_dtype), row = (size_t)p->num_kv_heads * p->head_dim;
-  char *rows = (char *)malloc(2 * (size_t)(n > 0 ? n : 1) * row * esz);
-  if (!rows) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "paged block-sparse attention: "
-                                 "no host memory for %lld gathered keys", (long long)n);
-  const int nhd = kv->layout == FI_LAYOUT_NHD;
-  for (int part = 0; part < 2; ++part) {
-    const fi_tensor *t = part == 0 ? &kv->k : &kv->v;
-    const int64_t s_tok = nhd ? t->strides[1] : t->strides[2];
-    const int64_t s_head = nhd ? t->strides[2] : t->strides[1];
-    char *dst = rows + (size_t)part * (size_t)n * row * esz;
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t page = pages->indices[j / p->page_size], slot = j % p->page_size;
-      for (int32_t h = 0; h < p->num_kv_heads; ++h)
-        memcpy(dst + ((size_t)j * row + (size_t)h * p->head_dim) * esz,
-               (const char *)t->data +
-                   (size_t)(page * t->strides[0] + slot * s_tok + h * s_head) * esz,
-               (size_t)p->head_dim * esz);
-    }
-  }
-  const int64_t shape[3] = {n, p->num_kv_heads, p->head_dim};
-  const fi_tensor tk = fi_tensor_contiguous(rows, p->kv_dtype, 3, shape);
-  const fi_tensor tv = fi_tensor_contiguous(rows + (size_t)n * row * esz, p->kv_dtype, 3, shape);
-  fi_plan rp = *plan;
-  rp.num_pages = 0;
-  seal(&rp, FI_SUCCESS);
-  const fi_status st = fi_block_sparse_run(ctx, &rp, q, &tk, &tv, bsr, o, lse);
-  free(rows);
-  return st;
+                        "re-plan", (long long)total, (long long)plan->total_kv);
+  return block_sparse_host_run(ctx, plan, q, NULL, NULL, kv, pages, bsr, o, lse);
 }
 
 /* ------------------------------------------------------------ shared prefix ------- */

@@ -874,6 +874,9 @@ void _mlir_ciface_fi_rt_ragged_prefill_plan(fi_memref *slot, fi_memref *qo_indpt
   log_plan(&r->plan);
 }
 
+/* page_table_of's batch for block-sparse attention over a paged cache: one sequence. */
+static const char kBsrOneSequence[] = "kv_indptr: block-sparse attention pages one sequence";
+
 /* A BSR matrix from its memrefs, with the lengths the runtime cannot see checked here:
  * indptr holds one element per block row plus one (ceil(m / block_rows) + 1, or with
  * variable blocks row_offsets' length) and indices at least indptr's last. Empty offset
@@ -956,20 +959,11 @@ static void block_sparse_plan(fi_memref *slot, fi_memref *indptr, fi_memref *ind
   const fi_tiles *tiles = tiles_or_null(&t, q_tile, kv_tile, split_kv, cores);
   fi_page_table pt = {NULL, NULL, NULL};
   if (pages) {
-    pt.indptr = array_of(op, "kv_indptr", pages[0], 4);
-    pt.indices = array_of(op, "kv_indices", pages[1], 4);
-    pt.last_page_len = array_of(op, "kv_last_page_len", pages[2], 4);
-    if (!pt.indptr || !pt.indices || !pt.last_page_len ||
-        !host_readable(op, ctx, "kv_indptr", pt.indptr) ||
-        !host_readable(op, ctx, "kv_indices", pt.indices) ||
-        !host_readable(op, ctx, "kv_last_page_len", pt.last_page_len))
+    if (!page_table_of(op, pages[0], pages[1], pages[2], 1, kBsrOneSequence, &pt) ||
+        !host_page_table(op, ctx, &pt))
       return;
-    if (length_of(pages[0]) != 2 || length_of(pages[2]) < 1 || num_pages > INT32_MAX) {
-      char msg[200];
-      snprintf(msg, sizeof msg, "kv_indptr has %lld elements and kv_last_page_len %lld: "
-               "block-sparse attention pages one sequence ({0, pages} and one length)",
-               (long long)length_of(pages[0]), (long long)length_of(pages[2]));
-      report(op, FI_ERROR_INVALID_ARGUMENT, msg);
+    if (num_pages > INT32_MAX) {
+      report(op, FI_ERROR_INVALID_ARGUMENT, "num_pages is 2^31 or more: at most 2^31 - 1");
       return;
     }
     /* N: the page table's keys (fi_block_sparse_paged_plan checks the table) */
@@ -1636,12 +1630,8 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
               !is_cuda(ctx), &bsr))
     return;
   fi_page_table pt = {NULL, NULL, NULL};
-  if (pages) {
-    pt.indptr = array_of(op, "kv_indptr", pages[0], 4);
-    pt.indices = array_of(op, "kv_indices", pages[1], 4);
-    pt.last_page_len = array_of(op, "kv_last_page_len", pages[2], 4);
-    if (!pt.indptr || !pt.indices || !pt.last_page_len) return;
-  }
+  if (pages && !page_table_of(op, pages[0], pages[1], pages[2], 1, kBsrOneSequence, &pt))
+    return;
   if (!run_buffers_on_device(op, ctx, slot, (const void *const[]){tq.data, tk.data, tv.data,
                              to.data, has_lse ? tl.data : NULL},
                              (const char *const[]){"q", "k", "v", "o", "lse"}, 5))

@@ -14,6 +14,7 @@
  * five has few, long rows (the plan splits them along their tiles and merges); its outputs
  * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
  * Then the CUDA backend's refusals. Exits 77 (skipped) without a Hopper device. */
+#include "../runtime/bsr_offsets.h"
 #include "gpu_common.h"
 
 static fi_context *host, *cuda;
@@ -48,20 +49,12 @@ static void make_bsr(int pattern, int64_t rows, int64_t cols, int32_t *indptr,
   }
 }
 
-/* Variable blocks over `total` rows or keys, each at least `least` (<= total) and at most
- * about 3 x that long: count + 1 offsets from 0 to total; returns the count. */
+static int64_t draw_gpu(void *unused, int64_t lo, int64_t hi) {
+  (void)unused;
+  return gpu_rand_int((int)lo, (int)hi);
+}
 static int32_t make_offsets(int64_t total, int32_t least, int32_t *off) {
-  int32_t count = 0;
-  int64_t pos = 0;
-  off[0] = 0;
-  while (total - pos >= 2 * (int64_t)least) {
-    int64_t most = total - pos - least;
-    if (most > 3 * (int64_t)least) most = 3 * (int64_t)least;
-    pos += gpu_rand_int(least, (int)most);
-    off[++count] = (int32_t)pos;
-  }
-  off[++count] = (int32_t)total;
-  return count;
+  return random_bsr_offsets(total, least, off, draw_gpu, NULL);
 }
 
 static size_t dsize(fi_dtype d) {

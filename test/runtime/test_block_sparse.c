@@ -5,6 +5,7 @@
  * outputs poisoned, every element checked. The oracle's mask is built here from the BSR
  * definition (runtime.h), independently of the runtime. Then the bad input: each rule of a
  * BSR matrix refused with a message naming the array, index and value. */
+#include "bsr_offsets.h"
 #include "oracle.h"
 #include "test_util.h"
 
@@ -40,21 +41,9 @@ static int32_t make_bsr(rng *r, int pattern, int64_t rows, int64_t cols, int32_t
   return nnz;
 }
 
-/* Variable blocks over `total` rows or keys, each at least `least` (<= total) long and at
- * most about 3 x that: the offsets (count + 1 of them, from 0 to total) into off; returns
- * the count. */
+static int64_t draw_rng(void *r, int64_t lo, int64_t hi) { return rng_int((rng *)r, lo, hi); }
 static int32_t make_offsets(rng *r, int64_t total, int32_t least, int32_t *off) {
-  int32_t count = 0;
-  int64_t pos = 0;
-  off[0] = 0;
-  while (total - pos >= 2 * (int64_t)least) {
-    int64_t most = total - pos - least;
-    if (most > 3 * (int64_t)least) most = 3 * (int64_t)least;
-    pos += rng_int(r, least, most);
-    off[++count] = (int32_t)pos;
-  }
-  off[++count] = (int32_t)total;
-  return count;
+  return random_bsr_offsets(total, least, off, draw_rng, r);
 }
 
 static void tolerances(fi_dtype d, double *atol, double *rtol) {

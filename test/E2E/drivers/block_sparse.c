@@ -1,7 +1,9 @@
 /* Driver of test/E2E/block_sparse.mlir: random sequences and BSR matrices (16 x 32 blocks,
  * then variable blocks of at least 8 x 24, then 16 x 16 blocks over a paged cache of
- * 16-token pages), each compiled function against fi_block_sparse_plan/run called directly, bit for bit, on
- * the backend FI_BACKEND names (CUDA: scripts/gpu-e2e.sh). */
+ * 16-token pages), each compiled function against the runtime called directly
+ * (block_sparse_direct_any), bit for bit, on the backend FI_BACKEND names (CUDA:
+ * scripts/gpu-e2e.sh). */
+#include "bsr_offsets.h"
 #include "e2e.h"
 
 typedef struct { memref3 o; memref2 lse; } o_lse;
@@ -13,22 +15,26 @@ void _mlir_ciface_bsr_paged(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *,
 
 enum { QH = 4, KVH = 2, HD = 64, R = 16, C = 32, TRIALS = 12, VR = 8, VC = 24 };
 
-/* Variable blocks over `total` rows or keys, each `least` .. 3 x `least` long (the last one
- * may be up to 4 x): offsets (e2e_alloc'd) from 0 to total; returns the count. */
+static int64_t draw_rng(void *r, int64_t lo, int64_t hi) { return rng_int((rng *)r, lo, hi); }
+
+/* Variable blocks over `total` rows or keys (bsr_offsets.h), the offsets e2e_alloc'd. */
 static int32_t random_offsets(rng *r, int64_t total, int32_t least, int32_t **out) {
-  int32_t *off = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(total + 2));
-  int32_t count = 0;
-  int64_t pos = 0;
-  off[0] = 0;
-  while (total - pos >= 2 * (int64_t)least) {
-    int64_t most = total - pos - least;
-    if (most > 3 * (int64_t)least) most = 3 * (int64_t)least;
-    pos += rng_int(r, least, most);
-    off[++count] = (int32_t)pos;
-  }
-  off[++count] = (int32_t)total;
-  *out = off;
-  return count;
+  *out = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(total + 2));
+  return random_bsr_offsets(total, least, *out, draw_rng, r);
+}
+
+/* 1 when the compiled result (res) and the direct run's (o, lse: m rows of QH heads)
+ * differ in any bit; frees both. */
+static int mismatched(o_lse *res, void *o, float *lse, int64_t m) {
+  const char *got_o = (const char *)res->o.aligned + res->o.offset * 2;
+  const float *got_l = (const float *)res->lse.aligned + res->lse.offset;
+  /* (the compiled results may be device memory: compare reads copies) */
+  const int bad = compare("o", got_o, o, FI_DTYPE_F16, m * QH * HD) ||
+                  compare("lse", got_l, lse, FI_DTYPE_F32, m * QH);
+  fi_rt_free(res->o.allocated);
+  fi_rt_free(res->lse.allocated);
+  e2e_free(o), e2e_free(lse);
+  return bad;
 }
 
 /* The variable-block function against the runtime called directly; returns mismatches. */
@@ -62,18 +68,14 @@ static int variable_blocks(rng *r, fi_context *ctx) {
     void *o;
     float *lse;
     block_sparse_direct(ctx, &p, m, n, &bsr, q, k, v, &o, &lse);
-    const char *got_o = (const char *)res.o.aligned + res.o.offset * 2;
-    const float *got_l = (const float *)res.lse.aligned + res.lse.offset;
-    if (compare("o", got_o, o, FI_DTYPE_F16, nq) || compare("lse", got_l, lse, FI_DTYPE_F32, m * QH)) {
+    if (mismatched(&res, o, lse, m)) {
       printf("MISMATCH variable trial %d (%lld x %lld, %d x %d blocks, %d listed)\n", trial,
              (long long)m, (long long)n, (int)rows, (int)cols, (int)nnz);
       ++bad;
     } else {
       ++exact;
     }
-    fi_rt_free(res.o.allocated);
-    fi_rt_free(res.lse.allocated);
-    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(o), e2e_free(lse);
+    e2e_free(q), e2e_free(k), e2e_free(v);
     e2e_free(indptr), e2e_free(indices), e2e_free(ro), e2e_free(co);
   }
   printf("block_sparse variable blocks: %d trials bit-exact\n", exact);
@@ -131,32 +133,17 @@ static int paged_blocks(rng *r, fi_context *ctx) {
     const fi_page_table pt = {kvp, ids, last};
     const fi_paged_kv_cache kv = {fi_tensor_contiguous(k, FI_DTYPE_F16, 4, cs),
                                   fi_tensor_contiguous(v, FI_DTYPE_F16, 4, cs), FI_LAYOUT_NHD};
-    size_t ws_bytes = 0;
-    CHECK_OK(ctx, fi_block_sparse_workspace_size(ctx, &p, m, n, PR, PAGE, &ws_bytes));
-    void *ws = e2e_alloc(ws_bytes);
-    fi_plan plan;
-    CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, &p, m, &pt, pool, &bsr, NULL, ws, ws_bytes,
-                                             &plan));
-    const int64_t ls[2] = {m, QH};
-    void *o = poisoned_tensor(FI_DTYPE_F16, nq);
-    float *lse = (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls));
-    fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
-    fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
-    fi_tensor tl = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, ls);
-    CHECK_OK(ctx, fi_block_sparse_paged_run(ctx, &plan, &tq, &kv, &pt, &bsr, &to, &tl));
-    if (fi_rt_synchronize() != FI_SUCCESS) exit(2);
-    const char *got_o = (const char *)res.o.aligned + res.o.offset * 2;
-    const float *got_l = (const float *)res.lse.aligned + res.lse.offset;
-    if (compare("o", got_o, o, FI_DTYPE_F16, nq) || compare("lse", got_l, lse, FI_DTYPE_F32, m * QH)) {
+    void *o;
+    float *lse;
+    block_sparse_direct_any(ctx, &p, m, n, &bsr, q, NULL, NULL, &kv, &pt, pool, &o, &lse);
+    if (mismatched(&res, o, lse, m)) {
       printf("MISMATCH paged trial %d (%lld x %lld, %d pages of %d, %d blocks)\n", trial,
              (long long)m, (long long)n, (int)used, PAGE, (int)nnz);
       ++bad;
     } else {
       ++exact;
     }
-    fi_rt_free(res.o.allocated);
-    fi_rt_free(res.lse.allocated);
-    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(o), e2e_free(lse), e2e_free(ws);
+    e2e_free(q), e2e_free(k), e2e_free(v);
     e2e_free(indptr), e2e_free(indices), e2e_free(ids), e2e_free(kvp), e2e_free(last);
   }
   printf("block_sparse paged: %d trials bit-exact\n", exact);
@@ -197,19 +184,14 @@ int main(void) {
     void *o;
     float *lse;
     block_sparse_direct(ctx, &p, m, n, &bsr, q, k, v, &o, &lse);
-    const char *got_o = (const char *)res.o.aligned + res.o.offset * 2;
-    const float *got_l = (const float *)res.lse.aligned + res.lse.offset;
-    /* (the compiled results may be device memory: compare reads copies) */
-    if (compare("o", got_o, o, FI_DTYPE_F16, nq) || compare("lse", got_l, lse, FI_DTYPE_F32, m * QH)) {
+    if (mismatched(&res, o, lse, m)) {
       printf("MISMATCH trial %d (%lld x %lld, %d blocks)\n", trial, (long long)m, (long long)n,
              (int)nnz);
       ++bad;
     } else {
       ++exact;
     }
-    fi_rt_free(res.o.allocated);
-    fi_rt_free(res.lse.allocated);
-    e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(o), e2e_free(lse);
+    e2e_free(q), e2e_free(k), e2e_free(v);
     e2e_free(indptr), e2e_free(indices);
   }
   printf("block_sparse: %d trials bit-exact\n", exact);

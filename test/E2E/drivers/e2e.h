@@ -325,12 +325,15 @@ static inline void ragged_prefill_direct(fi_context *ctx, const fi_attention_par
 }
 
 /* fi_block_sparse_plan / run called directly on f16 q [m, qo heads, hd] and k, v [n, kv
- * heads, hd] (shapes from `p`), into a poisoned o (f16, like q) and lse [m, qo heads];
- * the caller e2e_frees both. */
-static inline void block_sparse_direct(fi_context *ctx, const fi_attention_params *p,
-                                       int64_t m, int64_t n, const fi_bsr_matrix *bsr,
-                                       void *q, void *k, void *v, void **o_out,
-                                       float **lse_out) {
+ * heads, hd] (shapes from `p`) -- or, with `cache`, fi_block_sparse_paged_plan / run over
+ * that cache and the page table `pages` of `num_pages` pages (k, v unused) -- into a
+ * poisoned o (f16, like q) and lse [m, qo heads]; the caller e2e_frees both. */
+static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_params *p,
+                                           int64_t m, int64_t n, const fi_bsr_matrix *bsr,
+                                           void *q, void *k, void *v,
+                                           const fi_paged_kv_cache *cache,
+                                           const fi_page_table *pages, int32_t num_pages,
+                                           void **o_out, float **lse_out) {
   const int64_t qs[3] = {m, p->num_qo_heads, p->head_dim};
   const int64_t ks[3] = {n, p->num_kv_heads, p->head_dim}, ls[2] = {m, p->num_qo_heads};
   size_t ws_bytes = 0;
@@ -338,18 +341,33 @@ static inline void block_sparse_direct(fi_context *ctx, const fi_attention_param
                                                &ws_bytes));
   void *ws = e2e_alloc(ws_bytes);
   fi_plan plan;
-  CHECK_OK(ctx, fi_block_sparse_plan(ctx, p, m, n, bsr, NULL, ws, ws_bytes, &plan));
+  if (cache)
+    CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, p, m, pages, num_pages, bsr, NULL, ws,
+                                             ws_bytes, &plan));
+  else
+    CHECK_OK(ctx, fi_block_sparse_plan(ctx, p, m, n, bsr, NULL, ws, ws_bytes, &plan));
   void *o = poisoned_tensor(FI_DTYPE_F16, numel(3, qs));
   float *lse = (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls));
   fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
   fi_tensor to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, qs);
-  fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, ks);
-  fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, ks);
   fi_tensor tl = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, ls);
-  CHECK_OK(ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, bsr, &to, &tl));
+  if (cache) {
+    CHECK_OK(ctx, fi_block_sparse_paged_run(ctx, &plan, &tq, cache, pages, bsr, &to, &tl));
+  } else {
+    fi_tensor tk = fi_tensor_contiguous(k, FI_DTYPE_F16, 3, ks);
+    fi_tensor tv = fi_tensor_contiguous(v, FI_DTYPE_F16, 3, ks);
+    CHECK_OK(ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, bsr, &to, &tl));
+  }
+  if (fi_rt_synchronize() != FI_SUCCESS) exit(2); /* (the run reads ws until it is done) */
   e2e_free(ws);
   *o_out = o;
   *lse_out = lse;
+}
+static inline void block_sparse_direct(fi_context *ctx, const fi_attention_params *p,
+                                       int64_t m, int64_t n, const fi_bsr_matrix *bsr,
+                                       void *q, void *k, void *v, void **o_out,
+                                       float **lse_out) {
+  block_sparse_direct_any(ctx, p, m, n, bsr, q, k, v, NULL, NULL, 0, o_out, lse_out);
 }
 
 static inline void e2e_setup(void) {
