@@ -11,7 +11,8 @@
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
  * column gives that ratio. Bytes: q and o once, k and v once per listed block row
- * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix). */
+ * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix;
+ * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size). */
 #include <math.h>
 #include <string.h>
 
@@ -444,7 +445,11 @@ static void shared_prefix(fi_bench_ctx *b) {
   FI_BENCH_CK(cudaMalloc(&ws[2], w3));
   FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_all, num_pages, NULL, ws[0], w1,
                                      &a.plain));
-  FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &p, 1, qo_indptr, &h_pre, num_pages, NULL,
+  /* FI_BENCH_SP_SPLIT=<tokens>: the prefix plan's fixed_split_size (split sweeps) */
+  fi_attention_params pp = p;
+  const char *sp_split = getenv("FI_BENCH_SP_SPLIT");
+  if (sp_split) pp.fixed_split_size = atoi(sp_split);
+  FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &pp, 1, qo_indptr, &h_pre, num_pages, NULL,
                                             NULL, ws[1], w2, &a.prefix));
   FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws[2], w3,
                                      &a.suffix));

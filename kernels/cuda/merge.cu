@@ -7,7 +7,9 @@
 // of 128 threads covers 128 such groups; the grid strides over all of them. Each thread
 // reads the n lse values of its (row, head) (broadcast loads shared with its D/8 - 1
 // neighbours), takes their maximum, then reads its n v vectors and writes one; lse is
-// written by the thread of dims [0, 8).
+// written by the thread of dims [0, 8) (merge_state: in the same launch where one warp holds
+// a (row, head)'s threads, else by a second launch). The split-KV merge gives a block to
+// each (merge unit, query row, head) (merge_row.cuh).
 //
 // Memory traffic: each v element and each lse value read once, each output written once
 // (merge_states: n*D*b + 4n bytes read, D*b + 4 written per (row, head)). The split-KV
@@ -15,6 +17,7 @@
 // the same plan always sums in the same order).
 #include "common.cuh"
 #include "merge_row.cuh"
+#include "internal.h"
 
 extern "C" {
 #include "shard.h"
@@ -43,35 +46,56 @@ struct Strided3 {
   int64_t s0, s1, s2;
 };
 
+// Two states' lse -> weights (wa, wb) / their sum, and the merged lse.
+struct TwoWeights {
+  float wa, wb, inv, lse;
+  __device__ __forceinline__ TwoWeights(float la, float lb) {
+    const float M = fmaxf(la, lb);
+    wa = la == -INFINITY ? 0.f : __expf(la - M);
+    wb = lb == -INFINITY ? 0.f : __expf(lb - M);
+    const float sum = wa + wb;
+    inv = sum > 0.f ? 1.f / sum : 0.f;
+    lse = M == -INFINITY ? -INFINITY : M + __logf(sum);
+  }
+};
+
+// v_out = the weighted mean of v_a and v_b. With VW = 8 and D / 8 dividing 32 (D = 64,
+// 128, 256) the threads of one (row, head) are lanes of one warp, and the warp walks the
+// elements in step (a uniform trip count), so it also writes s_out (nullable) after all its
+// lanes have read s_a and s_b (__syncwarp): in place (s_out = s_a) needs no second launch.
+// Otherwise s_out is merge_state_s_kernel's, a later launch.
 template <typename T, int VW>
 __global__ void __launch_bounds__(128)
 merge_state_kernel(const T *va, Strided3 vas, const float *sa, Strided3 sas, const T *vb,
                    Strided3 vbs, const float *sb, Strided3 sbs, T *vo, Strided3 vos,
-                   int64_t rows, int heads, int head_dim) {
+                   float *so, Strided3 sos, int64_t rows, int heads, int head_dim) {
   pdl_enter();
-  const int groups = head_dim / VW;
+  const int groups = head_dim / VW, lane = threadIdx.x & 31;
   const int64_t total = rows * heads * groups;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int d0 = (int)(i % groups) * VW;
-    int64_t rh = i / groups;
-    int h = (int)(rh % heads);
-    int64_t r = rh / heads;
-    float la = sa[r * sas.s0 + h * sas.s1], lb = sb[r * sbs.s0 + h * sbs.s1];
-    float M = fmaxf(la, lb);
-    float wa = la == -INFINITY ? 0.f : __expf(la - M);
-    float wb = lb == -INFINITY ? 0.f : __expf(lb - M);
-    float sum = wa + wb;
-    float inv = sum > 0.f ? 1.f / sum : 0.f;
-    float a[8], b[8], out[8];
-    vload<T, VW>::load(va + r * vas.s0 + h * vas.s1 + d0, a);
-    vload<T, VW>::load(vb + r * vbs.s0 + h * vbs.s1 + d0, b);
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;  // a multiple of 32
+  for (int64_t base = blockIdx.x * (int64_t)blockDim.x + (threadIdx.x - lane); base < total;
+       base += stride) {
+    const int64_t i = base + lane;
+    const bool active = i < total;
+    const int d0 = active ? (int)(i % groups) * VW : 0;
+    const int64_t rh = active ? i / groups : 0;
+    const int h = (int)(rh % heads);
+    const int64_t r = rh / heads;
+    TwoWeights w(active ? sa[r * sas.s0 + h * sas.s1] : -INFINITY,
+                 active ? sb[r * sbs.s0 + h * sbs.s1] : -INFINITY);
+    if (active) {
+      float a[8], b[8], out[8];
+      vload<T, VW>::load(va + r * vas.s0 + h * vas.s1 + d0, a);
+      vload<T, VW>::load(vb + r * vbs.s0 + h * vbs.s1 + d0, b);
 #pragma unroll
-    for (int e = 0; e < VW; ++e) out[e] = (wa * a[e] + wb * b[e]) * inv;
-    // v_out may alias v_a or v_b: this thread read exactly the elements it writes. s_out
-    // is written by merge_state_s_kernel, a later launch, since the threads that read one
-    // (row, head)'s lse span several warps.
-    vload<T, VW>::store(vo + r * vos.s0 + h * vos.s1 + d0, out);
+      for (int e = 0; e < VW; ++e) out[e] = (w.wa * a[e] + w.wb * b[e]) * w.inv;
+      // v_out may alias v_a or v_b: this thread read exactly the elements it writes.
+      vload<T, VW>::store(vo + r * vos.s0 + h * vos.s1 + d0, out);
+    }
+    if (so) {  // (only with the warp layout above; see the launcher)
+      __syncwarp();
+      if (active && d0 == 0) so[r * sos.s0 + h * sos.s1] = w.lse;
+    }
   }
 }
 
@@ -86,17 +110,8 @@ merge_state_s_kernel(const float *sa, Strided3 sas, const float *sb, Strided3 sb
        i += (int64_t)gridDim.x * blockDim.x) {
     int h = (int)(i % heads);
     int64_t r = i / heads;
-    float la = sa[r * sas.s0 + h * sas.s1], lb = sb[r * sbs.s0 + h * sbs.s1];
-    float M = fmaxf(la, lb);
-    float out;
-    if (M == -INFINITY) {
-      out = -INFINITY;
-    } else {
-      float wa = la == -INFINITY ? 0.f : __expf(la - M);
-      float wb = lb == -INFINITY ? 0.f : __expf(lb - M);
-      out = M + __logf(wa + wb);
-    }
-    so[r * sos.s0 + h * sos.s1] = out;
+    so[r * sos.s0 + h * sos.s1] =
+        TwoWeights(sa[r * sas.s0 + h * sas.s1], sb[r * sbs.s0 + h * sbs.s1]).lse;
   }
 }
 
@@ -163,9 +178,12 @@ merge_states_kernel(const T *v, Strided3 vs, const float *s, Strided3 ss, T *vo,
 }
 
 // Split-KV merge of plan merge units: partial rows first + c * rows + r (c in chunk
-// order) -> output row out_row + r, each (unit, head) by a block of 128 threads
-// (merge_row.cuh). grid.x strides over the units (count read from the device when given,
-// for graph replays), grid.y = heads.
+// order) -> output row out_row + r, each (unit, row, head) by a block of 128 threads
+// (merge_row.cuh). grid.x strides over (unit, row slot) pairs -- slot s of a unit merges
+// its rows s, s + R, ... (R = the plan's rows per unit, so one row each) -- with the unit
+// count read from the device when given (graph replays); grid.y = heads. (One block per
+// unit walking its rows in turn took 64 us for 2 units of 32 rows x 16 chunks: each row's
+// loads wait for the last row's reduction.)
 struct UnitChunks {
   const float *po, *plse;
   int64_t first, stride;
@@ -181,17 +199,19 @@ struct UnitChunks {
 template <typename T>
 __global__ void __launch_bounds__(128)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
-                      int num_units, const float *po, const float *plse, int heads,
-                      int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
+                      int num_units, int row_slots, const float *po, const float *plse,
+                      int heads, int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
                       int64_t lse_sb, int64_t lse_sh) {
   __shared__ float red_o[128 * 8];
   __shared__ float2 red_md[128];
   const int h = blockIdx.y;
   pdl_enter();  // the partials are the kernel before this one's writes
   const int n_units = device_num_units ? *device_num_units : num_units;
-  for (int w = blockIdx.x; w < n_units; w += gridDim.x) {
-    const fi_merge_unit mu = units[w];
-    for (int r = 0; r < mu.rows; ++r) {
+  const int64_t items = (int64_t)n_units * row_slots;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int u = (int)(w / row_slots), slot = (int)(w - (int64_t)u * row_slots);
+    const fi_merge_unit mu = units[u];
+    for (int r = slot; r < mu.rows; r += row_slots) {
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
                               head_dim};
       const int64_t row = (int64_t)mu.out_row + r;
@@ -229,10 +249,11 @@ static Strided3 strides3(const fi_tensor *t) {
   return s;
 }
 
+// The v kernel, writing s_out too when `so` is given (vec with D / 8 dividing 32 only).
 template <typename T>
 static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const fi_tensor *vb,
-                               const fi_tensor *sb, fi_tensor *vo, int vec,
-                               const fi_context *ctx) {
+                               const fi_tensor *sb, fi_tensor *vo, float *so, Strided3 sos,
+                               int vec, const fi_context *ctx) {
   int64_t rows = va->shape[0];
   int heads = (int)va->shape[1], D = (int)va->shape[2];
   int vw = vec ? 8 : 1;
@@ -241,12 +262,12 @@ static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const f
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 8>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), rows, heads, D);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D);
   else
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 1>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), rows, heads, D);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D);
 }
 
 extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
@@ -257,19 +278,24 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
   int heads = (int)v_a->shape[1];
   if (rows == 0 || heads == 0) return FI_SUCCESS;
   int vec = vec8_ok(v_a, 2) && vec8_ok(v_b, 2) && vec8_ok(v_out, 2);
-  // In place with s_out aliasing s_a or s_b: the v kernel reads s first, the s kernel
-  // (a later launch on the same stream) writes it.
+  const int D = (int)v_a->shape[2];
+  // s_out in the v kernel where one warp holds each (row, head)'s lanes; else a second
+  // launch (the v kernel reads every s first, then the s kernel writes s_out, which may
+  // alias s_a or s_b).
+  const bool fused = s_out && vec && 32 % (D / 8) == 0;
+  float *so = fused ? (float *)s_out->data : NULL;
+  const Strided3 sos = fused ? strides3(s_out) : Strided3{0, 0, 0};
   switch (v_a->dtype) {
-    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
-    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
-    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, vec, ctx); break;
+    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
+    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
+    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "merge_state: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
                           fi_dtype_name(v_a->dtype));
   }
   fi_status s = fi_cuda_check_launch(ctx, "merge_state");
-  if (s != FI_SUCCESS || !s_out) return s;
+  if (s != FI_SUCCESS || !s_out || fused) return s;
   fi_cuda_launch(ctx, dim3(grid_for(rows * heads)), dim3(128), 0, merge_state_s_kernel,
       (const float *)s_a->data, strides3(s_a), (const float *)s_b->data, strides3(s_b),
       (float *)s_out->data, strides3(s_out), rows, heads);
@@ -317,14 +343,14 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 
 // One launch of the split-KV merge for output element type T.
 template <typename T>
-static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid,
+static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int row_slots,
                                          const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
   return fi_cuda_launch(ctx, grid, dim3(128), 0, merge_partials_kernel<T>,
                         (const fi_merge_unit *)l.merge, device_num_merge_units,
-                        (int)l.num_merge_units, (const float *)l.partial_o,
+                        (int)l.num_merge_units, row_slots, (const float *)l.partial_o,
                         (const float *)l.partial_lse, heads, D, (T *)o->data,
                         (int64_t)o->strides[0], (int64_t)o->strides[1], lse, lse_stride_row,
                         lse_stride_head);
@@ -347,13 +373,15 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "split-KV merge: o needs a 16-byte aligned base and strides that are "
                         "multiples of 16 bytes");
-  // One CTA per (unit, head) up to what fills the GPU (16 CTAs of 128 threads per SM); the
-  // CTAs stride over further units. A device plan's count is its capacity (the units are
+  // One CTA per (unit, row, head) up to what fills the GPU (16 CTAs of 128 threads per SM);
+  // the CTAs stride over the rest. A device plan's count is its capacity (the units are
   // known on the device only): a grid of that size was mostly CTAs that leave at once
   // (33,792 of them, 43 us, in a prefill step that merges 32 units).
+  const uint64_t rpu = plan->private_[FI_PLAN_ROWS_PER_UNIT];
+  const int row_slots = rpu >= 1 && rpu <= 4096 ? (int)rpu : 1;
   const long long fill = ((long long)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) *
                               16 + heads - 1) / heads;
-  long long grid_x = l.num_merge_units > 0 ? l.num_merge_units : 1;
+  long long grid_x = (l.num_merge_units > 0 ? (long long)l.num_merge_units : 1) * row_slots;
   if (grid_x > fill) grid_x = fill;
   dim3 grid((unsigned)grid_x, heads);
   float *lp = lse ? (float *)lse->data : NULL;
@@ -361,13 +389,13 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
