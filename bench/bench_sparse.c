@@ -6,7 +6,7 @@
  * row lists the same count, at random columns), and a causal local + global pattern
  * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal); then
  * variable blocks of 32 .. 192 rows and keys at random, 50 and 90 % sparse; and the 64 x 64
- * random rows over a paged cache (pages of 64 and 16 tokens, a shuffled page table).
+ * random rows over a paged cache (pages of 64, 16 and 24 tokens, a shuffled page table).
  *
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
@@ -183,7 +183,9 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
   /* Paged: the same keys' shapes in pages of `page` tokens, a shuffled page table (the
    * values are random: only the time is read). */
   int32_t *ids = NULL;
-  const int32_t used = page ? SEQ / page : 0, pt_indptr[2] = {0, used}, pt_last[1] = {page};
+  const int32_t used = page ? (SEQ + page - 1) / page : 0, pt_indptr[2] = {0, used},
+                pt_last[1] = {SEQ - (used - 1) * page};
+  void *stage = NULL;
   if (page) {
     p.page_size = page;
     ids = malloc(sizeof(int32_t) * (size_t)used);
@@ -193,7 +195,7 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
       ids[i] = ids[j], ids[j] = t;
     }
     const int64_t shape[4] = {used, page, KV_HEADS, HD};
-    const size_t bytes = (size_t)SEQ * KV_HEADS * HD * 2;
+    const size_t bytes = (size_t)used * page * KV_HEADS * HD * 2;
     a->cache.k = fi_tensor_contiguous(fi_bench_random_device(bytes), FI_DTYPE_F16, 4, shape);
     a->cache.v = fi_tensor_contiguous(fi_bench_random_device(bytes), FI_DTYPE_F16, 4, shape);
     a->cache.layout = FI_LAYOUT_NHD;
@@ -205,10 +207,18 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
     a->pages = (fi_page_table){d, d + 3, d + 2};
     a->host_pages = (fi_page_table){pt_indptr, ids, pt_last};
     a->paged = 1;
+    /* pages that are not a multiple of 16 go through the stage pass (token rows) */
+    size_t stage_bytes = 0;
+    FI_BENCH_OK(b->ctx, fi_prefill_stage_size(b->ctx, &p, 1, SEQ, (int64_t)used * page,
+                                              &stage_bytes));
+    if (stage_bytes) FI_BENCH_CK(cudaMalloc(&stage, stage_bytes));
+    FI_BENCH_OK(b->ctx, fi_context_set_prefill_stage(b->ctx, stage, stage_bytes));
   }
   const double rate =
       time_plan(b, a, name, &p, pairs, a->dense ? 1.0 : listed_rows / (double)blocks, dense_rate);
   if (page) {
+    FI_BENCH_OK(b->ctx, fi_context_set_prefill_stage(b->ctx, NULL, 0));
+    cudaFree(stage);
     cudaFree(a->cache.k.data), cudaFree(a->cache.v.data), cudaFree((void *)(uintptr_t)a->pages.indptr);
     a->paged = 0;
     free(ids);
@@ -511,10 +521,12 @@ void fi_bench_sparse(fi_bench_ctx *b) {
       sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense, 0);
     sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense, 0);
   }
-  /* The 64 x 64 rows over a paged cache: pages of 64 (one box per half) and 16 (four) */
+  /* The 64 x 64 rows over a paged cache: pages of 64 (one box per half), 16 (four) and 24
+   * (not a multiple of 16: the stage pass gathers the pages into token rows first) */
   for (int si = 1; si < 3; ++si) {
     sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 64);
     sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 16);
+    sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 24);
   }
   variable_case(b, &a, 0.5, dense);
   variable_case(b, &a, 0.9, dense);

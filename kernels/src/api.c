@@ -900,21 +900,17 @@ static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int
   return bits;
 }
 
-/* A paged block-sparse plan on CUDA: the page box of the kernel (min(64, the largest power
- * of two dividing page_size), at least 16), with every column block starting on it; 0 with
- * the error set otherwise. */
+/* A paged block-sparse plan on CUDA: the key alignment of its tiles' halves. Page sizes
+ * that are a multiple of 16: the kernel's page box (min(64, the largest power of two
+ * dividing page_size)), with every column block starting on it (0 with the error set
+ * otherwise). Other page sizes: 1 -- the stage pass gathers the sequence's pages into token
+ * rows (the context's prefill stage, fi_prefill_stage_size), which the kernel loads as
+ * contiguous K/V. */
 static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
                             const fi_bsr_matrix *b, int64_t n) {
+  if (p->page_size % 16 != 0) return 1; /* K and V both staged as token rows */
   int32_t box = 64;
   while (box > 1 && p->page_size % box != 0) box /= 2;
-  if (box < 16) {
-    fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                 "paged block-sparse attention on CUDA: page_size = %d is not a multiple of "
-                 "16 (the kernel loads a cache's keys in TMA boxes of 16-64 keys of one page); "
-                 "use such a page size, contiguous K/V (fi_block_sparse_plan) or the host "
-                 "backend", (int)p->page_size);
-    return 0;
-  }
   const int64_t cols = fi_bsr_num_block_cols(b, n);
   for (int64_t j = 0; j < cols; ++j) {
     const int64_t k0 = fi_bsr_col_begin(b, j, n);

@@ -9,7 +9,9 @@
  * in half the configurations variable block rows and/or column blocks (from 1 row and 3
  * keys; FlashInfer's variable block-sparse form), GQA
  * groups 1-16 (dividing 128 or not), head_dim 64 and 128, f16 / bf16, fp8 KV and RoPE
- * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE. The
+ * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE; one
+ * config in three over a paged cache of 1-128-token pages (those not a multiple of 16
+ * through the stage pass). The
  * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); one config in
  * five has few, long rows (the plan splits them along their tiles and merges); its outputs
  * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
@@ -111,24 +113,25 @@ static int run_config(int idx, int maxlen, long long *elements) {
     bsr.num_block_rows = make_offsets(m, bsr.block_rows, row_off);
     bsr.row_offsets = row_off;
   }
-  /* A paged cache in one configuration in three (pages of 16-128 tokens, NHD or HND, in a
-   * shuffled pool with NaN in every slot no key fills): column blocks then start on the
-   * kernel's page box, min(64, page_size). */
+  /* A paged cache in one configuration in three (pages of 1-128 tokens, NHD or HND, in a
+   * shuffled pool with NaN in every slot no key fills). Pages of a multiple of 16: column
+   * blocks start on the kernel's page box, min(64, the largest power of two dividing the
+   * page size); other page sizes run through the stage pass (token rows), any blocks. */
   const int paged = idx % 3 == 2;
-  static const int32_t page_sizes[] = {16, 32, 48, 64, 128};
-  const int32_t page = paged ? page_sizes[gpu_rand() % 5] : 0;
-  const int32_t box = page % 64 == 0 ? 64 : page % 32 == 0 ? 32 : 16;
-  if (paged && !(variable & 2)) bsr.block_cols = box * gpu_rand_int(1, 8);
+  static const int32_t page_sizes[] = {16, 32, 48, 64, 128, 1, 5, 24, 100};
+  const int32_t page = paged ? page_sizes[gpu_rand() % 9] : 0;
+  const int32_t box = page % 64 == 0 ? 64 : page % 32 == 0 ? 32 : page % 16 == 0 ? 16 : 1;
+  if (paged && box > 1 && !(variable & 2)) bsr.block_cols = box * gpu_rand_int(1, 8);
   if (variable & 2) {
     if (gpu_rand() % 3 == 0) bsr.block_cols = 3;
     if (bsr.block_cols > n) bsr.block_cols = (int32_t)n;
-    if (paged && n >= box) { /* offsets in boxes; the last block takes the rest */
+    if (paged && box > 1 && n >= box) { /* offsets in boxes; the last block takes the rest */
       const int32_t least = bsr.block_cols / box > 0 ? bsr.block_cols / box : 1;
       bsr.num_block_cols = make_offsets(n / box, least, col_off);
       for (int32_t j = 0; j <= bsr.num_block_cols; ++j) col_off[j] *= box;
       col_off[bsr.num_block_cols] = (int32_t)n;
       bsr.block_cols = least * box;
-    } else if (paged) { /* one block of all n keys */
+    } else if (paged && box > 1) { /* one block of all n keys */
       bsr.num_block_cols = 1, col_off[0] = 0, col_off[1] = (int32_t)n;
       bsr.block_cols = (int32_t)n;
     } else {
@@ -352,8 +355,9 @@ static int refusals(void) {
     printf("refused %s: %s (%s)\n", cases[i].what, ok ? "ok" : "WRONG", fi_last_error(cuda));
     bad += !ok;
   }
-  /* Paged: a page size that is not a multiple of 16, a column block off the page box, and
-   * a contiguous run of a paged plan, each refused by name. */
+  /* Paged: pages of 24 tokens (not a multiple of 16: through the stage pass) planned, and
+   * their run without a prefill stage refused by name; a column block off the page box of
+   * pages of 64 refused by name. */
   {
     const int32_t pi[2] = {0, 2}, px[2] = {1, 0}, pl[1] = {40}, pl24[1] = {10};
     const fi_page_table pt = {pi, px, pl}, pt24 = {pi, px, pl24};
@@ -363,9 +367,36 @@ static int refusals(void) {
     const int32_t bi[2] = {0, 1}, bx[1] = {0};
     const fi_bsr_matrix b1 = {64, 64, bi, bx};
     fi_status ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt24, 2, &b1, NULL, ws, need, &plan);
-    int pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "page_size = 24");
-    printf("refused paged page_size 24: %s (%s)\n", pok ? "ok" : "WRONG", fi_last_error(cuda));
+    int pok = ps == FI_SUCCESS;
+    printf("planned paged page_size 24: %s (%s)\n", pok ? "ok" : "WRONG",
+           pok ? "" : fi_last_error(cuda));
     bad += !pok;
+    if (pok) { /* q, o [64, 8, 128], a cache of 2 pages of 24 (NHD), no stage */
+      const int64_t qs[3] = {64, 8, 128}, cs[4] = {2, 24, 2, 128};
+      const size_t qb = 64 * 8 * 128 * 2, cb = 2 * 24 * 2 * 128 * 2;
+      void *dq = gpu_alloc_poisoned(qb), *dout = gpu_alloc_poisoned(qb);
+      void *dk = gpu_alloc_poisoned(cb), *dv = gpu_alloc_poisoned(cb);
+      void *dpi = gpu_upload(pi, sizeof pi), *dpx = gpu_upload(px, sizeof px);
+      void *dpl = gpu_upload(pl24, sizeof pl24), *dbi = gpu_upload(bi, sizeof bi);
+      void *dbx = gpu_upload(bx, sizeof bx);
+      fi_tensor tq = fi_tensor_contiguous(dq, FI_DTYPE_F16, 3, qs);
+      fi_tensor to = fi_tensor_contiguous(dout, FI_DTYPE_F16, 3, qs);
+      fi_paged_kv_cache c24;
+      c24.k = fi_tensor_contiguous(dk, FI_DTYPE_F16, 4, cs);
+      c24.v = fi_tensor_contiguous(dv, FI_DTYPE_F16, 4, cs);
+      c24.layout = FI_LAYOUT_NHD;
+      const fi_page_table dpt = {(const int32_t *)dpi, (const int32_t *)dpx,
+                                 (const int32_t *)dpl};
+      const fi_bsr_matrix db1 = {64, 64, (const int32_t *)dbi, (const int32_t *)dbx};
+      FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
+      ps = fi_block_sparse_paged_run(cuda, &plan, &tq, &c24, &dpt, &db1, &to, NULL);
+      pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "prefill stage");
+      printf("refused paged page_size 24 without a stage: %s (%s)\n", pok ? "ok" : "WRONG",
+             fi_last_error(cuda));
+      bad += !pok;
+      cudaFree(dq), cudaFree(dout), cudaFree(dk), cudaFree(dv), cudaFree(dpi), cudaFree(dpx);
+      cudaFree(dpl), cudaFree(dbi), cudaFree(dbx);
+    }
     pp.page_size = 64;
     /* blocks of 40 keys: block 1 starts at 40 */
     const int32_t bi2[2] = {0, 2}, bx2[2] = {0, 1};

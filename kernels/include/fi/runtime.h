@@ -495,11 +495,12 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
  * `pages` (batch 1: indptr {0, P}, P page ids in [0, num_pages), last_page_len[0] tokens in
  * the last page of params.page_size: N = (P - 1) page_size + last_page_len[0]); bsr is over
  * those N keys in order, as for fi_block_sparse_plan, whose workspace size serves (M, N).
- *   CUDA: page_size a multiple of 16 and every column block starting on a multiple of
+ *   CUDA: with page_size a multiple of 16, every column block starts on a multiple of
  *   min(64, the largest power of two dividing page_size) (the kernel loads a block's keys
- *   in TMA boxes of one page); the plan reads host_pages and host_bsr, the run the page
- *   table on the device (it must hold the plan's). RoPE and fp8 KV: a prefill stage,
- *   fi_prefill_stage_size(ctx, params, 1, M, P * page_size).
+ *   in TMA boxes of one page); other page sizes (any blocks), RoPE and fp8 KV go through
+ *   the stage pass, which gathers the pages into token rows: a prefill stage,
+ *   fi_prefill_stage_size(ctx, params, 1, M, P * page_size). The plan reads host_pages and
+ *   host_bsr, the run the page table on the device (it must hold the plan's).
  *   Host: the run reads the page table (host arrays) and gathers the pages. */
 fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params *params,
                                      int64_t num_qo_rows, const fi_page_table *host_pages,
