@@ -1,6 +1,6 @@
 /* Driver of test/E2E/block_sparse.mlir: random sequences and BSR matrices (16 x 32 blocks,
  * then variable blocks of at least 8 x 24, then 16 x 16 blocks over a paged cache of
- * 16-token pages), each compiled function against the runtime called directly
+ * 16-token pages, then 16 x 24 blocks over 24-token pages), each compiled function against the runtime called directly
  * (block_sparse_direct_any), bit for bit, on the backend FI_BACKEND names (CUDA:
  * scripts/gpu-e2e.sh). */
 #include "bsr_offsets.h"
@@ -12,6 +12,8 @@ void _mlir_ciface_bsr_variable(o_lse *, memref3 *, memref3 *, memref3 *, memref1
                                memref1 *, memref1 *);
 void _mlir_ciface_bsr_paged(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
                             memref1 *, memref1 *, memref1 *);
+void _mlir_ciface_bsr_paged24(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
+                              memref1 *, memref1 *, memref1 *);
 
 enum { QH = 4, KVH = 2, HD = 64, R = 16, C = 32, TRIALS = 12, VR = 8, VC = 24 };
 
@@ -82,10 +84,15 @@ static int variable_blocks(rng *r, fi_context *ctx) {
   return bad;
 }
 
-/* The paged function against fi_block_sparse_paged_plan/run called directly (a shuffled
- * pool of 16-token pages, NaN in the slots no key fills); returns mismatches. */
-static int paged_blocks(rng *r, fi_context *ctx) {
-  enum { PAGE = 16, PR = 16 };
+/* A paged function against fi_block_sparse_paged_plan/run called directly (a shuffled
+ * pool of PAGE-token pages, one block column per page, NaN in the slots no key fills):
+ * @bsr_paged (pages of 16, causal) or @bsr_paged24 (pages of 24, soft cap 30); returns
+ * mismatches. */
+typedef void (*paged_fn)(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
+                         memref1 *, memref1 *, memref1 *);
+static int paged_blocks(rng *r, fi_context *ctx, paged_fn fn, const int PAGE, const int causal,
+                        const float cap, const char *name) {
+  enum { PR = 16 };
   int bad = 0, exact = 0;
   for (int trial = 0; trial < TRIALS; ++trial) {
     const int64_t m = rng_int(r, 1, 150), n = m + rng_int(r, 0, 200);
@@ -124,10 +131,11 @@ static int paged_blocks(rng *r, fi_context *ctx) {
     mr_init(&mpx, 1, ids, &npx);
     mr_init(&ml, 1, last, &nl);
     o_lse res;
-    _mlir_ciface_bsr_paged(&res, &mq, &mk, &mv, &mi, &mx, &mp, &mpx, &ml);
+    fn(&res, &mq, &mk, &mv, &mi, &mx, &mp, &mpx, &ml);
     /* The runtime, directly. */
     fi_attention_params p = fi_attention_params_default(QH, KVH, HD);
-    p.mask_mode = FI_MASK_CAUSAL;
+    p.mask_mode = causal ? FI_MASK_CAUSAL : FI_MASK_NONE;
+    p.logits_soft_cap = cap;
     p.page_size = PAGE;
     const fi_bsr_matrix bsr = {PR, PAGE, indptr, indices};
     const fi_page_table pt = {kvp, ids, last};
@@ -137,7 +145,7 @@ static int paged_blocks(rng *r, fi_context *ctx) {
     float *lse;
     block_sparse_direct_any(ctx, &p, m, n, &bsr, q, NULL, NULL, &kv, &pt, pool, &o, &lse);
     if (mismatched(&res, o, lse, m)) {
-      printf("MISMATCH paged trial %d (%lld x %lld, %d pages of %d, %d blocks)\n", trial,
+      printf("MISMATCH %s trial %d (%lld x %lld, %d pages of %d, %d blocks)\n", name, trial,
              (long long)m, (long long)n, (int)used, PAGE, (int)nnz);
       ++bad;
     } else {
@@ -146,7 +154,7 @@ static int paged_blocks(rng *r, fi_context *ctx) {
     e2e_free(q), e2e_free(k), e2e_free(v);
     e2e_free(indptr), e2e_free(indices), e2e_free(ids), e2e_free(kvp), e2e_free(last);
   }
-  printf("block_sparse paged: %d trials bit-exact\n", exact);
+  printf("block_sparse %s: %d trials bit-exact\n", name, exact);
   return bad;
 }
 
@@ -196,7 +204,8 @@ int main(void) {
   }
   printf("block_sparse: %d trials bit-exact\n", exact);
   bad += variable_blocks(&r, ctx);
-  bad += paged_blocks(&r, ctx);
+  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged, 16, 1, 0.f, "paged");
+  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged24, 24, 0, 30.f, "paged 24");
   printf("E2E block-sparse: %s\n", bad ? "FAIL" : "PASS");
   return bad ? 1 : 0;
 }

@@ -336,10 +336,15 @@ static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_p
                                            void **o_out, float **lse_out) {
   const int64_t qs[3] = {m, p->num_qo_heads, p->head_dim};
   const int64_t ks[3] = {n, p->num_kv_heads, p->head_dim}, ls[2] = {m, p->num_qo_heads};
-  size_t ws_bytes = 0;
+  size_t ws_bytes = 0, stage_bytes = 0;
   CHECK_OK(ctx, fi_block_sparse_workspace_size(ctx, p, m, n, bsr->block_rows, bsr->block_cols,
                                                &ws_bytes));
-  void *ws = e2e_alloc(ws_bytes);
+  /* a prefill stage where the run needs one (CUDA: RoPE, fp8 KV, pages that are not a
+   * multiple of 16), sized for the sequence's whole pages */
+  const int64_t stage_rows = cache ? (n + p->page_size - 1) / p->page_size * p->page_size : n;
+  CHECK_OK(ctx, fi_prefill_stage_size(ctx, p, cache != NULL, m, stage_rows, &stage_bytes));
+  void *ws = e2e_alloc(ws_bytes), *stage = stage_bytes ? e2e_alloc(stage_bytes) : NULL;
+  if (stage) CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, stage, stage_bytes));
   fi_plan plan;
   if (cache)
     CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, p, m, pages, num_pages, bsr, NULL, ws,
@@ -359,6 +364,10 @@ static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_p
     CHECK_OK(ctx, fi_block_sparse_run(ctx, &plan, &tq, &tk, &tv, bsr, &to, &tl));
   }
   if (fi_rt_synchronize() != FI_SUCCESS) exit(2); /* (the run reads ws until it is done) */
+  if (stage) {
+    CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, NULL, 0));
+    e2e_free(stage);
+  }
   e2e_free(ws);
   *o_out = o;
   *lse_out = lse;
