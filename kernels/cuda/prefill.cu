@@ -214,6 +214,83 @@ fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
 // The stage pass's arguments both of its kernels take: the run's K/V and page table as the
 // prefill kernel gets them, and the plan's batch (read on the device from the workspace
 // header's batch word when the plan has counters, so graph replays see the current one).
+// A custom mask whose plan has no per-row extents (planned without its bits, as the
+// compiled plan steps are): each query row's {first kept key, last + 1} (relative to its
+// request's KV; {kv_len, 0} when it keeps none; the end negated when it drops a key between
+// them), as fi_plan_store_mask_extents finds them on the host, from the run's bits. One
+// warp per row (lanes on consecutive bytes of the row's bits), rows from the workspace's
+// batch (graph replays), at most `capacity` of them (the region's pairs).
+__global__ void __launch_bounds__(128)
+    mask_extents_kernel(const PrefillParams p, const int32_t *device_batch, int batch,
+                        int64_t capacity, int2 *out) {
+  fi::pdl_enter();
+  const int b = device_batch ? *device_batch : batch;
+  const int64_t rows = b > 0 ? min((int64_t)p.qo_indptr[b], capacity) : 0;
+  const int lane = threadIdx.x & 31, warps_per_block = blockDim.x / 32;
+  for (int64_t row = (int64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; row < rows;
+       row += (int64_t)gridDim.x * warps_per_block) {
+    int lo = 0, hi = b - 1;  // the request: the last r with qo_indptr[r] <= row
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (p.qo_indptr[mid] <= row) lo = mid; else hi = mid - 1;
+    }
+    const int r = lo;
+    int64_t kv;
+    if (p.paged) {
+      const int pages = p.kv_indptr[r + 1] - p.kv_indptr[r];
+      kv = pages > 0 ? (int64_t)(pages - 1) * p.page_size + p.kv_last_page_len[r] : 0;
+    } else {
+      kv = p.kv_indptr[r + 1] - p.kv_indptr[r];
+    }
+    const int64_t base = p.mask_indptr[r] + (row - p.qo_indptr[r]) * kv;
+    long long first = LLONG_MAX, last = -1;
+    int count = 0;
+    if (kv > 0)
+      for (int64_t by = (base >> 3) + lane; by <= (base + kv - 1) >> 3; by += 32) {
+        const int64_t bit0 = by * 8;
+        uint32_t v = p.mask_bits[by];
+        if (bit0 < base) v &= 0xffu << (base - bit0);                 // the row's first byte
+        if (bit0 + 8 > base + kv) v &= 0xffu >> (bit0 + 8 - (base + kv));  // and its last
+        if (v) {
+          first = min(first, (long long)(bit0 + __ffs(v) - 1));
+          last = max(last, (long long)(bit0 + 31 - __clz(v)));
+          count += __popc(v);
+        }
+      }
+    for (int off = 16; off > 0; off >>= 1) {
+      first = min(first, __shfl_xor_sync(0xffffffffu, first, off));
+      last = max(last, __shfl_xor_sync(0xffffffffu, last, off));
+      count += __shfl_xor_sync(0xffffffffu, count, off);
+    }
+    if (lane == 0) {
+      if (count == 0) {
+        out[row] = make_int2((int)kv, 0);
+      } else {
+        const int f = (int)(first - base), l = (int)(last - base);
+        out[row] = make_int2(f, count != l - f + 1 ? -(l + 1) : l + 1);
+      }
+    }
+  }
+}
+
+// The extents of a custom mask whose plan has none, computed on the device into the
+// workspace's extent region (when it holds the plan's rows); sets p.mask_extent.
+cudaError_t device_mask_extents(const fi_context *ctx, const fi_plan *plan, PrefillParams &p,
+                                const int32_t *counts) {
+  int64_t capacity = 0;
+  const size_t off = fi_plan_mask_extent_room(ctx, plan, &capacity);
+  if (!off) return cudaSuccess;  // no room: every tile of the range, as before
+  int2 *out = reinterpret_cast<int2 *>((char *)plan->workspace + off);
+  const int64_t warps = plan->total_qo_rows < capacity ? plan->total_qo_rows : capacity;
+  const int64_t fill = (int64_t)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) * 16;
+  const int grid = (int)((warps + 3) / 4 < fill ? (warps + 3) / 4 : fill);
+  cudaError_t e = fi_cuda_launch(ctx, dim3(grid > 0 ? grid : 1), dim3(128), 0,
+                                 mask_extents_kernel, p, counts ? counts + 8 : nullptr,
+                                 plan->batch, capacity, out);
+  if (e == cudaSuccess) p.mask_extent = reinterpret_cast<const int32_t *>(out);
+  return e;
+}
+
 PrefillStageArgs stage_args_for(const PrefillParams &p, const fi_plan *plan,
                                 const int32_t *counts, int64_t kv_rows) {
   PrefillStageArgs sa = {};
@@ -279,6 +356,8 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   p.k_scale_heads = a->k_scale_heads;
   p.v_scale_heads = a->v_scale_heads;
   cudaError_t e = fi_prefill_stage_fp8_launch(sa, p.pdl != 0, stream);
+  if (e == cudaSuccess && p.custom_mask && !p.mask_extent)
+    e = device_mask_extents(ctx, plan, p, counts);
   if (e == cudaSuccess)
     e = (a->o_dtype == FI_DTYPE_BF16 ? fi_prefill_ws_fp8_launch_bf16
                                      : fi_prefill_ws_fp8_launch_f16)(
@@ -466,6 +545,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (needs_stage)
       e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
                                   stream);
+    if (e == cudaSuccess && p.custom_mask && !p.mask_extent)
+      e = device_mask_extents(ctx, plan, p, counts);
     if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream,
                     variant_kernel);

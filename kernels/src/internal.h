@@ -126,6 +126,13 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
                                      const fi_custom_mask *mask, fi_plan *plan);
 
+/* A custom-mask prefill plan made without the mask's bits (mask.bits NULL at plan: the
+ * compiled plan steps) has no extents; the CUDA run computes them on the device into the
+ * workspace's extent region. Its offset when the region holds a pair per query row of the
+ * plan (*capacity: the pairs it holds), else 0. */
+size_t fi_plan_mask_extent_room(const fi_context *ctx, const fi_plan *plan,
+                                int64_t *capacity);
+
 /* The message of a device planner's status record {code, index, value} (plan_device.cu's
  * PlanError codes): FI_SUCCESS for code 0, else the status with ctx's last error set. */
 fi_status fi_device_plan_error(fi_context *ctx, const int32_t *status);

@@ -749,12 +749,13 @@ void _mlir_ciface_fi_rt_decode_plan_sharded(
                    ranks, split_size);
 }
 
-/* The mask a plan step validates: its indptr (segment sizes); the bits are checked at
- * run. *out is NULL unless the mask mode is custom. Returns 0 after reporting an error. */
+/* The mask a plan step validates: its indptr (segment sizes). The plan op has no bits
+ * (NULL: the plan records no per-row extents; a CUDA run computes them on the device from
+ * the run's bits); they are checked at run. *out is NULL unless the mask mode is custom.
+ * Returns 0 after reporting an error. */
 static int plan_mask(const char *op, int32_t mask_mode, fi_memref *mask_indptr,
                      fi_custom_mask *mask, const fi_custom_mask **out) {
-  static const uint8_t no_bits = 0;
-  mask->bits = &no_bits;
+  mask->bits = NULL;
   mask->indptr = NULL;
   *out = NULL;
   if (mask_mode != FI_MASK_CUSTOM) return 1;

@@ -40,8 +40,9 @@
  * prefill: M = P = the partial-row budget ceil(2 * sm_count * 128 / qo_heads) (two waves
  *         of 128-row tiles), U = E = what remains (U >= max_qo_rows, so E holds a pair per
  *         query row). A custom-mask plan on CUDA writes each query row's first and last
- *         kept key there (fi_plan_store_mask_extents): the warp-specialised kernel loads
- *         no KV tile outside a chunk's extents.
+ *         kept key there (fi_plan_store_mask_extents; a plan made without the bits: the
+ *         run, on the device): the warp-specialised kernel loads no KV tile outside a
+ *         chunk's extents.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -754,7 +755,7 @@ static int64_t last_set_bit(const uint8_t *bits, int64_t from, int64_t to) {
 fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
                                      const fi_custom_mask *mask, fi_plan *plan) {
   plan->private_[FI_PLAN_OFF_MASK_EXTENT] = 0;
-  if (!mask || !plan->workspace || !pb->qo_indptr) return FI_SUCCESS;
+  if (!mask || !mask->bits || !plan->workspace || !pb->qo_indptr) return FI_SUCCESS;
   caps k = caps_from_bytes(pb->family, &plan->params, &ctx->target, plan->workspace_bytes);
   const int64_t rows = pb->qo_indptr[pb->batch];
   if (rows <= 0 || rows > k.extents) return FI_SUCCESS;
@@ -783,6 +784,18 @@ fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
   if (s != FI_SUCCESS) return s;
   plan->private_[FI_PLAN_OFF_MASK_EXTENT] = k.off_ext;
   return FI_SUCCESS;
+}
+
+size_t fi_plan_mask_extent_room(const fi_context *ctx, const fi_plan *plan,
+                                int64_t *capacity) {
+  *capacity = 0;
+  if (!plan->workspace || plan->params.kv_shards > 0 || plan->total_qo_rows <= 0 ||
+      (plan->family != FI_OP_PAGED_PREFILL && plan->family != FI_OP_RAGGED_PREFILL))
+    return 0;
+  caps k = caps_from_bytes(plan->family, &plan->params, &ctx->target, plan->workspace_bytes);
+  if (plan->total_qo_rows > k.extents) return 0;
+  *capacity = k.extents;
+  return k.off_ext;
 }
 
 /* --------------------------------------------- block-sparse attention on CUDA ------- */

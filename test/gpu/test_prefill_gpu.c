@@ -106,10 +106,13 @@ typedef struct config {
   fi_mask_mode mask;
   int mask_pattern; /* custom masks: 0 random bits, 1 causal bits, 2 blocks (empty, full or
                        random), so that kernels that skip empty tiles and leave full ones
-                       unmasked meet all three kinds */
+                       unmasked meet all three kinds, 3 packed documents (causal inside
+                       documents of one random length: each row keeps one run of keys that
+                       starts past 0) */
   fi_pos_encoding pos;
   int window_left, with_lse, fixed_split, force_tiles;
   int use_stage; /* the CUDA context had a prefill stage (fi_context_set_prefill_stage) */
+  int plan_without_bits; /* custom mask: the CUDA plan made with mask.bits NULL */
   int head_scales; /* fp8 attention with per-head q, k and v scales */
   float soft_cap, sm_scale, k_scale, v_scale, q_scale;
   fi_tiles tiles;
@@ -170,7 +173,7 @@ static const char *pos_name(fi_pos_encoding p) {
 
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
-                     "%s %s/%s->%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s pos %s win %d cap "
+                     "%s %s/%s->%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s%s pos %s win %d cap "
                      "%.1f lse %d split %d tiles %s%s%d/%d%s%s lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), fi_dtype_name(c->o_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
@@ -178,7 +181,9 @@ static void describe(const config *c, char *buf, size_t n) {
                      c->page_size, mask_name(c->mask),
                      c->mask != FI_MASK_CUSTOM ? ""
                      : c->mask_pattern == 1 ? " (causal bits)"
-                     : c->mask_pattern == 2 ? " (blocks)" : " (random bits)",
+                     : c->mask_pattern == 2 ? " (blocks)"
+                     : c->mask_pattern == 3 ? " (documents)" : " (random bits)",
+                     c->mask == FI_MASK_CUSTOM && c->plan_without_bits ? " planned without bits" : "",
                      pos_name(c->pos), c->window_left,
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
                      c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
@@ -314,12 +319,16 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   } else {
     memset(mask_bits, 0, mask_bytes);
     const int bq = 1 + (int)(rnd() % 200), bk = 16 + (int)(rnd() % 300);
+    const int doc = c->mask_pattern == 3 ? 1 + (int)(rnd() % 600) : 1;
     for (int r = 0; r < B; ++r)
       for (int i = 0; i < c->qo_len[r]; ++i)
         for (int j = 0; j < c->kv_len[r]; ++j) {
           int keep;
           if (c->mask_pattern == 1) {
             keep = j <= i + c->kv_len[r] - c->qo_len[r];
+          } else if (c->mask_pattern == 3) {
+            const int qpos = i + c->kv_len[r] - c->qo_len[r];
+            keep = j <= qpos && j / doc == qpos / doc;
           } else { /* a block's kind from a hash of (request, block row, block column) */
             uint32_t h = (uint32_t)(r * 7919 + (i / bq) * 104729 + (j / bk) * 1299709);
             h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
@@ -333,10 +342,19 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
         }
   }
 
+  /* The bits past the last pair (the last byte's rest, then a whole byte) set: a kernel or
+   * planner that reads past the mask would see kept pairs there. */
+  for (int64_t bit = mask_indptr[B]; bit < (int64_t)mask_bytes * 8; ++bit)
+    mask_bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+
   /* Plans. */
   fi_page_table hpages = {page_indptr, indices, last_len};
   fi_custom_mask hmask = {mask_bits, mask_indptr};
   const fi_custom_mask *hmask_p = c->mask == FI_MASK_CUSTOM ? &hmask : NULL;
+  /* One custom-mask config in two plans the CUDA run without the bits (as the compiled
+   * plan steps do): the run finds the rows' extents on the device. */
+  const fi_custom_mask nobits = {NULL, mask_indptr};
+  const fi_custom_mask *cmask_p = hmask_p && c->plan_without_bits ? &nobits : hmask_p;
   const fi_tiles *forced = c->force_tiles ? &c->tiles : NULL;
   size_t ws_h = 0, ws_d = 0;
   fi_status s;
@@ -373,11 +391,11 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (c->paged) {
       s = fi_paged_prefill_plan(host, &prm, B, qo_indptr, &hpages, num_pages, hmask_p, NULL, wh, ws_h, &ph);
       if (s == FI_SUCCESS)
-        s = fi_paged_prefill_plan(cuda, &prm_d, B, qo_indptr, &hpages, num_pages, hmask_p, forced, wd, ws_d, &pd);
+        s = fi_paged_prefill_plan(cuda, &prm_d, B, qo_indptr, &hpages, num_pages, cmask_p, forced, wd, ws_d, &pd);
     } else {
       s = fi_ragged_prefill_plan(host, &prm, B, qo_indptr, kv_indptr, hmask_p, NULL, wh, ws_h, &ph);
       if (s == FI_SUCCESS)
-        s = fi_ragged_prefill_plan(cuda, &prm_d, B, qo_indptr, kv_indptr, hmask_p, forced, wd, ws_d, &pd);
+        s = fi_ragged_prefill_plan(cuda, &prm_d, B, qo_indptr, kv_indptr, cmask_p, forced, wd, ws_d, &pd);
     }
     /* A fixed split of many query rows can need more partial rows than the workspace
      * budget holds (a documented plan error): then let the planner choose. */
@@ -781,7 +799,8 @@ static void draw_config(config *c, int i) {
   c->sm_scale = (rnd() & 1) ? 1.f / sqrtf((float)c->hd) : 0.02f + 0.1f * fabsf(rfloat() * rfloat());
   c->window_left = -1;
   c->fixed_split = 0;
-  c->mask_pattern = (int)(rnd() % 3);
+  c->mask_pattern = (int)(rnd() % 4);
+  c->plan_without_bits = (int)(rnd() & 1);
   int solo = i % 6 == 0 ? (int)(rnd() % 7) : -1; /* one feature alone */
   if (solo >= 0) {
     c->mask = solo == 0 ? FI_MASK_CAUSAL : solo == 1 ? FI_MASK_CUSTOM : FI_MASK_NONE;

@@ -81,8 +81,8 @@ static void test_plan_rules(void) {
              "mask is NULL", "FI_MASK_CUSTOM");
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, &badm, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "mask_indptr[2] - mask_indptr[1] = 23 bits", "3 * 8 = 24");
-  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, &nobits, sizeof workspace, &plan),
-             FI_ERROR_INVALID_ARGUMENT, "mask.bits is NULL");
+  /* bits NULL at plan: allowed (no per-row extents; test_run_rules: the run needs them) */
+  EXPECT_OK(paged_plan(qo_indptr, &pt, 4, &nobits, sizeof workspace, &plan), ctx);
   params.mask_mode = FI_MASK_NONE;
 
   /* workspace large enough */
@@ -282,6 +282,19 @@ static void test_run_rules(void) {
   /* and the valid run works, from the plan and from its copy */
   EXPECT_OK(fi_paged_prefill_run(ctx, &plan, &Q, qo_indptr, &kv, &pt, NULL, &O, &L), ctx);
   EXPECT_OK(fi_paged_prefill_run(ctx, &copy, &Q, qo_indptr, &kv, &pt, NULL, &O, &L), ctx);
+  /* a custom-mask plan made without the bits runs with them, and is refused without */
+  {
+    params.mask_mode = FI_MASK_CUSTOM;
+    uint8_t bits[5] = {0xff, 0xff, 0xff, 0xff, 0x3f};
+    int32_t mi[3] = {0, 14, 38}; /* 2 * 7, 3 * 8 */
+    const fi_custom_mask nobits = {NULL, mi}, withbits = {bits, mi};
+    fi_plan mplan;
+    EXPECT_OK(paged_plan(qo_indptr, &pt, 4, &nobits, sizeof workspace, &mplan), ctx);
+    EXPECT_ERR(fi_paged_prefill_run(ctx, &mplan, &Q, qo_indptr, &kv, &pt, &nobits, &O, &L),
+               FI_ERROR_INVALID_ARGUMENT, "custom mask", "NULL");
+    EXPECT_OK(fi_paged_prefill_run(ctx, &mplan, &Q, qo_indptr, &kv, &pt, &withbits, &O, &L), ctx);
+    params.mask_mode = FI_MASK_NONE;
+  }
 
   /* merge shapes */
   float va[2 * 4 * 8], vb[3 * 4 * 8], sa[2 * 4], sb[3 * 4];

@@ -291,7 +291,9 @@ fi_attention_params fi_attention_params_default(int32_t num_qo_heads, int32_t nu
  * indptr[i+1] = indptr[i] + qo_len_i * kv_len_i. Bit 1 = attend. The plan reads the host
  * copy: on CUDA it records each query row's span of kept keys in the workspace (the
  * Hopper kernel loads no KV tile outside a chunk's spans, and masks rows that keep one
- * run of keys by range), so the run's device copy must hold the same bits. */
+ * run of keys by range), so the run's device copy must hold the same bits. A plan may be
+ * given bits = NULL (indptr still required; e.g. the bits are made after planning): the
+ * CUDA run then finds the spans on the device, one pass over the run's bits. */
 typedef struct fi_custom_mask {
   const uint8_t *bits;
   const int32_t *indptr; /* [batch + 1], host copy at plan, device copy at run */
