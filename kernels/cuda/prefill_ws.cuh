@@ -421,6 +421,35 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         // Tile `tile` of the range into the next ring stage (the `loaded`-th of the chunk;
         // cls: its mask class, for the consumers).
         int loaded = 0;
+        // Where tile `tile`'s keys are. Block-sparse: the first keys of its two halves.
+        // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
+        // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
+        // rule); boxes past the request's last page read its last page again (rows past
+        // kv_len or a half's kept keys: masked, and V zeroed).
+        const int box = maps.kv_box_rows, boxes = CTA_KV / box;
+        const bool page_boxes = p.paged && !(p.k_staged && p.v_staged);
+        struct TileSrc {
+          int half_key[2], page, in_page;
+        };
+        auto lookup = [&](int tile) {
+          TileSrc t = {{0, 0}, 0, 0};
+          if (BSR) {
+            t.half_key[0] = p.bsr_tiles[4 * (kv_lo + tile)];
+            t.half_key[1] = p.bsr_tiles[4 * (kv_lo + tile) + 2];
+          }
+          if (page_boxes && lane < boxes) {
+            const int j = BSR ? t.half_key[lane / (64 / box)] + lane % (64 / box) * box
+                              : kv_lo + tile * CTA_KV + lane * box;
+            const int pg = (int)p.page_div.div((uint32_t)j);
+            t.page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
+            t.in_page = j - pg * p.page_size;
+          }
+          return t;
+        };
+        // Looked up one tile ahead (after the previous tile's copies): the loads' latency
+        // then runs under the wait for the next free stage instead of after it.
+        int ahead_tile = -1;
+        TileSrc ahead = {{0, 0}, 0, 0};
         auto issue_tile = [&](int tile, int cls) {
           if (loaded++ == STAGES) {
             __syncwarp();  // (lanes that issued copies and lanes that did not)
@@ -430,25 +459,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           ++kv_seq;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
           const int kv0 = kv_lo + tile * CTA_KV;
-          // Block-sparse: the first keys of the tile's two halves.
-          int half_key[2] = {0, 0};
-          if (BSR) {
-            half_key[0] = p.bsr_tiles[4 * (kv_lo + tile)];
-            half_key[1] = p.bsr_tiles[4 * (kv_lo + tile) + 2];
-          }
-          // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
-          // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
-          // rule); boxes past the request's last page read its last page again (rows past
-          // kv_len or a half's kept keys: masked, and V zeroed).
-          const int box = maps.kv_box_rows, boxes = CTA_KV / box;
-          int page = 0, in_page = 0;
-          if (p.paged && !(p.k_staged && p.v_staged) && lane < boxes) {
-            const int j = BSR ? half_key[lane / (64 / box)] + lane % (64 / box) * box
-                              : kv0 + lane * box;
-            const int pg = (int)p.page_div.div((uint32_t)j);
-            page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
-            in_page = j - pg * p.page_size;
-          }
+          const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
+          const int half_key[2] = {src.half_key[0], src.half_key[1]};
+          const int page = src.page, in_page = src.in_page;
           // Token rows (ragged, or staged): the request's first row.
           const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
           // K (its stage is released after S = Q K^T), then V (after O += P V).
@@ -485,6 +498,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
                                 kv_head, in_page, page, full);
             }
+          }
+          if ((BSR || page_boxes) && tile + 1 < span_tiles) {
+            ahead = lookup(tile + 1);
+            ahead_tile = tile + 1;
           }
         };
         if (classify) {
