@@ -12,7 +12,8 @@
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
  * column gives that ratio. Bytes: q and o once, k and v once per listed block row
  * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix;
- * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size). */
+ * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size, FI_BENCH_SP_HND=1 puts
+ * its cache in HND). */
 #include <math.h>
 #include <string.h>
 
@@ -338,6 +339,10 @@ typedef struct prefix_arg {
   fi_paged_kv_cache kv;
   fi_page_table all, pre, suf;
   int32_t *qo_indptr; /* {0, SP_BATCH} */
+  /* the prefix's attention over contiguous K/V (its keys as token rows): the paging's cost */
+  fi_plan ragged;
+  fi_tensor k_rows, v_rows;
+  int32_t *kv_indptr; /* {0, prefix tokens} */
 } prefix_arg;
 
 static void run_plain(void *p) {
@@ -359,6 +364,13 @@ static void run_prefix_only(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
                                            &a->pre, NULL, &a->o_prefix, &a->lse_prefix));
+}
+
+static void run_prefix_ragged(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_ragged_prefill_run(a->ctx, &a->ragged, &a->q, &a->k_rows, &a->v_rows,
+                                            a->qo_indptr, a->kv_indptr, NULL, &a->o_prefix,
+                                            &a->lse_prefix));
 }
 
 static void run_suffix_only(void *p) {
@@ -418,13 +430,15 @@ static void shared_prefix(fi_bench_ctx *b) {
   prefix_arg a;
   memset(&a, 0, sizeof a);
   a.ctx = b->ctx;
-  const int64_t kvshape[5] = {num_pages, 2, SP_PAGE, KV_HEADS, HD};
+  /* FI_BENCH_SP_HND=1: the cache in HND (each page's rows of one head contiguous) */
+  const int hnd = getenv("FI_BENCH_SP_HND") && atoi(getenv("FI_BENCH_SP_HND")) > 0;
+  const int64_t kvshape[5] = {num_pages, 2, hnd ? KV_HEADS : SP_PAGE, hnd ? SP_PAGE : KV_HEADS, HD};
   const int64_t qshape[3] = {SP_BATCH, QO_HEADS, HD}, lshape[2] = {SP_BATCH, QO_HEADS};
   const size_t kv_bytes = (size_t)num_pages * 2 * SP_PAGE * KV_HEADS * HD * 2;
   const size_t q_bytes = (size_t)SP_BATCH * QO_HEADS * HD * 2;
   const size_t l_bytes = (size_t)SP_BATCH * QO_HEADS * 4;
   fi_tensor kvt = fi_tensor_contiguous(fi_bench_random_device(kv_bytes), FI_DTYPE_F16, 5, kvshape);
-  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
+  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, hnd ? FI_LAYOUT_HND : FI_LAYOUT_NHD, &a.kv));
   a.q = fi_tensor_contiguous(fi_bench_random_device(q_bytes), FI_DTYPE_F16, 3, qshape);
   void *bufs[5];
   for (int i = 0; i < 5; ++i) FI_BENCH_CK(cudaMalloc(&bufs[i], i % 2 ? l_bytes : q_bytes));
@@ -477,6 +491,20 @@ static void shared_prefix(fi_bench_ctx *b) {
     if (!(d <= max_diff)) max_diff = d;
   }
   const double ms_prefix = fi_bench_time_ms(b, run_prefix_only, &a); /* (after the diff) */
+  /* the same attention over contiguous K/V rows (random values: only the time is read) */
+  const int32_t pre_tokens = SP_PREFIX_PAGES * SP_PAGE, kv_ind[2] = {0, pre_tokens};
+  const int64_t rshape[3] = {pre_tokens, KV_HEADS, HD};
+  const size_t rbytes = (size_t)pre_tokens * KV_HEADS * HD * 2;
+  a.k_rows = fi_tensor_contiguous(fi_bench_random_device(rbytes), FI_DTYPE_F16, 3, rshape);
+  a.v_rows = fi_tensor_contiguous(fi_bench_random_device(rbytes), FI_DTYPE_F16, 3, rshape);
+  a.kv_indptr = to_device(kv_ind, 2);
+  FI_BENCH_OK(b->ctx, fi_ragged_prefill_plan(b->ctx, &pp, 1, qo_indptr, kv_ind, NULL, NULL,
+                                             ws[1], w2, &a.ragged));
+  const double ms_ragged = fi_bench_time_ms(b, run_prefix_ragged, &a);
+  cudaFree(a.k_rows.data), cudaFree(a.v_rows.data), cudaFree(a.kv_indptr);
+  /* (the paged prefix plan again: the ragged one shared its workspace) */
+  FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &pp, 1, qo_indptr, &h_pre, num_pages, NULL,
+                                            NULL, ws[1], w2, &a.prefix));
   const double ms_suffix = fi_bench_time_ms(b, run_suffix_only, &a);
   const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
   const double unique_bytes = (double)num_pages * SP_PAGE * KV_HEADS * HD * 2 * 2;
@@ -490,6 +518,12 @@ static void shared_prefix(fi_bench_ctx *b) {
   snprintf(variant, sizeof variant, "%s u%d p%d", tn, a.prefix.num_work_units,
            a.prefix.num_partial_rows);
   fi_bench_row(b, "sparse", "  its prefix (one block row of 64)", variant, ms_prefix,
+               (double)SP_PREFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2,
+               4.0 * HD * QO_HEADS * SP_BATCH * (double)SP_PREFIX_PAGES * SP_PAGE);
+  fi_tiles_name(a.ragged.tiles, 0, tn, sizeof tn);
+  snprintf(variant, sizeof variant, "%s u%d p%d", tn, a.ragged.num_work_units,
+           a.ragged.num_partial_rows);
+  fi_bench_row(b, "sparse", "  the prefix over contiguous K/V", variant, ms_ragged,
                (double)SP_PREFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2,
                4.0 * HD * QO_HEADS * SP_BATCH * (double)SP_PREFIX_PAGES * SP_PAGE);
   fi_tiles_name(a.suffix.tiles, 1, tn, sizeof tn);
