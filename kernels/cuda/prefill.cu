@@ -211,9 +211,6 @@ fi_status cuda_error(fi_context *ctx, const char *what, cudaError_t e) {
                       cudaGetErrorString(e));
 }
 
-// The stage pass's arguments both of its kernels take: the run's K/V and page table as the
-// prefill kernel gets them, and the plan's batch (read on the device from the workspace
-// header's batch word when the plan has counters, so graph replays see the current one).
 // A custom mask whose plan has no per-row extents (planned without its bits, as the
 // compiled plan steps are): each query row's {first kept key, last + 1} (relative to its
 // request's KV; {kv_len, 0} when it keeps none; the end negated when it drops a key between
@@ -273,17 +270,18 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-// The extents of a custom mask whose plan has none, computed on the device into the
-// workspace's extent region (when it holds the plan's rows); sets p.mask_extent.
+// A custom mask whose plan has no extents: computed on the device into the workspace's
+// extent region (when it holds the plan's rows), and p.mask_extent set. Nothing otherwise.
 cudaError_t device_mask_extents(const fi_context *ctx, const fi_plan *plan, PrefillParams &p,
                                 const int32_t *counts) {
+  if (!p.custom_mask || p.mask_extent) return cudaSuccess;
   int64_t capacity = 0;
   const size_t off = fi_plan_mask_extent_room(ctx, plan, &capacity);
   if (!off) return cudaSuccess;  // no room: every tile of the range, as before
   int2 *out = reinterpret_cast<int2 *>((char *)plan->workspace + off);
-  const int64_t warps = plan->total_qo_rows < capacity ? plan->total_qo_rows : capacity;
+  const int64_t rows = plan->total_qo_rows < capacity ? plan->total_qo_rows : capacity;
   const int64_t fill = (int64_t)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) * 16;
-  const int grid = (int)((warps + 3) / 4 < fill ? (warps + 3) / 4 : fill);
+  const int grid = (int)((rows + 3) / 4 < fill ? (rows + 3) / 4 : fill);  // a warp per row
   cudaError_t e = fi_cuda_launch(ctx, dim3(grid > 0 ? grid : 1), dim3(128), 0,
                                  mask_extents_kernel, p, counts ? counts + 8 : nullptr,
                                  plan->batch, capacity, out);
@@ -291,6 +289,9 @@ cudaError_t device_mask_extents(const fi_context *ctx, const fi_plan *plan, Pref
   return e;
 }
 
+// The stage pass's arguments both of its kernels take: the run's K/V and page table as the
+// prefill kernel gets them, and the plan's batch (read on the device from the workspace
+// header's batch word when the plan has counters, so graph replays see the current one).
 PrefillStageArgs stage_args_for(const PrefillParams &p, const fi_plan *plan,
                                 const int32_t *counts, int64_t kv_rows) {
   PrefillStageArgs sa = {};
@@ -356,8 +357,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   p.k_scale_heads = a->k_scale_heads;
   p.v_scale_heads = a->v_scale_heads;
   cudaError_t e = fi_prefill_stage_fp8_launch(sa, p.pdl != 0, stream);
-  if (e == cudaSuccess && p.custom_mask && !p.mask_extent)
-    e = device_mask_extents(ctx, plan, p, counts);
+  if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);
   if (e == cudaSuccess)
     e = (a->o_dtype == FI_DTYPE_BF16 ? fi_prefill_ws_fp8_launch_bf16
                                      : fi_prefill_ws_fp8_launch_f16)(
@@ -545,8 +545,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (needs_stage)
       e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
                                   stream);
-    if (e == cudaSuccess && p.custom_mask && !p.mask_extent)
-      e = device_mask_extents(ctx, plan, p, counts);
+    if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);
     if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream,
                     variant_kernel);

@@ -460,8 +460,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
           const int kv0 = kv_lo + tile * CTA_KV;
           const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
-          const int half_key[2] = {src.half_key[0], src.half_key[1]};
-          const int page = src.page, in_page = src.in_page;
           // Token rows (ragged, or staged): the request's first row.
           const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
           // K (its stage is released after S = Q K^T), then V (after O += P V).
@@ -483,7 +481,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
                 for (int h = 0; h < HD / 64; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
-                                  kv_head, row0 + half_key[lane], full);
+                                  kv_head, row0 + src.half_key[lane], full);
             } else if (!p.paged || staged) {  // token rows (ragged, or staged)
               if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
                 fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
@@ -496,7 +494,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
                 fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
-                                kv_head, in_page, page, full);
+                                kv_head, src.in_page, src.page, full);
             }
           }
           if ((BSR || page_boxes) && tile + 1 < span_tiles) {
