@@ -231,21 +231,25 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // run with.
 // p_log2_offset scales P by 2^offset (the fp8 kernel's 256: P in e4m3 keeps its small
 // values; l is scaled alike, so O / l is not, and the LSE subtracts it).
-template <int NB>
+// OFFSET: this lane's logits are s + offset (raw units, the same for the row's pairs that
+// the lane holds; ALiBi's per-tile part): the max and P take it in once per row.
+template <bool OFFSET = false, int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
                                                     float &l_run, float c_log2,
-                                                    float p_log2_offset = 0.f) {
+                                                    float p_log2_offset = 0.f,
+                                                    float offset = 0.f) {
   float part[NB];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
   float mx = tree_reduce(part, [](float a, float b) { return fmaxf(a, b); });
+  if (OFFSET) mx += offset;
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   mx = fmaxf(m_run, mx * c_log2);  // log2 domain
   const float m_use = (mx == -INFINITY) ? 0.f : mx;
   const float scale = exp2f(m_run - m_use);
   m_run = mx;
-  const float sub = p_log2_offset - m_use;
+  const float sub = OFFSET ? fmaf(offset, c_log2, p_log2_offset - m_use) : p_log2_offset - m_use;
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) {
     float p0 = exp2f(fmaf(s[nb][2 * hh], c_log2, sub));

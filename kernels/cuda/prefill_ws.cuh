@@ -56,9 +56,11 @@
 // or from the stage pass (prefill_stage.cu: RoPE-rotated K, fp8 K/V widened, pages of any
 // size as token rows; k_staged / v_staged), which needs the context's prefill stage; with
 // RoPE the consumers rotate each Q tile in shared memory as it lands (rope_q).
-// EXTRAS = false is the plain kernel (no soft cap, ALiBi, custom mask or window: none of
-// their per-element work is compiled in); BSR = true (with EXTRAS, without custom masks) the
-// block-sparse one, so that neither of the others carries its registers.
+// XF (WsExtras) says which extras an instance compiles in: none is the plain kernel; the
+// masks (window, custom mask), the soft cap, the soft cap with the masks, and all of them
+// (ALiBi's runs and BSR = true, the block-sparse one, without custom masks) are the others,
+// so that an instance carries only the registers and code of the extras it runs (the one
+// kernel with every extra ran a run that uses none of them at 0.82-0.95x the plain one).
 #ifndef FI_CUDA_PREFILL_WS_CUH
 #define FI_CUDA_PREFILL_WS_CUH
 
@@ -94,6 +96,9 @@ struct WsChunk {
   // the keys every row keeps [in_lo, in_hi) (tiles inside need no masking).
   int dense, in_lo, in_hi;
 };
+
+// The extras compiled into an instance of the kernel (its XF, a set of these bits).
+enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7 };
 
 // tanh on the special-function unit (max relative error 2^-11): soft-capped logits cost
 // one MUFU op beside the softmax's exp2, not tanhf's dozen instructions (the softmax is
@@ -226,10 +231,13 @@ struct WsShape {
 // and `maps` are the kernel's __grid_constant__ parameters.
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
-template <int HD, typename DT, bool EXTRAS, bool BSR, bool VARIANT, bool FP8 = false>
+template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
+  constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
+                 X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
   static_assert(!VARIANT || (!EXTRAS && !BSR),
                 "variants run in the kernel without the built-in extras, not block-sparse");
+  static_assert(!BSR || XF == WS_X_ALL, "block-sparse runs the kernel with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
   fi::pdl_enter();
@@ -332,14 +340,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
           // Sliding window: tiles wholly left of every row's window are never loaded (paged:
           // the range starts on a tile boundary, so each box stays inside one page).
-          if (EXTRAS && p.window_left >= 0) {
+          if (X_MASKS && p.window_left >= 0) {
             int lo = c.q_pos_shift + c.t_lo - p.window_left;
             if (p.paged) lo &= ~(CTA_KV - 1);
             c.kv_lo = max(c.kv_lo, lo);
           }
           // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
           // its rows, reduced over the warp; the start on a tile boundary as above).
-          if (EXTRAS && !BSR && p.mask_extent) {
+          if (X_MASKS && !BSR && p.mask_extent) {
             int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
             for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
               const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
@@ -570,7 +578,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     for (int hh = 0; hh < 2; ++hh) {
       const int pr = chunk + warp * 16 + g + hh * 8;
       row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
-      if (VARIANT || FP8 || (EXTRAS && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
+      if (VARIANT || FP8 || (X_ALIBI && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
         row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
     }
     // fp8 attention's per-head scales: q's of each row's head times k's of the KV head
@@ -585,13 +593,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh)
-      if (EXTRAS && p.pos_encoding == FI_POS_ALIBI)
+      if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI)
         // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
         row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / (p.sm_scale * row_qk[hh]);
     // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
     // (S holds tanh(scaled / cap)).
     float c_log2 = p.sm_scale_log2;
-    if (EXTRAS && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
+    if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
     // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
     float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
@@ -599,7 +607,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         row_cap_in[hh] = cap_in * row_qk[hh];
-        if (!(EXTRAS && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
+        if (!(X_CAP && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
       }
     }
     // A score_mod sees the logit itself (S times the scale) and returns the logit to use: S
@@ -624,7 +632,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
     // A dense chunk (every row keeps one run of keys): each row's run from the plan's
     // extents replaces the bits (a range test per pair, no loads per tile).
-    const bool dense = EXTRAS && !BSR && p.custom_mask && c.dense;
+    const bool dense = X_MASKS && !BSR && p.custom_mask && c.dense;
     int row_first[2] = {0, 0}, row_end[2] = {0, 0};
     if (dense) {
 #pragma unroll
@@ -634,7 +642,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         row_end[hh] = e.y;
       }
     }
-    if (EXTRAS && !BSR && p.custom_mask && !dense) {
+    if (X_MASKS && !BSR && p.custom_mask && !dense) {
       const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
       mask_lo_byte = req_lo >> 3;
       mask_hi_byte = (req_hi - 1) >> 3;
@@ -656,7 +664,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
       uint32_t mask_w[2][4];
-      if constexpr (EXTRAS && !BSR) {
+      if constexpr (X_MASKS && !BSR) {
         if (p.custom_mask && !dense) {
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
@@ -699,15 +707,32 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       }
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
-      // left edge (a custom mask: every tile).
+      // left edge (a custom mask: every tile of its extent but those every row keeps whole).
       // (fp8: the first tile may start before the chunk's first key)
       const bool tile_partial = kv0 + CTA_KV > kv_hi || (FP8 && kv0 < kv_first);
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+      // ALiBi without a soft cap: the bias enters S as slope * (column in the tile), one
+      // FMA per pair; the rest, slope * (this lane's first key - the row's position), is the
+      // same for the lane's pairs of a row and enters the softmax (alibi_off).
+      const bool alibi_split = X_ALIBI && !BSR && p.pos_encoding == FI_POS_ALIBI &&
+                               !(X_CAP && p.logits_soft_cap > 0.f);
+      float alibi_off[2] = {0.f, 0.f};
+      bool tile_general = false;  // a tile that needs the general per-pair test below
       if constexpr (EXTRAS) {
-        const bool tile_window = p.window_left >= 0 && kv0 < q_pos_shift + c.t_hi - p.window_left;
-        if (p.pos_encoding == FI_POS_ALIBI) {
-          // slope * (key - query position), the row's part once per tile: an FMA per pair
-          // (block-sparse: each half of the tile from its own first key)
+        const bool tile_window = X_MASKS && p.window_left >= 0 &&
+                                 kv0 < q_pos_shift + c.t_hi - p.window_left;
+        if (alibi_split) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            alibi_off[hh] = row_slope[hh] * (float)(kv0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              s[nb][e] = fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)), s[nb][e]);
+        } else if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI) {
+          // with the soft cap (the bias goes inside its tanh) or block-sparse halves (each
+          // from its own first key): slope * (key - query position) per pair
           float row_bias[2][2];
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh) {
@@ -722,7 +747,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)),
                                row_bias[BSR && nb >= NB_KV / 2][e >> 1]);
         }
-        if (p.logits_soft_cap > 0.f) {
+        if (X_CAP && p.logits_soft_cap > 0.f) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -730,17 +755,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               s[nb][e] = tanh_approx(s[nb][e] * (FP8 ? row_cap_in[e >> 1] : cap_in));
         }
         // A dense chunk's tiles inside the keys every row keeps need no masking.
-        const bool tile_custom =
-            p.custom_mask && !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
-        bool tile_masked = tile_partial || tile_diag || tile_window || tile_custom;
+        const bool tile_custom = X_MASKS && p.custom_mask &&
+                                 !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
+        tile_general = tile_window || tile_custom;
         if constexpr (BSR) {  // a short half, or keys past the diagonal or left of the window
           const int lo = min(bsr_half.x, bsr_half.z);
           const int hi = max(bsr_half.x + bsr_half.y, bsr_half.z + bsr_half.w);
-          tile_masked = bsr_half.y < 64 || bsr_half.w < 64 ||
-                        (p.causal && hi - 1 > q_pos_shift + t_lo) ||
-                        (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
+          tile_general = bsr_half.y < 64 || bsr_half.w < 64 ||
+                         (p.causal && hi - 1 > q_pos_shift + t_lo) ||
+                         (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
         }
-        if (tile_masked) {
+        if (tile_general) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -755,8 +780,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               }
               if (FP8) keep = keep && j >= kv_first;
               if (p.causal) keep = keep && j <= qpos;
-              if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if constexpr (!BSR) {
+              if (X_MASKS && p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
+              if constexpr (X_MASKS && !BSR) {
                 if (dense)
                   keep = keep && j >= row_first[e >> 1] && j < row_end[e >> 1];
                 else if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
@@ -766,7 +791,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }
         }
-      } else if (tile_partial || tile_diag) {
+      }
+      // The range's end and the causal diagonal alone (the window's edge and a custom mask
+      // cannot cut this tile): one bound per row.
+      if (!BSR && !tile_general && (tile_partial || tile_diag)) {
 #pragma unroll
         for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -812,8 +840,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        row_scale[hh] = online_softmax_row(s, hh, m_run[hh], l_run[hh],
-                                           FP8 ? row_c_log2[hh] : c_log2, P_LOG2);
+        row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                    FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
+                                                    alibi_off[hh]);
         any_rescale |= row_scale[hh] != 1.f;
       }
       uint32_t pa[KB][4];
@@ -980,11 +1009,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #endif
 }
 
-template <int HD, typename DT, bool EXTRAS, bool BSR>
+template <int HD, typename DT, int XF, bool BSR>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<HD, DT, EXTRAS, BSR, false>(p, maps);
+  prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
 // fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT.
@@ -992,7 +1021,7 @@ template <typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
     prefill_ws_fp8_kernel(const __grid_constant__ PrefillParams p,
                           const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<128, DT, EXTRAS, false, false, true>(p, maps);
+  prefill_ws_body<128, DT, EXTRAS ? WS_X_ALL : 0, false, false, true>(p, maps);
 }
 
 template <typename DT>
@@ -1020,21 +1049,26 @@ cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bo
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
 template <int HD, typename DT>
 cudaError_t prepare_prefill_ws() {
-  cudaError_t e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, false, false>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       WsShape<HD>::SMEM);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true, false>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
-  if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(prefill_ws_kernel<HD, DT, true, true>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
+  const void *const kernels[] = {
+      (const void *)prefill_ws_kernel<HD, DT, 0, false>,
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_MASKS, false>,
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP, false>,
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>,
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_ALL, false>,
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_ALL, true>};
+  for (const void *k : kernels) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
-// extras: soft cap, ALiBi, custom mask or sliding window in use; p.bsr_tiles: block-sparse;
-// variant_kernel: a program's variant kernel (variant_kernels.cu, loaded by
-// variant_images.cu) in place of the runtime's own, with the same grid and shared memory.
+// extras: soft cap, ALiBi, custom mask or sliding window in use (the instance follows the
+// ones `p` asks for); p.bsr_tiles: block-sparse; variant_kernel: a program's variant kernel
+// (variant_kernels.cu, loaded by variant_images.cu) in place of the runtime's own, with the
+// same grid and shared memory.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool extras,
                               int num_work_units, int sm_count, cudaStream_t stream,
@@ -1043,11 +1077,17 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool e
   using Entry = void (*)(PrefillParams, WsMaps);
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
+  const bool masks = p.window_left >= 0 || p.custom_mask != 0;
+  const bool cap = p.logits_soft_cap > 0.f, alibi = p.pos_encoding == FI_POS_ALIBI;
   // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)
-  const Entry entry = variant_kernel ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
-                      : p.bsr_tiles  ? prefill_ws_kernel<HD, DT, true, true>
-                      : extras       ? prefill_ws_kernel<HD, DT, true, false>
-                                     : prefill_ws_kernel<HD, DT, false, false>;
+  const Entry entry =
+      variant_kernel         ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
+      : p.bsr_tiles          ? prefill_ws_kernel<HD, DT, WS_X_ALL, true>
+      : !extras              ? prefill_ws_kernel<HD, DT, 0, false>
+      : alibi                ? prefill_ws_kernel<HD, DT, WS_X_ALL, false>
+      : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
+      : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
+                             : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);
 }

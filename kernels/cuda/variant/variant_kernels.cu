@@ -7,7 +7,7 @@
 // lowers the result through LLVM's NVPTX backend and ptxas into the program's own cubin,
 // which the runtime loads once per context (variant_images.cu) and launches in place of
 // its own instance under the same plan. The work split and memory traffic are
-// prefill_ws.cuh's. The instances have none of the built-in extras (EXTRAS = false: soft
+// prefill_ws.cuh's. The instances have none of the built-in extras (XF = 0: soft
 // cap, ALiBi, custom mask, window), which the variant expresses instead: with them clang's
 // code for the kernel spilled ~800 bytes per thread, without them none.
 #include "../prefill_ws.cuh"
@@ -18,7 +18,7 @@
   extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)        \
       fi_variant_v3_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
                                          const __grid_constant__ fi_prefill::WsMaps maps) { \
-    fi_prefill::prefill_ws_body<HD, DT, false, false, true>(p, maps);                      \
+    fi_prefill::prefill_ws_body<HD, DT, 0, false, true>(p, maps);                          \
   }
 
 FI_VARIANT_PREFILL_KERNEL(64, f16, __half)
