@@ -547,7 +547,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                                   stream);
     if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);
     if (e == cudaSuccess)
-      e = ws_launch(p, ws_maps, extras, lay.num_work_units, ctx->target.sm_count, stream,
+      e = ws_launch(p, ws_maps, !extras ? 0 : ctx->tuning.prefill_ws_all_extras == 1 ? 2 : 1,
+                    lay.num_work_units, ctx->target.sm_count, stream,
                     variant_kernel);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;

@@ -35,7 +35,7 @@
 //     while the consumers finish the current chunk -- the prologue that the short units of
 //     the one-CTA-per-unit kernel paid in full.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
-//     S = Q K^T with wgmma from shared memory, the logits transform (EXTRAS: soft cap with
+//     S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
 //     tiles that cross them; a custom mask: every tile of the chunk's kept-key extent (the
 //     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
@@ -58,9 +58,10 @@
 // RoPE the consumers rotate each Q tile in shared memory as it lands (rope_q).
 // XF (WsExtras) says which extras an instance compiles in: none is the plain kernel; the
 // masks (window, custom mask), the soft cap, the soft cap with the masks, and all of them
-// (ALiBi's runs and BSR = true, the block-sparse one, without custom masks) are the others,
-// so that an instance carries only the registers and code of the extras it runs (the one
-// kernel with every extra ran a run that uses none of them at 0.82-0.95x the plain one).
+// (ALiBi's runs; and BSR = true, the block-sparse one, without custom masks: an instance
+// with the masks alone measured the same) are the others, so that an instance carries only
+// the registers and code of the extras it runs (the one kernel with every extra ran a run
+// that uses none of them at 0.82-0.95x the plain one).
 #ifndef FI_CUDA_PREFILL_WS_CUH
 #define FI_CUDA_PREFILL_WS_CUH
 
@@ -237,7 +238,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
   static_assert(!VARIANT || (!EXTRAS && !BSR),
                 "variants run in the kernel without the built-in extras, not block-sparse");
-  static_assert(!BSR || XF == WS_X_ALL, "block-sparse runs the kernel with every extra");
+  static_assert(!BSR || XF == WS_X_ALL, "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
   fi::pdl_enter();
@@ -1065,20 +1066,20 @@ cudaError_t prepare_prefill_ws() {
 }
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
-// extras: soft cap, ALiBi, custom mask or sliding window in use (the instance follows the
-// ones `p` asks for); p.bsr_tiles: block-sparse; variant_kernel: a program's variant kernel
+// extras: soft cap, ALiBi, custom mask or sliding window in use (1: the instance follows
+// the ones `p` asks for; 2: the one with every extra); p.bsr_tiles: block-sparse; variant_kernel: a program's variant kernel
 // (variant_kernels.cu, loaded by variant_images.cu) in place of the runtime's own, with the
 // same grid and shared memory.
 template <int HD, typename DT>
-cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, bool extras,
+cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int extras,
                               int num_work_units, int sm_count, cudaStream_t stream,
                               const void *variant_kernel) {
   using W = WsShape<HD>;
   using Entry = void (*)(PrefillParams, WsMaps);
   long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
   const int grid = (int)(items < sm_count ? items : sm_count);
-  const bool masks = p.window_left >= 0 || p.custom_mask != 0;
-  const bool cap = p.logits_soft_cap > 0.f, alibi = p.pos_encoding == FI_POS_ALIBI;
+  const bool all = extras == 2, masks = p.window_left >= 0 || p.custom_mask != 0;
+  const bool cap = all || p.logits_soft_cap > 0.f, alibi = all || p.pos_encoding == FI_POS_ALIBI;
   // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)
   const Entry entry =
       variant_kernel         ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))

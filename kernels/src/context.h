@@ -77,7 +77,8 @@ struct fi_context {
    * context is created (never on the run path); 0 / -1 mean "the measured default".
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
-   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE. */
+   * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
+   * FI_PREFILL_WS_ALL_EXTRAS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -93,6 +94,9 @@ struct fi_context {
     int32_t prefill_warp_spec; /* -1 default (on, sm_90), 0: no warp-specialised prefill */
     int32_t decode_one_wave;   /* -1 default (by the memory bandwidth per SM), 0: split
                                   one-wave per-warp decode plans, 1: keep them unsplit */
+    int32_t prefill_ws_all_extras; /* -1 default (the instance with the run's extras only),
+                                      1: the warp-specialised prefill instance with every
+                                      extra for any run with one (for A / B runs) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it
