@@ -8,7 +8,7 @@
  * core kind for comparison; rows marked "rope" apply llama RoPE to q and K (theta 5e5), the
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
- * rows. */
+ * rows; FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
@@ -55,7 +55,8 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
   if (out) out->ms = 0, out->variant[0] = '\0';
   if (!fi_bench_selected(b, name)) return FI_CORES_CUDA;
-  const int D = 128, page = 16;
+  const char *page_env = getenv("FI_BENCH_DECODE_PAGE");
+  const int D = 128, page = page_env && atoi(page_env) > 0 ? atoi(page_env) : 16;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
   p.page_size = page;
   if (rope) {

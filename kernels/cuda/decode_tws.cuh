@@ -29,7 +29,8 @@ static inline size_t decode_tws_smem(int D, int kvb, int nw, int slots, bool spl
 // The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
 // run): dims (innermost first) head_dim, kv head, position in page, page, with the cache's
 // strides (NHD and HND alike); box 64 x 1 x 16 x 1 (16 rows of one head's 64-dim half;
-// fp8: 128 x 1 x 16 x 1, a whole 128-dim row), 128-byte swizzle. Pages outside
+// fp8: 128 x 1 x 16 x 1, a whole 128-dim row; pages of fewer than 16 tokens: a page's
+// rows), 128-byte swizzle. Pages outside
 // [0, num_pages) read as zeros instead of faulting.
 struct TwsMaps {
   CUtensorMap k, v;
@@ -42,7 +43,8 @@ struct TwsMaps {
 // warps 0 .. NW - 2 are consumers (sub-tile j of the unit goes to consumer j % (NW - 1)),
 // the last warp is the producer. The producer walks the unit's 16-token sub-tiles in order
 // into a ring of R slots: per sub-tile one lane issues 2 x D / 64 tensor copies (K and V,
-// 2 KiB boxes) counted on the slot's `full` mbarrier; a consumer waits on `full`,
+// 2 KiB boxes; pages of fewer than 16 tokens: each of the sub-tile's pages by its own
+// lane) counted on the slot's `full` mbarrier; a consumer waits on `full`,
 // computes, and arrives on `empty`, which the producer waits on before refilling the slot.
 // Why: with per-warp copies (decode_tcw_kernel) a warp requests sub-tile i + 1 only when its
 // own math reaches that point, so its bytes in flight follow its instruction chain and the
@@ -51,9 +53,12 @@ struct TwsMaps {
 // refilled as soon as any slot frees, whatever each consumer's chain, the consumers issue
 // no copies and the producer 4 instructions per 8 KiB (16-byte cp.async from one producer
 // warp, 16 per lane per sub-tile, could not keep up: bench/NOTES.md v14).
-// Page sizes a multiple of 16 only (each sub-tile is one box of one page; the planner's
-// chunks start on page boundaries; a sliding window's start is masked inside its first
-// sub-tile); the producer's lanes load 32 sub-tiles' page ids at once, one batch ahead.
+// Page sizes a multiple of 16 (each sub-tile is one box of one page) or 4 or 8 (a box per
+// page, 16 / page_size of them issued by as many producer lanes; the planner's chunks then
+// start on 16-token boundaries; pages of 1 or 2 tokens would take 16 or 8 boxes of 128-byte
+// rows per 4 KiB, which the copy engine moved at about 55 % / 90 % of copy); chunks start on page boundaries; a sliding window's
+// start is masked inside its first sub-tile. The producer's lanes load the page ids of 32
+// boxes at once, one batch ahead.
 // The rows of a box outside the unit's range (past its end, before a window's start) hold
 // whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
 // P V (0 x NaN would be NaN).
@@ -125,41 +130,64 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     // us.lo are masked.
     const int lo = us.lo / 16 * 16, hi = us.hi;
     const int num_sub = hi > us.lo ? (hi - lo + 15) / 16 : 0;
-    if (p.page_size % 16 != 0 || u.kv_start % 16 != 0) __trap();  // the launcher's conditions
+    const int P = p.page_size;
+    if ((P % 16 != 0 && P != 4 && P != 8) || u.kv_start % 16 != 0) __trap();  // the launcher's
     TcnState<D> st;
     tcn_state_init(st);
 
-    // Producer: sub-tile s into the next slot (one lane issues; every lane takes part in
-    // the page-id batches).
+    // Producer: sub-tile s into the next slot as NB boxes of BR rows (one page of 16 or
+    // more: one box from the sub-tile's row in it; pages of P dividing 16: a box per page),
+    // box b issued by lane b; every lane takes part in the page-id batches, 32 boxes each.
+    // (NB = 2^LG_NB: shifts and masks on the producer's path, no divisions)
+    const int LG_NB = P == 4 ? 2 : P == 8 ? 1 : 0, NB = 1 << LG_NB, BR = 16 >> LG_NB;
+    const int SB = 32 >> LG_NB;  // sub-tiles per batch of page ids
     const int32_t *pages = p.kv_indices + us.page_begin;
-    auto page_batch = [&](int s0) {  // lane i: page id of sub-tile s0 + i (0 past the end)
-      const int sub = s0 + lane;
-      return sub < num_sub ? pages[(lo + 16 * sub) / p.page_size] : 0;
+    auto page_batch = [&](int s0) {  // lane i: page of box i % NB of sub-tile s0 + i / NB
+      const int sub = s0 + (lane >> LG_NB), pos = lo + 16 * sub + BR * (lane & (NB - 1));
+      return sub < num_sub && pos < hi ? pages[pos / P] : 0;  // (0: past the end)
     };
     int cur = 0, next = 0;
     uint32_t pslot = seq % R, pphase = (seq / R) & 1;
-    auto issue = [&](int s) {
-      if (s % 32 == 0) {
-        cur = s == 0 ? page_batch(0) : next;
-        next = page_batch(s + 32);
-      }
-      const int page = __shfl_sync(0xffffffffu, cur, s % 32);
-      if (lane == 0) {
-        const int in_page = (lo + 16 * s) % p.page_size;
-        uint8_t *dst = ring + pslot * SLOT;
-        mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
-        mbar_arrive_expect_tx(&full[pslot], SLOT);
-        if constexpr (KV8) {  // one 2 KiB box of 128-byte rows each
-          tma_load_4d(dst, &maps.k, 0, kv_head, in_page, page, &full[pslot]);
-          tma_load_4d(dst + V_OFF, &maps.v, 0, kv_head, in_page, page, &full[pslot]);
-        } else {
+    auto copy_box = [&](uint8_t *dst, int in_page, int page) {  // K and V of one box
+      if constexpr (KV8) {  // 128-byte rows (2 KiB per 16)
+        tma_load_4d(dst, &maps.k, 0, kv_head, in_page, page, &full[pslot]);
+        tma_load_4d(dst + V_OFF, &maps.v, 0, kv_head, in_page, page, &full[pslot]);
+      } else {
 #pragma unroll
-          for (int h = 0; h < D / 64; ++h) {
-            tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
-            tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
-                        &full[pslot]);
-          }
+        for (int h = 0; h < D / 64; ++h) {
+          tma_load_4d(dst + h * 2048, &maps.k, 64 * h, kv_head, in_page, page, &full[pslot]);
+          tma_load_4d(dst + V_OFF + h * 2048, &maps.v, 64 * h, kv_head, in_page, page,
+                      &full[pslot]);
         }
+      }
+    };
+    auto issue = [&](int s) {
+      if ((s & (SB - 1)) == 0) {
+        cur = s == 0 ? page_batch(0) : next;
+        next = page_batch(s + SB);
+      }
+      uint8_t *const dst = ring + pslot * SLOT;
+      // (two paths: in the one-wave plans the producer's few instructions per sub-tile are
+      // on the critical path; the single-box one is the page-of-16 kernel's as measured)
+      if (NB == 1) {  // one box from the sub-tile's row of its page, by lane 0
+        const int page = __shfl_sync(0xffffffffu, cur, s & 31);
+        if (lane == 0) {
+          const int in_page = (lo + 16 * s) % P;
+          mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
+          mbar_arrive_expect_tx(&full[pslot], SLOT);
+          copy_box(dst, in_page, page);
+        }
+      } else {  // a box per page, box b by lane b
+        const int page =
+            __shfl_sync(0xffffffffu, cur, ((s & (SB - 1)) << LG_NB) + (lane & (NB - 1)));
+        if (lane == 0) {
+          mbar_wait(&empty[pslot], pphase ^ 1);
+          mbar_arrive_expect_tx(&full[pslot], SLOT);
+        }
+        __syncwarp();  // (the slot free and its bytes expected before any box)
+        // Box rows land at row BR * lane of the slot: the 128-byte swizzle follows the
+        // shared-memory address, so the slot reads as one 16-row box.
+        if (lane < NB) copy_box(dst + BR * lane * 128, 0, page);
       }
       if (++pslot == (uint32_t)R) {
         pslot = 0;

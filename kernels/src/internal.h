@@ -39,6 +39,14 @@ fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num
 /* A BSR matrix's block rows and column blocks over M query rows and N keys, uniform or
  * variable (fi_bsr_matrix): their counts, and where block row i / column block j starts
  * (i == count gives M / N). */
+/* Decode pages of 4 or 8 tokens: the warp-specialised decode kernel loads each 16-token
+ * sub-tile of them as a box per page, so the planner chunks them on 16-token boundaries
+ * (pages of 1 or 2 tokens: that many boxes ran slower than the per-warp kernels' copies;
+ * bench/NOTES.md). */
+static inline int fi_decode_boxes_per_page(int64_t page_size) {
+  return page_size == 4 || page_size == 8;
+}
+
 static inline int64_t fi_bsr_num_block_rows(const fi_bsr_matrix *b, int64_t m) {
   return b->row_offsets ? b->num_block_rows : (m + b->block_rows - 1) / b->block_rows;
 }

@@ -108,8 +108,11 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
  * (16, 4096, 32, 8), 128 CTAs, 81.8 -> 83.5 % of copy. Not where the device's memory
  * bandwidth per SM exceeds FI_ONE_WAVE_MAX_GBPS_PER_SM: one such CTA per SM cannot keep
  * enough bytes in flight (H200, 36 GB/s per SM: 16 x 131072 tokens read at 77 % of copy
- * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). The tuning
- * knob FI_DECODE_ONE_WAVE forces the choice (1 unsplit, 0 split). */
+ * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). Nor with
+ * pages of 4 or 8 tokens, which the warp-specialised kernel loads as 4 or 2 boxes per
+ * sub-tile: one CTA's producer per SM cannot issue them fast enough (H100, (16, 4096, 32, 8)
+ * pages of 8: 69 % unsplit, 88 % split). The tuning knob FI_DECODE_ONE_WAVE forces the
+ * choice (1 unsplit, 0 split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles, int64_t unsplit_units) {
@@ -119,7 +122,8 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   const int one_wave = ctx->tuning.decode_one_wave >= 0
                            ? ctx->tuning.decode_one_wave != 0
-                           : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM);
+                           : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
+                                 !fi_decode_boxes_per_page(p->page_size);
   if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
   int64_t u = FI_DECODE_TCW_CTAS_PER_SM * sms / kvh;
   return u < 1 ? 1 : (u < t ? u : t);
@@ -255,6 +259,19 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
   return l;
 }
 
+/* The unit chunks' granularity: whole pages (decode and paged prefill), or 16 rows (ragged).
+ * Decode pages of 4 or 8 tokens take chunks of whole 16-token sub-tiles when the planner
+ * chooses the split (the warp-specialised decode kernel's; such chunks are whole pages
+ * too); a fixed split keeps whole pages (a split that divides each rank's segment must
+ * give the single-rank run's chunks, runtime.h). */
+static int64_t chunk_granularity(const fi_plan_problem *pb, const fi_attention_params *params,
+                                 int decode) {
+  if (!decode && !pb->last_page_len) return FI_RAGGED_GRANULARITY;
+  if (decode && fi_decode_boxes_per_page(pb->page_size) && params->fixed_split_size <= 0)
+    return 16;
+  return pb->page_size;
+}
+
 size_t fi_plan_decode_workspace_bytes_kv(const fi_context *ctx, const fi_attention_params *p,
                                          int32_t max_batch, int64_t max_kv_tokens) {
   int64_t n = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
@@ -371,7 +388,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     rpu = tiles.q_tile / group;
     if (rpu < 1) rpu = 1;
   }
-  int64_t g = pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
+  int64_t g = chunk_granularity(pb, params, pb->family == FI_OP_DECODE);
   int64_t total_qo = 0, total_kv = 0, max_kv = 0;
   for (int32_t i = 0; i < pb->batch; ++i) {
     int64_t kv = fi_problem_kv_len(pb, i);
@@ -561,8 +578,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
                           "too small for num_qo_heads * head_dim = %d: plan on the host",
                           (int)(params->num_qo_heads * params->head_dim));
   }
-  /* Chunks are whole pages (decode and paged prefill), or 16 rows (ragged). */
-  int64_t g = decode || pb->last_page_len ? pb->page_size : FI_RAGGED_GRANULARITY;
+  int64_t g = chunk_granularity(pb, params, decode);
   int64_t target = decode ? decode_target_units(ctx, params, tiles, pb->batch)
                           : fi_plan_target_units_for(ctx, pb->family, params);
   dc->units = k.units;
