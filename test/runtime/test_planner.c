@@ -429,6 +429,48 @@ static void test_fixed_split_workspace(fi_context *ctx) {
   free_problem(&pr);
 }
 
+/* Decode pages of 4 and 8 tokens: the planner's own splits start on 16-token sub-tiles (the
+ * warp-specialised decode kernel loads a box per page into 16-token slots); a fixed split
+ * keeps whole pages (the sharded runs' bit-identity, runtime.h); pages of 16 and of 2 keep
+ * whole pages. Every plan still partitions its cells. */
+static void test_decode_sub_tile_chunks(fi_context *ctx) {
+  const int64_t lens[3] = {20000, 777, 12345};
+  const int sizes[4] = {4, 8, 2, 16};
+  for (int k = 0; k < 4; ++k) {
+    for (int fixed = 0; fixed <= 1; ++fixed) {
+      fi_attention_params p = fi_attention_params_default(32, 8, 128);
+      p.page_size = sizes[k];
+      p.fixed_split_size = fixed ? 3 * sizes[k] : 0;
+      problem pr = problem_from_lens(3, sizes[k], lens);
+      size_t bytes = ws_size(ctx, &p, FI_OP_DECODE, 3, total_kv_of(&pr));
+      char *ws = xmalloc(bytes);
+      fi_plan plan;
+      EXPECT_OK(plan_problem(ctx, &p, &pr, ws, bytes, &plan), ctx);
+      fi_plan_layout l = fi_plan_get_layout(&plan);
+      const int want = !fixed && (sizes[k] == 4 || sizes[k] == 8) ? 16 : sizes[k];
+      int split = 0, off = 0;
+      for (int32_t u = 0; u < l.num_work_units; ++u) {
+        split |= l.work[u].kv_start > 0;
+        if (l.work[u].kv_start % want != 0) ++off;
+      }
+      EXPECT(split, "pages of %d%s: the long requests were not split", sizes[k],
+             fixed ? ", fixed split" : "");
+      EXPECT(off == 0, "pages of %d%s: %d chunks start off a multiple of %d", sizes[k],
+             fixed ? ", fixed split" : "", off, want);
+      if (fixed) {  /* whole pages of the fixed size, not rounded to 16 */
+        int odd = 0;
+        for (int32_t u = 0; u < l.num_work_units; ++u)
+          odd |= l.work[u].kv_start % 16 != 0;
+        EXPECT(sizes[k] == 16 || odd, "pages of %d, fixed split %d: every chunk starts on 16",
+               sizes[k], (int)p.fixed_split_size);
+      }
+      EXPECT(check_partition(&pr, &plan, "sub-tile chunks") == 0, "partition");
+      free(ws);
+      free_problem(&pr);
+    }
+  }
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
@@ -437,6 +479,7 @@ int main(void) {
   test_workspace_bounds(ctx);
   test_fixed_split_invariance(ctx);
   test_fixed_split_workspace(ctx);
+  test_decode_sub_tile_chunks(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
 }
