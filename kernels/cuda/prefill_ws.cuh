@@ -766,54 +766,55 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                          (p.causal && hi - 1 > q_pos_shift + t_lo) ||
                          (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
         }
-        if (tile_general && !BSR && !(X_MASKS && p.custom_mask && !dense)) {
+        if (tile_general && !(X_MASKS && !BSR && p.custom_mask && !dense)) {
           // Every rule here keeps an interval of keys per row (the range's end, the causal
-          // diagonal, the window, a dense chunk's run): its bounds once per row and tile,
-          // relative to this lane's first column, then two compares with immediates per
-          // pair, no branch (the per-pair rules with their branches cost a custom-mask run
-          // 27 % more instructions, bench/NOTES.md v19).
-          int lo_r[2], hi_r[2];
+          // diagonal, the window, a dense chunk's run; block-sparse: per half, its kept
+          // length too): its bounds once per row and tile, relative to this lane's first
+          // column, then two compares with immediates per pair, no branch (the per-pair
+          // rules with their branches cost a custom-mask run 27 % more instructions,
+          // bench/NOTES.md v19).
+          constexpr int HALVES = BSR ? 2 : 1, HALF_NB = NB_KV / HALVES;
+          int lo_r[HALVES][2], hi_r[HALVES][2];
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int qpos = q_pos_shift + row_tok[hh];
-            int lo = FP8 ? kv_first : kv0, hi = kv_hi;
-            if (p.causal) hi = min(hi, qpos + 1);
-            if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
-            if (X_MASKS && !BSR && dense) {
-              lo = max(lo, row_first[hh]);
-              hi = min(hi, row_end[hh]);
+          for (int hf = 0; hf < HALVES; ++hf)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+              const int qpos = q_pos_shift + row_tok[hh];
+              // (keys from `first` on: the tile's, or the half's own first key)
+              const int first = BSR ? (hf ? bsr_half.z : bsr_half.x) : kv0;
+              int lo = FP8 ? kv_first : first,
+                  hi = BSR ? first + (hf ? bsr_half.w : bsr_half.y) : kv_hi;
+              if (p.causal) hi = min(hi, qpos + 1);
+              if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
+              if (X_MASKS && !BSR && dense) {
+                lo = max(lo, row_first[hh]);
+                hi = min(hi, row_end[hh]);
+              }
+              lo_r[hf][hh] = lo - (first + 2 * t4);
+              hi_r[hf][hh] = hi - (first + 2 * t4);
             }
-            lo_r[hh] = lo - (kv0 + 2 * t4);
-            hi_r[hh] = hi - (kv0 + 2 * t4);
-          }
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int col = nb * 8 + (e & 1);  // (+ 2 t4: in the bounds)
-              s[nb][e] = col >= lo_r[e >> 1] && col < hi_r[e >> 1] ? s[nb][e] : -INFINITY;
+              const int col = (nb % HALF_NB) * 8 + (e & 1), hf = nb / HALF_NB;  // (+ 2 t4)
+              s[nb][e] =
+                  col >= lo_r[hf][e >> 1] && col < hi_r[hf][e >> 1] ? s[nb][e] : -INFINITY;
             }
-        } else if (tile_general) {  // block-sparse halves, or a custom mask's bits
+        } else if (tile_general) {  // a custom mask's bits
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
               const int qpos = q_pos_shift + row_tok[e >> 1];
               bool keep = j < kv_hi;
-              if constexpr (BSR) {  // (nb >= NB_KV / 2: the second half, known at compile time)
-                const int col = (nb % (NB_KV / 2)) * 8 + 2 * t4 + (e & 1);
-                j = (nb >= NB_KV / 2 ? bsr_half.z : bsr_half.x) + col;
-                keep = col < (nb >= NB_KV / 2 ? bsr_half.w : bsr_half.y);
-              }
               if (FP8) keep = keep && j >= kv_first;
               if (p.causal) keep = keep && j <= qpos;
               if (X_MASKS && p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if constexpr (X_MASKS && !BSR) {  // (the bits: dense chunks took the interval)
-                if (p.custom_mask)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
-                  keep = keep &&
-                         ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
-              }
+              if constexpr (X_MASKS && !BSR)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
+                keep = keep &&
+                       ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
               s[nb][e] = keep ? s[nb][e] : -INFINITY;
             }
         }
