@@ -61,9 +61,8 @@ static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout lay
                               (cuuint64_t)t.shape[0]};
   const cuuint64_t strides[3] = {(cuuint64_t)t.strides[head] * es,
                                  (cuuint64_t)t.strides[pos] * es, (cuuint64_t)t.strides[0] * es};
-  const cuuint32_t box[4] = {(cuuint32_t)(128 / es), 1, (cuuint32_t)(page_size < 16 ? page_size : 16),
-                             1},
-                  unit[4] = {1, 1, 1, 1};
+  const cuuint32_t rows = (cuuint32_t)(page_size < 16 ? page_size : 16);
+  const cuuint32_t box[4] = {(cuuint32_t)(128 / es), 1, rows, 1}, unit[4] = {1, 1, 1, 1};
   return encode(map, es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
                 4, t.data, dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -194,9 +193,9 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
 #endif
   // The warp-specialised kernel (decode_tws.cuh, decode_tws_kernel): tensor-core plans with
-  // page sizes that are a multiple of 16 (or 4 or 8), <= 8 heads per CTA, and either 16-bit KV of q's type at
-  // head_dim 64 or 128 or fp8 KV at head_dim 128 (the consumers widen the bytes); RoPE
-  // included (its consumers rotate K in registers).
+  // page sizes that are a multiple of 16 (or 4 or 8), <= 8 heads per CTA, and either 16-bit
+  // KV of q's type at head_dim 64 or 128 or fp8 KV at head_dim 128 (the consumers widen the
+  // bytes); RoPE included (its consumers rotate K in registers).
   const bool fp8_kv = ap->kv_dtype == FI_DTYPE_E4M3 || ap->kv_dtype == FI_DTYPE_E5M2;
   const bool tws_kv = fp8_kv ? D == 128
                              : ap->kv_dtype == ap->q_dtype && (D == 64 || D == 128);
@@ -208,7 +207,8 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
                                          (fixed <= 0 || (fixed + P - 1) / P * P % 16 == 0));
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
-                   p.heads_per_cta <= 8 && tws_pages && tws_kv && encode_kv_map(&tws_maps.k, kv->k, kv->layout, D, kv_es, p.page_size) &&
+                   p.heads_per_cta <= 8 && tws_pages && tws_kv &&
+                   encode_kv_map(&tws_maps.k, kv->k, kv->layout, D, kv_es, p.page_size) &&
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es, p.page_size);
   p.tws_maps = tws ? &tws_maps : NULL;
   p.tws_slots = ctx->tuning.tws_slots;

@@ -56,9 +56,9 @@ struct TwsMaps {
 // Page sizes a multiple of 16 (each sub-tile is one box of one page) or 4 or 8 (a box per
 // page, 16 / page_size of them issued by as many producer lanes; the planner's chunks then
 // start on 16-token boundaries; pages of 1 or 2 tokens would take 16 or 8 boxes of 128-byte
-// rows per 4 KiB, which the copy engine moved at about 55 % / 90 % of copy); chunks start on page boundaries; a sliding window's
-// start is masked inside its first sub-tile. The producer's lanes load the page ids of 32
-// boxes at once, one batch ahead.
+// rows per 4 KiB, which the copy engine moved at about 55 % / 90 % of copy). Chunks start
+// on page boundaries; a sliding window's start is masked inside its first sub-tile. The
+// producer's lanes load the page ids of 32 boxes at once, one batch ahead.
 // The rows of a box outside the unit's range (past its end, before a window's start) hold
 // whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
 // P V (0 x NaN would be NaN).
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
     tcn_state_init(st);
 
     // Producer: sub-tile s into the next slot as NB boxes of BR rows (one page of 16 or
-    // more: one box from the sub-tile's row in it; pages of P dividing 16: a box per page),
+    // more: one box from the sub-tile's row in it; pages of 4 or 8: a box per page),
     // box b issued by lane b; every lane takes part in the page-id batches, 32 boxes each.
     // (NB = 2^LG_NB: shifts and masks on the producer's path, no divisions)
     const int LG_NB = P == 4 ? 2 : P == 8 ? 1 : 0, NB = 1 << LG_NB, BR = 16 >> LG_NB;

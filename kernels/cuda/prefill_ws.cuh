@@ -1093,9 +1093,9 @@ cudaError_t prepare_prefill_ws() {
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
 // extras: soft cap, ALiBi, custom mask or sliding window in use (1: the instance follows
-// the ones `p` asks for; 2: the one with every extra); p.bsr_tiles: block-sparse; variant_kernel: a program's variant kernel
-// (variant_kernels.cu, loaded by variant_images.cu) in place of the runtime's own, with the
-// same grid and shared memory.
+// the ones `p` asks for; 2: the one with every extra); p.bsr_tiles: block-sparse;
+// variant_kernel: a program's variant kernel (variant_kernels.cu, loaded by
+// variant_images.cu) in place of the runtime's own, with the same grid and shared memory.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int extras,
                               int num_work_units, int sm_count, cudaStream_t stream,
