@@ -61,13 +61,15 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
 /// Hopper kernel can run it (KV of q's element type or fp8: every extra runs on that kernel,
 /// RoPE, fp8 KV and page sizes that are not a multiple of 16 after the runtime's stage pass,
 /// which compiled code always has); for a decode op, the warp-specialised decode kernel can
-/// (pages a multiple of 16 with 16-bit KV of q's type or fp8 KV, RoPE included).
+/// (pages a multiple of 16, or of 4 or 8 tokens, with 16-bit KV of q's type or fp8 KV, RoPE
+/// included).
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
   // Decode: the warp-specialised decode kernel's scope.
   if (isa<PagedDecodeOp>(op))
     return (info.kvType == info.qType || isa<Float8E4M3FNType, Float8E5M2Type>(info.kvType)) &&
            (info.qType.isF16() || info.qType.isBF16()) &&
-           (!info.bsr || info.bsr.getBlockCols() % 16 == 0);
+           (!info.bsr || info.bsr.getBlockCols() % 16 == 0 || info.bsr.getBlockCols() == 4 ||
+            info.bsr.getBlockCols() == 8);
   if (!isa<PagedPrefillOp, RaggedPrefillOp>(op))
     return false;
   return (info.qType.isF16() || info.qType.isBF16()) &&

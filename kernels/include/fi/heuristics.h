@@ -50,8 +50,8 @@ typedef struct fi_tile_problem {
    * queries with KV of the query's dtype (soft cap, ALiBi, custom masks and sliding windows
    * run on it), or with RoPE, fp8 KV or a page size that is not a multiple of 16 when the
    * runtime stages them (a prefill stage: fi_context_set_prefill_stage). Decode: 1 when the warp-specialised
-   * decode kernel can run it: a page size that is a multiple of 16 and 16-bit KV of the
-   * query's dtype or fp8 KV (RoPE included). 0 when not (or not known). */
+   * decode kernel can run it: a page size that is a multiple of 16 (or 4 or 8) and 16-bit KV
+   * of the query's dtype or fp8 KV (RoPE included). 0 when not (or not known). */
   int32_t fast_path;
 } fi_tile_problem;
 
