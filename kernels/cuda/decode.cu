@@ -200,14 +200,10 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   const bool tws_kv = fp8_kv ? D == 128
                              : ap->kv_dtype == ap->q_dtype && (D == 64 || D == 128);
   const int kv_es = fp8_kv ? 1 : 2;
-  // Pages of 4 or 8 tokens: the plan's chunks must start on 16-token sub-tiles (planner.c
-  // makes them so unless a fixed split of other whole pages says otherwise).
-  const int64_t P = p.page_size, fixed = ap->fixed_split_size;
-  const bool tws_pages = P % 16 == 0 || (fi_decode_boxes_per_page(P) &&
-                                         (fixed <= 0 || (fixed + P - 1) / P * P % 16 == 0));
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
-                   p.heads_per_cta <= 8 && tws_pages && tws_kv &&
+                   p.heads_per_cta <= 8 &&
+                   fi_decode_chunks_on_sub_tiles(p.page_size, ap->fixed_split_size) && tws_kv &&
                    encode_kv_map(&tws_maps.k, kv->k, kv->layout, D, kv_es, p.page_size) &&
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es, p.page_size);
   p.tws_maps = tws ? &tws_maps : NULL;

@@ -634,6 +634,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // A dense chunk (every row keeps one run of keys): each row's run from the plan's
     // extents replaces the bits (a range test per pair, no loads per tile).
     const bool dense = X_MASKS && !BSR && p.custom_mask && c.dense;
+    // Otherwise a custom mask is read as bits, every tile (mask_bits).
+    const bool mask_bits = X_MASKS && !BSR && p.custom_mask && !dense;
     int row_first[2] = {0, 0}, row_end[2] = {0, 0};
     if (dense) {
 #pragma unroll
@@ -643,7 +645,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         row_end[hh] = e.y;
       }
     }
-    if (X_MASKS && !BSR && p.custom_mask && !dense) {
+    if (mask_bits) {
       const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
       mask_lo_byte = req_lo >> 3;
       mask_hi_byte = (req_hi - 1) >> 3;
@@ -665,13 +667,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
       uint32_t mask_w[2][4];
-      if constexpr (X_MASKS && !BSR) {
-        if (p.custom_mask && !dense) {
+      if (mask_bits) {
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh)
-            load_mask_bits128(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
-                              mask_w[hh]);
-        }
+        for (int hh = 0; hh < 2; ++hh)
+          load_mask_bits128(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
+                            mask_w[hh]);
       }
 
       // The descriptors of P(tile-1) V(tile-1), defined before the fence.
@@ -766,7 +766,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                          (p.causal && hi - 1 > q_pos_shift + t_lo) ||
                          (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
         }
-        if (tile_general && !(X_MASKS && !BSR && p.custom_mask && !dense)) {
+        if (tile_general && !mask_bits) {
           // Every rule here keeps an interval of keys per row (the range's end, the causal
           // diagonal, the window, a dense chunk's run; block-sparse: per half, its kept
           // length too): its bounds once per row and tile, relative to this lane's first
@@ -786,7 +786,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                   hi = BSR ? first + (hf ? bsr_half.w : bsr_half.y) : kv_hi;
               if (p.causal) hi = min(hi, qpos + 1);
               if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
-              if (X_MASKS && !BSR && dense) {
+              if (dense) {
                 lo = max(lo, row_first[hh]);
                 hi = min(hi, row_end[hh]);
               }

@@ -36,9 +36,6 @@ fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor 
  * and value it rejects. */
 fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num_qo_rows,
                           int64_t num_kv_rows);
-/* A BSR matrix's block rows and column blocks over M query rows and N keys, uniform or
- * variable (fi_bsr_matrix): their counts, and where block row i / column block j starts
- * (i == count gives M / N). */
 /* Decode pages of 4 or 8 tokens: the warp-specialised decode kernel loads each 16-token
  * sub-tile of them as a box per page, so the planner chunks them on 16-token boundaries
  * (pages of 1 or 2 tokens: that many boxes ran slower than the per-warp kernels' copies;
@@ -47,6 +44,19 @@ static inline int fi_decode_boxes_per_page(int64_t page_size) {
   return page_size == 4 || page_size == 8;
 }
 
+/* Whether a decode plan's chunks start on 16-token sub-tiles, which that kernel needs: pages
+ * a multiple of 16, or of 4 or 8 tokens unless a fixed split (rounded up to whole pages, as
+ * the planner's chunk_granularity keeps it) is not a multiple of 16. */
+static inline int fi_decode_chunks_on_sub_tiles(int64_t page_size, int64_t fixed_split_size) {
+  if (page_size % 16 == 0) return 1;
+  if (!fi_decode_boxes_per_page(page_size)) return 0;
+  return fixed_split_size <= 0 ||
+         (fixed_split_size + page_size - 1) / page_size * page_size % 16 == 0;
+}
+
+/* A BSR matrix's block rows and column blocks over M query rows and N keys, uniform or
+ * variable (fi_bsr_matrix): their counts, and where block row i / column block j starts
+ * (i == count gives M / N). */
 static inline int64_t fi_bsr_num_block_rows(const fi_bsr_matrix *b, int64_t m) {
   return b->row_offsets ? b->num_block_rows : (m + b->block_rows - 1) / b->block_rows;
 }
