@@ -151,7 +151,8 @@ static void data_init(decode_data *d, const decode_case *c, int poison) {
       if ((*h & 0x7f80) != 0 && (*h & 0x7f80) != 0x7f80) *h = (uint16_t)(*h + (17 << 7));
     }
   gpu_fill_random(d->kv_h, p->kv_dtype, kv_elems);
-  d->cache_h = cache_view(c, d->kv_h, (int32_t)np);
+  /* (the cache as the plan sees it: no pages when there are none, though one is allocated) */
+  d->cache_h = cache_view(c, d->kv_h, d->pages.num_pages);
   if (poison) poison_unread_rows(d, c);
   d->q_d = gpu_upload(d->q_h, d->q_bytes);
   d->kv_d = gpu_upload(d->kv_h, d->kv_bytes);
@@ -160,7 +161,7 @@ static void data_init(decode_data *d, const decode_case *c, int poison) {
   d->indptr_d = (int32_t *)gpu_upload(d->pages.indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
   d->indices_d = (int32_t *)gpu_upload(d->pages.indices, sizeof(int32_t) * (size_t)(np));
   d->last_d = (int32_t *)gpu_upload(d->pages.last_page_len, sizeof(int32_t) * (size_t)(c->batch > 0 ? c->batch : 1));
-  d->cache_d = cache_view(c, d->kv_d, (int32_t)np);
+  d->cache_d = cache_view(c, d->kv_d, d->pages.num_pages);
 }
 
 static void data_free(decode_data *d) {
