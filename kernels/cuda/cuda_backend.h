@@ -39,6 +39,10 @@ fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
  * as a launchable function pointer. */
 fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image, int head_dim,
                                  int bf16, const void **kernel);
+/* The same for the warp-specialised decode kernel (decode_tws.cuh; rope: its RoPE
+ * instance), with the device's shared memory per block allowed. */
+fi_status fi_cuda_variant_decode_kernel(fi_context *ctx, const void *device_image,
+                                        int head_dim, int bf16, int rope, const void **kernel);
 
 #ifdef __cplusplus
 }

@@ -208,6 +208,40 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es, p.page_size);
   p.tws_maps = tws ? &tws_maps : NULL;
   p.tws_slots = ctx->tuning.tws_slots;
+  // An attention variant (runtime.h, fi_variant): the warp-specialised kernel of the
+  // program's device image, with the program's hooks compiled in and the op's captured
+  // values as its third parameter.
+  const fi_variant *var = ap->variant && (ap->variant->score_mod || ap->variant->mask_mod)
+                              ? ap->variant : NULL;
+  fi::DecodeVariant dv;
+  if (var) {
+    if (!tws)
+      return fi_set_error(
+          ctx, FI_ERROR_UNSUPPORTED,
+          "decode with a score_mod/mask_mod: the variant is compiled into the "
+          "warp-specialised decode kernel, which cannot take this run (it needs an sm_90 "
+          "device and build, tensor-core tiles (cores = tensor), page sizes that are a "
+          "multiple of 16 or 4 or 8, a KV cache of q's dtype at head_dim 64 or 128 and at "
+          "most 8 query heads per CTA; this run: page_size %d, head_dim %d, tiles %s); "
+          "run it on the host backend or change the shape",
+          (int)ap->page_size, D, tc ? "tensor" : "cuda cores");
+    if (ap->logits_soft_cap > 0.f || ap->window_left >= 0 || ap->pos_encoding == FI_POS_ALIBI)
+      return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                          "decode with a score_mod/mask_mod and a built-in soft cap, ALiBi or "
+                          "sliding window: the variant kernel takes the variant in their "
+                          "place; express them in the variant (RoPE stays built in)");
+    const void *kernel = NULL;
+    fi_status vs = fi_cuda_variant_decode_kernel(ctx, var->device_image, D,
+                                                 ap->q_dtype == FI_DTYPE_BF16,
+                                                 ap->pos_encoding == FI_POS_ROPE_LLAMA, &kernel);
+    if (vs != FI_SUCCESS) return vs;
+    memset(&dv, 0, sizeof dv);
+    dv.score = var->score_mod != NULL;
+    dv.mask = var->mask_mod != NULL;
+    if (var->captures_bytes) memcpy(dv.captures, var->captures, var->captures_bytes);
+    p.variant_kernel = kernel;
+    p.variant = &dv;
+  }
   p.sm_count = ctx->target.sm_count;
   p.smem_per_sm = ctx->smem_per_sm;
   p.smem_reserved = ctx->smem_reserved_per_block;

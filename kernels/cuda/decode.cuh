@@ -141,13 +141,21 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   // (bf16 RoPE keeps residues of its Q tile; the fp8 instance's math is f16: none)
   const bool rope = p.pos_encoding == FI_POS_ROPE_LLAMA,
              split = rope && is_bf16<T>::value && kvb == 2;
-  while (slots > consumers && (long long)decode_tws_smem(D, kvb, nw, slots, split) > per_cta)
+  const bool variant = p.variant_kernel != nullptr;
+  while (slots > consumers &&
+         (long long)decode_tws_smem(D, kvb, nw, slots, split, variant) > per_cta)
     slots -= consumers;
   if (p.tws_slots >= consumers && p.tws_slots < slots)
     slots = p.tws_slots / consumers * consumers;
-  const size_t smem = decode_tws_smem(D, kvb, nw, slots, split);
+  const size_t smem = decode_tws_smem(D, kvb, nw, slots, split, variant);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;
   p.stages = slots;
+  if (variant) {  // (a cudaKernel_t launches through the runtime's calls as a function pointer)
+    using Entry = void (*)(DecodeParams, TwsMaps, DecodeVariant);
+    return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
+                     reinterpret_cast<Entry>(const_cast<void *>(p.variant_kernel)), p,
+                     *p.tws_maps, *p.variant);
+  }
   return launch_on(stream, p.pdl != 0, grid, dim3(32 * nw), smem,
                    rope ? decode_tws_kernel<T, D, true, KVT> : decode_tws_kernel<T, D, false, KVT>,
                    p, *p.tws_maps);
@@ -182,8 +190,10 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
     // maps where it applies; a configuration it cannot take falls through.
     if constexpr (has_tws<T, KVT, D>()) if (p.warp_pipe && p.tws_maps) {
       const cudaError_t e = launch_tws<T, D, KVT>(p, grid, smem_limit, stream);
-      if (e != cudaErrorInvalidConfiguration) return e;  // else: the kernels below
+      // else the kernels below (not for a variant: its kernel is this one)
+      if (e != cudaErrorInvalidConfiguration || p.variant_kernel) return e;
     }
+    if (p.variant_kernel) return cudaErrorInvalidConfiguration;  // (decode.cu checks first)
     if constexpr (D <= 128 && sizeof(KVT) == 2) if (p.warp_pipe && !transform) {
       // Per variant (0 rows form, 1 heads on N with the ring, 2 with single slots) and per
       // (T, KVT, D), this function's instantiation.

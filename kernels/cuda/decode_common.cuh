@@ -71,6 +71,19 @@ struct DecodeParams {
   // these tensor maps (the device and the build have sm_90; decode.cu encodes them). A host
   // pointer, read by the launcher only.
   const TwsMaps *tws_maps;
+  // Not NULL: a program's variant kernel (variant/variant_kernels.cu, loaded by
+  // variant_images.cu) runs in place of decode_tws_kernel, with `variant` as its third
+  // parameter. Host pointers, read by the launcher only.
+  const void *variant_kernel;
+  const struct DecodeVariant *variant;
+};
+
+// An attention variant compiled into the warp-specialised decode kernel (runtime.h,
+// fi_variant; variant_hooks.cuh): which hooks are on, and the op's captured values by value.
+// Its own kernel parameter, so the runtime's kernels keep their argument block.
+struct DecodeVariant {
+  int32_t score, mask;
+  uint64_t captures[FI_VARIANT_MAX_CAPTURE_BYTES / 8];
 };
 
 // This CTA's (unit slot, head chunk index) and the unit stride. head_fast: the CTAs of one

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "decode_common.cuh"
+#include "variant_hooks.cuh"
 
 namespace fi {
 
@@ -177,14 +178,22 @@ __device__ __forceinline__ void tcn_rope_freqs_kv8(const DecodeParams &p, int la
 // returns. ROPE: K is rotated in registers (tcn_rope_freqs; one range-reduced sincos per
 // pair) before its mma; for bf16 the rotated K and the staged Q are split into hi + lo parts
 // (qb_lo: Q's residues) and q.k = qh.kh + qh.kl + ql.kh, as in decode_tc_kernel.
-template <typename T, int D, int RC, bool SW = false, bool ROPE = false, typename KV8 = void>
+// VARIANT (decode_tws_kernel's variant instance): the program's score_mod on each logit
+// after the built-in transforms, and its mask_mod on each pair where `mask_pairs` (the
+// sub-tile's class is PARTIAL); `batch`, `head0` (the lane's heads are head0 + 2 t4 + {0,
+// 1}) and `kv_head` are the hooks' arguments.
+template <typename T, int D, int RC, bool SW = false, bool ROPE = false, typename KV8 = void,
+          bool VARIANT = false>
 __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &st,
                                            const uint32_t (&qb)[D / 16][2], const uint8_t *kb,
                                            int pos0, int hi, int q_pos, float slope0,
                                            float slope1, int lane, uint32_t (&pb)[2],
                                            int lo = 0, const float *kfreq = nullptr,
                                            const uint32_t (*qb_lo)[2] = nullptr,
-                                           float q_unscale = 1.f) {
+                                           float q_unscale = 1.f,
+                                           const DecodeVariant *var = nullptr, int batch = 0,
+                                           int head0 = 0, int kv_head = 0,
+                                           bool mask_pairs = false) {
   // (fp8 KV: the mma and P in f16 whatever q's type; stage_q_tile_kv8)
   using MT = typename std::conditional<std::is_void<KV8>::value, T, f16>::type;
   const int g = lane / 4;
@@ -287,10 +296,17 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int pos = pos0 + g + 8 * (j >> 1);
-    const bool keep = pos < hi && (!SW || pos >= lo);
-    const float v = keep ? logits_transform(p, (s[j] + s2[j]) * (p.scale * q_unscale), pos,
-                                            q_pos, (j & 1) ? slope1 : slope0) * kLog2e
-                         : -INFINITY;
+    bool keep = pos < hi && (!SW || pos >= lo);
+    float x = logits_transform(p, (s[j] + s2[j]) * (p.scale * q_unscale), pos, q_pos,
+                               (j & 1) ? slope1 : slope0);
+    if constexpr (VARIANT) {
+      const int h = head0 + 2 * (lane % 4) + (j & 1);
+      if (mask_pairs)
+        keep = keep && fi_variant_mask_mod(batch, h, q_pos, pos, var->captures) != 0;
+      if (var->score)
+        x = fi_variant_score_mod(x, batch, h, kv_head, q_pos, pos, var->captures);
+    }
+    const float v = keep ? x * kLog2e : -INFINITY;
     s[j] = v;
     mx[j & 1] = fmaxf(mx[j & 1], v);
   }

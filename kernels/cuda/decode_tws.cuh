@@ -21,9 +21,12 @@ static inline __host__ __device__ int decode_tws_ring_bytes(int D, int kvb, int 
   const int epi = decode_merge_bytes(D, nw);
   return ring > epi ? ring : epi;
 }
-static inline size_t decode_tws_smem(int D, int kvb, int nw, int slots, bool split) {
+// (a variant kernel: also each slot's mask class, behind the mbarriers)
+static inline size_t decode_tws_smem(int D, int kvb, int nw, int slots, bool split,
+                                     bool variant = false) {
   return (size_t)decode_tws_ring_bytes(D, kvb, nw, slots) +
-         (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t);
+         (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t) +
+         (variant ? (size_t)slots * sizeof(int) : 0);
 }
 
 // The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
@@ -70,13 +73,17 @@ struct TwsMaps {
 // (decode_heads_n.cuh, KV8; RoPE rotates the widened K): the ring holds twice the tokens
 // per byte of shared memory. The math is f16 for a bf16 q too (its Q tile staged in f16,
 // scaled down by a power of two when it would come near f16's range; stage_q_tile_kv8).
+// VARIANT (a program's variant kernel, variant/variant_kernels.cu): the score_mod on every
+// logit, and with a mask_mod the producer classifies each sub-tile first (the program's
+// tile classifier over the CTA's heads and the sub-tile's keys): EMPTY ones are not copied
+// (the slot is handed over without bytes, its class beside it, and the consumer skips it),
+// FULL ones need no mask call, PARTIAL ones call the mask per pair.
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
-template <typename T, int D, bool ROPE, typename KVT = T>
-__global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
-    decode_tws_kernel(const __grid_constant__ DecodeParams p,
-                      const __grid_constant__ TwsMaps maps) {
+template <typename T, int D, bool ROPE, typename KVT = T, bool VARIANT = false>
+__device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const TwsMaps &maps,
+                                                const DecodeVariant &var) {
   constexpr bool KV8 = sizeof(KVT) == 1;
   using KV8T = typename std::conditional<KV8, KVT, void>::type;
   static_assert(!KV8 || D == 128, "fp8 KV: head_dim 128");
@@ -104,6 +111,8 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
   uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
   uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
   uint64_t *empty = full + R;
+  int *slot_class = reinterpret_cast<int *>(empty + R);  // VARIANT: each slot's mask class
+  const bool var_mask = VARIANT && var.mask;
   if (tid == 0) {
     for (int i = 0; i < R; ++i) {
       mbar_init(&full[i], 1);   // the producer's arrive.expect_tx
@@ -167,6 +176,18 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         next = page_batch(s + SB);
       }
       uint8_t *const dst = ring + pslot * SLOT;
+      // VARIANT with a mask_mod: the sub-tile's class (lane 0's, for every lane); an EMPTY
+      // one hands its slot over without bytes.
+      int cls = FI_MASK_TILE_PARTIAL;
+      if constexpr (VARIANT) {
+        if (var_mask) {
+          const int k0 = lo + 16 * s;
+          cls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1, us.q_pos,
+                                     us.q_pos, k0 > us.lo ? k0 : us.lo,
+                                     k0 + 16 < hi ? k0 + 15 : hi - 1, var.captures);
+          cls = __shfl_sync(0xffffffffu, cls, 0);
+        }
+      }
       // (two paths: in the one-wave plans the producer's few instructions per sub-tile are
       // on the critical path; the single-box one is the page-of-16 kernel's as measured)
       if (NB == 1) {  // one box from the sub-tile's row of its page, by lane 0
@@ -174,20 +195,30 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         if (lane == 0) {
           const int in_page = (lo + 16 * s) % P;
           mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
-          mbar_arrive_expect_tx(&full[pslot], SLOT);
-          copy_box(dst, in_page, page);
+          if (VARIANT) slot_class[pslot] = cls;
+          if (VARIANT && cls == FI_MASK_TILE_EMPTY) {
+            mbar_arrive(&full[pslot]);
+          } else {
+            mbar_arrive_expect_tx(&full[pslot], SLOT);
+            copy_box(dst, in_page, page);
+          }
         }
       } else {  // a box per page, box b by lane b
         const int page =
             __shfl_sync(0xffffffffu, cur, ((s & (SB - 1)) << LG_NB) + (lane & (NB - 1)));
         if (lane == 0) {
           mbar_wait(&empty[pslot], pphase ^ 1);
-          mbar_arrive_expect_tx(&full[pslot], SLOT);
+          if (VARIANT) slot_class[pslot] = cls;
+          if (VARIANT && cls == FI_MASK_TILE_EMPTY)
+            mbar_arrive(&full[pslot]);
+          else
+            mbar_arrive_expect_tx(&full[pslot], SLOT);
         }
         __syncwarp();  // (the slot free and its bytes expected before any box)
         // Box rows land at row BR * lane of the slot: the 128-byte swizzle follows the
         // shared-memory address, so the slot reads as one 16-row box.
-        if (lane < NB) copy_box(dst + BR * lane * 128, 0, page);
+        if (lane < NB && !(VARIANT && cls == FI_MASK_TILE_EMPTY))
+          copy_box(dst + BR * lane * 128, 0, page);
       }
       if (++pslot == (uint32_t)R) {
         pslot = 0;
@@ -218,6 +249,17 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
       uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
       for (int j = warp; j < num_sub; j += NC) {
         mbar_wait(&full[slot], phase);
+        const int cls = var_mask ? slot_class[slot] : FI_MASK_TILE_FULL;
+        if (VARIANT && cls == FI_MASK_TILE_EMPTY) {  // nothing copied, nothing to compute
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&empty[slot]);
+          slot += NC;
+          while (slot >= (uint32_t)R) {
+            slot -= R;
+            phase ^= 1;
+          }
+          continue;
+        }
         uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
         const int pos0 = lo + 16 * j;
         // Rows of the box outside [us.lo, hi) (a window's start, the unit's end) hold
@@ -226,9 +268,9 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
         const int r_lo = us.lo - pos0 > 0 ? us.lo - pos0 : 0;
         const int r_hi = hi - pos0 < 16 ? hi - pos0 : 16;
         uint32_t pb[2];
-        tcn_scores<T, D, RC, true, ROPE, KV8T>(p, st, qb, kb, pos0, hi, us.q_pos, slope0,
-                                               slope1, lane, pb, us.lo, kfreq, qb_lo,
-                                               q_unscale);
+        tcn_scores<T, D, RC, true, ROPE, KV8T, VARIANT>(
+            p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb, us.lo, kfreq, qb_lo,
+            q_unscale, &var, u.request, head0, kv_head, cls == FI_MASK_TILE_PARTIAL);
         if (r_lo > 0 || r_hi < 16) {
           constexpr int CH = D * (KV8 ? 1 : 2) / 16;  // 16-byte chunks per V row
           for (int c = lane; c < 16 * CH; c += 32) {  // whole 128-byte rows of each half
@@ -259,6 +301,14 @@ __global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
 #else
   __trap();  // launched only on sm_90 devices with sm_90 code (decode.cu)
 #endif
+}
+
+template <typename T, int D, bool ROPE, typename KVT = T>
+__global__ void __launch_bounds__(kTcw1MaxWarps * 32, 1)
+    decode_tws_kernel(const __grid_constant__ DecodeParams p,
+                      const __grid_constant__ TwsMaps maps) {
+  const DecodeVariant none = {};
+  decode_tws_body<T, D, ROPE, KVT, false>(p, maps, none);
 }
 
 }  // namespace fi

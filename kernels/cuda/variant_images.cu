@@ -20,7 +20,7 @@ namespace {
 struct VariantImage {
   const void *image;
   cudaLibrary_t library;
-  cudaKernel_t kernels[4];  // null until first used
+  cudaKernel_t kernels[12];  // null until first used
   VariantImage *next;
 };
 
@@ -34,8 +34,11 @@ CudaBackendState *state_of(fi_context *ctx) {
   return static_cast<CudaBackendState *>(ctx->backend_state);
 }
 
-// The four entries of variant_kernels.cu: head_dim 64 / 128 x f16 / bf16.
-int kernel_slot(int head_dim, int bf16) { return (head_dim == 128 ? 2 : 0) + (bf16 ? 1 : 0); }
+// The entries of variant_kernels.cu: prefill (slots 0-3) and decode without and with RoPE
+// (4-7, 8-11), each head_dim 64 / 128 x f16 / bf16.
+int kernel_slot(int kind, int head_dim, int bf16) {
+  return 4 * kind + (head_dim == 128 ? 2 : 0) + (bf16 ? 1 : 0);
+}
 
 fi_status load_image(fi_context *ctx, CudaBackendState *st, const void *device_image,
                      VariantImage **out) {
@@ -68,22 +71,25 @@ fi_status load_image(fi_context *ctx, CudaBackendState *st, const void *device_i
   return FI_SUCCESS;
 }
 
-}  // namespace
-
-extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image,
-                                            int head_dim, int bf16, const void **kernel) {
+// kind 0: prefill, 1: decode, 2: decode with RoPE.
+fi_status variant_kernel(fi_context *ctx, const void *device_image, int kind, int head_dim,
+                         int bf16, const void **kernel) {
   CudaBackendState *st = state_of(ctx);
   if (!st) return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "variant images: out of memory");
   VariantImage *img = st->images;
   while (img && img->image != device_image) img = img->next;
   fi_status s;
   if (!img && (s = load_image(ctx, st, device_image, &img)) != FI_SUCCESS) return s;
-  cudaKernel_t &k = img->kernels[kernel_slot(head_dim, bf16)];
+  cudaKernel_t &k = img->kernels[kernel_slot(kind, head_dim, bf16)];
   if (!k) {
-    char name[48];
-    snprintf(name, sizeof name, FI_VARIANT_KERNEL_PREFIX "%d_%s", head_dim,
-             bf16 ? "bf16" : "f16");
-    const int smem = head_dim == 64 ? fi_prefill_ws_smem_hd64() : fi_prefill_ws_smem_hd128();
+    char name[64];
+    snprintf(name, sizeof name, "%s%d_%s%s",
+             kind ? FI_VARIANT_DECODE_KERNEL_PREFIX : FI_VARIANT_KERNEL_PREFIX, head_dim,
+             bf16 ? "bf16" : "f16", kind == 2 ? "_rope" : "");
+    // (decode: the launcher sizes the ring to the device's shared memory per block)
+    const int smem = kind             ? ctx->target.smem_per_block
+                     : head_dim == 64 ? fi_prefill_ws_smem_hd64()
+                                      : fi_prefill_ws_smem_hd128();
     cudaError_t e = cudaLibraryGetKernel(&k, img->library, name);
     if (e == cudaSuccess)
       e = cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -99,6 +105,19 @@ extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_
   }
   *kernel = reinterpret_cast<const void *>(k);
   return FI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image,
+                                            int head_dim, int bf16, const void **kernel) {
+  return variant_kernel(ctx, device_image, 0, head_dim, bf16, kernel);
+}
+
+extern "C" fi_status fi_cuda_variant_decode_kernel(fi_context *ctx, const void *device_image,
+                                                   int head_dim, int bf16, int rope,
+                                                   const void **kernel) {
+  return variant_kernel(ctx, device_image, rope ? 2 : 1, head_dim, bf16, kernel);
 }
 
 // Unloads the context's variant images (fi_context_destroy).

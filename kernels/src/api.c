@@ -224,7 +224,18 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
   fi_target t = ctx->target;
   if (ctx->backend == FI_BACKEND_CUDA && (!ctx->wgmma_available || ctx->tuning.warp_spec == 0))
     t.sm_version = 80;
-  return fi_select_decode_tiles(&t, tp);
+  fi_tiles tiles = fi_select_decode_tiles(&t, tp);
+  /* A variant (score_mod / mask_mod) runs on CUDA in the warp-specialised decode kernel
+   * alone: tensor cores, a query tile covering the group. */
+  const fi_variant *v = p->variant;
+  if (ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod) && tp->fast_path &&
+      tiles.cores != FI_CORES_TENSOR) {
+    const int32_t group = p->num_kv_heads > 0 ? p->num_qo_heads / p->num_kv_heads : 1;
+    tiles.cores = FI_CORES_TENSOR;
+    tiles.q_tile = 16;
+    while (tiles.q_tile < group && tiles.q_tile < 128) tiles.q_tile *= 2;
+  }
+  return tiles;
 }
 
 /* The heuristics' prefill choice for this context: a device or build without the Hopper tier
@@ -663,17 +674,17 @@ static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
 }
 
 /* A user-written variant (params.variant with a score_mod or mask_mod; both NULL is none)
- * on the CUDA backend: paged and ragged prefill from a device image (the CUDA backend
- * checks the rest: the kernel the plan runs, the image). Checked at run, where the plan's
- * copy of the params is what the backend executes (compiled code sets the variant on its
- * run's copy). */
+ * on the CUDA backend: paged and ragged prefill and decode from a device image (the CUDA
+ * backend checks the rest: the kernel the plan runs, the image). Checked at run, where the
+ * plan's copy of the params is what the backend executes (compiled code sets the variant on
+ * its run's copy). */
 static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
   const fi_variant *v = plan->params.variant;
   if (ctx->backend == FI_BACKEND_HOST || !v || (!v->score_mod && !v->mask_mod))
     return FI_SUCCESS;
-  const int prefill =
-      plan->family == FI_OP_PAGED_PREFILL || plan->family == FI_OP_RAGGED_PREFILL;
-  if (prefill && v->device_image) {
+  const int compiled = plan->family == FI_OP_PAGED_PREFILL ||
+                       plan->family == FI_OP_RAGGED_PREFILL || plan->family == FI_OP_DECODE;
+  if (compiled && v->device_image) {
     if (v->captures_bytes > FI_VARIANT_MAX_CAPTURE_BYTES || (v->captures_bytes && !v->captures))
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                           "params.variant: %zu bytes of captures%s; a CUDA kernel takes at "
@@ -690,11 +701,11 @@ static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
                       v->score_mod ? "score_mod" : "",
                       v->score_mod && v->mask_mod ? " and " : "",
                       v->mask_mod ? "mask_mod" : "", family_name(plan->family),
-                      prefill ? "the variant has no device image (compile the program with "
-                                "fi-to-llvm=backend=cuda, which links the variant into the "
-                                "prefill kernels)"
-                              : "variants run on CUDA in paged and ragged prefill only, "
-                                "not yet in decode or block-sparse attention");
+                      compiled ? "the variant has no device image (compile the program with "
+                                 "fi-to-llvm=backend=cuda, which links the variant into the "
+                                 "kernels)"
+                               : "variants run on CUDA in paged and ragged prefill and in "
+                                 "decode, not yet in block-sparse attention");
 }
 
 #define DISPATCH(ctx, fn, ...)                                                             \

@@ -472,12 +472,12 @@ public:
       return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                   "run one-shot-bufferize first (or use fi-to-llvm)";
     if (backend == "cuda" && (op->hasAttr("score_mod") || op->hasAttr("mask_mod")) &&
-        !isa<PagedPrefillOp, RaggedPrefillOp>(op))
+        !isa<PagedPrefillOp, RaggedPrefillOp, PagedDecodeOp>(op))
       return op->emitOpError()
              << "has a score_mod/mask_mod, which the CUDA backend runs in paged and ragged "
-                "prefill only for now (compiled into the warp-specialised prefill kernel); "
-                "lower with backend=host, or use the built-in attributes (logits_soft_cap, "
-                "window_left, pos_encoding, a custom mask)";
+                "prefill and paged decode only for now (compiled into the warp-specialised "
+                "kernels); lower with backend=host, or use the built-in attributes "
+                "(logits_soft_cap, window_left, pos_encoding, a custom mask)";
     SmallVector<Value> args;
     std::string callee, variant;
     Value slot;
@@ -805,13 +805,13 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
     VariantDeviceOptions device{variantBitcode, variantChip};
     if (backend == "cuda") {  // what has no device code, before any is made
       WalkResult unsupported = module.walk([&](Operation *op) {
-        if (isa<PagedDecodeOp, BlockSparseAttentionOp>(op) &&
+        if (isa<BlockSparseAttentionOp>(op) &&
             (op->hasAttr("score_mod") || op->hasAttr("mask_mod"))) {
           op->emitOpError() << "has a score_mod/mask_mod, which the CUDA backend runs in "
-                               "paged and ragged prefill only for now (compiled into the "
-                               "warp-specialised prefill kernel); lower with backend=host, "
-                               "or use the built-in attributes (logits_soft_cap, window_left, "
-                               "pos_encoding, a custom mask)";
+                               "paged and ragged prefill and paged decode only for now "
+                               "(compiled into the warp-specialised kernels); lower with "
+                               "backend=host, or use the built-in attributes "
+                               "(logits_soft_cap, window_left, pos_encoding, a custom mask)";
           return WalkResult::interrupt();
         }
         return WalkResult::advance();

@@ -97,9 +97,19 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
   p.kv_dtype_bytes = dtypeBytes(info.kvType);
   p.avg_kv_len = hint(op, kAvgKvLenHint);
   p.fast_path = isFastPath(op, info);
+  // A variant (score_mod / mask_mod) is compiled into the warp-specialised kernels alone.
+  const bool variant = op->hasAttr("score_mod") || op->hasAttr("mask_mod");
   if (info.family == PlanFamily::decode) {
     p.avg_qo_len = 1;
-    return fi_select_decode_tiles(&target, &p);
+    fi_tiles tiles = fi_select_decode_tiles(&target, &p);
+    if (variant && p.fast_path && tiles.cores != FI_CORES_TENSOR) {  // tensor cores, a
+      tiles.cores = FI_CORES_TENSOR;                                 // tile covering the group
+      tiles.q_tile = 16;
+      while (tiles.q_tile < info.qoHeads / std::max<int64_t>(info.kvHeads, 1) &&
+             tiles.q_tile < 128)
+        tiles.q_tile *= 2;
+    }
+    return tiles;
   }
   if (info.staticBatch > 0 && info.staticQoRows >= 0)
     p.avg_qo_len = (info.staticQoRows + info.staticBatch - 1) / info.staticBatch;
@@ -109,10 +119,9 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
     p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_kv_len == 0 && info.staticBatch > 0 && info.staticKvRows >= 0)
     p.avg_kv_len = (info.staticKvRows + info.staticBatch - 1) / info.staticBatch;
-  // A variant (score_mod / mask_mod) is compiled into the warp-specialised kernel alone, and
-  // fp8 attention runs only there: its wgmma 128 x 128 tiles whatever the lengths (the host
-  // backend ignores the cores; the heuristics give fp8 those tiles).
-  const bool variant = op->hasAttr("score_mod") || op->hasAttr("mask_mod");
+  // A variant is compiled into the warp-specialised kernel, and fp8 attention runs only
+  // there: its wgmma 128 x 128 tiles whatever the lengths (the host backend ignores the
+  // cores; the heuristics give fp8 those tiles).
   if ((variant || p.q_dtype_bytes == 1) && p.avg_qo_len <= 0)
     p.avg_qo_len = kDevicePlanQoLen;
   if (p.avg_qo_len <= 0)

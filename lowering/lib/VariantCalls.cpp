@@ -292,20 +292,31 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
            << "; build the runtime with the CUDA backend and clang-22 (kernels/CMakeLists.txt "
               "makes fi_variant_kernels_sm90a.bc) or pass variant-bitcode=<path>";
   // The one kernel of the runtime's bitcode (kernels/cuda/variant/variant_kernels.cu) the
-  // op runs: the warp-specialised prefill kernel of its head_dim and q dtype.
+  // op runs: the warp-specialised prefill or decode kernel of its head_dim and q dtype
+  // (decode: and RoPE or not).
+  const bool decode = isa<PagedDecodeOp>(op);
   std::optional<AttentionInfo> info = getAttentionInfo(op);
   if (!info || (info->headDim != 64 && info->headDim != 128) ||
       !(info->qType.isF16() || info->qType.isBF16()) || info->kvType != info->qType)
     return op->emitOpError()
            << "has a score_mod/mask_mod for the CUDA backend, whose variant kernels (the "
-              "warp-specialised Hopper prefill kernel) take head_dim 64 or 128 with f16 or "
-              "bf16 q and the same KV type; lower with backend=host for other shapes";
-  if (info->tiles && !(info->tiles.getQTile() == 128 && info->tiles.getKvTile() == 128 &&
-                       info->tiles.getCores() == Cores::wgmma))
+              "warp-specialised Hopper "
+           << (decode ? "decode" : "prefill")
+           << " kernel) take head_dim 64 or 128 with f16 or bf16 q and the same KV type; "
+              "lower with backend=host for other shapes";
+  if (!decode && info->tiles &&
+      !(info->tiles.getQTile() == 128 && info->tiles.getKvTile() == 128 &&
+        info->tiles.getCores() == Cores::wgmma))
     return op->emitOpError()
            << "has a score_mod/mask_mod for the CUDA backend, which runs in the wgmma 128 x "
               "128 kernel, but its tiles (its own or its plan's, shared with another op) are "
            << info->tiles << "; give the variant op its own plan, or wgmma 128 x 128 tiles";
+  if (decode && info->tiles && info->tiles.getCores() != Cores::tensor)
+    return op->emitOpError()
+           << "has a score_mod/mask_mod for the CUDA backend, which runs in the "
+              "warp-specialised tensor-core decode kernel, but its tiles (its own or its "
+              "plan's, shared with another op) are "
+           << info->tiles << "; give the variant op its own plan, or tensor-core tiles";
   if (info->kvHeads > 0 && info->qoHeads / info->kvHeads > 128)
     return op->emitOpError() << "has a score_mod/mask_mod for the CUDA backend, whose kernel "
                                 "takes a GQA group of at most 128; this op's is "
@@ -320,8 +331,11 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
               "custom mask: on the CUDA backend the variant kernel has none of those built "
               "in (they would crowd its registers); express them in the score_mod / mask_mod "
               "(causal and RoPE stay built in)";
-  std::string kernelName = std::string(FI_VARIANT_KERNEL_PREFIX) + std::to_string(info->headDim) +
-                           (info->qType.isBF16() ? "_bf16" : "_f16");
+  const bool rope = pos && pos.getValue() == PosEncoding::rope_llama;
+  std::string kernelName =
+      std::string(decode ? FI_VARIANT_DECODE_KERNEL_PREFIX : FI_VARIANT_KERNEL_PREFIX) +
+      std::to_string(info->headDim) + (info->qType.isBF16() ? "_bf16" : "_f16") +
+      (decode && rope ? "_rope" : "");
   int64_t slots = 0;
   for (Value v : captures)
     slots += slotsOf(v.getType());
@@ -396,7 +410,10 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   // from the bitcode.
   b.setInsertionPointToEnd(body);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  auto kernelType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
+  // (the kernel's parameters: PrefillParams and WsMaps; DecodeParams, TwsMaps and
+  // DecodeVariant; each byval)
+  SmallVector<Type> params(decode ? 3 : 2, ptr);
+  auto kernelType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   LLVM::LLVMFuncOp::create(b, loc, kernelName, kernelType);
   auto usedType = LLVM::LLVMArrayType::get(ptr, 1);
   auto used = LLVM::GlobalOp::create(b, loc, usedType, /*isConstant=*/false,

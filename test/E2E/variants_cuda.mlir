@@ -252,3 +252,158 @@ func.func @bench_blocks_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @same_block} -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }
+
+// ------------------------------------------------------------------ decode variants ---
+// Attention sinks + sliding window (StreamingLLM) with a soft cap on a paged decode (page
+// 16, head_dim 128, f16, LSE): the warp-specialised decode kernel with both hooks; the
+// mask's tile classifier proves the sub-tiles between the sinks and the window EMPTY (the
+// producer copies none of them) and those inside FULL (no mask call).
+func.func private @dec_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                           %cap: f32, %sinks: i32, %w: i32) -> f32 {
+  %x = arith.divf %s, %cap fastmath<arcp> : f32
+  %t = math.tanh %x fastmath<afn> : f32
+  %r = arith.mulf %cap, %t : f32
+  return %r : f32
+}
+func.func private @dec_stream(%b: i32, %qh: i32, %qp: i32, %kp: i32, %cap: f32, %sinks: i32,
+                              %w: i32) -> i1 {
+  %is_sink = arith.cmpi slt, %kp, %sinks : i32
+  %lo = arith.subi %qp, %w : i32
+  %in_window = arith.cmpi sge, %kp, %lo : i32
+  %keep = arith.ori %is_sink, %in_window : i1
+  return %keep : i1
+}
+func.func @decode_stream(%q: tensor<?x8x128xf16>, %k: tensor<?x16x2x128xf16>,
+    %v: tensor<?x16x2x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %cap: f32, %sinks: i32, %w: i32) -> (tensor<?x8x128xf16>, tensor<?x8xf32>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x128xf16>
+  %l0 = tensor.empty(%n) : tensor<?x8xf32>
+  %o, %lse = fi.paged_decode q(%q : tensor<?x8x128xf16>)
+      kv(%k, %v : tensor<?x16x2x128xf16>, tensor<?x16x2x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%cap, %sinks, %w : f32, i32, i32) outs(%o0, %l0 : tensor<?x8x128xf16>, tensor<?x8xf32>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       score_mod = @dec_cap, mask_mod = @dec_stream}
+      -> tensor<?x8x128xf16>, tensor<?x8xf32>
+  return %o, %lse : tensor<?x8x128xf16>, tensor<?x8xf32>
+}
+
+// A per-head bias from a captured table (by distance bucket, T5-like) after RoPE, with the
+// head mask of @head_mask (head 1 sees only even keys, heads 4-7 nothing: their CTAs'
+// sub-tiles are all EMPTY): paged decode over pages of 8 (a copy per page), head_dim 64,
+// bf16 -- the kernel's RoPE instance and its per-page copies.
+func.func private @dec_bias(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                            %table: tensor<8x32xf32>) -> f32 {
+  %d = arith.subi %qp, %kp : i32
+  %c31 = arith.constant 31 : i32
+  %dc = arith.minsi %d, %c31 : i32
+  %h = arith.index_cast %qh : i32 to index
+  %j = arith.index_cast %dc : i32 to index
+  %bias = tensor.extract %table[%h, %j] : tensor<8x32xf32>
+  %r = arith.addf %s, %bias : f32
+  return %r : f32
+}
+func.func @decode_rope_bias(%q: tensor<?x8x64xbf16>, %k: tensor<?x8x2x64xbf16>,
+    %v: tensor<?x8x2x64xbf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %table: tensor<8x32xf32>) -> tensor<?x8x64xbf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x64xbf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x64xbf16>
+  %o = fi.paged_decode q(%q : tensor<?x8x64xbf16>)
+      kv(%k, %v : tensor<?x8x2x64xbf16>, tensor<?x8x2x64xbf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%table : tensor<8x32xf32>) outs(%o0 : tensor<?x8x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = nhd>,
+       pos_encoding = #fi.pos_encoding<rope_llama>, rope_theta = 500.0 : f32,
+       score_mod = @dec_bias, mask_mod = @head_mask} -> tensor<?x8x64xbf16>
+  return %o : tensor<?x8x64xbf16>
+}
+
+// The decode bench rows ((batch, kv_len, 32, 8), page 16, hd 128, f16): plain, soft cap and
+// a window of 1024, each built in and as a variant, and the keep-all mask.
+func.func @bench_dec_plain(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_cap_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       logits_soft_cap = 30.0 : f32} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_cap_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %cap: f32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%cap : f32) outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, score_mod = @soft_cap}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_window_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       window_left = 1024 : i64} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_window_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %w: i32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @window}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %w: i32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @keep_all}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}

@@ -205,6 +205,7 @@ typedef enum fi_pos_encoding {
  * their names ("fi_variant_v3_prefill_hd128_f16"): an image compiled against another
  * runtime's kernels is refused when loaded, not run with a misread block. */
 #define FI_VARIANT_KERNEL_PREFIX "fi_variant_v3_prefill_hd"
+#define FI_VARIANT_DECODE_KERNEL_PREFIX "fi_variant_v3_decode_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,

@@ -29,6 +29,17 @@ void _mlir_ciface_bench_docs_builtin(memref3 *, memref3 *, memref3 *, memref3 *,
                                      memref1 *, memref1 *, memref1 *);
 void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                        memref1 *);
+void _mlir_ciface_decode_stream(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
+                                memref1 *, float, int32_t, int32_t);
+void _mlir_ciface_decode_rope_bias(memref3 *, memref3 *, memref4 *, memref4 *, memref1 *,
+                                   memref1 *, memref1 *, memref2 *);
+#define DEC_ARGS memref3 *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *, memref1 *
+void _mlir_ciface_bench_dec_plain(DEC_ARGS);
+void _mlir_ciface_bench_dec_cap_builtin(DEC_ARGS);
+void _mlir_ciface_bench_dec_cap_variant(DEC_ARGS, float);
+void _mlir_ciface_bench_dec_window_builtin(DEC_ARGS);
+void _mlir_ciface_bench_dec_window_variant(DEC_ARGS, int32_t);
+void _mlir_ciface_bench_dec_keep_variant(DEC_ARGS, int32_t);
 
 enum { QH = 8, KVH = 2 };
 static fi_context *gpu_ctx, *host_ctx;
@@ -101,6 +112,44 @@ static void run_window(void *st, void *out) {
   paged_state *s = (paged_state *)st;
   _mlir_ciface_paged_window((memref3 *)out, &s->mq, &s->mqo, &s->d.mk, &s->d.mv, &s->d.mi,
                             &s->d.mx, &s->d.ml, s->window);
+}
+
+/* A paged decode's inputs (e2e.h) and its variant's captures. */
+typedef struct {
+  pages_t pg;
+  decode_inputs d;
+  float cap;
+  int32_t sinks, window;
+  memref2 mtable;
+} dec_state;
+static void run_dec_stream(void *st, void *out) {
+  dec_state *s = (dec_state *)st;
+  _mlir_ciface_decode_stream((o_lse *)out, &s->d.mq, &s->d.mk, &s->d.mv, &s->d.mi, &s->d.mx,
+                             &s->d.ml, s->cap, s->sinks, s->window);
+}
+static void run_dec_bias(void *st, void *out) {
+  dec_state *s = (dec_state *)st;
+  _mlir_ciface_decode_rope_bias((memref3 *)out, &s->d.mq, &s->d.mk, &s->d.mv, &s->d.mi,
+                                &s->d.mx, &s->d.ml, &s->mtable);
+}
+/* A random page table (some batches large enough for unsplit plans) and its caches. */
+static void dec_state_init(rng *r, dec_state *s, int32_t page, int32_t hd, fi_dtype dt) {
+  const int32_t batch = (int32_t)(rng_int(r, 0, 3) == 0 ? rng_int(r, 20, 80) : rng_int(r, 1, 6));
+  make_pages(r, &s->pg, batch, page, 1, rng_int(r, 0, 1) ? 3000 : 300, 0);
+  decode_inputs_init(&s->d, r, batch, QH, KVH, hd, page, s->pg.num_pages, s->pg.indptr,
+                     s->pg.indices, s->pg.last);
+  if (dt != FI_DTYPE_F16) { /* the decode inputs are f16: refill them */
+    e2e_free(s->d.q), e2e_free(s->d.k), e2e_free(s->d.v);
+    s->d.q = random_tensor(r, dt, s->d.nq, -2, 2);
+    s->d.k = random_tensor(r, dt, numel(4, s->d.cs), -2, 2);
+    s->d.v = random_tensor(r, dt, numel(4, s->d.cs), -2, 2);
+    mr_init(&s->d.mq, 3, s->d.q, s->d.qs);
+    mr_init(&s->d.mk, 4, s->d.k, s->d.cs), mr_init(&s->d.mv, 4, s->d.v, s->d.cs);
+  }
+}
+static void dec_state_free(dec_state *s) {
+  decode_inputs_free(&s->d);
+  free_pages(&s->pg);
 }
 
 /* -------------------------------------------------------------------------- bench --- */
@@ -276,6 +325,87 @@ static int bench(rng *r) {
   return dw <= agree && dd <= agree;
 }
 
+/* The decode bench rows: (64, 4096, 32, 8), page 16, hd 128, f16, the caches in device
+ * memory; GB/s over the K and V bytes of the keys each row attends (a window of 1024: the
+ * last 1025). Returns whether the variants agree with the built-ins they reimplement. */
+typedef void (*dec_bench_fn)(memref3 *, void *);
+typedef struct { memref3 mq; memref4 mk, mv; memref1 mi, mx, ml; } dec_bench_in;
+#define DEC_IN(i) &i->mq, &i->mk, &i->mv, &i->mi, &i->mx, &i->ml
+static void d_plain(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_plain(o, DEC_IN(i)); }
+static void d_cap_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_cap_builtin(o, DEC_IN(i)); }
+static void d_cap_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_cap_variant(o, DEC_IN(i), 30.0f); }
+static void d_win_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_window_builtin(o, DEC_IN(i)); }
+static void d_win_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_window_variant(o, DEC_IN(i), 1024); }
+static void d_keep_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_keep_variant(o, DEC_IN(i), 0); }
+
+static int bench_decode(rng *r) {
+  fi_rt_set_thread_context(gpu_ctx);
+  fi_rt_set_poison(0);
+  const int32_t batch = 64, len = 4096, qh = 32, kvh = 8, hd = 128, page = 16;
+  const int32_t pages_per = len / page, num_pages = batch * pages_per;
+  int64_t qs[3] = {batch, qh, hd}, cs[4] = {num_pages, page, kvh, hd};
+  void *q = random_tensor(r, FI_DTYPE_F16, numel(3, qs), -2, 2);
+  void *k = random_tensor(r, FI_DTYPE_F16, numel(4, cs), -2, 2);
+  void *v = random_tensor(r, FI_DTYPE_F16, numel(4, cs), -2, 2);
+  int32_t *ip = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *ix = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)num_pages);
+  int32_t *lp = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)batch);
+  for (int32_t b = 0; b <= batch; ++b) ip[b] = b * pages_per;
+  for (int32_t b = 0; b < batch; ++b) lp[b] = page;
+  for (int32_t i = 0; i < num_pages; ++i) ix[i] = i;
+  for (int32_t i = num_pages - 1; i > 0; --i) { /* pages in random order */
+    int32_t j = (int32_t)rng_int(r, 0, i), t = ix[i];
+    ix[i] = ix[j], ix[j] = t;
+  }
+  void *dq = device_copy(q, (size_t)numel(3, qs) * 2), *dk = device_copy(k, (size_t)numel(4, cs) * 2);
+  void *dv = device_copy(v, (size_t)numel(4, cs) * 2);
+  dec_bench_in in;
+  int64_t ni = batch + 1, nx = num_pages, nl = batch;
+  mr_init(&in.mq, 3, dq, qs), mr_init(&in.mk, 4, dk, cs), mr_init(&in.mv, 4, dv, cs);
+  mr_init(&in.mi, 1, ip, &ni), mr_init(&in.mx, 1, ix, &nx), mr_init(&in.ml, 1, lp, &nl);
+  const double row_bytes = 2.0 * kvh * hd * 2; /* K and V of one token, every KV head */
+  const double all = (double)batch * len * row_bytes, win = (double)batch * 1025 * row_bytes;
+  struct { const char *name; dec_bench_fn f; double bytes; } rows[] = {
+      {"plain (built-in)", d_plain, all},
+      {"keep-all mask_mod variant", d_keep_v, all},
+      {"soft cap 30, built-in", d_cap_b, all},
+      {"soft cap 30, score_mod variant", d_cap_v, all},
+      {"window 1024, built-in", d_win_b, win},
+      {"window 1024, mask_mod variant", d_win_v, win},
+  };
+  enum { ROWS = 6 };
+  memref3 outs[ROWS];
+  printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; median of 15, GB/s over the "
+         "K/V bytes attended:\n", batch, len, qh, kvh, page, hd);
+  for (int i = 0; i < ROWS; ++i) {
+    double ms = time_ms((bench_fn)rows[i].f, &in, 15, &outs[i]);
+    printf("  %-34s %8.1f us %7.1f GB/s\n", rows[i].name, ms * 1e3, rows[i].bytes / ms / 1e6);
+  }
+  const int64_t n = numel(3, qs);
+  void *o[ROWS];
+  for (int i = 0; i < ROWS; ++i) o[i] = result_copy(gpu_ctx, &outs[i], FI_DTYPE_F16, n);
+  double dk2 = 0, dc = 0, dw = 0;
+  for (int64_t i = 0; i < n; ++i) {
+#define DIFF(a, b) fabs(fi_load_f32(o[a], FI_DTYPE_F16, i) - fi_load_f32(o[b], FI_DTYPE_F16, i))
+    dk2 = fmax(dk2, DIFF(0, 1));
+    dc = fmax(dc, DIFF(2, 3));
+    dw = fmax(dw, DIFF(4, 5));
+#undef DIFF
+  }
+  printf("  decode variants vs built-ins, max |diff|: keep-all %.3g, soft cap %.3g, window %.3g\n",
+         dk2, dc, dw);
+  const double agree = 4e-3; /* a few f16 ulps of outputs below 2 */
+  if (dk2 > agree) printf("MISMATCH decode keep-all variant vs plain: %.3g\n", dk2);
+  if (dc > agree) printf("MISMATCH decode soft cap variant vs built-in: %.3g\n", dc);
+  if (dw > agree) printf("MISMATCH decode window variant vs built-in: %.3g\n", dw);
+  for (int i = 0; i < ROWS; ++i) free(o[i]);
+  fi_rt_set_thread_context(gpu_ctx);
+  fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv);
+  e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ip), e2e_free(ix), e2e_free(lp);
+  fi_rt_set_thread_context(NULL);
+  return dk2 <= agree && dc <= agree && dw <= agree;
+}
+
 int main(int argc, char **argv) {
   e2e_setup();
   fi_context *dflt = fi_default_context();
@@ -284,7 +414,7 @@ int main(int argc, char **argv) {
   fi_context_set_num_threads(host_ctx, 0);
   const int configs = (int)arg_long(argc, argv, "configs", 40);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
-  int passed[3] = {0, 0, 0};
+  int passed[5] = {0, 0, 0, 0, 0};
   for (int c = 0; c < configs; ++c) {
     ragged_state s;
     ragged_state_init(&r, &s, 128, FI_DTYPE_F16);
@@ -327,16 +457,38 @@ int main(int argc, char **argv) {
                       s.L.nq * QH * 128, 0, 0);
     ragged_state_free(&s);
   }
+  for (int c = 0; c < configs; ++c) {
+    dec_state s;
+    dec_state_init(&r, &s, 16, 128, FI_DTYPE_F16);
+    s.cap = (float)rng_int(&r, 5, 50);
+    s.sinks = (int32_t)rng_int(&r, 0, 40);
+    s.window = (int32_t)rng_int(&r, 0, 700);
+    passed[3] += both("decode sinks + window + soft cap", c, run_dec_stream, &s, sizeof(o_lse),
+                      FI_DTYPE_F16, s.d.nq, 1, s.d.qs[0] * QH);
+    dec_state_free(&s);
+  }
+  for (int c = 0; c < configs; ++c) {
+    dec_state s;
+    dec_state_init(&r, &s, 8, 64, FI_DTYPE_BF16);
+    int64_t ts[2] = {QH, 32};
+    mr_init(&s.mtable, 2, table, ts);
+    passed[4] += both("decode rope + bias + head mask", c, run_dec_bias, &s, sizeof(memref3),
+                      FI_DTYPE_BF16, s.d.nq, 0, 0);
+    dec_state_free(&s);
+  }
   e2e_free(table);
-  const char *names[3] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
-                          "t5 bias + head mask (ragged, hd 128, bf16)"};
+  const char *names[5] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
+                          "t5 bias + head mask (ragged, hd 128, bf16)",
+                          "decode sinks + window + soft cap (page 16, hd 128, f16, lse)",
+                          "decode RoPE + bias table + head mask (page 8, hd 64, bf16)"};
   int ok = 1;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 5; ++i) {
     printf("%s: %d/%d configurations %s\n", names[i], passed[i], configs,
            gpu_ctx ? "match the host backend" : "ran on the host (no GPU)");
     ok &= passed[i] == configs;
   }
   if (gpu_ctx && arg_long(argc, argv, "bench", 1)) ok &= bench(&r);
+  if (gpu_ctx && arg_long(argc, argv, "bench", 1)) ok &= bench_decode(&r);
   fi_context_destroy(host_ctx);
   printf("variants_cuda: %s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
