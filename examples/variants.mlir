@@ -4,8 +4,8 @@
 // values they capture (`variant_args`); the functions see the logit and the positions of
 // one (query, key) pair. Shapes: 8 query heads, 2 KV heads, head_dim 64, f16.
 // Both backends: `fi-to-llvm` compiles the variants into host code; `fi-to-llvm=backend=cuda`
-// also into the program's own cubin, linked with the warp-specialised prefill kernel
-// (NVPTX and ptxas at compile time). examples/drivers/variants.c runs each example on the
+// also into the program's own cubin, linked with the warp-specialised prefill or decode
+// kernel (NVPTX and ptxas at compile time). examples/drivers/variants.c runs each example on the
 // host against the built-in features, the runtime's custom mask or C hooks, and on a GPU
 // against the host backend running the same object.
 
@@ -148,5 +148,26 @@ func.func @streaming_prefill(%q: tensor<?x8x64xf16>, %qo_indptr: tensor<?xi32>,
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
        mask_mode = #fi.mask_mode<causal>, mask_mod = @sinks_and_window}
       -> tensor<?x8x64xf16>
+  return %o : tensor<?x8x64xf16>
+}
+
+// ------------------------------------------------------------------------------------
+// 5. The same StreamingLLM mask in decode (one new token per request over its paged
+// cache), where it matters most: the cache holds every token, attention reads the sinks
+// and the window only. The mask's tile classifier proves the pages between them empty, so
+// the decode kernel never reads them (on the GPU: neither copies nor computes).
+func.func @streaming_decode(%q: tensor<?x8x64xf16>, %k: tensor<?x16x2x64xf16>,
+    %v: tensor<?x16x2x64xf16>, %kv_indptr: tensor<?xi32>, %kv_indices: tensor<?xi32>,
+    %kv_last: tensor<?xi32>, %sinks: i32, %window: i32) -> tensor<?x8x64xf16>
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x64xf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x64xf16>
+  %o = fi.paged_decode q(%q : tensor<?x8x64xf16>)
+      kv(%k, %v : tensor<?x16x2x64xf16>, tensor<?x16x2x64xf16>)
+      pages(%kv_indptr, %kv_indices, %kv_last : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%sinks, %window : i32, i32) outs(%o0 : tensor<?x8x64xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       mask_mod = @sinks_and_window} -> tensor<?x8x64xf16>
   return %o : tensor<?x8x64xf16>
 }

@@ -2,7 +2,8 @@
  * Host backend: each variant written in IR against the runtime called directly with what
  * computes the same without a variant -- the built-in custom mask with the same bits
  * (packed documents, sinks + window), the built-in ALiBi and soft cap (their composition),
- * and C hooks (T5 bias, whose bucket function has no built-in); bit for bit.
+ * and C hooks (T5 bias, whose bucket function has no built-in; the decode's sinks + window,
+ * decode having no custom mask); bit for bit.
  * CUDA (FI_BACKEND=cuda, the object compiled with fi-to-llvm=backend=cuda): each variant on
  * the GPU against the host backend running the same object (gpu_vs_host, example.h: the
  * prefill tolerances of test/gpu, a second GPU run bit-identical).
@@ -20,6 +21,8 @@ void _mlir_ciface_alibi_soft_cap_prefill(memref3 *, memref3 *, memref3 *, memref
                                          memref1 *, memref1 *, float);
 void _mlir_ciface_streaming_prefill(memref3 *, memref3 *, memref1 *, memref4 *, memref4 *,
                                     memref1 *, memref1 *, memref1 *, int32_t, int32_t);
+void _mlir_ciface_streaming_decode(memref3 *, memref3 *, memref4 *, memref4 *, memref1 *,
+                                   memref1 *, memref1 *, int32_t, int32_t);
 
 typedef int (*keep_fn)(int64_t q_pos, int64_t kv_pos, int64_t token0, const void *arg);
 
@@ -54,6 +57,13 @@ static int sinks_and_window(int64_t qp, int64_t kp, int64_t token0, const void *
   (void)token0;
   const streaming *s = (const streaming *)arg;
   return kp < s->sinks || kp >= qp - s->window;
+}
+
+/* The C twin of @sinks_and_window (fi_mask_mod_fn; captures: the two ints). */
+static int32_t sinks_and_window_hook(int32_t b, int32_t qh, int32_t qp, int32_t kp,
+                                     const void *captures) {
+  (void)b, (void)qh;
+  return sinks_and_window(qp, kp, 0, captures);
 }
 
 /* The C twin of @t5_bias. */
@@ -158,11 +168,36 @@ static void run_streaming(void *st, void *out) {
                                  &c->d.mx, &c->d.ml, c->s.sinks, c->s.window);
 }
 
+typedef struct {
+  pages_t pg;
+  decode_inputs d;
+  streaming s;
+} decode_case;
+/* A random paged decode (lengths up to 3000: most pages lie between the sinks and the
+ * window) and its StreamingLLM mask. */
+static void decode_case_init(decode_case *c, rng *r) {
+  const int32_t batch = (int32_t)rng_int(r, 1, 8);
+  make_pages(r, &c->pg, batch, PS, 1, 3000, 0);
+  decode_inputs_init(&c->d, r, batch, QH, KVH, HD, PS, c->pg.num_pages, c->pg.indptr,
+                     c->pg.indices, c->pg.last);
+  c->s.sinks = (int32_t)rng_int(r, 0, 8);
+  c->s.window = (int32_t)rng_int(r, 0, 500);
+}
+static void decode_case_free(decode_case *c) {
+  decode_inputs_free(&c->d);
+  free_pages(&c->pg);
+}
+static void run_streaming_decode(void *st, void *out) {
+  decode_case *c = (decode_case *)st;
+  _mlir_ciface_streaming_decode((memref3 *)out, &c->d.mq, &c->d.mk, &c->d.mv, &c->d.mi,
+                                &c->d.mx, &c->d.ml, c->s.sinks, c->s.window);
+}
+
 static int gpu_main(fi_context *gpu, int configs, rng *r) {
   fi_context *host;
   if (fi_context_create(FI_BACKEND_HOST, &host) != FI_SUCCESS) return 2;
   fi_context_set_num_threads(host, 0);
-  int passed[4] = {0, 0, 0, 0};
+  int passed[5] = {0, 0, 0, 0, 0};
   float *table = (float *)random_tensor(r, FI_DTYPE_F32, QH * BUCKETS, -2, 2);
   float *slopes = (float *)e2e_alloc(sizeof(float) * QH);
   for (int h = 0; h < QH; ++h) slopes[h] = ldexpf(1.0f, -(h + 1));
@@ -203,12 +238,19 @@ static int gpu_main(fi_context *gpu, int configs, rng *r) {
     e2e_free(q), e2e_free(qo);
     decode_inputs_free(&pc.d);
     free_pages(&pg);
+
+    decode_case dc;
+    decode_case_init(&dc, r);
+    passed[4] += gpu_vs_host(gpu, host, "sinks + window decode", c, run_streaming_decode, &dc,
+                             FI_DTYPE_F16, dc.d.nq, 0, 0);
+    decode_case_free(&dc);
   }
   e2e_free(table), e2e_free(slopes);
-  const char *names[4] = {"packed documents (mask_mod)", "t5 relative bias (score_mod)",
-                          "alibi + soft cap (score_mod)", "sinks + window (mask_mod)"};
+  const char *names[5] = {"packed documents (mask_mod)", "t5 relative bias (score_mod)",
+                          "alibi + soft cap (score_mod)", "sinks + window (mask_mod)",
+                          "sinks + window decode (mask_mod)"};
   int ok = 1;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     printf("%s: %d/%d configurations on the GPU match the host backend\n", names[i], passed[i],
            configs);
     ok &= passed[i] == configs;
@@ -227,7 +269,7 @@ int main(int argc, char **argv) {
   }
   const int configs = (int)arg_long(argc, argv, "configs", 25);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
-  int passed[4] = {0, 0, 0, 0};
+  int passed[5] = {0, 0, 0, 0, 0};
 
   for (int c = 0; c < configs; ++c) { /* 1. packed documents */
     ragged p;
@@ -344,12 +386,44 @@ int main(int argc, char **argv) {
     free_pages(&pg);
   }
 
-  const char *names[4] = {"packed documents (mask_mod vs custom mask)",
+  for (int c = 0; c < configs; ++c) { /* 5. sinks + sliding window, decode */
+    decode_case dc;
+    decode_case_init(&dc, &r);
+    memref3 got;
+    fi_rt_plan_log_reset();
+    _mlir_ciface_streaming_decode(&got, &dc.d.mq, &dc.d.mk, &dc.d.mv, &dc.d.mi, &dc.d.mx,
+                                  &dc.d.ml, dc.s.sinks, dc.s.window);
+    fi_variant hooks = {NULL, sinks_and_window_hook, &dc.s, 0, NULL, NULL};
+    fi_attention_params params = fi_attention_params_default(QH, KVH, HD);
+    params.page_size = PS;
+    params.variant = &hooks;
+    const int32_t batch = dc.pg.batch;
+    fi_page_table table_ = {dc.pg.indptr, dc.pg.indices, dc.pg.last};
+    size_t ws_bytes = 0;
+    CHECK_OK(ctx, fi_decode_workspace_size(ctx, &params, batch, &ws_bytes));
+    void *ws = e2e_alloc(ws_bytes);
+    fi_plan plan;
+    fi_tiles tiles = logged_tiles(0, FI_OP_DECODE);
+    CHECK_OK(ctx, fi_decode_plan(ctx, &params, batch, &table_, dc.pg.num_pages, &tiles, ws,
+                                 ws_bytes, &plan));
+    void *o = poisoned_tensor(FI_DTYPE_F16, dc.d.nq);
+    fi_tensor tq = fi_tensor_contiguous(dc.d.q, FI_DTYPE_F16, 3, dc.d.qs),
+              to = fi_tensor_contiguous(o, FI_DTYPE_F16, 3, dc.d.qs);
+    fi_paged_kv_cache kv = {fi_tensor_contiguous(dc.d.k, FI_DTYPE_F16, 4, dc.d.cs),
+                            fi_tensor_contiguous(dc.d.v, FI_DTYPE_F16, 4, dc.d.cs), FI_LAYOUT_NHD};
+    CHECK_OK(ctx, fi_decode_run(ctx, &plan, &tq, &kv, &table_, &to, NULL));
+    passed[4] += check("sinks + window decode", c, &got, o, dc.d.nq);
+    e2e_free(ws);
+    decode_case_free(&dc);
+  }
+
+  const char *names[5] = {"packed documents (mask_mod vs custom mask)",
                           "t5 relative bias (score_mod vs C hook)",
                           "alibi + soft cap (score_mod vs built-in)",
-                          "sinks + window (mask_mod vs custom mask)"};
+                          "sinks + window (mask_mod vs custom mask)",
+                          "sinks + window decode (mask_mod vs C hook)"};
   int ok = 1;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     printf("%s: %d/%d configurations equal\n", names[i], passed[i], configs);
     ok &= passed[i] == configs;
   }

@@ -21,12 +21,15 @@ static inline __host__ __device__ int decode_tws_ring_bytes(int D, int kvb, int 
   const int epi = decode_merge_bytes(D, nw);
   return ring > epi ? ring : epi;
 }
-// (a variant kernel: also each slot's mask class, behind the mbarriers)
+// A variant kernel also keeps a unit's sub-tile classes behind the mbarriers: a live and a
+// partial bit per sub-tile for the first kTwsClassWords x 32 (sub-tiles past them count as
+// live and partial), and the count of live ones.
+constexpr int kTwsClassWords = 64;
 static inline size_t decode_tws_smem(int D, int kvb, int nw, int slots, bool split,
                                      bool variant = false) {
   return (size_t)decode_tws_ring_bytes(D, kvb, nw, slots) +
          (split ? 2 : 1) * 16 * (2 * (size_t)D + 16) + 2 * (size_t)slots * sizeof(uint64_t) +
-         (variant ? (size_t)slots * sizeof(int) : 0);
+         (variant ? (2 * kTwsClassWords + 1) * sizeof(uint32_t) : 0);
 }
 
 // The K and V caches as 4-D tensor maps for the copy engine (decode.cu encodes them per
@@ -74,10 +77,11 @@ struct TwsMaps {
 // per byte of shared memory. The math is f16 for a bf16 q too (its Q tile staged in f16,
 // scaled down by a power of two when it would come near f16's range; stage_q_tile_kv8).
 // VARIANT (a program's variant kernel, variant/variant_kernels.cu): the score_mod on every
-// logit, and with a mask_mod the producer classifies each sub-tile first (the program's
-// tile classifier over the CTA's heads and the sub-tile's keys): EMPTY ones are not copied
-// (the slot is handed over without bytes, its class beside it, and the consumer skips it),
-// FULL ones need no mask call, PARTIAL ones call the mask per pair.
+// logit, and with a mask_mod the producer's lanes first classify the unit's sub-tiles, 32
+// at a time (the program's tile classifier over the CTA's heads and a sub-tile's keys),
+// into bits that every warp reads after the unit's block barrier: EMPTY sub-tiles are
+// neither copied nor computed (producer and consumers walk the live ones), FULL ones need
+// no mask call, PARTIAL ones call the mask per pair.
 // Memory traffic: as decode_tcw_kernel (q once per unit, K/V rows of the chunk once, o or
 // a partial row once). At the end of a unit every warp (the producer with an empty state)
 // merges through shared memory over the ring, then the next unit starts.
@@ -111,7 +115,9 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
   uint8_t *qs_lo = qs + 16 * RC;  // SPLIT only
   uint64_t *full = reinterpret_cast<uint64_t *>(qs + (SPLIT ? 2 : 1) * 16 * RC);
   uint64_t *empty = full + R;
-  int *slot_class = reinterpret_cast<int *>(empty + R);  // VARIANT: each slot's mask class
+  // VARIANT with a mask_mod: the unit's live and partial sub-tile bits and live count
+  uint32_t *live_bits = reinterpret_cast<uint32_t *>(empty + R);
+  uint32_t *partial_bits = live_bits + kTwsClassWords, *live_count = partial_bits + kTwsClassWords;
   const bool var_mask = VARIANT && var.mask;
   if (tid == 0) {
     for (int i = 0; i < R; ++i) {
@@ -155,7 +161,7 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
       const int sub = s0 + (lane >> LG_NB), pos = lo + 16 * sub + BR * (lane & (NB - 1));
       return sub < num_sub && pos < hi ? pages[pos / P] : 0;  // (0: past the end)
     };
-    int cur = 0, next = 0;
+    int cur = 0, next = 0, cur_batch = -2;
     uint32_t pslot = seq % R, pphase = (seq / R) & 1;
     auto copy_box = [&](uint8_t *dst, int in_page, int page) {  // K and V of one box
       if constexpr (KV8) {  // 128-byte rows (2 KiB per 16)
@@ -171,23 +177,18 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
       }
     };
     auto issue = [&](int s) {
-      if ((s & (SB - 1)) == 0) {
+      if (var_mask) {  // (sub-tiles come with gaps: the batch of s, loaded unless at hand)
+        const int b = s >> (5 - LG_NB);
+        if (b != cur_batch) {
+          cur = b == cur_batch + 1 ? next : page_batch(b * SB);
+          next = page_batch((b + 1) * SB);
+          cur_batch = b;
+        }
+      } else if ((s & (SB - 1)) == 0) {
         cur = s == 0 ? page_batch(0) : next;
         next = page_batch(s + SB);
       }
       uint8_t *const dst = ring + pslot * SLOT;
-      // VARIANT with a mask_mod: the sub-tile's class (lane 0's, for every lane); an EMPTY
-      // one hands its slot over without bytes.
-      int cls = FI_MASK_TILE_PARTIAL;
-      if constexpr (VARIANT) {
-        if (var_mask) {
-          const int k0 = lo + 16 * s;
-          cls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1, us.q_pos,
-                                     us.q_pos, k0 > us.lo ? k0 : us.lo,
-                                     k0 + 16 < hi ? k0 + 15 : hi - 1, var.captures);
-          cls = __shfl_sync(0xffffffffu, cls, 0);
-        }
-      }
       // (two paths: in the one-wave plans the producer's few instructions per sub-tile are
       // on the critical path; the single-box one is the page-of-16 kernel's as measured)
       if (NB == 1) {  // one box from the sub-tile's row of its page, by lane 0
@@ -195,30 +196,20 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
         if (lane == 0) {
           const int in_page = (lo + 16 * s) % P;
           mbar_wait(&empty[pslot], pphase ^ 1);  // consumed (a fresh slot passes at once)
-          if (VARIANT) slot_class[pslot] = cls;
-          if (VARIANT && cls == FI_MASK_TILE_EMPTY) {
-            mbar_arrive(&full[pslot]);
-          } else {
-            mbar_arrive_expect_tx(&full[pslot], SLOT);
-            copy_box(dst, in_page, page);
-          }
+          mbar_arrive_expect_tx(&full[pslot], SLOT);
+          copy_box(dst, in_page, page);
         }
       } else {  // a box per page, box b by lane b
         const int page =
             __shfl_sync(0xffffffffu, cur, ((s & (SB - 1)) << LG_NB) + (lane & (NB - 1)));
         if (lane == 0) {
           mbar_wait(&empty[pslot], pphase ^ 1);
-          if (VARIANT) slot_class[pslot] = cls;
-          if (VARIANT && cls == FI_MASK_TILE_EMPTY)
-            mbar_arrive(&full[pslot]);
-          else
-            mbar_arrive_expect_tx(&full[pslot], SLOT);
+          mbar_arrive_expect_tx(&full[pslot], SLOT);
         }
         __syncwarp();  // (the slot free and its bytes expected before any box)
         // Box rows land at row BR * lane of the slot: the 128-byte swizzle follows the
         // shared-memory address, so the slot reads as one 16-row box.
-        if (lane < NB && !(VARIANT && cls == FI_MASK_TILE_EMPTY))
-          copy_box(dst + BR * lane * 128, 0, page);
+        if (lane < NB) copy_box(dst + BR * lane * 128, 0, page);
       }
       if (++pslot == (uint32_t)R) {
         pslot = 0;
@@ -227,18 +218,56 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
     };
     // The first ring's worth of copies goes out while the consumers stage Q (every slot
     // was released in the previous unit: no wait), then one block barrier for both.
-    const int first = num_sub < R ? num_sub : R;
+    // VARIANT with a mask_mod: the producer's lanes classify the sub-tiles (bits read by
+    // every warp after the block barrier below); both sides then walk the live ones.
+    int n_live = num_sub;
+    if (var_mask && producer) {
+      const int words = min(kTwsClassWords, (num_sub + 31) / 32);
+      n_live = max(num_sub - 32 * kTwsClassWords, 0);
+      for (int wd = 0; wd < words; ++wd) {
+        const int sub = 32 * wd + lane, k0 = lo + 16 * sub;
+        int cls = FI_MASK_TILE_EMPTY;
+        if constexpr (VARIANT)
+          if (sub < num_sub)
+            cls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1,
+                                       us.q_pos, us.q_pos, max(k0, us.lo),
+                                       min(k0 + 15, hi - 1), var.captures);
+        const uint32_t live = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
+        const uint32_t part = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_PARTIAL);
+        if (lane == 0) {
+          live_bits[wd] = live;
+          partial_bits[wd] = part;
+        }
+        n_live += __popc(live);
+      }
+      if (lane == 0) *live_count = n_live;
+      __syncwarp();
+    }
+    // The first live sub-tile at or after s (past the bits: every one is live).
+    auto next_live = [&](int s) {
+      if (!var_mask) return s;
+      while (s < num_sub && s < 32 * kTwsClassWords) {
+        const uint32_t w = live_bits[s >> 5] >> (s & 31);
+        if (w) return s + __ffs(w) - 1;
+        s = (s | 31) + 1;
+      }
+      return s;
+    };
+    const int first = n_live < R ? n_live : R;
     float q_unscale = 1.f;
+    int s_next = 0;  // the producer's next sub-tile
     if (producer) {
-      for (int s = 0; s < first; ++s) issue(s);
+      s_next = next_live(0);
+      for (int i = 0; i < first; ++i, s_next = next_live(s_next + 1)) issue(s_next);
     } else if constexpr (KV8) {
       q_unscale = stage_q_tile_kv8<T, D, RC>(p, u.request, head0, us.q_pos, qs, tid, NC * 32);
     } else {
       stage_q_tile<T, D, RC>(p, u.request, head0, us.q_pos, qs, qs_lo, SPLIT, tid, NC * 32);
     }
     __syncthreads();
+    if (var_mask) n_live = *live_count;
     if (producer) {
-      for (int s = first; s < num_sub; ++s) issue(s);
+      for (; s_next < num_sub; s_next = next_live(s_next + 1)) issue(s_next);
     } else {
       uint32_t qb[D / 16][2], qb_lo[SPLIT ? D / 16 : 1][2];
       if constexpr (KV8)
@@ -247,19 +276,9 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
         ldsm_qt<RC, D>(qb, qs, lane);
       if constexpr (SPLIT) ldsm_qt<RC, D>(qb_lo, qs_lo, lane);
       uint32_t slot = (seq + warp) % R, phase = ((seq + warp) / R) & 1;
-      for (int j = warp; j < num_sub; j += NC) {
+      // Sub-tile j, the next in this warp's slot (partial: a PARTIAL one of a mask_mod)
+      auto consume = [&](int j, bool partial) {
         mbar_wait(&full[slot], phase);
-        const int cls = var_mask ? slot_class[slot] : FI_MASK_TILE_FULL;
-        if (VARIANT && cls == FI_MASK_TILE_EMPTY) {  // nothing copied, nothing to compute
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&empty[slot]);
-          slot += NC;
-          while (slot >= (uint32_t)R) {
-            slot -= R;
-            phase ^= 1;
-          }
-          continue;
-        }
         uint8_t *kb = ring + slot * SLOT, *vb = kb + V_OFF;
         const int pos0 = lo + 16 * j;
         // Rows of the box outside [us.lo, hi) (a window's start, the unit's end) hold
@@ -270,7 +289,7 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
         uint32_t pb[2];
         tcn_scores<T, D, RC, true, ROPE, KV8T, VARIANT>(
             p, st, qb, kb, pos0, hi, us.q_pos, slope0, slope1, lane, pb, us.lo, kfreq, qb_lo,
-            q_unscale, &var, u.request, head0, kv_head, cls == FI_MASK_TILE_PARTIAL);
+            q_unscale, &var, u.request, head0, kv_head, partial);
         if (r_lo > 0 || r_hi < 16) {
           constexpr int CH = D * (KV8 ? 1 : 2) / 16;  // 16-byte chunks per V row
           for (int c = lane; c < 16 * CH; c += 32) {  // whole 128-byte rows of each half
@@ -290,9 +309,19 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
           slot -= R;
           phase ^= 1;
         }
+      };
+      if (var_mask) {  // the live sub-tiles in order, every NC-th from this warp's turn on
+        int turn = warp;
+        for (int j = next_live(0); j < num_sub; j = next_live(j + 1)) {
+          if (turn-- > 0) continue;
+          turn = NC - 1;
+          consume(j, j >= 32 * kTwsClassWords || ((partial_bits[j >> 5] >> (j & 31)) & 1));
+        }
+      } else {
+        for (int j = warp; j < num_sub; j += NC) consume(j, false);
       }
     }
-    seq += num_sub;
+    seq += n_live;
     __syncthreads();  // every slot of the unit consumed (so every copy landed)
     tcn_merge_warps<T, D, KV8>(p, u, smem, st, head0);
     fence_proxy_async_smem();  // the merge's stores precede the next unit's tensor copies

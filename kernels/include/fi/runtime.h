@@ -190,20 +190,24 @@ typedef enum fi_pos_encoding {
  * values). Both functions must be pure: the kernels call them in any order, any number
  * of times, from several threads.
  * Backends. The host backend calls score_mod / mask_mod. The CUDA backend runs a variant
- * in paged and ragged prefill, on the warp-specialised Hopper kernel (wgmma 128 x 128
- * tiles, head_dim 64 / 128, 16-bit q; causal and RoPE built in, but no built-in soft cap,
- * ALiBi, custom mask or window beside the variant), from `device_image`: a cubin in which a compiler
- * linked the variant's device functions (fi_variant_score_mod / fi_variant_mask_mod) with
- * the runtime's variant kernels (fi-to-llvm=backend=cuda makes it: a uint64 byte count,
- * then the cubin), loaded once per context; the non-NULL host pointers say which of the
- * two hooks are on, and the first captures_bytes (<= FI_VARIANT_MAX_CAPTURE_BYTES) bytes
- * at `captures` are copied into the kernel's parameters (device pointers among them
- * stay pointers). Other CUDA runs with a variant, or one without a device image, are
- * refused (FI_ERROR_UNSUPPORTED). */
+ * in paged and ragged prefill, on the warp-specialised Hopper prefill kernel (wgmma 128 x
+ * 128 tiles), and in decode, on the warp-specialised decode kernel (tensor-core tiles; pages
+ * of a multiple of 16 or of 4 or 8 tokens; the mask's classifier skips the 16-key sub-tiles
+ * it proves EMPTY): head_dim 64 / 128, 16-bit q and KV of q's type; causal and RoPE built
+ * in, but no built-in soft cap, ALiBi, custom mask or window beside the variant. It runs
+ * from `device_image`: a cubin in which a compiler linked the variant's device functions
+ * (fi_variant_score_mod / fi_variant_mask_mod / fi_variant_mask_tile) with the runtime's
+ * variant kernels (fi-to-llvm=backend=cuda makes it: a uint64 byte count, then the cubin),
+ * loaded once per context; the non-NULL host pointers say which of the two hooks are on,
+ * and the first captures_bytes (<= FI_VARIANT_MAX_CAPTURE_BYTES) bytes at `captures` are
+ * copied into the kernel's parameters (device pointers among them stay pointers). Other
+ * CUDA runs with a variant, or one without a device image, are refused
+ * (FI_ERROR_UNSUPPORTED). */
 #define FI_VARIANT_MAX_CAPTURE_BYTES 256
-/* The generation of the variant kernels' parameter block and shared-memory layout, part of
- * their names ("fi_variant_v3_prefill_hd128_f16"): an image compiled against another
- * runtime's kernels is refused when loaded, not run with a misread block. */
+/* The generation of the variant kernels' parameter blocks and shared-memory layouts, part
+ * of their names ("fi_variant_v3_prefill_hd128_f16", "fi_variant_v3_decode_hd64_bf16_rope"):
+ * an image compiled against another runtime's kernels is refused when loaded, not run with a
+ * misread block. */
 #define FI_VARIANT_KERNEL_PREFIX "fi_variant_v3_prefill_hd"
 #define FI_VARIANT_DECODE_KERNEL_PREFIX "fi_variant_v3_decode_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,

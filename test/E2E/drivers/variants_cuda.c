@@ -338,6 +338,22 @@ static void d_win_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_ben
 static void d_win_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_window_variant(o, DEC_IN(i), 1024); }
 static void d_keep_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_keep_variant(o, DEC_IN(i), 0); }
 
+/* ms per call of `reps` calls issued back to back (one synchronisation at the end, so the
+ * host's planning overlaps the GPU's work and the time is the GPU's while it is the slower);
+ * the output of the last call in *keep (freed first when `keep` holds one). */
+static double time_stream_ms(bench_fn f, void *in, int reps, memref3 *keep) {
+  memref3 o[64];
+  if (reps > 64) reps = 64;
+  double t0 = now_ms();
+  for (int i = 0; i < reps; ++i) f(&o[i], in);
+  fi_rt_synchronize();
+  const double t = (now_ms() - t0) / reps;
+  for (int i = 0; i < reps - 1; ++i) fi_rt_free(o[i].allocated);
+  if (keep->allocated) fi_rt_free(keep->allocated);
+  *keep = o[reps - 1];
+  return t;
+}
+
 static int bench_decode(rng *r) {
   fi_rt_set_thread_context(gpu_ctx);
   fi_rt_set_poison(0);
@@ -357,6 +373,7 @@ static int bench_decode(rng *r) {
     int32_t j = (int32_t)rng_int(r, 0, i), t = ix[i];
     ix[i] = ix[j], ix[j] = t;
   }
+  /* device copies of q and the caches (the page table stays managed: the host plan reads it) */
   void *dq = device_copy(q, (size_t)numel(3, qs) * 2), *dk = device_copy(k, (size_t)numel(4, cs) * 2);
   void *dv = device_copy(v, (size_t)numel(4, cs) * 2);
   dec_bench_in in;
@@ -375,12 +392,21 @@ static int bench_decode(rng *r) {
   };
   enum { ROWS = 6 };
   memref3 outs[ROWS];
-  printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; median of 15, GB/s over the "
-         "K/V bytes attended:\n", batch, len, qh, kvh, page, hd);
-  for (int i = 0; i < ROWS; ++i) {
-    double ms = time_ms((bench_fn)rows[i].f, &in, 15, &outs[i]);
-    printf("  %-34s %8.1f us %7.1f GB/s\n", rows[i].name, ms * 1e3, rows[i].bytes / ms / 1e6);
-  }
+  /* The page table is managed memory that the host plan and the kernels both read, so a
+   * row's time moves with its pages' migrations: the rows take turns, 5 rounds of 20 calls
+   * each after a warm-up round, and each row reports its best round. */
+  printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; 20 calls back to back, best of 5 "
+         "rounds, GB/s over the K/V bytes attended:\n", batch, len, qh, kvh, page, hd);
+  double best[ROWS];
+  memset(outs, 0, sizeof outs);
+  for (int round = 0; round < 6; ++round)
+    for (int i = 0; i < ROWS; ++i) {
+      const double ms = time_stream_ms((bench_fn)rows[i].f, &in, 20, &outs[i]);
+      if (round == 1 || (round > 1 && ms < best[i])) best[i] = ms;
+    }
+  for (int i = 0; i < ROWS; ++i)
+    printf("  %-34s %8.1f us %7.1f GB/s\n", rows[i].name, best[i] * 1e3,
+           rows[i].bytes / best[i] / 1e6);
   const int64_t n = numel(3, qs);
   void *o[ROWS];
   for (int i = 0; i < ROWS; ++i) o[i] = result_copy(gpu_ctx, &outs[i], FI_DTYPE_F16, n);

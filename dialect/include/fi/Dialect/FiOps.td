@@ -144,8 +144,9 @@ defvar Fi_AttentionAttrDoc = [{
     document ids skips the tiles across documents; float values and other reads prove
     nothing. The functions may also be called for pairs another mask drops (their result
     is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`, paged
-    and ragged prefill (head_dim 64 / 128, f16 / bf16) compile them into the
-    warp-specialised Hopper prefill kernel through LLVM's NVPTX backend (no built-in soft
+    and ragged prefill and paged decode (head_dim 64 / 128, f16 / bf16, KV of q's type;
+    decode: tensor-core tiles, pages of a multiple of 16 or of 4 or 8 tokens) compile them
+    into the warp-specialised Hopper prefill or decode kernel through LLVM's NVPTX backend (no built-in soft
     cap, window, ALiBi or custom mask beside a variant there; f32 denormals flush to zero
     as in the built-in kernels; `math.tanh` with `fastmath<afn>` is the GPU's tanh.approx,
     `arith.divf` with `fastmath<arcp>` may multiply by a reciprocal); decode and
