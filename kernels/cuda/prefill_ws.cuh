@@ -706,6 +706,21 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         fi_wgmma::commit();
       }
+      // VARIANT with a score_mod: the program's logit for every pair, before any mask (the
+      // masks below then drop what they drop, so tiles no mask cuts need no per-pair test).
+      if constexpr (VARIANT) {
+        if (p.variant_score) {
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
+              s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, h, kv_head,
+                                              qpos, j, p.variant_captures);
+            }
+        }
+      }
 
       // Masks: only tiles that cross the range's end, the causal diagonal or the window's
       // left edge (a custom mask: every tile of its extent but those every row keeps whole).
@@ -832,10 +847,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             s[nb][e] = j <= lim && (!FP8 || j >= kv_first) ? s[nb][e] : -INFINITY;
           }
       }
-      if constexpr (VARIANT) {  // the program's hooks, on the pairs causal and the range keep
-        // The mask only on PARTIAL tiles (on FULL ones it keeps every pair), then the score
-        // on the pairs kept (-inf: dropped). Each pass is straight-line code under one
-        // uniform branch (per-pair branches made ptxas spill).
+      if constexpr (VARIANT) {  // the program's mask, on the pairs causal and the range keep
+        // Only on PARTIAL tiles (on FULL ones it keeps every pair); straight-line code under
+        // one uniform branch (per-pair branches made ptxas spill).
         if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
@@ -845,19 +859,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
               if (!fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
                 s[nb][e] = -INFINITY;
-            }
-        }
-        if (p.variant_score) {
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float x = s[nb][e];
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
-              const float y = fi_variant_score_mod(x * logit_unit, wu.request, h, kv_head, qpos,
-                                                   j, p.variant_captures);
-              s[nb][e] = x != -INFINITY ? y : -INFINITY;
             }
         }
       }
