@@ -33,12 +33,12 @@ fi_status fi_cuda_prefill_check_supported(fi_context *ctx, fi_op_family family,
                                           const fi_attention_params *params,
                                           const fi_tiles *tiles);
 
-/* The prefill kernel (head_dim 64 / 128, f16 / bf16 q) of a variant's device image
- * (runtime.h, fi_variant: a uint64 byte count, then a cubin), loaded once per context
- * (variant_images.cu) with the warp-specialised kernel's shared memory allowed; the kernel
- * as a launchable function pointer. */
+/* The prefill kernel (head_dim 64 / 128, f16 / bf16 q; block_sparse: its block-sparse
+ * instance) of a variant's device image (runtime.h, fi_variant: a uint64 byte count, then a
+ * cubin), loaded once per context (variant_images.cu) with the warp-specialised kernel's
+ * shared memory allowed; the kernel as a launchable function pointer. */
 fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image, int head_dim,
-                                 int bf16, const void **kernel);
+                                 int bf16, int block_sparse, const void **kernel);
 /* The same for the warp-specialised decode kernel (decode_tws.cuh; rope: its RoPE
  * instance), with the device's shared memory per block allowed. */
 fi_status fi_cuda_variant_decode_kernel(fi_context *ctx, const void *device_image,

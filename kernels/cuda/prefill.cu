@@ -527,14 +527,16 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                           "%s with a score_mod/mask_mod: the variant is compiled into the "
                           "warp-specialised prefill kernel, which cannot take this run: %s",
                           what, ws_refusal);
-    if (extras)
+    if (a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
+        a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0)
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "%s with a score_mod/mask_mod and a built-in soft cap, ALiBi, custom "
                           "mask or sliding window: the variant kernel has none of those built "
                           "in; express them in the variant (causal and RoPE stay built in)",
                           what);
     if ((s = fi_cuda_variant_kernel(ctx, var->device_image, a->head_dim,
-                                    q_dt == FI_DTYPE_BF16, &variant_kernel)) != FI_SUCCESS)
+                                    q_dt == FI_DTYPE_BF16, p.bsr_tiles != nullptr,
+                                    &variant_kernel)) != FI_SUCCESS)
       return s;
     p.variant_score = var->score_mod != nullptr;
     p.variant_mask = var->mask_mod != nullptr;

@@ -198,6 +198,16 @@ __device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChu
   }
 }
 
+// The key of accumulator column nb * 8 + col of a KV tile from key kv0; block-sparse: of
+// the tile's half (keys 0-63 from half.x, 64-127 from half.z).
+template <bool BSR, int NB_KV>
+__device__ __forceinline__ int ws_key(int kv0, int4 half, int nb, int col) {
+  if constexpr (BSR)
+    return (nb < NB_KV / 2 ? half.x + nb * 8 : half.z + (nb - NB_KV / 2) * 8) + col;
+  else
+    return kv0 + nb * 8 + col;
+}
+
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
 // consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
 // The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
@@ -236,9 +246,11 @@ template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
   constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
-  static_assert(!VARIANT || (!EXTRAS && !BSR),
-                "variants run in the kernel without the built-in extras, not block-sparse");
-  static_assert(!BSR || XF == WS_X_ALL, "block-sparse runs the instance with every extra");
+  static_assert(!VARIANT || XF == (BSR ? WS_X_MASKS : 0),
+                "variants run in the kernel without the built-in extras (block-sparse: with "
+                "the masks, which hold its halves' bounds)");
+  static_assert(!BSR || XF == WS_X_ALL || (VARIANT && XF == WS_X_MASKS),
+                "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
   fi::pdl_enter();
@@ -392,7 +404,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         // loads as PARTIAL and the mask decides per pair.
         constexpr int KEPT_GROUPS = 32;
         const int span_tiles = c.num_tiles;
-        const bool classify = VARIANT && p.variant_mask;
+        // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
+        const bool classify = VARIANT && !BSR && p.variant_mask;
         auto tile_ballots = [&](int g, uint32_t &kept, uint32_t &full) {
           const int t = 32 * g + lane;
           const int cls = t >= span_tiles    ? FI_MASK_TILE_EMPTY
@@ -686,7 +699,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
       fi::mbar_wait(&k_full[st], par);
       int tile_class = FI_MASK_TILE_FULL;
-      if constexpr (VARIANT) {
+      if constexpr (VARIANT && BSR) {
+        if (p.variant_mask) tile_class = FI_MASK_TILE_PARTIAL;
+      } else if constexpr (VARIANT) {
         if (p.variant_mask) {
           const int2 info = stage_info[st];
           kv0 = info.x;
@@ -714,7 +729,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
               const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
               s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, h, kv_head,
                                               qpos, j, p.variant_captures);
@@ -855,7 +870,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
               const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
               if (!fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
                 s[nb][e] = -INFINITY;

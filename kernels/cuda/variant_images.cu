@@ -20,7 +20,7 @@ namespace {
 struct VariantImage {
   const void *image;
   cudaLibrary_t library;
-  cudaKernel_t kernels[12];  // null until first used
+  cudaKernel_t kernels[16];  // null until first used
   VariantImage *next;
 };
 
@@ -34,8 +34,8 @@ CudaBackendState *state_of(fi_context *ctx) {
   return static_cast<CudaBackendState *>(ctx->backend_state);
 }
 
-// The entries of variant_kernels.cu: prefill (slots 0-3) and decode without and with RoPE
-// (4-7, 8-11), each head_dim 64 / 128 x f16 / bf16.
+// The entries of variant_kernels.cu: prefill (slots 0-3), decode without and with RoPE
+// (4-7, 8-11) and block-sparse (12-15), each head_dim 64 / 128 x f16 / bf16.
 int kernel_slot(int kind, int head_dim, int bf16) {
   return 4 * kind + (head_dim == 128 ? 2 : 0) + (bf16 ? 1 : 0);
 }
@@ -71,7 +71,7 @@ fi_status load_image(fi_context *ctx, CudaBackendState *st, const void *device_i
   return FI_SUCCESS;
 }
 
-// kind 0: prefill, 1: decode, 2: decode with RoPE.
+// kind 0: prefill, 1: decode, 2: decode with RoPE, 3: block-sparse.
 fi_status variant_kernel(fi_context *ctx, const void *device_image, int kind, int head_dim,
                          int bf16, const void **kernel) {
   CudaBackendState *st = state_of(ctx);
@@ -83,13 +83,15 @@ fi_status variant_kernel(fi_context *ctx, const void *device_image, int kind, in
   cudaKernel_t &k = img->kernels[kernel_slot(kind, head_dim, bf16)];
   if (!k) {
     char name[64];
-    snprintf(name, sizeof name, "%s%d_%s%s",
-             kind ? FI_VARIANT_DECODE_KERNEL_PREFIX : FI_VARIANT_KERNEL_PREFIX, head_dim,
-             bf16 ? "bf16" : "f16", kind == 2 ? "_rope" : "");
+    const char *prefix = kind == 0   ? FI_VARIANT_KERNEL_PREFIX
+                         : kind == 3 ? FI_VARIANT_BLOCK_SPARSE_KERNEL_PREFIX
+                                     : FI_VARIANT_DECODE_KERNEL_PREFIX;
+    snprintf(name, sizeof name, "%s%d_%s%s", prefix, head_dim, bf16 ? "bf16" : "f16",
+             kind == 2 ? "_rope" : "");
     // (decode: the launcher sizes the ring to the device's shared memory per block)
-    const int smem = kind             ? ctx->target.smem_per_block
-                     : head_dim == 64 ? fi_prefill_ws_smem_hd64()
-                                      : fi_prefill_ws_smem_hd128();
+    const int smem = kind == 1 || kind == 2 ? ctx->target.smem_per_block
+                     : head_dim == 64       ? fi_prefill_ws_smem_hd64()
+                                            : fi_prefill_ws_smem_hd128();
     cudaError_t e = cudaLibraryGetKernel(&k, img->library, name);
     if (e == cudaSuccess)
       e = cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -110,8 +112,9 @@ fi_status variant_kernel(fi_context *ctx, const void *device_image, int kind, in
 }  // namespace
 
 extern "C" fi_status fi_cuda_variant_kernel(fi_context *ctx, const void *device_image,
-                                            int head_dim, int bf16, const void **kernel) {
-  return variant_kernel(ctx, device_image, 0, head_dim, bf16, kernel);
+                                            int head_dim, int bf16, int block_sparse,
+                                            const void **kernel) {
+  return variant_kernel(ctx, device_image, block_sparse ? 3 : 0, head_dim, bf16, kernel);
 }
 
 extern "C" fi_status fi_cuda_variant_decode_kernel(fi_context *ctx, const void *device_image,

@@ -674,7 +674,7 @@ static fi_status check_host_pages(fi_context *ctx, const fi_plan *plan,
 }
 
 /* A user-written variant (params.variant with a score_mod or mask_mod; both NULL is none)
- * on the CUDA backend: paged and ragged prefill and decode from a device image (the CUDA
+ * on the CUDA backend: prefill, decode and block-sparse attention from a device image (the CUDA
  * backend checks the rest: the kernel the plan runs, the image). Checked at run, where the
  * plan's copy of the params is what the backend executes (compiled code sets the variant on
  * its run's copy). */
@@ -683,7 +683,8 @@ static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
   if (ctx->backend == FI_BACKEND_HOST || !v || (!v->score_mod && !v->mask_mod))
     return FI_SUCCESS;
   const int compiled = plan->family == FI_OP_PAGED_PREFILL ||
-                       plan->family == FI_OP_RAGGED_PREFILL || plan->family == FI_OP_DECODE;
+                       plan->family == FI_OP_RAGGED_PREFILL || plan->family == FI_OP_DECODE ||
+                       plan->family == FI_OP_BLOCK_SPARSE;
   if (compiled && v->device_image) {
     if (v->captures_bytes > FI_VARIANT_MAX_CAPTURE_BYTES || (v->captures_bytes && !v->captures))
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
@@ -704,8 +705,8 @@ static fi_status check_variant_backend(fi_context *ctx, const fi_plan *plan) {
                       compiled ? "the variant has no device image (compile the program with "
                                  "fi-to-llvm=backend=cuda, which links the variant into the "
                                  "kernels)"
-                               : "variants run on CUDA in paged and ragged prefill and in "
-                                 "decode, not yet in block-sparse attention");
+                               : "variants run on CUDA in prefill, decode and block-sparse "
+                                 "attention only");
 }
 
 #define DISPATCH(ctx, fn, ...)                                                             \

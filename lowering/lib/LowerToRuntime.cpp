@@ -471,13 +471,6 @@ public:
     if (op->getNumResults() != 0)
       return op->emitOpError() << "is in tensor form; fi-lower-to-runtime needs memrefs: "
                                   "run one-shot-bufferize first (or use fi-to-llvm)";
-    if (backend == "cuda" && (op->hasAttr("score_mod") || op->hasAttr("mask_mod")) &&
-        !isa<PagedPrefillOp, RaggedPrefillOp, PagedDecodeOp>(op))
-      return op->emitOpError()
-             << "has a score_mod/mask_mod, which the CUDA backend runs in paged and ragged "
-                "prefill and paged decode only for now (compiled into the warp-specialised "
-                "kernels); lower with backend=host, or use the built-in attributes "
-                "(logits_soft_cap, window_left, pos_encoding, a custom mask)";
     SmallVector<Value> args;
     std::string callee, variant;
     Value slot;
@@ -803,22 +796,6 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       return signalPassFailure();
     // Variant functions become hooks with the runtime's C signatures.
     VariantDeviceOptions device{variantBitcode, variantChip};
-    if (backend == "cuda") {  // what has no device code, before any is made
-      WalkResult unsupported = module.walk([&](Operation *op) {
-        if (isa<BlockSparseAttentionOp>(op) &&
-            (op->hasAttr("score_mod") || op->hasAttr("mask_mod"))) {
-          op->emitOpError() << "has a score_mod/mask_mod, which the CUDA backend runs in "
-                               "paged and ragged prefill and paged decode only for now "
-                               "(compiled into the warp-specialised kernels); lower with "
-                               "backend=host, or use the built-in attributes "
-                               "(logits_soft_cap, window_left, pos_encoding, a custom mask)";
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      });
-      if (unsupported.wasInterrupted())
-        return signalPassFailure();
-    }
     if (failed(generateVariantHooks(module, backend == "cuda" ? &device : nullptr)))
       return signalPassFailure();
 

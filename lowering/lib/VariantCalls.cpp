@@ -292,9 +292,9 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
            << "; build the runtime with the CUDA backend and clang-22 (kernels/CMakeLists.txt "
               "makes fi_variant_kernels_sm90a.bc) or pass variant-bitcode=<path>";
   // The one kernel of the runtime's bitcode (kernels/cuda/variant/variant_kernels.cu) the
-  // op runs: the warp-specialised prefill or decode kernel of its head_dim and q dtype
-  // (decode: and RoPE or not).
-  const bool decode = isa<PagedDecodeOp>(op);
+  // op runs: the warp-specialised prefill (block-sparse: its block-sparse instance) or
+  // decode kernel of its head_dim and q dtype (decode: and RoPE or not).
+  const bool decode = isa<PagedDecodeOp>(op), blockSparse = isa<BlockSparseAttentionOp>(op);
   std::optional<AttentionInfo> info = getAttentionInfo(op);
   if (!info || (info->headDim != 64 && info->headDim != 128) ||
       !(info->qType.isF16() || info->qType.isBF16()) || info->kvType != info->qType)
@@ -333,7 +333,9 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
               "(causal and RoPE stay built in)";
   const bool rope = pos && pos.getValue() == PosEncoding::rope_llama;
   std::string kernelName =
-      std::string(decode ? FI_VARIANT_DECODE_KERNEL_PREFIX : FI_VARIANT_KERNEL_PREFIX) +
+      std::string(decode        ? FI_VARIANT_DECODE_KERNEL_PREFIX
+                  : blockSparse ? FI_VARIANT_BLOCK_SPARSE_KERNEL_PREFIX
+                                : FI_VARIANT_KERNEL_PREFIX) +
       std::to_string(info->headDim) + (info->qType.isBF16() ? "_bf16" : "_f16") +
       (decode && rope ? "_rope" : "");
   int64_t slots = 0;

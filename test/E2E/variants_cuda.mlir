@@ -407,3 +407,25 @@ func.func @bench_dec_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x12
       -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }
+
+// ------------------------------------------------------------ block-sparse variant ---
+// A per-head bias table (@dec_bias) and the head mask of @head_mask inside the listed
+// 16 x 32 blocks, causal, head_dim 128, f16, with LSE: the block-sparse instance of the
+// warp-specialised kernel with the program's hooks.
+func.func @bsr_bias(%q: tensor<?x8x128xf16>, %k: tensor<?x2x128xf16>,
+    %v: tensor<?x2x128xf16>, %indptr: tensor<?xi32>, %indices: tensor<?xi32>,
+    %table: tensor<8x32xf32>) -> (tensor<?x8x128xf16>, tensor<?x8xf32>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %q, %c0 : tensor<?x8x128xf16>
+  %o0 = tensor.empty(%m) : tensor<?x8x128xf16>
+  %l0 = tensor.empty(%m) : tensor<?x8xf32>
+  %o, %lse = fi.block_sparse_attention q(%q : tensor<?x8x128xf16>)
+      kv(%k, %v : tensor<?x2x128xf16>, tensor<?x2x128xf16>)
+      blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%table : tensor<8x32xf32>) outs(%o0, %l0 : tensor<?x8x128xf16>, tensor<?x8xf32>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, score_mod = @dec_bias, mask_mod = @head_mask}
+      -> tensor<?x8x128xf16>, tensor<?x8xf32>
+  return %o, %lse : tensor<?x8x128xf16>, tensor<?x8xf32>
+}

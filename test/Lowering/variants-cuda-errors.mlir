@@ -1,23 +1,9 @@
-// fi-lower-to-runtime with backend=cuda refuses what has no device code: a variant on
-// block-sparse attention (no variant kernel yet), beside a built-in soft cap, with a
-// head_dim the variant kernels lack or a decode on CUDA-core tiles; and any variant when the
-// variant kernels' bitcode is missing.
+// fi-lower-to-runtime with backend=cuda refuses what has no device code: a variant beside a
+// built-in soft cap, with a head_dim the variant kernels lack or a decode on CUDA-core
+// tiles; and any variant when the variant kernels' bitcode is missing.
 // RUN: fi-opt %s --split-input-file --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" -verify-diagnostics
 // RUN: not fi-opt %s --split-input-file --fi-lower-to-runtime="backend=cuda variant-bitcode=%s.missing" 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: error: 'fi.block_sparse_attention' op has a score_mod/mask_mod, which the CUDA backend runs in paged and ragged prefill and paged decode only for now
-
-func.func private @keep(%b: i32, %qh: i32, %qp: i32, %kp: i32) -> i1 {
-  %t = arith.constant true
-  return %t : i1
-}
-func.func @bsr(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
-               %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xf16>) {
-  // expected-error @+1 {{has a score_mod/mask_mod, which the CUDA backend runs in paged and ragged prefill and paged decode only for now}}
-  fi.block_sparse_attention q(%q : memref<?x4x64xf16>) kv(%k, %v : memref<?x2x64xf16>, memref<?x2x64xf16>) blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>) {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>, mask_mod = @keep}
-  return
-}
-
-// -----
+// MISSING: error: 'fi.paged_decode' op has a score_mod/mask_mod for the CUDA backend, which links it with the runtime's variant kernels, but their bitcode '{{.*}}variants-cuda-errors.mlir.missing' does not exist; build the runtime with the CUDA backend and clang-22
 
 // The decode variant kernel is the warp-specialised decode kernel: head_dim 64 or 128, on
 // tensor cores.

@@ -1,5 +1,5 @@
-// variant_kernels.cu -- the warp-specialised prefill kernel (prefill_ws.cuh) and decode
-// kernel (decode_tws.cuh) with a program's attention variant (VARIANT = true: the
+// variant_kernels.cu -- the warp-specialised prefill kernel (prefill_ws.cuh; also over
+// block-sparse tiles) and decode kernel (decode_tws.cuh) with a program's attention variant (VARIANT = true: the
 // score_mod / mask_mod hooks of variant_hooks.cuh), one extern "C" entry per kernel kind,
 // head_dim and q dtype (decode: and RoPE or not). Not part of the runtime library: clang
 // compiles it to LLVM bitcode at build time (kernels/CMakeLists.txt,
@@ -29,6 +29,21 @@ FI_VARIANT_PREFILL_KERNEL(64, f16, __half)
 FI_VARIANT_PREFILL_KERNEL(64, bf16, __nv_bfloat16)
 FI_VARIANT_PREFILL_KERNEL(128, f16, __half)
 FI_VARIANT_PREFILL_KERNEL(128, bf16, __nv_bfloat16)
+
+// Block-sparse attention: the same kernel over the plan's block tiles, with the masks'
+// instance (its halves' bounds are masks).
+#define FI_VARIANT_BLOCK_SPARSE_KERNEL(HD, NAME, DT)                                          \
+  extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)            \
+      fi_variant_v3_block_sparse_hd##HD##_##NAME(                                               \
+          const __grid_constant__ PrefillParams p,                                              \
+          const __grid_constant__ fi_prefill::WsMaps maps) {                                    \
+    fi_prefill::prefill_ws_body<HD, DT, fi_prefill::WS_X_MASKS, true, true>(p, maps);           \
+  }
+
+FI_VARIANT_BLOCK_SPARSE_KERNEL(64, f16, __half)
+FI_VARIANT_BLOCK_SPARSE_KERNEL(64, bf16, __nv_bfloat16)
+FI_VARIANT_BLOCK_SPARSE_KERNEL(128, f16, __half)
+FI_VARIANT_BLOCK_SPARSE_KERNEL(128, bf16, __nv_bfloat16)
 
 #define FI_VARIANT_DECODE_KERNEL(HD, NAME, T, ROPE, SUFFIX)                                 \
   extern "C" __global__ void __launch_bounds__(fi::kTcw1MaxWarps * 32, 1)                   \

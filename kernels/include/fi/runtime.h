@@ -190,8 +190,9 @@ typedef enum fi_pos_encoding {
  * values). Both functions must be pure: the kernels call them in any order, any number
  * of times, from several threads.
  * Backends. The host backend calls score_mod / mask_mod. The CUDA backend runs a variant
- * in paged and ragged prefill, on the warp-specialised Hopper prefill kernel (wgmma 128 x
- * 128 tiles), and in decode, on the warp-specialised decode kernel (tensor-core tiles; pages
+ * in paged and ragged prefill and block-sparse attention, on the warp-specialised Hopper
+ * prefill kernel (wgmma 128 x 128 tiles; block-sparse: the mask per pair on every block
+ * the BSR lists), and in decode, on the warp-specialised decode kernel (tensor-core tiles; pages
  * of a multiple of 16 or of 4 or 8 tokens; the mask's classifier skips the 16-key sub-tiles
  * it proves EMPTY): head_dim 64 / 128, 16-bit q and KV of q's type; causal and RoPE built
  * in, but no built-in soft cap, ALiBi, custom mask or window beside the variant. It runs
@@ -210,6 +211,7 @@ typedef enum fi_pos_encoding {
  * misread block. */
 #define FI_VARIANT_KERNEL_PREFIX "fi_variant_v3_prefill_hd"
 #define FI_VARIANT_DECODE_KERNEL_PREFIX "fi_variant_v3_decode_hd"
+#define FI_VARIANT_BLOCK_SPARSE_KERNEL_PREFIX "fi_variant_v3_block_sparse_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,

@@ -33,6 +33,8 @@ void _mlir_ciface_decode_stream(o_lse *, memref3 *, memref4 *, memref4 *, memref
                                 memref1 *, float, int32_t, int32_t);
 void _mlir_ciface_decode_rope_bias(memref3 *, memref3 *, memref4 *, memref4 *, memref1 *,
                                    memref1 *, memref1 *, memref2 *);
+void _mlir_ciface_bsr_bias(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
+                           memref2 *);
 #define DEC_ARGS memref3 *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *, memref1 *
 void _mlir_ciface_bench_dec_plain(DEC_ARGS);
 void _mlir_ciface_bench_dec_cap_builtin(DEC_ARGS);
@@ -150,6 +152,34 @@ static void dec_state_init(rng *r, dec_state *s, int32_t page, int32_t hd, fi_dt
 static void dec_state_free(dec_state *s) {
   decode_inputs_free(&s->d);
   free_pages(&s->pg);
+}
+
+/* A random BSR problem: m queries over n keys (m <= n), 16 x 32 blocks at density 0.3. */
+typedef struct {
+  int64_t m, n;
+  void *q, *k, *v;
+  int32_t *indptr, *indices;
+  memref3 mq, mk, mv;
+  memref1 mi, mx;
+  memref2 mtable;
+} bsr_state;
+static void bsr_state_init(rng *r, bsr_state *s) {
+  s->m = rng_int(r, 1, 700);
+  s->n = s->m + rng_int(r, 0, 500);
+  const int32_t nnz = random_bsr(r, s->m, s->n, 16, 32, 0.3, &s->indptr, &s->indices);
+  int64_t qs[3] = {s->m, QH, 128}, ks[3] = {s->n, KVH, 128}, ni = (s->m + 15) / 16 + 1, nx = nnz;
+  s->q = random_tensor(r, FI_DTYPE_F16, numel(3, qs), -2, 2);
+  s->k = random_tensor(r, FI_DTYPE_F16, numel(3, ks), -2, 2);
+  s->v = random_tensor(r, FI_DTYPE_F16, numel(3, ks), -2, 2);
+  mr_init(&s->mq, 3, s->q, qs), mr_init(&s->mk, 3, s->k, ks), mr_init(&s->mv, 3, s->v, ks);
+  mr_init(&s->mi, 1, s->indptr, &ni), mr_init(&s->mx, 1, s->indices, &nx);
+}
+static void bsr_state_free(bsr_state *s) {
+  e2e_free(s->q), e2e_free(s->k), e2e_free(s->v), e2e_free(s->indptr), e2e_free(s->indices);
+}
+static void run_bsr(void *st, void *out) {
+  bsr_state *s = (bsr_state *)st;
+  _mlir_ciface_bsr_bias((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mi, &s->mx, &s->mtable);
 }
 
 /* -------------------------------------------------------------------------- bench --- */
@@ -440,7 +470,7 @@ int main(int argc, char **argv) {
   fi_context_set_num_threads(host_ctx, 0);
   const int configs = (int)arg_long(argc, argv, "configs", 40);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
-  int passed[5] = {0, 0, 0, 0, 0};
+  int passed[6] = {0, 0, 0, 0, 0, 0};
   for (int c = 0; c < configs; ++c) {
     ragged_state s;
     ragged_state_init(&r, &s, 128, FI_DTYPE_F16);
@@ -502,13 +532,23 @@ int main(int argc, char **argv) {
                       FI_DTYPE_BF16, s.d.nq, 0, 0);
     dec_state_free(&s);
   }
+  for (int c = 0; c < configs; ++c) {
+    bsr_state s;
+    bsr_state_init(&r, &s);
+    int64_t ts[2] = {QH, 32};
+    mr_init(&s.mtable, 2, table, ts);
+    passed[5] += both("block-sparse bias + head mask", c, run_bsr, &s, sizeof(o_lse),
+                      FI_DTYPE_F16, s.m * QH * 128, 1, s.m * QH);
+    bsr_state_free(&s);
+  }
   e2e_free(table);
-  const char *names[5] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
+  const char *names[6] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
                           "t5 bias + head mask (ragged, hd 128, bf16)",
                           "decode sinks + window + soft cap (page 16, hd 128, f16, lse)",
-                          "decode RoPE + bias table + head mask (page 8, hd 64, bf16)"};
+                          "decode RoPE + bias table + head mask (page 8, hd 64, bf16)",
+                          "block-sparse bias table + head mask (16 x 32 blocks, hd 128, f16, lse)"};
   int ok = 1;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
     printf("%s: %d/%d configurations %s\n", names[i], passed[i], configs,
            gpu_ctx ? "match the host backend" : "ran on the host (no GPU)");
     ok &= passed[i] == configs;

@@ -1,8 +1,9 @@
-// fi-lower-to-runtime with backend=cuda on a paged decode with a variant: the device module
-// keeps the warp-specialised decode kernel of the op's head_dim, dtype and position
-// encoding (its three parameters: DecodeParams, TwsMaps and the variant's block), and the
-// run passes the image; a decode without tiles gets tensor-core ones from fi-select-tiles
-// whatever its group (the variant kernel is the tensor-core one).
+// fi-lower-to-runtime with backend=cuda on a paged decode and on block-sparse attention with
+// a variant: the device module keeps the kernel of the op's kind, head_dim, dtype and
+// (decode) position encoding -- the warp-specialised decode kernel (three parameters:
+// DecodeParams, TwsMaps and the variant's block) or the block-sparse instance of the
+// prefill kernel -- and the run passes the image; a decode without tiles gets tensor-core
+// ones from fi-select-tiles whatever its group (the variant kernel is the tensor-core one).
 // (The lowering only checks that the bitcode exists: this file stands in for it.)
 // RUN: fi-opt %s --fi-lower-to-runtime="backend=cuda variant-bitcode=%s" | FileCheck %s
 // RUN: fi-opt %s --fi-select-tiles | FileCheck %s --check-prefix=TILES
@@ -13,10 +14,15 @@
 // CHECK-LABEL: func.func @decode_plain_f16
 // CHECK: %[[IMAGE1:.*]] = llvm.mlir.addressof @__fi_variant_image_1 : !llvm.ptr
 // CHECK: call @fi_rt_decode_run_f16_f16({{.*}}, %[[IMAGE1]])
+// CHECK-LABEL: func.func @bsr
+// CHECK: %[[IMAGE2:.*]] = llvm.mlir.addressof @__fi_variant_image_2 : !llvm.ptr
+// CHECK: call @fi_rt_block_sparse_run_f16_f16({{.*}}, %[[IMAGE2]]
 // CHECK: gpu.module @__fi_variant_device_0
 // CHECK-DAG: llvm.func @fi_variant_v3_decode_hd64_bf16_rope(!llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK: gpu.module @__fi_variant_device_1
 // CHECK-DAG: llvm.func @fi_variant_v3_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK: gpu.module @__fi_variant_device_2
+// CHECK-DAG: llvm.func @fi_variant_v3_block_sparse_hd64_f16(!llvm.ptr, !llvm.ptr)
 
 // TILES-LABEL: func.func @decode_rope
 // TILES: tiles = #fi.tiles<q = 16, kv = {{[0-9]+}}, split_kv = {{.*}}, cores = tensor>
@@ -49,5 +55,15 @@ func.func @decode_plain_f16(%q: memref<?x8x128xf16>, %k: memref<?x16x2x128xf16>,
       pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>) variant_args(%w : i32)
       outs(%o : memref<?x8x128xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @window}
+  return
+}
+func.func @bsr(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+               %ip: memref<?xi32>, %ix: memref<?xi32>, %w: i32, %o: memref<?x4x64xf16>) {
+  fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
+      kv(%k, %v : memref<?x2x64xf16>, memref<?x2x64xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) variant_args(%w : i32)
+      outs(%o : memref<?x4x64xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, mask_mod = @window}
   return
 }
