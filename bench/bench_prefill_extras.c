@@ -12,6 +12,7 @@
  * FLOPs: 4 * head_dim * qo_heads * (kept (query, key) pairs), counted exactly: query i of a
  * request sees keys max(0, p - window_left) .. p with p = kv_len - qo_len + i. Bytes: q, k,
  * v read once and o written once. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -161,8 +162,11 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
 }
 
 void fi_bench_prefill_extras(fi_bench_ctx *b) {
+  /* FI_BENCH_EXTRAS=groups: the GQA group rows alone */
+  const char *only = getenv("FI_BENCH_EXTRAS");
+  const int groups_only = only && strcmp(only, "groups") == 0;
   static const int rows[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}};
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < (groups_only ? 0 : 2); ++r) {
     const double plain = extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3],
                                      EX_PLAIN, 0);
     for (int e = EX_CAP; e < EX_COUNT; ++e)

@@ -118,12 +118,18 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
 }
 
 // q (D, qo heads, tokens) of esz-byte elements with boxes of (one 128-byte row of head dims,
-// group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh.
-bool encode_q_map(CUtensorMap *map, const fi_tensor *q, int D, int group, int esz) {
+// group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh; for a group whose tiles
+// pack rows across tokens (ws_rows_across), boxes of one token and, in q_row, of one row.
+bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, int esz,
+                   bool across) {
   const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
   const cuuint64_t st[2] = {(cuuint64_t)(q->strides[1] * esz), (cuuint64_t)(q->strides[0] * esz)};
-  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group, (cuuint32_t)(128 / group)};
-  return encode_map(map, q->data, 3, d, st, b, esz);
+  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group,
+                           (cuuint32_t)(across ? 1 : 128 / group)};
+  const cuuint32_t b_row[3] = {(cuuint32_t)(128 / esz), 1, 1};
+  memset(&m->q_row, 0, sizeof m->q_row);
+  return encode_map(&m->q, q->data, 3, d, st, b, esz) &&
+         (!across || encode_map(&m->q_row, q->data, 3, d, st, b_row, esz));
 }
 
 // Token rows t (D, kv heads, rows) of esz-byte elements with boxes of (one 128-byte row of
@@ -136,16 +142,16 @@ bool encode_rows_map(CUtensorMap *map, const fi_tensor *t, int D, int box_rows, 
 }
 
 // The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
-// of (64, group, 128 / group); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
+// of (64, group, 128 / group) (encode_q_maps); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
 // 128, or 64 for block-sparse tiles (two halves of 64 keys from their own first keys); paged
 // k/v (D, kv heads, position, page) with (64, 1, box, 1), box the largest of 128/64/32/16
 // that divides the page size. False when a tensor cannot be mapped.
 bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
-                    int group, int page_size, int ragged_box) {
+                    int group, bool across, int page_size, int ragged_box) {
   if (q->strides[2] != 1 || kv.k->strides[kv.k_paged ? 3 : 2] != 1 ||
       kv.v->strides[kv.v_paged ? 3 : 2] != 1)
     return false;
-  if (!encode_q_map(&m->q, q, D, group, 2)) return false;
+  if (!encode_q_maps(m, q, D, group, 2, across)) return false;
   m->kv_box_rows = 128;
   for (int i = 0; i < 2; ++i) {
     const fi_tensor *t = i == 0 ? kv.k : kv.v;
@@ -173,13 +179,14 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
 // k; paged, staged) as for 16-bit with 128-dim boxes; V^T (staged, [kv heads][D][pitch]) as
 // (pitch, D, kv heads) with boxes of (128 keys, D, 1).
 bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor *k,
-                     const void *vt, int64_t vt_pitch, int D, int kv_heads, int group) {
+                     const void *vt, int64_t vt_pitch, int D, int kv_heads, int group,
+                     bool across) {
   if (q->strides[2] != 1 || k->strides[2] != 1) return false;
   const cuuint64_t vd[3] = {(cuuint64_t)vt_pitch, (cuuint64_t)D, (cuuint64_t)kv_heads};
   const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
   const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
   m->kv_box_rows = 128;
-  return encode_q_map(&m->q, q, D, group, 1) && encode_rows_map(&m->k, k, D, 128, 1) &&
+  return encode_q_maps(m, q, D, group, 1, across) && encode_rows_map(&m->k, k, D, 128, 1) &&
          encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
 
@@ -344,7 +351,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
       sk = fi_tensor_contiguous(sa.sk, FI_DTYPE_E4M3, 3, kshape);
     }
     if (!encode_fp8_maps(&maps, q, &sk, sa.svt, sa.vt_pitch, a->head_dim, a->num_kv_heads,
-                         p.group))
+                         p.group, p.rows_across != 0))
       snprintf(why, sizeof why, "tensors the driver cannot map (strides or alignment)");
   }
   if (why[0])
@@ -407,6 +414,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.num_kv_heads = a->num_kv_heads;
   p.group = a->num_qo_heads / a->num_kv_heads;
   p.group_div = fi_make_fastdiv((uint32_t)p.group);
+  // Units of tiles whose rows pack across tokens: one work item per chunk (a unit of 128 /
+  // (the largest power of two dividing the group) tokens holds group / that power chunks).
+  p.rows_across = ctx->tuning.prefill_rows_across != 0 && fi_prefill::ws_rows_across(p.group);
+  p.unit_chunks = p.rows_across && !p.bsr_tiles ? p.group / (p.group & -p.group) : 1;
   p.page_div = fi_make_fastdiv((uint32_t)(p.page_size > 0 ? p.page_size : 1));
   p.causal = a->mask_mode == FI_MASK_CAUSAL;
   p.custom_mask = a->mask_mode == FI_MASK_CUSTOM;
@@ -503,13 +514,22 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
   if (!ws_refusal &&
-      !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.page_size,
-                      p.bsr_tiles ? 64 : 128))
+      !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
+                      p.page_size, p.bsr_tiles ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (ws_refusal && p.bsr_tiles)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: only the warp-specialised prefill kernel runs it, and it cannot: "
                         "%s", what, ws_refusal);
+  // A plan whose units pack a tile's rows across tokens (planner.c,
+  // fi_prefill_rows_per_unit) has units of more rows than the other kernels' tiles hold.
+  const int64_t unit_rows = fi_prefill_rows_per_unit(ctx, plan->family, a, plan->tiles);
+  if (ws_refusal && unit_rows * p.group > plan->tiles.q_tile)
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: the plan gives its GQA group of %d units of %lld tokens, whose "
+                        "rows only the warp-specialised prefill kernel packs, and it cannot "
+                        "run: %s; plan again after fixing that (or force other tiles)",
+                        what, (int)p.group, (long long)unit_rows, ws_refusal);
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the warp-specialised prefill kernel is required "

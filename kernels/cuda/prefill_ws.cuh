@@ -12,9 +12,10 @@
 // time (as split-KV partial rows already did). In a CUDA graph the tensor maps (kernel
 // parameters) keep the tensors' extents as captured; rows, pages and work come from the
 // plan in the workspace at replay. Per item the CTA walks the unit's GQA-packed query rows
-// (packed row = token * group + head_in_group, as in prefill_kernel.cuh) in chunks of the
-// whole tokens that fit CTA_Q = 128 rows (128 - 128 % group rows; a group that does not
-// divide 128 leaves the last rows of the tile unused) and each chunk's KV range in tiles of
+// (packed row = token * group + head_in_group, as in prefill_kernel.cuh) in chunks of
+// CTA_Q = 128 rows: whole tokens, or, for a group of at most 32 that does not divide 128,
+// rows across tokens (ws_rows_across: each chunk of such a unit its own item; a larger
+// group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
@@ -27,7 +28,8 @@
 //     their registers to the consumers) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
 //     chunk, see desc_sync); per chunk one Q tile,
-//     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots;
+//     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
+//     (rows across tokens: a box per whole token and per single row, lane b box b);
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one) into one of
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
@@ -80,8 +82,23 @@ namespace fi_prefill {
 // ragged as (D, kv heads, tokens) or paged as (D, kv heads, position in page, page).
 struct WsMaps {
   CUtensorMap q, k, v;
+  // q_row: boxes of one row (one head of one token), for the chunks that pack rows across
+  // tokens (ws_rows_across; q's boxes are then one whole token)
+  CUtensorMap q_row;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
 };
+
+// Whether the Q tiles of a GQA group pack rows across tokens: a group that does not divide
+// 128 fills whole tokens up to 128 - 128 % group rows (a group of 12: 120, 6 % of every tile
+// idle); a group of at most 32 fills all 128 rows instead, a chunk starting and ending
+// inside a token (its first and last token's rows as single-row boxes). The planner gives
+// such groups units of 128 / (the largest power of two dividing the group) tokens, so that
+// every chunk but a request's last is full (planner.c, fi_prefill_rows_per_unit), and each
+// chunk of a unit is its own work item (PrefillParams.unit_chunks). Tuning
+// prefill_rows_across = 0 (FI_PREFILL_WS_ROWS_ACROSS) keeps whole tokens.
+__host__ __device__ inline bool ws_rows_across(int group) {
+  return 128 % group != 0 && group <= 32;
+}
 
 // One chunk of query rows as the producer hands it to the consumers (in its Q slot's
 // header): its unit, KV head and ranges, and the number of K/V tiles it loads for them
@@ -279,9 +296,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::Q_SLOTS);   // per ring stage
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  // GQA-packed rows of a chunk: the whole tokens that fit CTA_Q (a group that does not
-  // divide CTA_Q leaves the tile's last rows computed but never stored).
-  const int chunk_rows = CTA_Q - CTA_Q % p.group;
+  // GQA-packed rows of a chunk: CTA_Q (ws_rows_across), or the whole tokens that fit (a
+  // larger group that does not divide CTA_Q leaves the tile's last rows computed but never
+  // stored).
+  const bool rows_across = p.rows_across != 0;
+  const int chunk_rows = rows_across ? CTA_Q : CTA_Q - CTA_Q % p.group;
   // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
   auto wg_sync = [](int wg) {
     if (wg == 0)
@@ -314,15 +333,20 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     const int kvh = p.num_kv_heads;
     const int q_bytes = chunk_rows * HD * ES;
     const int num_units = *p.device_num_units;
-    const int num_items = num_units * kvh;
+    // (a unit's chunks as their own items where its rows pack across tokens: unit_chunks)
+    const int uc = p.unit_chunks > 1 ? p.unit_chunks : 1;
+    const int num_items = num_units * kvh * uc;
     uint32_t q_seq = 0, kv_seq = 0;
     int item = blockIdx.x;
     while (item < num_items) {
       int next = 0;  // lane 0 asks for the next item now; the answer is needed at the end
       if (lane == 0) next = atomicAdd(p.sched, 1) + (int)gridDim.x;
       WsChunk c;
-      c.kv_head = item / num_units;  // head-major: resident CTAs share one head's K/V in L2
-      c.wu = p.work[item - c.kv_head * num_units];
+      // head-major: resident CTAs share one head's K/V in L2; then unit, then chunk
+      c.kv_head = item / (num_units * uc);
+      const int unit_item = item - c.kv_head * num_units * uc;
+      const int unit = unit_item / uc, unit_chunk = unit_item - unit * uc;
+      c.wu = p.work[unit];
       const int req = c.wu.request, group = p.group;
       c.q_tok_begin = p.qo_indptr[req];
       const int qo_len = p.qo_indptr[req + 1] - c.q_tok_begin;
@@ -337,9 +361,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         c.kv_len = p.kv_indptr[req + 1] - c.kv_tok_begin;
       }
       c.q_pos_shift = c.kv_len - qo_len;  // bottom-right alignment
-      const int packed_begin = c.wu.qo_start * group;
       c.packed_end = (c.wu.qo_start + c.wu.qo_len) * group;
-      for (c.chunk = packed_begin; c.chunk < c.packed_end; c.chunk += chunk_rows) {
+      const int packed_begin = c.wu.qo_start * group + unit_chunk * chunk_rows;
+      const int packed_stop = uc > 1 ? min(packed_begin + chunk_rows, c.packed_end) : c.packed_end;
+      for (c.chunk = packed_begin; c.chunk < packed_stop; c.chunk += chunk_rows) {
         const int last_pr = min(c.chunk + chunk_rows, c.packed_end) - 1;
         c.t_lo = (int)p.group_div.div((uint32_t)c.chunk);
         c.t_hi = (int)p.group_div.div((uint32_t)last_pr);
@@ -435,10 +460,36 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (lane == 0) {
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
           fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
+          if (!rows_across)
 #pragma unroll
-          for (int h = 0; h < HD / SLAB; ++h)
-            fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
-                            c.q_tok_begin + c.t_lo, &q_full[qs]);
+            for (int h = 0; h < HD / SLAB; ++h)
+              fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
+                              c.q_tok_begin + c.t_lo, &q_full[qs]);
+        }
+        if (rows_across) {  // CTA_Q rows from head h0 of token t_lo: box b by lane b % 32
+          __syncwarp();     // (the bytes expected before any box lands)
+          const int h0 = c.chunk - c.t_lo * group;
+          const int first = h0 > 0 ? group - h0 : 0;  // rows of the first, partial token
+          const int whole = (CTA_Q - first) / group, last = CTA_Q - first - whole * group;
+          const int t1 = c.t_lo + (h0 > 0);  // the first whole token
+          for (int b = lane; b < first + whole + last; b += 32) {
+            int row, head, tok;
+            const CUtensorMap *map = &maps.q_row;
+            if (b < first) {
+              row = b, head = h0 + b, tok = c.t_lo;
+            } else if (b < first + whole) {
+              row = first + (b - first) * group, head = 0, tok = t1 + b - first;
+              map = &maps.q;
+            } else {
+              row = first + whole * group + (b - first - whole), head = b - first - whole;
+              tok = t1 + whole;
+            }
+            // (a row lands at its own place of the slot: the swizzle follows the address)
+#pragma unroll
+            for (int h = 0; h < HD / SLAB; ++h)
+              fi::tma_load_3d(q_tile + h * (CTA_Q * 128) + row * 128, map, SLAB * h,
+                              kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
+          }
         }
         // Tile `tile` of the range into the next ring stage (the `loaded`-th of the chunk;
         // cls: its mask class, for the consumers).
@@ -1082,7 +1133,8 @@ template <typename DT>
 cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bool extras,
                                   int num_work_units, int sm_count, cudaStream_t stream) {
   using W = WsShape<128, 1>;
-  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
+  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads *
+                   (p.unit_chunks > 1 ? p.unit_chunks : 1);
   const int grid = (int)(items < sm_count ? items : sm_count);
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
                        extras ? prefill_ws_fp8_kernel<DT, true> : prefill_ws_fp8_kernel<DT, false>,
@@ -1118,7 +1170,8 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
                               const void *variant_kernel) {
   using W = WsShape<HD>;
   using Entry = void (*)(PrefillParams, WsMaps);
-  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads;
+  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads *
+                   (p.unit_chunks > 1 ? p.unit_chunks : 1);
   const int grid = (int)(items < sm_count ? items : sm_count);
   const bool all = extras == 2, masks = p.window_left >= 0 || p.custom_mask != 0;
   const bool cap = all || p.logits_soft_cap > 0.f, alibi = all || p.pos_encoding == FI_POS_ALIBI;

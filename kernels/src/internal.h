@@ -128,6 +128,12 @@ size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p, int32_t max_batch,
                                int64_t max_qo_rows);
 
+/* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`
+ * (planner.c): decode 1; prefill q_tile / group, or whole tiles of rows across tokens where
+ * the CUDA warp-specialised prefill kernel packs them so (prefill_ws.cuh, ws_rows_across). */
+int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
+                                 const fi_attention_params *params, fi_tiles tiles);
+
 /* Builds the partition of `pb` for `tiles` and writes it into `workspace` (host: memcpy;
  * CUDA: fi_cuda_upload). Fills every field of `plan` except num_pages. */
 fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,

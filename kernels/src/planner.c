@@ -377,17 +377,32 @@ static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_proble
   plan->private_[FI_PLAN_MAGIC] = FI_PLAN_MAGIC_VALUE | (uint64_t)ctx->backend;
 }
 
+/* Query rows (tokens) per work unit: decode 1; prefill q_tile / group (a tile packs the
+ * group's heads of each row), at least 1 -- or, where the CUDA warp-specialised prefill
+ * kernel packs a tile's rows across tokens (prefill_ws.cuh, ws_rows_across: a group of at
+ * most 32 that does not divide 128), 128 / (the largest power of two dividing the group), so
+ * that a unit's rows are whole tiles (a group of 12: 32 tokens, three full tiles, where
+ * 128 / 12 = 10 tokens filled 120 of a tile's 128 rows). */
+int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
+                                 const fi_attention_params *params, fi_tiles tiles) {
+  if (family == FI_OP_DECODE) return 1;
+  const int64_t group = params->num_qo_heads / params->num_kv_heads;
+  const int ws = ctx->backend == FI_BACKEND_CUDA && ctx->wgmma_available &&
+                 ctx->tuning.prefill_warp_spec != 0 && ctx->tuning.prefill_rows_across != 0 &&
+                 tiles.cores == FI_CORES_WGMMA &&
+                 tiles.q_tile == 128 && tiles.kv_tile == 128 &&
+                 (family == FI_OP_RAGGED_PREFILL || family == FI_OP_PAGED_PREFILL);
+  if (ws && 128 % group != 0 && group <= 32) return 128 / (group & -group);
+  const int64_t rpu = tiles.q_tile / group;
+  return rpu < 1 ? 1 : rpu;
+}
+
 fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         const fi_attention_params *params, fi_tiles tiles, void *workspace,
                         size_t workspace_bytes, fi_plan *plan) {
   const fi_target *t = &ctx->target;
-  int64_t group = params->num_qo_heads / params->num_kv_heads;
   const int sharded = params->kv_shards > 0; /* every (request, tile) writes partials */
-  int64_t rpu = 1;
-  if (pb->family != FI_OP_DECODE) {
-    rpu = tiles.q_tile / group;
-    if (rpu < 1) rpu = 1;
-  }
+  int64_t rpu = fi_prefill_rows_per_unit(ctx, pb->family, params, tiles);
   int64_t g = chunk_granularity(pb, params, pb->family == FI_OP_DECODE);
   int64_t total_qo = 0, total_kv = 0, max_kv = 0;
   for (int32_t i = 0; i < pb->batch; ++i) {
@@ -553,9 +568,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
                                  fi_plan *plan, fi_cuda_device_plan_caps *dc) {
   const int decode = pb->family == FI_OP_DECODE;
   caps k = caps_from_bytes(pb->family, params, &ctx->target, workspace ? workspace_bytes : 0);
-  int64_t group = params->num_qo_heads / params->num_kv_heads;
-  int64_t rpu = decode ? 1 : tiles.q_tile / group;
-  if (rpu < 1) rpu = 1;
+  int64_t rpu = fi_prefill_rows_per_unit(ctx, pb->family, params, tiles);
   /* Unsplit units: one per request (decode), at most one per rpu query rows plus one per
    * request (prefill). Every unsplit plan must fit, as on the host. */
   int64_t unsplit_bound = decode ? pb->batch : ceil_div(max_qo_rows, rpu) + pb->batch;
