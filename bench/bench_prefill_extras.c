@@ -5,9 +5,9 @@
  * (LLaMA) and fp8 e4m3 KV -- these two through the stage pass into the context's prefill
  * stage, and once more without a stage (the one-warpgroup kernels they ran on before) --
  * fp8 attention (e4m3 q, k and v on fp8 tensor cores, f16 o; plain and soft cap 30) --
- * and GQA groups that do not divide 128 (heads scaled, KV heads fixed). Each row runs the plan the
- * heuristics choose; the variant column adds its TFLOP/s over the base row's (the plain
- * row of the same shape; for the groups, group 4).
+ * and GQA groups that do not divide 128 (8 KV heads, 8 x group query heads). Each row runs the
+ * plan the heuristics choose; the variant column adds its TFLOP/s over the base row's (the
+ * plain row of the same shape; for a group, the group-4 row of the same query heads).
  *
  * FLOPs: 4 * head_dim * qo_heads * (kept (query, key) pairs), counted exactly: query i of a
  * request sees keys max(0, p - window_left) .. p with p = kv_len - qo_len + i. Bytes: q, k,
@@ -172,8 +172,11 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
     for (int e = EX_CAP; e < EX_COUNT; ++e)
       extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], e, plain);
   }
-  /* GQA groups 3, 5, 6, 7, 12 beside group 4 (8 KV heads; TFLOP/s compare like for like) */
-  static const int groups[] = {4, 3, 5, 6, 7, 12};
-  const double g4 = extras_case(b, 4, 4096, 32, 8, EX_PLAIN, 0);
-  for (int g = 1; g < 6; ++g) extras_case(b, 4, 4096, 8 * groups[g], 8, EX_PLAIN, g4);
+  /* GQA groups 3, 5, 6, 7, 12 (8 KV heads) each beside the group-4 row of the same total
+   * size (the same query heads over 2 x group KV heads): the same FLOPs and waves */
+  static const int groups[] = {3, 5, 6, 7, 12};
+  for (int g = 0; g < 5; ++g) {
+    const double g4 = extras_case(b, 4, 4096, 8 * groups[g], 2 * groups[g], EX_PLAIN, 0);
+    extras_case(b, 4, 4096, 8 * groups[g], 8, EX_PLAIN, g4);
+  }
 }
