@@ -8,7 +8,8 @@
  * core kind for comparison; rows marked "rope" apply llama RoPE to q and K (theta 5e5), the
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
- * rows; FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16). */
+ * rows; FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16);
+ * FI_BENCH_DECODE_HND=1 stores the caches in HND instead of NHD. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
@@ -125,12 +126,16 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   }
   FI_BENCH_OK(b->ctx, ps);
   int64_t qshape[3] = {batch, qo_heads, D}, lshape[2] = {batch, qo_heads};
-  int64_t kvshape[5] = {num_pages, 2, page, kv_heads, D};
+  /* FI_BENCH_DECODE_HND=1: the cache in HND (a head's tokens of a page contiguous) */
+  const char *hnd_env = getenv("FI_BENCH_DECODE_HND");
+  const int hnd = hnd_env && atoi(hnd_env) == 1;
+  int64_t kvshape[5] = {num_pages, 2, hnd ? kv_heads : page, hnd ? page : kv_heads, D};
   a.q = fi_tensor_contiguous(q, p.q_dtype, 3, qshape);
   a.o = fi_tensor_contiguous(o, p.q_dtype, 3, qshape);
   a.lse = fi_tensor_contiguous(lse, FI_DTYPE_F32, 2, lshape);
   fi_tensor kvt = fi_tensor_contiguous(kv, p.kv_dtype, 5, kvshape);
-  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, FI_LAYOUT_NHD, &a.kv));
+  FI_BENCH_OK(NULL, fi_paged_kv_cache_from_combined(&kvt, hnd ? FI_LAYOUT_HND : FI_LAYOUT_NHD,
+                                                    &a.kv));
   a.pages.indptr = d_indptr;
   a.pages.indices = d_indices;
   a.pages.last_page_len = d_last;
