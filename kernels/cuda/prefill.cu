@@ -119,17 +119,21 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
 
 // q (D, qo heads, tokens) of esz-byte elements with boxes of (one 128-byte row of head dims,
 // group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh; for a group whose tiles
-// pack rows across tokens (ws_rows_across), boxes of one token and, in q_row, of one row.
+// pack rows across tokens (ws_rows_across), boxes of one token, in q_run of 8 tokens and in
+// q_row of one row.
 bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, int esz,
                    bool across) {
   const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
   const cuuint64_t st[2] = {(cuuint64_t)(q->strides[1] * esz), (cuuint64_t)(q->strides[0] * esz)};
   const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group,
                            (cuuint32_t)(across ? 1 : 128 / group)};
+  const cuuint32_t b_run[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group, 8};
   const cuuint32_t b_row[3] = {(cuuint32_t)(128 / esz), 1, 1};
+  memset(&m->q_run, 0, sizeof m->q_run);
   memset(&m->q_row, 0, sizeof m->q_row);
   return encode_map(&m->q, q->data, 3, d, st, b, esz) &&
-         (!across || encode_map(&m->q_row, q->data, 3, d, st, b_row, esz));
+         (!across || (encode_map(&m->q_run, q->data, 3, d, st, b_run, esz) &&
+                      encode_map(&m->q_row, q->data, 3, d, st, b_row, esz)));
 }
 
 // Token rows t (D, kv heads, rows) of esz-byte elements with boxes of (one 128-byte row of

@@ -29,7 +29,7 @@
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
 //     chunk, see desc_sync); per chunk one Q tile,
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
-//     (rows across tokens: a box per whole token and per single row, lane b box b);
+//     (rows across tokens: boxes of 8 whole tokens, of 1 and of single rows, lane b box b);
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one) into one of
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
@@ -82,9 +82,9 @@ namespace fi_prefill {
 // ragged as (D, kv heads, tokens) or paged as (D, kv heads, position in page, page).
 struct WsMaps {
   CUtensorMap q, k, v;
-  // q_row: boxes of one row (one head of one token), for the chunks that pack rows across
-  // tokens (ws_rows_across; q's boxes are then one whole token)
-  CUtensorMap q_row;
+  // For the chunks that pack rows across tokens (ws_rows_across; q's boxes are then one whole
+  // token): q_run, boxes of 8 whole tokens, and q_row, of one row (one head of one token).
+  CUtensorMap q_run, q_row;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
 };
 
@@ -471,18 +471,22 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const int h0 = c.chunk - c.t_lo * group;
           const int first = h0 > 0 ? group - h0 : 0;  // rows of the first, partial token
           const int whole = (CTA_Q - first) / group, last = CTA_Q - first - whole * group;
+          const int runs = whole / 8, singles = whole % 8;  // whole tokens: 8 per box, then 1
           const int t1 = c.t_lo + (h0 > 0);  // the first whole token
-          for (int b = lane; b < first + whole + last; b += 32) {
-            int row, head, tok;
+          for (int b = lane; b < first + runs + singles + last; b += 32) {
+            int row, head = 0, tok;
             const CUtensorMap *map = &maps.q_row;
             if (b < first) {
               row = b, head = h0 + b, tok = c.t_lo;
-            } else if (b < first + whole) {
-              row = first + (b - first) * group, head = 0, tok = t1 + b - first;
+            } else if (b < first + runs) {
+              tok = t1 + 8 * (b - first), row = first + (tok - t1) * group;
+              map = &maps.q_run;
+            } else if (b < first + runs + singles) {
+              tok = t1 + 8 * runs + (b - first - runs), row = first + (tok - t1) * group;
               map = &maps.q;
             } else {
-              row = first + whole * group + (b - first - whole), head = b - first - whole;
-              tok = t1 + whole;
+              row = first + whole * group + (b - first - runs - singles);
+              head = b - first - runs - singles, tok = t1 + whole;
             }
             // (a row lands at its own place of the slot: the swizzle follows the address)
 #pragma unroll
