@@ -471,6 +471,55 @@ static void test_decode_sub_tile_chunks(fi_context *ctx) {
   }
 }
 
+/* Query rows per unit (fi_prefill_rows_per_unit): on a Hopper CUDA context with the
+ * warp-specialised tiles, a GQA group of at most 32 that does not divide 128 gets units of
+ * 128 / (its largest power of two divisor) tokens, whole tiles of rows packed across tokens
+ * (prefill_ws.cuh, ws_rows_across); everything else q_tile / group. The rule is the planner's
+ * alone (no device): a copy of the host context posing as such a CUDA context. */
+static void test_rows_per_unit(fi_context *host) {
+  fi_context c = *host;
+  c.backend = FI_BACKEND_CUDA;
+  c.wgmma_available = 1;
+  c.tuning.prefill_warp_spec = -1;
+  c.tuning.prefill_rows_across = -1;
+  const fi_tiles ws = {128, 128, 1, FI_CORES_WGMMA}, tc = {64, 64, 1, FI_CORES_TENSOR};
+  static const struct { int qo, kv, want; } cases[] = {
+      {32, 8, 32},  /* group 4 divides 128: 32 tokens of 4 heads */
+      {96, 8, 32},  /* group 12: 32 tokens = 3 full tiles (whole tokens: 10, 120 rows) */
+      {24, 8, 128}, /* group 3: 128 tokens = 3 tiles */
+      {40, 8, 128}, /* group 5 */
+      {48, 8, 64},  /* group 6: 64 tokens = 3 tiles */
+      {56, 8, 128}, /* group 7 */
+      {32, 1, 4},   /* group 32 divides 128 */
+      {40, 1, 3},   /* group 40 > 32: whole tokens, 3 of them (120 rows) */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const fi_attention_params p = fi_attention_params_default(cases[i].qo, cases[i].kv, 128);
+    const int group = cases[i].qo / cases[i].kv;
+    for (int paged = 0; paged <= 1; ++paged) {
+      const fi_op_family f = paged ? FI_OP_PAGED_PREFILL : FI_OP_RAGGED_PREFILL;
+      const int64_t got = fi_prefill_rows_per_unit(&c, f, &p, ws);
+      EXPECT(got == cases[i].want, "group %d, %s: %lld tokens per unit, want %d", group,
+             paged ? "paged" : "ragged", (long long)got, cases[i].want);
+      if (128 % group != 0 && group <= 32)
+        EXPECT(got * group % 128 == 0, "group %d: units of %lld rows are not whole tiles",
+               group, (long long)(got * group));
+    }
+  }
+  /* q_tile / group everywhere else: other tiles, decode, block-sparse, the knob off, the
+   * host backend, no Hopper tier */
+  const fi_attention_params g12 = fi_attention_params_default(96, 8, 128);
+  EXPECT(fi_prefill_rows_per_unit(&c, FI_OP_RAGGED_PREFILL, &g12, tc) == 5, "tensor-core tiles");
+  EXPECT(fi_prefill_rows_per_unit(&c, FI_OP_DECODE, &g12, ws) == 1, "decode");
+  EXPECT(fi_prefill_rows_per_unit(&c, FI_OP_BLOCK_SPARSE, &g12, ws) == 10, "block-sparse");
+  c.tuning.prefill_rows_across = 0;
+  EXPECT(fi_prefill_rows_per_unit(&c, FI_OP_RAGGED_PREFILL, &g12, ws) == 10, "knob off");
+  c.tuning.prefill_rows_across = -1;
+  c.wgmma_available = 0;
+  EXPECT(fi_prefill_rows_per_unit(&c, FI_OP_RAGGED_PREFILL, &g12, ws) == 10, "no wgmma");
+  EXPECT(fi_prefill_rows_per_unit(host, FI_OP_RAGGED_PREFILL, &g12, ws) == 10, "host");
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
@@ -480,6 +529,7 @@ int main(void) {
   test_fixed_split_invariance(ctx);
   test_fixed_split_workspace(ctx);
   test_decode_sub_tile_chunks(ctx);
+  test_rows_per_unit(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
 }
