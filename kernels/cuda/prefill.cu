@@ -119,7 +119,7 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
 
 // q (D, qo heads, tokens) of esz-byte elements with boxes of (one 128-byte row of head dims,
 // group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh; for a group whose tiles
-// pack rows across tokens (ws_rows_across), boxes of one token, in q_run of 8 tokens and in
+// pack rows across tokens (rows_across), boxes of one token, in q_run of 8 tokens and in
 // q_row of one row.
 bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, int esz,
                    bool across) {
@@ -418,10 +418,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.num_kv_heads = a->num_kv_heads;
   p.group = a->num_qo_heads / a->num_kv_heads;
   p.group_div = fi_make_fastdiv((uint32_t)p.group);
-  // Units of tiles whose rows pack across tokens: one work item per chunk (a unit of 128 /
-  // (the largest power of two dividing the group) tokens holds group / that power chunks).
-  p.rows_across = ctx->tuning.prefill_rows_across != 0 && fi_prefill::ws_rows_across(p.group);
-  p.unit_chunks = p.rows_across && !p.bsr_tiles ? p.group / (p.group & -p.group) : 1;
+  // Q tiles whose rows pack across tokens: one work item per chunk of the plan's units.
+  const int64_t unit_rows = fi_prefill_rows_per_unit(ctx, plan->family, a, plan->tiles);
+  p.rows_across = fi_prefill_rows_across(ctx, p.group);
+  p.unit_chunks = p.rows_across ? (int32_t)((unit_rows * p.group + 127) / 128) : 1;
   p.page_div = fi_make_fastdiv((uint32_t)(p.page_size > 0 ? p.page_size : 1));
   p.causal = a->mask_mode == FI_MASK_CAUSAL;
   p.custom_mask = a->mask_mode == FI_MASK_CUSTOM;
@@ -527,7 +527,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                         "%s", what, ws_refusal);
   // A plan whose units pack a tile's rows across tokens (planner.c,
   // fi_prefill_rows_per_unit) has units of more rows than the other kernels' tiles hold.
-  const int64_t unit_rows = fi_prefill_rows_per_unit(ctx, plan->family, a, plan->tiles);
   if (ws_refusal && unit_rows * p.group > plan->tiles.q_tile)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the plan gives its GQA group of %d units of %lld tokens, whose "

@@ -72,9 +72,9 @@ struct PrefillParams {
   float *partial_o, *partial_lse;
   int32_t num_qo_heads, num_kv_heads, group;
   // The warp-specialised kernel's work items per (unit, KV head): 1, or the chunks of a unit
-  // whose rows pack across tokens (prefill_ws.cuh, ws_rows_across), one item each.
+  // whose rows pack across tokens (prefill_ws.cuh, rows_across), one item each.
   int32_t unit_chunks;
-  int32_t rows_across;  // 1: Q tiles pack rows across tokens (ws_rows_across and the tuning)
+  int32_t rows_across;  // 1: Q tiles pack rows across tokens (internal.h, fi_prefill_rows_across)
   int32_t causal, custom_mask, pos_encoding, window_left;
   float sm_scale;       // sm_scale * k_scale (fp8 attention: * q_scale)
   float sm_scale_log2;  // that * log2(e)

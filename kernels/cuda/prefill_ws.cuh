@@ -14,7 +14,7 @@
 // plan in the workspace at replay. Per item the CTA walks the unit's GQA-packed query rows
 // (packed row = token * group + head_in_group, as in prefill_kernel.cuh) in chunks of
 // CTA_Q = 128 rows: whole tokens, or, for a group of at most 32 that does not divide 128,
-// rows across tokens (ws_rows_across: each chunk of such a unit its own item; a larger
+// rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
@@ -82,23 +82,20 @@ namespace fi_prefill {
 // ragged as (D, kv heads, tokens) or paged as (D, kv heads, position in page, page).
 struct WsMaps {
   CUtensorMap q, k, v;
-  // For the chunks that pack rows across tokens (ws_rows_across; q's boxes are then one whole
+  // For the chunks that pack rows across tokens (rows_across; q's boxes are then one whole
   // token): q_run, boxes of 8 whole tokens, and q_row, of one row (one head of one token).
   CUtensorMap q_run, q_row;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
 };
 
-// Whether the Q tiles of a GQA group pack rows across tokens: a group that does not divide
-// 128 fills whole tokens up to 128 - 128 % group rows (a group of 12: 120, 6 % of every tile
-// idle); a group of at most 32 fills all 128 rows instead, a chunk starting and ending
-// inside a token (its first and last token's rows as single-row boxes). The planner gives
-// such groups units of 128 / (the largest power of two dividing the group) tokens, so that
-// every chunk but a request's last is full (planner.c, fi_prefill_rows_per_unit), and each
-// chunk of a unit is its own work item (PrefillParams.unit_chunks). Tuning
-// prefill_rows_across = 0 (FI_PREFILL_WS_ROWS_ACROSS) keeps whole tokens.
-__host__ __device__ inline bool ws_rows_across(int group) {
-  return 128 % group != 0 && group <= 32;
-}
+// Q tiles that pack rows across tokens (PrefillParams.rows_across; internal.h,
+// fi_prefill_rows_across): a group that does not divide 128 fills whole tokens up to 128 -
+// 128 % group rows (a group of 12: 120, 6 % of every tile idle); a group of at most 32 fills
+// all 128 rows instead, a chunk starting and ending inside a token (its first and last
+// token's rows as single-row boxes). The planner gives such groups units of 128 / (the
+// largest power of two dividing the group) tokens, so that every chunk but a request's last
+// is full (planner.c, fi_prefill_rows_per_unit), and each chunk of a unit is its own work
+// item (PrefillParams.unit_chunks).
 
 // One chunk of query rows as the producer hands it to the consumers (in its Q slot's
 // header): its unit, KV head and ranges, and the number of K/V tiles it loads for them
@@ -296,7 +293,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::Q_SLOTS);   // per ring stage
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  // GQA-packed rows of a chunk: CTA_Q (ws_rows_across), or the whole tokens that fit (a
+  // GQA-packed rows of a chunk: CTA_Q (rows_across), or the whole tokens that fit (a
   // larger group that does not divide CTA_Q leaves the tile's last rows computed but never
   // stored).
   const bool rows_across = p.rows_across != 0;
@@ -1133,13 +1130,18 @@ cudaError_t prepare_prefill_ws_fp8() {
                               WsShape<128, 1>::SMEM);
 }
 
+// The persistent grid: one CTA per work item (unit x KV head x chunk item), at most one per SM.
+inline int ws_grid(const PrefillParams &p, int num_work_units, int sm_count) {
+  const long long items = (long long)(num_work_units > 0 ? num_work_units : 1) *
+                          p.num_kv_heads * (p.unit_chunks > 1 ? p.unit_chunks : 1);
+  return (int)(items < sm_count ? items : sm_count);
+}
+
 template <typename DT>
 cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bool extras,
                                   int num_work_units, int sm_count, cudaStream_t stream) {
   using W = WsShape<128, 1>;
-  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads *
-                   (p.unit_chunks > 1 ? p.unit_chunks : 1);
-  const int grid = (int)(items < sm_count ? items : sm_count);
+  const int grid = ws_grid(p, num_work_units, sm_count);
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
                        extras ? prefill_ws_fp8_kernel<DT, true> : prefill_ws_fp8_kernel<DT, false>,
                        p, maps);
@@ -1174,9 +1176,7 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
                               const void *variant_kernel) {
   using W = WsShape<HD>;
   using Entry = void (*)(PrefillParams, WsMaps);
-  long long items = (long long)(num_work_units > 0 ? num_work_units : 1) * p.num_kv_heads *
-                   (p.unit_chunks > 1 ? p.unit_chunks : 1);
-  const int grid = (int)(items < sm_count ? items : sm_count);
+  const int grid = ws_grid(p, num_work_units, sm_count);
   const bool all = extras == 2, masks = p.window_left >= 0 || p.custom_mask != 0;
   const bool cap = all || p.logits_soft_cap > 0.f, alibi = all || p.pos_encoding == FI_POS_ALIBI;
   // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)

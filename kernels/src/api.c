@@ -208,6 +208,7 @@ static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_pa
                   (!paged || p->page_size % 16 == 0)) ||
                  (ctx->prefill_stage_bytes > 0 &&
                   fi_prefill_stage_layout(ctx, p, paged, 1).total > 0);
+  tp.variant = 0; /* (decode: select_decode_tiles) */
   return tp;
 }
 
@@ -224,18 +225,9 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
   fi_target t = ctx->target;
   if (ctx->backend == FI_BACKEND_CUDA && (!ctx->wgmma_available || ctx->tuning.warp_spec == 0))
     t.sm_version = 80;
-  fi_tiles tiles = fi_select_decode_tiles(&t, tp);
-  /* A variant (score_mod / mask_mod) runs on CUDA in the warp-specialised decode kernel
-   * alone: tensor cores, a query tile covering the group. */
   const fi_variant *v = p->variant;
-  if (ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod) && tp->fast_path &&
-      tiles.cores != FI_CORES_TENSOR) {
-    const int32_t group = p->num_kv_heads > 0 ? p->num_qo_heads / p->num_kv_heads : 1;
-    tiles.cores = FI_CORES_TENSOR;
-    tiles.q_tile = 16;
-    while (tiles.q_tile < group && tiles.q_tile < 128) tiles.q_tile *= 2;
-  }
-  return tiles;
+  tp->variant = ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod);
+  return fi_select_decode_tiles(&t, tp);
 }
 
 /* The heuristics' prefill choice for this context: a device or build without the Hopper tier

@@ -98,9 +98,10 @@ struct fi_context {
                                       1: the warp-specialised prefill instance with every
                                       extra for any run with one (for A / B runs) */
     int32_t prefill_rows_across; /* -1 default (Q tiles of a GQA group of at most 32 that
-                                    does not divide 128 pack rows across tokens, prefill_ws.cuh
-                                    ws_rows_across), 0 whole tokens (FI_PREFILL_WS_ROWS_ACROSS,
-                                    for A / B; read by the planner and the run alike) */
+                                    does not divide 128 pack rows across tokens, internal.h
+                                    fi_prefill_rows_across), 0 whole tokens
+                                    (FI_PREFILL_WS_ROWS_ACROSS, for A / B; read by the
+                                    planner and the run alike) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -196,6 +196,13 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
       (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1) < 2LL * t->sm_count)
     tiles.split_kv = 1;
   tiles.kv_tile = 32;
+  /* A variant on the fast path: tensor cores whatever the group (its kernel is the
+   * warp-specialised one), a query tile covering the group. */
+  if (p->variant && p->fast_path && tiles.cores != FI_CORES_TENSOR) {
+    const int32_t q = tile_covering(group_size(p));
+    tiles.cores = FI_CORES_TENSOR;
+    tiles.q_tile = q < 16 ? 16 : q;
+  }
   return tiles;
 }
 

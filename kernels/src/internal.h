@@ -128,9 +128,16 @@ size_t fi_plan_workspace_bytes(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p, int32_t max_batch,
                                int64_t max_qo_rows);
 
+/* Whether the CUDA warp-specialised prefill kernel's Q tiles pack a GQA group's rows across
+ * tokens (prefill_ws.cuh): a group of at most 32 that does not divide 128, unless the
+ * context's tuning prefill_rows_across is 0 (FI_PREFILL_WS_ROWS_ACROSS). */
+static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
+  return ctx->tuning.prefill_rows_across != 0 && group > 0 && 128 % group != 0 && group <= 32;
+}
+
 /* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`
  * (planner.c): decode 1; prefill q_tile / group, or whole tiles of rows across tokens where
- * the CUDA warp-specialised prefill kernel packs them so (prefill_ws.cuh, ws_rows_across). */
+ * the CUDA warp-specialised prefill kernel packs them so (fi_prefill_rows_across). */
 int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *params, fi_tiles tiles);
 

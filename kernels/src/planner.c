@@ -379,8 +379,8 @@ static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_proble
 
 /* Query rows (tokens) per work unit: decode 1; prefill q_tile / group (a tile packs the
  * group's heads of each row), at least 1 -- or, where the CUDA warp-specialised prefill
- * kernel packs a tile's rows across tokens (prefill_ws.cuh, ws_rows_across: a group of at
- * most 32 that does not divide 128), 128 / (the largest power of two dividing the group), so
+ * kernel packs a tile's rows across tokens (fi_prefill_rows_across: a group of at most 32
+ * that does not divide 128), 128 / (the largest power of two dividing the group), so
  * that a unit's rows are whole tiles (a group of 12: 32 tokens, three full tiles, where
  * 128 / 12 = 10 tokens filled 120 of a tile's 128 rows). */
 int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
@@ -388,11 +388,10 @@ int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
   if (family == FI_OP_DECODE) return 1;
   const int64_t group = params->num_qo_heads / params->num_kv_heads;
   const int ws = ctx->backend == FI_BACKEND_CUDA && ctx->wgmma_available &&
-                 ctx->tuning.prefill_warp_spec != 0 && ctx->tuning.prefill_rows_across != 0 &&
-                 tiles.cores == FI_CORES_WGMMA &&
+                 ctx->tuning.prefill_warp_spec != 0 && tiles.cores == FI_CORES_WGMMA &&
                  tiles.q_tile == 128 && tiles.kv_tile == 128 &&
                  (family == FI_OP_RAGGED_PREFILL || family == FI_OP_PAGED_PREFILL);
-  if (ws && 128 % group != 0 && group <= 32) return 128 / (group & -group);
+  if (ws && fi_prefill_rows_across(ctx, group)) return 128 / (group & -group);
   const int64_t rpu = tiles.q_tile / group;
   return rpu < 1 ? 1 : rpu;
 }

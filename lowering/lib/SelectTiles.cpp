@@ -101,15 +101,8 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
   const bool variant = op->hasAttr("score_mod") || op->hasAttr("mask_mod");
   if (info.family == PlanFamily::decode) {
     p.avg_qo_len = 1;
-    fi_tiles tiles = fi_select_decode_tiles(&target, &p);
-    if (variant && p.fast_path && tiles.cores != FI_CORES_TENSOR) {  // tensor cores, a
-      tiles.cores = FI_CORES_TENSOR;                                 // tile covering the group
-      tiles.q_tile = 16;
-      while (tiles.q_tile < info.qoHeads / std::max<int64_t>(info.kvHeads, 1) &&
-             tiles.q_tile < 128)
-        tiles.q_tile *= 2;
-    }
-    return tiles;
+    p.variant = variant;
+    return fi_select_decode_tiles(&target, &p);
   }
   if (info.staticBatch > 0 && info.staticQoRows >= 0)
     p.avg_qo_len = (info.staticQoRows + info.staticBatch - 1) / info.staticBatch;

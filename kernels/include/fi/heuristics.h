@@ -53,6 +53,9 @@ typedef struct fi_tile_problem {
    * decode kernel can run it: a page size that is a multiple of 16 (or 4 or 8) and 16-bit KV
    * of the query's dtype or fp8 KV (RoPE included). 0 when not (or not known). */
   int32_t fast_path;
+  /* Decode: 1 when the op has a score_mod / mask_mod compiled for the CUDA backend, which
+   * runs in the warp-specialised (tensor-core) decode kernel alone. */
+  int32_t variant;
 } fi_tile_problem;
 
 /* Smallest query tile of {1,16,32,64,128} that covers the average query length (counting
