@@ -293,6 +293,11 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
     }
   }
   float mx[2] = {st.m[0], st.m[1]};
+  // (a score_mod's factors: variant_hooks.cuh; hoisted out of the kernel's loops)
+  ScoreModScales score_scales = {1.f, kLog2e, 1.f};
+  if constexpr (VARIANT) {
+    if (var->score) score_scales = score_mod_scales(var->captures);
+  }
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int pos = pos0 + g + 8 * (j >> 1);
@@ -304,9 +309,11 @@ __device__ __forceinline__ void tcn_scores(const DecodeParams &p, TcnState<D> &s
       if (mask_pairs)
         keep = keep && fi_variant_mask_mod(batch, h, q_pos, pos, var->captures) != 0;
       if (var->score)
-        x = fi_variant_score_mod(x, batch, h, kv_head, q_pos, pos, var->captures);
+        x = fi_variant_score_mod(x * score_scales.in, batch, h, kv_head, q_pos, pos,
+                                 var->captures) *
+            score_scales.fix;
     }
-    const float v = keep ? x * kLog2e : -INFINITY;
+    const float v = keep ? x * score_scales.log2 : -INFINITY;
     s[j] = v;
     mx[j & 1] = fmaxf(mx[j & 1], v);
   }

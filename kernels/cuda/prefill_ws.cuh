@@ -676,10 +676,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (!(X_CAP && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
       }
     }
-    // A score_mod sees the logit itself (S times the scale) and returns the logit to use: S
-    // then holds logits, and the softmax's factor is log2(e) (a mask_mod alone keeps S raw).
-    const float logit_unit = p.sm_scale;
-    if (VARIANT && p.variant_score) c_log2 = 1.4426950408889634f;
+    // A score_mod sees the logit itself (S times the scale; its `in` factor folded in) and
+    // returns the logit to use (over its `out` factor, which joins the softmax's factor):
+    // S then holds those (a mask_mod alone keeps S raw).
+    ScoreModScales score_scales = {1.f, 1.f, 1.f};
+    if constexpr (VARIANT) {
+      if (p.variant_score) {
+        score_scales = score_mod_scales(p.variant_captures);
+        c_log2 = score_scales.log2;
+      }
+    }
+    const float logit_unit = p.sm_scale * score_scales.in;
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 #pragma unroll
@@ -786,6 +793,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, h, kv_head,
                                               qpos, j, p.variant_captures);
             }
+          if (score_scales.fix != 1.f) {  // (rare: an `out` factor that is not positive)
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) s[nb][e] *= score_scales.fix;
+          }
         }
       }
 

@@ -7,9 +7,16 @@
 #ifndef FI_CUDA_VARIANT_HOOKS_CUH
 #define FI_CUDA_VARIANT_HOOKS_CUH
 
+// On the device the score_mod comes in three parts (VariantCalls.cpp, foldScoreScales):
+// the program's logit is fi_variant_score_out(c) * fi_variant_score_mod(logit *
+// fi_variant_score_in(c), ...), where the two factors depend on the captures alone. So a
+// soft cap, cap * tanh(s / cap), costs one multiply and the tanh per pair, as the built-in:
+// the kernel folds `in` into its scale and `out` into the softmax's factor (score_mod_scales).
 extern "C" __device__ float fi_variant_score_mod(float score, int batch, int qo_head,
                                                  int kv_head, int q_pos, int kv_pos,
                                                  const void *captures);
+extern "C" __device__ float fi_variant_score_in(const void *captures);
+extern "C" __device__ float fi_variant_score_out(const void *captures);
 extern "C" __device__ int fi_variant_mask_mod(int batch, int qo_head, int q_pos, int kv_pos,
                                               const void *captures);
 // mask_mod's tile classifier (runtime.h, fi_mask_tile_fn; fi-lower-to-runtime derives it
@@ -18,5 +25,21 @@ extern "C" __device__ int fi_variant_mask_tile(int batch, int qo_head_first, int
                                                int q_pos_first, int q_pos_last,
                                                int kv_pos_first, int kv_pos_last,
                                                const void *captures);
+
+// The score_mod's factors as a kernel applies them, once per CTA: `in` multiplies the
+// logit handed to fi_variant_score_mod; the result times `fix` is the logit in units of
+// `log2` (the softmax's factor to the log2 domain). A positive finite `out` is all in
+// `log2` (fix = 1: no work per pair); a negative one leaves its sign in `fix` (so that the
+// running max is still the max); zero, NaN or infinity stays whole in `fix`.
+struct ScoreModScales {
+  float in, log2, fix;
+};
+__device__ __forceinline__ ScoreModScales score_mod_scales(const void *captures) {
+  const float log2e = 1.4426950408889634f, out = fi_variant_score_out(captures);
+  const float folded = fabsf(out) * log2e;
+  const bool fold = folded > 0.f && folded <= 3.402823466e38f;  // (not 0, NaN or inf)
+  return {fi_variant_score_in(captures), fold ? folded : log2e,
+          fold ? (out > 0.f ? 1.f : -1.f) : out};
+}
 
 #endif

@@ -21,7 +21,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -45,12 +47,13 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
-enum class HookKind { Score, Mask, MaskTile };
+enum class HookKind { Score, Mask, MaskTile, ScoreScale };
 
 /// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
 /// kv_pos, captures) -> f32, fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
 /// -> i32 and fi_mask_tile_fn (batch, qo_head first / last, q_pos first / last, kv_pos
-/// first / last, captures) -> i32.
+/// first / last, captures) -> i32; and on the device only, the score_mod's factors
+/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out).
 FunctionType hookType(Builder &b, HookKind kind) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -59,15 +62,19 @@ FunctionType hookType(Builder &b, HookKind kind) {
     inputs = {f32, i32, i32, i32, i32, i32, ptr};
   else if (kind == HookKind::Mask)
     inputs = {i32, i32, i32, i32, ptr};
-  else
+  else if (kind == HookKind::MaskTile)
     inputs = {i32, i32, i32, i32, i32, i32, i32, ptr};
-  return FunctionType::get(b.getContext(), inputs, {kind == HookKind::Score ? f32 : i32});
+  else
+    inputs = {ptr};
+  bool floatResult = kind == HookKind::Score || kind == HookKind::ScoreScale;
+  return FunctionType::get(b.getContext(), inputs, {floatResult ? f32 : i32});
 }
 
 StringRef hookBaseName(HookKind kind) {
-  return kind == HookKind::Score  ? "__fi_score_mod_hook"
-         : kind == HookKind::Mask ? "__fi_mask_mod_hook"
-                                  : "__fi_mask_tile_hook";
+  return kind == HookKind::Score      ? "__fi_score_mod_hook"
+         : kind == HookKind::Mask     ? "__fi_mask_mod_hook"
+         : kind == HookKind::MaskTile ? "__fi_mask_tile_hook"
+                                      : "__fi_score_scale_hook";
 }
 
 /// Slot `index` (8 bytes each) of the captures block at `block`.
@@ -236,18 +243,22 @@ StringRef deviceHookName(HookKind kind) {
 
 /// The hooks a device module needs but the op does not use (the kernel calls them all;
 /// the run turns the unused ones off): the score unchanged, every pair kept, every tile
-/// full.
-void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc) {
+/// full, the score's factors (named `name`) one.
+void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc,
+                  StringRef name = "") {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
-  auto hook = func::FuncOp::create(b, loc, deviceHookName(kind), hookType(b, kind));
+  auto hook = func::FuncOp::create(b, loc, name.empty() ? deviceHookName(kind) : name,
+                                   hookType(b, kind));
   Block *entry = hook.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Type i32 = b.getI32Type();
-  Value result = kind == HookKind::Score ? entry->getArgument(0)
-                 : kind == HookKind::Mask
-                     ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
-                     : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
+  Value result =
+      kind == HookKind::Score        ? Value(entry->getArgument(0))
+      : kind == HookKind::ScoreScale ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f))
+      : kind == HookKind::Mask
+          ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
+          : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
   func::ReturnOp::create(b, loc, result);
 }
 
@@ -275,6 +286,120 @@ void useApproxTanh(OpBuilder &b, func::FuncOp fn) {
     t.replaceAllUsesWith(approx.getResult());
     t.erase();
   }
+}
+
+/// Whether `v` depends on nothing but constants and the captured scalars (the arguments
+/// from `firstCapture` on) through side-effect-free arith / math ops: the same for every
+/// pair, so a kernel computes it once. Appends the ops it takes, operands first, to `slice`.
+bool pairInvariant(Value v, unsigned firstCapture, SmallVectorImpl<Operation *> &slice,
+                   unsigned depth = 0) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner()->isEntryBlock() &&
+           isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
+           arg.getArgNumber() >= firstCapture && !isa<MemRefType>(arg.getType());
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 16 || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+      !isa<arith::ArithDialect, math::MathDialect>(def->getDialect()))
+    return false;
+  if (llvm::is_contained(slice, def))
+    return true;
+  for (Value operand : def->getOperands())
+    if (!pairInvariant(operand, firstCapture, slice, depth + 1))
+      return false;
+  slice.push_back(def);
+  return true;
+}
+
+/// A factor of the score_mod computed once per kernel: `factor` (or its reciprocal) as a
+/// function of the captures of `fn`, given the ops `slice` it is computed by; 1.0 when
+/// `factor` is null.
+func::FuncOp makeScaleFunction(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp fn,
+                               unsigned firstCapture, Value factor,
+                               ArrayRef<Operation *> slice, bool reciprocal, StringRef base) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(into);
+  Location loc = fn.getLoc();
+  auto type = FunctionType::get(b.getContext(), fn.getArgumentTypes().drop_front(firstCapture),
+                                {b.getF32Type()});
+  auto scale = func::FuncOp::create(b, loc, freshName(module, base), type);
+  scale.setPrivate();
+  internal(scale);
+  Block *entry = scale.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  for (auto [i, arg] : llvm::enumerate(entry->getArguments()))
+    map.map(fn.getArgument(firstCapture + i), arg);
+  for (Operation *op : slice)
+    b.clone(*op, map);
+  auto one = [&]() -> Value { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)); };
+  Value result = factor ? map.lookupOrDefault(factor) : one();
+  if (reciprocal)
+    result = arith::DivFOp::create(b, loc, one(), result);
+  func::ReturnOp::create(b, loc, result);
+  return scale;
+}
+
+/// The factors of a score_mod the kernel applies itself (variant_hooks.cuh), so that a
+/// variant equal to a built-in does the built-in's work per pair: the score's one use, a
+/// multiply by (or a division by) a pair-invariant value, becomes part of the kernel's
+/// scale (`in`); a returned product with (or quotient by) one becomes part of the
+/// softmax's factor (`out`). Rewrites the device copy `fn` (score in, logit / out back) and
+/// returns the two factors' functions of the captures (1.0 where nothing folds; named after
+/// the `user` function). Soft cap cap * tanh(s / cap): one multiply and the tanh per pair,
+/// as the built-in.
+std::pair<func::FuncOp, func::FuncOp> foldScoreScales(OpBuilder &b, ModuleOp module,
+                                                      Block *into, func::FuncOp fn,
+                                                      StringRef user) {
+  constexpr unsigned firstCapture = 6;  // (score, batch, qo_head, kv_head, q_pos, kv_pos)
+  Value score = fn.getArgument(0);
+  // A product or quotient with a pair-invariant factor: (the other operand, the factor,
+  // whether it divides), or nothing.
+  auto scaled = [&](Operation *op, SmallVectorImpl<Operation *> &slice)
+      -> std::optional<std::tuple<Value, Value, bool>> {
+    if (auto mul = dyn_cast_or_null<arith::MulFOp>(op)) {
+      for (auto [x, factor] : {std::make_pair(mul.getLhs(), mul.getRhs()),
+                               std::make_pair(mul.getRhs(), mul.getLhs())}) {
+        slice.clear();
+        if (pairInvariant(factor, firstCapture, slice))
+          return std::make_tuple(x, factor, false);
+      }
+    } else if (auto div = dyn_cast_or_null<arith::DivFOp>(op)) {
+      slice.clear();
+      if (pairInvariant(div.getRhs(), firstCapture, slice))
+        return std::make_tuple(div.getLhs(), div.getRhs(), true);
+    }
+    slice.clear();
+    return std::nullopt;
+  };
+  SmallVector<Operation *> slice;
+  func::FuncOp in, out;
+  if (score.hasOneUse()) {
+    Operation *use = *score.getUsers().begin();
+    if (auto found = scaled(use, slice); found && std::get<0>(*found) == score) {
+      in = makeScaleFunction(b, module, into, fn, firstCapture, std::get<1>(*found), slice,
+                             std::get<2>(*found), ("__fi_score_in_" + user).str());
+      use->getResult(0).replaceAllUsesWith(score);
+      use->erase();
+    }
+  }
+  if (!in)
+    in = makeScaleFunction(b, module, into, fn, firstCapture, nullptr, {}, false,
+                           ("__fi_score_in_" + user).str());
+  auto ret = dyn_cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+  if (fn.getBody().hasOneBlock() && ret) {
+    Operation *def = ret.getOperand(0).getDefiningOp();
+    if (auto found = scaled(def, slice)) {
+      out = makeScaleFunction(b, module, into, fn, firstCapture, std::get<1>(*found), slice,
+                              std::get<2>(*found), ("__fi_score_out_" + user).str());
+      ret->setOperand(0, std::get<0>(*found));
+      if (def->use_empty())
+        def->erase();
+    }
+  }
+  if (!out)
+    out = makeScaleFunction(b, module, into, fn, firstCapture, nullptr, {}, false,
+                            ("__fi_score_out_" + user).str());
+  return {in, out};
 }
 
 FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
@@ -387,12 +512,23 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       identityHook(b, body, kind, loc);
       if (kind == HookKind::Mask)
         identityHook(b, body, HookKind::MaskTile, loc);
+      if (kind == HookKind::Score) {
+        identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_in");
+        identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_out");
+      }
       continue;
     }
     auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
     func::FuncOp copy = clampedCopy(b, module, body, user);
     copy.setPrivate();
     useApproxTanh(b, copy);
+    if (kind == HookKind::Score) {
+      auto [in, out] = foldScoreScales(b, module, body, copy, user.getSymName());
+      makeHook(b, module, body, "fi_variant_score_in", in, HookKind::ScoreScale,
+               TypeRange(captures), loc);
+      makeHook(b, module, body, "fi_variant_score_out", out, HookKind::ScoreScale,
+               TypeRange(captures), loc);
+    }
     makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
     if (kind == HookKind::Mask) {
       func::FuncOp tiles = makeTileClassifier(b, module, body, user, copy);

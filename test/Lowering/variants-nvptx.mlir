@@ -17,8 +17,9 @@
 // NVVM-DAG: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>}
 // NVVM-DAG: llvm.mlir.constant(1.234500e+00 : f32)
 
-// The op's kernel (head_dim 128, f16) only, with the hook's constant inlined (once per
-// unrolled logit; no call of the hook).
+// The op's kernel (head_dim 128, f16) only, with the hook's constant inlined (added once
+// per unrolled logit; no call of the hook). (A returned product with it would be no work
+// per logit: variants-score-scales.mlir.)
 // PTX: .target sm_90a
 // PTX-NOT: call.uni
 // PTX-NOT: .entry fi_variant_v4_prefill_hd64
@@ -39,7 +40,7 @@ func.func private @scaled_soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i3
   %t2 = math.tanh %t fastmath<afn> : f32
   %r = arith.mulf %cap, %t2 : f32
   %k = arith.constant 1.2345 : f32
-  %y = arith.mulf %r, %k : f32
+  %y = arith.addf %r, %k : f32
   return %y : f32
 }
 func.func @ragged(%q: tensor<?x4x128xf16>, %k: tensor<?x2x128xf16>, %v: tensor<?x2x128xf16>,
