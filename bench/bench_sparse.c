@@ -6,7 +6,9 @@
  * row lists the same count, at random columns), and a causal local + global pattern
  * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal); then
  * variable blocks of 32 .. 192 rows and keys at random, 50 and 90 % sparse; and the 64 x 64
- * random rows over a paged cache (pages of 64, 16 and 24 tokens, a shuffled page table).
+ * random rows over a paged cache (pages of 64, 16 and 24 tokens, a shuffled page table;
+ * pages of 16 both through the prefill stage, as the runtime runs them with one, and as
+ * page boxes, without one).
  *
  * FLOPs: 4 * head_dim * qo_heads * (pairs of the listed blocks; causal: the kept ones), so a
  * kernel that computes only the listed blocks keeps the dense row's TFLOP/s; the variant
@@ -124,14 +126,18 @@ static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
   return rate;
 }
 
+/* (page > 0: a paged cache with the stage fi_block_sparse_stage_size asks for; page < 0:
+ * pages of -page tokens without a stage, so pages of a multiple of 16 load as page boxes) */
 static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block,
                           double sparsity, double dense_rate, int page) {
+  const int boxes = page < 0;
+  if (boxes) page = -page;
   char name[96];
   if (pattern == PAT_DENSE_KERNEL)
     snprintf(name, sizeof name, "dense prefill L%d h%d/%d", SEQ, QO_HEADS, KV_HEADS);
   else if (pattern == PAT_RANDOM && page)
-    snprintf(name, sizeof name, "bsr %dx%d random %.0f%% paged %d", block, block,
-             sparsity * 100, page);
+    snprintf(name, sizeof name, "bsr %dx%d random %.0f%% paged %d%s", block, block,
+             sparsity * 100, page, boxes ? " boxes" : "");
   else if (pattern == PAT_RANDOM)
     snprintf(name, sizeof name, "bsr %dx%d random %.0f%% sparse", block, block, sparsity * 100);
   else
@@ -208,10 +214,12 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
     a->pages = (fi_page_table){d, d + 3, d + 2};
     a->host_pages = (fi_page_table){pt_indptr, ids, pt_last};
     a->paged = 1;
-    /* pages that are not a multiple of 16 go through the stage pass (token rows) */
+    /* pages that are not a multiple of 16 go through the stage pass (token rows), and
+     * pages of a multiple of 16 but not of 64 when it is there */
     size_t stage_bytes = 0;
-    FI_BENCH_OK(b->ctx, fi_prefill_stage_size(b->ctx, &p, 1, SEQ, (int64_t)used * page,
-                                              &stage_bytes));
+    if (!boxes)
+      FI_BENCH_OK(b->ctx, fi_block_sparse_stage_size(b->ctx, &p, (int64_t)used * page,
+                                                     &stage_bytes));
     if (stage_bytes) FI_BENCH_CK(cudaMalloc(&stage, stage_bytes));
     FI_BENCH_OK(b->ctx, fi_context_set_prefill_stage(b->ctx, stage, stage_bytes));
   }
@@ -557,11 +565,13 @@ void fi_bench_sparse(fi_bench_ctx *b) {
       sparse_case(b, &a, PAT_RANDOM, blocks[bi], sparsities[si], dense, 0);
     sparse_case(b, &a, PAT_LOCAL_GLOBAL, blocks[bi], 0, dense, 0);
   }
-  /* The 64 x 64 rows over a paged cache: pages of 64 (one box per half), 16 (four) and 24
-   * (not a multiple of 16: the stage pass gathers the pages into token rows first) */
-  for (int si = 1; si < 3; ++si) {
+  /* The 64 x 64 rows over a paged cache: pages of 64 (one page box per half), 16 through
+   * the stage pass (it gathers the pages into token rows first) and as page boxes (four per
+   * half), and 24 (not a multiple of 16: staged) */
+  for (int si = 1; si < 4; ++si) {
     sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 64);
     sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 16);
+    sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, -16);
     sparse_case(b, &a, PAT_RANDOM, 64, sparsities[si], dense, 24);
   }
   variable_case(b, &a, 0.5, dense);

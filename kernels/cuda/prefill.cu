@@ -454,7 +454,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       : p.paged ? (int64_t)plan->private_[FI_PLAN_KV_ENTRIES] * p.page_size
                 : (kv.k->shape[0] < kv.v->shape[0] ? kv.k->shape[0] : kv.v->shape[0]);
   const fi_stage_layout stage =
-      fi_prefill_stage_layout(ctx, a, p.paged, stage_kv_rows);
+      p.bsr_tiles ? fi_bsr_stage_layout(ctx, a, p.paged, stage_kv_rows)
+                  : fi_prefill_stage_layout(ctx, a, p.paged, stage_kv_rows);
 
   cudaStream_t stream = fi_cuda_stream(ctx);
   if (a->q_dtype == FI_DTYPE_E4M3)
@@ -479,6 +480,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   else if (p.group > 128)
     ws_refusal = "a GQA group above 128";
   const bool needs_stage = fi_prefill_needs_stage(a, p.paged);
+  // Paged block-sparse runs whose pages load as boxes of 16 or 32 rows take the stage when
+  // the context holds it (token rows load faster; internal.h fi_bsr_stage_optional).
+  const bool use_stage =
+      needs_stage || (p.bsr_tiles && fi_bsr_stage_optional(a, p.paged) &&
+                      ctx->tuning.prefill_bsr_stage != 0 && stage.total > 0 &&
+                      stage.total <= ctx->prefill_stage_bytes);
   char stage_why[200];
   if (!ws_refusal && needs_stage && stage.total == 0)
     ws_refusal = "RoPE, fp8 KV or a page size that is not a multiple of 16 with a KV dtype, "
@@ -495,7 +502,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_tensor sk = *kv.k, sv = *kv.v;
   KvTensors ws_kv = kv;
   PrefillStageArgs sa = {};
-  if (!ws_refusal && needs_stage) {
+  if (!ws_refusal && use_stage) {
     char *base = (char *)ctx->prefill_stage;
     const int64_t kvshape[3] = {stage_kv_rows, a->num_kv_heads, a->head_dim};
     sa = stage_args_for(p, plan, counts, stage_kv_rows);
@@ -567,7 +574,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   }
   cudaError_t e = cudaSuccess;
   if (!ws_refusal) {
-    if (needs_stage)
+    if (use_stage)
       e = fi_prefill_stage_launch(sa, q_dt == FI_DTYPE_BF16, ctx->target.sm_count, p.pdl != 0,
                                   stream);
     if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);

@@ -120,6 +120,18 @@ fi_status fi_prefill_stage_size(fi_context *ctx, const fi_attention_params *para
   return FI_SUCCESS;
 }
 
+fi_status fi_block_sparse_stage_size(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t max_kv_rows, size_t *bytes) {
+  NEED_CTX(ctx);
+  CHECK(fi_validate_params(ctx, params, 1, 1));
+  if (max_kv_rows < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "max_kv_rows = %lld: must be >= 0",
+                        (long long)max_kv_rows);
+  if (!bytes) return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = fi_bsr_stage_layout(ctx, params, 1, max_kv_rows).total;
+  return FI_SUCCESS;
+}
+
 /* ------------------------------------------------------------------- plans -------- */
 
 uint64_t fi_plan_checksum(const fi_plan *plan) {

@@ -237,6 +237,17 @@ typedef struct fi_stage_layout {
 } fi_stage_layout;
 fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
                                         int paged, int64_t kv_rows);
+/* 1 when a paged block-sparse run may take the stage pass without needing it: pages that
+ * are a multiple of 16 but not of 64, which the kernel otherwise loads in page boxes of
+ * 16 or 32 rows (the largest power of two dividing the page); as token rows (K and V
+ * staged) they run faster (bench/NOTES.md, "v19 -- staged pages"), so the run takes the
+ * stage when the context holds one. (Boxes of 64 rows stay: the stage's O(N) copy costs a
+ * sparse run more than it saves.) */
+int fi_bsr_stage_optional(const fi_attention_params *p, int paged);
+/* fi_prefill_stage_layout of a paged block-sparse run: the same, and for
+ * fi_bsr_stage_optional pages, K and V as token rows. */
+fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_params *p,
+                                    int paged, int64_t kv_rows);
 /* fp8 attention's V^T in the stage (layout.v): [kv heads][head_dim][pitch] bytes, the pitch
  * kv_rows rounded up to the stage pass's 128-row tiles; K (paged only, layout.k) as e4m3
  * token rows. */

@@ -1458,11 +1458,15 @@ static _Thread_local void *capture_stage = NULL;
 static _Thread_local size_t capture_stage_bytes = 0;
 static _Thread_local long capture_seq = 0, capture_stage_seq = -1;
 
+/* (kind: 0 ragged, 1 paged prefill, 2 paged block-sparse attention) */
 static int set_prefill_stage(const char *op, fi_context *ctx, const fi_attention_params *p,
-                             int paged, int64_t q_rows, int64_t kv_rows) {
+                             int kind, int64_t q_rows, int64_t kv_rows) {
   if (!is_cuda(ctx)) return 1;
   size_t need = 0;
-  if (failed(op, ctx, fi_prefill_stage_size(ctx, p, paged, q_rows, kv_rows, &need))) return 0;
+  if (failed(op, ctx,
+             kind == 2 ? fi_block_sparse_stage_size(ctx, p, kv_rows, &need)
+                       : fi_prefill_stage_size(ctx, p, kind, q_rows, kv_rows, &need)))
+    return 0;
   if (need == 0) return 1;
   void *buf;
   size_t bytes;
@@ -1637,10 +1641,12 @@ static void block_sparse_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_mem
                              to.data, has_lse ? tl.data : NULL},
                              (const char *const[]){"q", "k", "v", "o", "lse"}, 5))
     return;
-  /* RoPE and fp8 KV reach the CUDA kernel through the context's prefill stage. */
+  /* RoPE, fp8 KV and pages the kernel would load in boxes of fewer than 64 rows reach (or
+   * reach faster) the CUDA kernel through the context's prefill stage. */
   const int64_t kv_rows = pages ? length_of(pages[1]) * plan.params.page_size
                                 : (tk.shape[0] < tv.shape[0] ? tk.shape[0] : tv.shape[0]);
-  if (!set_prefill_stage(op, ctx, &plan.params, pages != NULL, tq.shape[0], kv_rows)) return;
+  if (!set_prefill_stage(op, ctx, &plan.params, pages != NULL ? 2 : 0, tq.shape[0], kv_rows))
+    return;
   fi_status st;
   if (pages) {
     const fi_paged_kv_cache kv = {tk, tv, (fi_kv_layout)layout};

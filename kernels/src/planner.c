@@ -224,12 +224,17 @@ int fi_prefill_needs_stage(const fi_attention_params *p, int paged) {
          p->kv_dtype == FI_DTYPE_E5M2 || (paged && p->page_size % 16 != 0);
 }
 
-fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
-                                        int paged, int64_t kv_rows) {
+int fi_bsr_stage_optional(const fi_attention_params *p, int paged) {
+  return paged && p->page_size % 16 == 0 && p->page_size % 64 != 0;
+}
+
+/* (optional: the run takes the stage without needing it; K and V then both staged) */
+static fi_stage_layout stage_layout(const fi_context *ctx, const fi_attention_params *p,
+                                    int paged, int64_t kv_rows, int optional) {
   fi_stage_layout l = {SIZE_MAX, SIZE_MAX, 0};
   const int fp8 = p->kv_dtype == FI_DTYPE_E4M3 || p->kv_dtype == FI_DTYPE_E5M2;
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
-      ctx->tuning.prefill_warp_spec == 0 || !fi_prefill_needs_stage(p, paged))
+      ctx->tuning.prefill_warp_spec == 0 || !(optional || fi_prefill_needs_stage(p, paged)))
     return l;
   if (p->q_dtype == FI_DTYPE_E4M3) { /* fp8 attention: V^T, and paged K as token rows */
     if (p->head_dim != 128 || p->kv_dtype != FI_DTYPE_E4M3 || p->num_kv_heads <= 0 ||
@@ -252,11 +257,21 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
                                    (size_t)p->head_dim * 2);
   l.k = 0;
   l.total = kv_bytes;
-  if (fp8 || (paged && p->page_size % 16 != 0)) {
+  if (fp8 || (paged && p->page_size % 16 != 0) || optional) {
     l.v = kv_bytes;
     l.total += kv_bytes;
   }
   return l;
+}
+
+fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attention_params *p,
+                                        int paged, int64_t kv_rows) {
+  return stage_layout(ctx, p, paged, kv_rows, 0);
+}
+
+fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_params *p,
+                                    int paged, int64_t kv_rows) {
+  return stage_layout(ctx, p, paged, kv_rows, fi_bsr_stage_optional(p, paged));
 }
 
 /* The unit chunks' granularity: whole pages (decode and paged prefill), or 16 rows (ragged).

@@ -11,7 +11,9 @@
  * groups 1-16 (dividing 128 or not), head_dim 64 and 128, f16 / bf16, fp8 KV and RoPE
  * (through the prefill stage), causal or not, soft cap, sliding window, ALiBi, LSE; one
  * config in three over a paged cache of 1-128-token pages (those not a multiple of 16
- * through the stage pass). The
+ * through the stage pass; other pages that are not a multiple of 64 through it too when the
+ * context holds the stage, and a third run without it -- page boxes -- must give the same
+ * bits). The
  * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); one config in
  * five has few, long rows (the plan splits them along their tiles and merges); its outputs
  * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
@@ -71,6 +73,7 @@ static fi_tensor tensor3(void *data, fi_dtype dt, int64_t a, int64_t b, int64_t 
 /* One configuration; returns 1 on failure. */
 static int split_configs; /* plans that split units along their tiles (merged) */
 static int paged_configs; /* configurations over a paged cache */
+static int unstaged_configs; /* of those, pages staged by choice run again without it */
 
 static int run_config(int idx, int maxlen, long long *elements) {
   static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
@@ -241,8 +244,16 @@ static int run_config(int idx, int maxlen, long long *elements) {
   FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, m, n, bsr.block_rows, bsr.block_cols,
                                              &ws_bytes));
   void *dws = gpu_alloc_poisoned(ws_bytes);
-  FI_CK(cuda, fi_prefill_stage_size(cuda, &p, paged, m, paged ? (int64_t)num_used * page : n,
-                                    &stage_bytes));
+  if (paged)
+    FI_CK(cuda, fi_block_sparse_stage_size(cuda, &p, (int64_t)num_used * page, &stage_bytes));
+  else
+    FI_CK(cuda, fi_prefill_stage_size(cuda, &p, 0, m, n, &stage_bytes));
+  /* pages staged by choice (boxes of 16 or 32 rows, nothing else that needs the stage):
+   * token rows with the stage, page boxes without, a third run */
+  size_t needed = 0;
+  if (paged) FI_CK(cuda, fi_prefill_stage_size(cuda, &p, 1, m, (int64_t)num_used * page, &needed));
+  const int optional_stage = paged && page % 16 == 0 && page % 64 != 0 && stage_bytes > 0 &&
+                             needed == 0;
   void *stage = stage_bytes ? gpu_alloc_poisoned(stage_bytes) : NULL;
   FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
   fi_status s = paged ? fi_block_sparse_paged_plan(cuda, &p, m, &host_pt, pool, &bsr, NULL, dws,
@@ -257,11 +268,12 @@ static int run_config(int idx, int maxlen, long long *elements) {
   fi_tensor dtq = tensor3(dq, p.q_dtype, m, hq, hd), dtk = tensor3(dk, p.kv_dtype, n, hkv, hd);
   fi_tensor dtv = tensor3(dv, p.kv_dtype, n, hkv, hd), dto = tensor3(dout, p.q_dtype, m, hq, hd);
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lshape);
-  for (int pass = 0; pass < 2 && !failed; ++pass) {
-    if (pass == 1) { /* poisoned again: the second run must write every element itself */
+  for (int pass = 0; pass < 2 + optional_stage && !failed; ++pass) {
+    if (pass >= 1) { /* poisoned again: the second run must write every element itself */
       GPU_CK(cudaMemset(dout, 0xff, qb));
       GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
     }
+    if (pass == 2) FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
     s = paged ? fi_block_sparse_paged_run(cuda, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
                                           with_lse ? &dtl : NULL)
               : fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
@@ -272,6 +284,20 @@ static int run_config(int idx, int maxlen, long long *elements) {
       break;
     }
     GPU_CK(cudaDeviceSynchronize());
+    if (pass == 2) { /* the page boxes' bits against the staged run's */
+      void *od3 = malloc(qb);
+      float *ld3 = (float *)malloc(lb + 4);
+      gpu_download(od3, dout, qb);
+      gpu_download(ld3, dlse, lb);
+      const int same = memcmp(od, od3, qb) == 0 && (!with_lse || memcmp(ld, ld3, lb) == 0);
+      free(od3), free(ld3);
+      if (!same) {
+        fprintf(stderr, "FAIL config %d: %s\n  staged and page-box runs differ\n", idx, desc);
+        failed = 1;
+      }
+      ++unstaged_configs;
+      break;
+    }
     gpu_download(pass ? od2 : od, dout, qb);
     gpu_download(pass ? ld2 : ld, dlse, lb);
   }
@@ -447,8 +473,9 @@ int main(void) {
   long long elements = 0;
   for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
   printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
-         "unless reported; %d plans split long rows, %d over a paged cache\n", n, failed,
-         elements, split_configs, paged_configs);
+         "unless reported; %d plans split long rows, %d over a paged cache (%d of them also "
+         "run through page boxes, bit-identical to the staged run)\n", n, failed,
+         elements, split_configs, paged_configs, unstaged_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
     printf("FAIL: no plan split a long row\n");
     ++failed;

@@ -520,6 +520,50 @@ static void test_rows_per_unit(fi_context *host) {
   EXPECT(fi_prefill_rows_per_unit(host, FI_OP_RAGGED_PREFILL, &g12, ws) == 10, "host");
 }
 
+/* The prefill stage of paged block-sparse runs (planner.c, fi_bsr_stage_layout), for a host
+ * context posing as a Hopper CUDA one: pages that are not a multiple of 16 need K and V
+ * staged, as a paged prefill's; other multiples of 16 may take the same stage unless they
+ * are multiples of 64 (paged prefills need none there); multiples of 64 load as page boxes
+ * of 64 rows (no stage). */
+static void test_bsr_stage(fi_context *host) {
+  fi_context c = *host;
+  c.backend = FI_BACKEND_CUDA;
+  c.wgmma_available = 1;
+  c.tuning.prefill_warp_spec = -1;
+  fi_attention_params p = fi_attention_params_default(32, 8, 128);
+  const int64_t rows = 4096;
+  const size_t both = 2 * (size_t)rows * 8 * 128 * 2; /* K and V, f16 token rows */
+  static const struct { int page, bsr_staged, prefill_staged; } cases[] = {
+      {16, 1, 0}, {32, 1, 0}, {48, 1, 0}, {64, 0, 0}, {96, 1, 0}, {112, 1, 0},
+      {128, 0, 0}, {144, 1, 0}, {256, 0, 0}, {24, 1, 1}, {1, 1, 1}, {100, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    p.page_size = cases[i].page;
+    const fi_stage_layout b = fi_bsr_stage_layout(&c, &p, 1, rows);
+    const fi_stage_layout f = fi_prefill_stage_layout(&c, &p, 1, rows);
+    EXPECT(b.total == (cases[i].bsr_staged ? both : 0) &&
+               (!cases[i].bsr_staged || (b.k != SIZE_MAX && b.v != SIZE_MAX)),
+           "pages of %d: block-sparse stage %zu bytes (k %zu, v %zu), want %zu", cases[i].page,
+           b.total, b.k, b.v, cases[i].bsr_staged ? both : (size_t)0);
+    EXPECT(f.total == (cases[i].prefill_staged ? both : 0),
+           "pages of %d: paged prefill stage %zu bytes, want %zu", cases[i].page, f.total,
+           cases[i].prefill_staged ? both : (size_t)0);
+    EXPECT(fi_bsr_stage_optional(&p, 1) == (cases[i].bsr_staged && !cases[i].prefill_staged),
+           "pages of %d: optional stage", cases[i].page);
+  }
+  p.page_size = 16; /* contiguous K / V, the host backend, no Hopper tier: none */
+  EXPECT(fi_bsr_stage_layout(&c, &p, 0, rows).total == 0, "contiguous block-sparse");
+  EXPECT(fi_bsr_stage_layout(host, &p, 1, rows).total == 0, "host backend");
+  c.wgmma_available = 0;
+  EXPECT(fi_bsr_stage_layout(&c, &p, 1, rows).total == 0, "no wgmma");
+  size_t bytes = 1;
+  EXPECT(fi_block_sparse_stage_size(host, &p, rows, &bytes) == FI_SUCCESS && bytes == 0,
+         "fi_block_sparse_stage_size on the host: %zu bytes", bytes);
+  EXPECT(fi_block_sparse_stage_size(host, &p, -1, &bytes) == FI_ERROR_INVALID_ARGUMENT &&
+             strstr(fi_last_error(host), "max_kv_rows"),
+         "negative max_kv_rows: %s", fi_last_error(host));
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
@@ -530,6 +574,7 @@ int main(void) {
   test_fixed_split_workspace(ctx);
   test_decode_sub_tile_chunks(ctx);
   test_rows_per_unit(ctx);
+  test_bsr_stage(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
 }

@@ -508,8 +508,10 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
  *   min(64, the largest power of two dividing page_size) (the kernel loads a block's keys
  *   in TMA boxes of one page); other page sizes (any blocks), RoPE and fp8 KV go through
  *   the stage pass, which gathers the pages into token rows: a prefill stage,
- *   fi_prefill_stage_size(ctx, params, 1, M, P * page_size). The plan reads host_pages and
- *   host_bsr, the run the page table on the device (it must hold the plan's).
+ *   fi_block_sparse_stage_size(ctx, params, P * page_size). Pages of a multiple of 16 but
+ *   not of 64 (boxes of 16 or 32 rows) take the stage pass too when the context holds that
+ *   stage (faster than the boxes; the same bits either way). The plan reads host_pages and host_bsr, the run the page table on the
+ *   device (it must hold the plan's).
  *   Host: the run reads the page table (host arrays) and gathers the pages. */
 fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params *params,
                                      int64_t num_qo_rows, const fi_page_table *host_pages,
@@ -519,6 +521,13 @@ fi_status fi_block_sparse_paged_plan(fi_context *ctx, const fi_attention_params 
 fi_status fi_block_sparse_paged_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
                                     const fi_paged_kv_cache *kv, const fi_page_table *pages,
                                     const fi_bsr_matrix *bsr, fi_tensor *o, fi_tensor *lse);
+/* The prefill stage (fi_context_set_prefill_stage) paged block-sparse runs over up to
+ * max_kv_rows keys (P * page_size) take: what they need (page sizes that are not a multiple
+ * of 16, RoPE, fp8 KV), or what makes pages of a multiple of 16 but not of 64 faster; 0
+ * bytes when the run uses none (pages of a multiple of 64, the host backend, a device
+ * without the Hopper kernel). */
+fi_status fi_block_sparse_stage_size(fi_context *ctx, const fi_attention_params *params,
+                                     int64_t max_kv_rows, size_t *bytes);
 
 /* ----------------------------------------------------- context parallelism -------- */
 
