@@ -339,10 +339,13 @@ static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_p
   size_t ws_bytes = 0, stage_bytes = 0;
   CHECK_OK(ctx, fi_block_sparse_workspace_size(ctx, p, m, n, bsr->block_rows, bsr->block_cols,
                                                &ws_bytes));
-  /* a prefill stage where the run needs one (CUDA: RoPE, fp8 KV, pages that are not a
-   * multiple of 16), sized for the sequence's whole pages */
+  /* a prefill stage where the run takes one (CUDA: RoPE, fp8 KV, pages that are not a
+   * multiple of 16 or load as boxes of 16 or 32 rows), sized for the sequence's whole pages */
   const int64_t stage_rows = cache ? (n + p->page_size - 1) / p->page_size * p->page_size : n;
-  CHECK_OK(ctx, fi_prefill_stage_size(ctx, p, cache != NULL, m, stage_rows, &stage_bytes));
+  if (cache)
+    CHECK_OK(ctx, fi_block_sparse_stage_size(ctx, p, stage_rows, &stage_bytes));
+  else
+    CHECK_OK(ctx, fi_prefill_stage_size(ctx, p, 0, m, stage_rows, &stage_bytes));
   void *ws = e2e_alloc(ws_bytes), *stage = stage_bytes ? e2e_alloc(stage_bytes) : NULL;
   if (stage) CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, stage, stage_bytes));
   fi_plan plan;
