@@ -928,9 +928,29 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           }
       }
       if constexpr (VARIANT) {  // the program's mask, on the pairs causal and the range keep
-        // Only on PARTIAL tiles (on FULL ones it keeps every pair); straight-line code under
-        // one uniform branch (per-pair branches made ptxas spill).
-        if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
+        // Only on PARTIAL tiles (on FULL ones it keeps every pair). A mask that reads a
+        // captured table: its verdicts first, a pair per step of a loop kept rolled, then
+        // applied to S (inlined into every pair, its clamped loads, each under a branch for
+        // an empty table, made ptxas spill 832 bytes against 284). Other masks: inlined
+        // into every pair, straight-line under this one uniform branch.
+        if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL &&
+            fi_variant_mask_reads_tables()) {
+          uint64_t keep = 0;  // bit nb * 4 + e
+#pragma unroll 1
+          for (int i = 0; i < NB_KV * 4; ++i) {
+            const int nb = i >> 2, e = i & 3, r = e >> 1;
+            const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
+            const int qpos = q_pos_shift + (r ? row_tok[1] : row_tok[0]);
+            const int h = r ? row_head[1] : row_head[0];
+            if (fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
+              keep |= 1ull << i;
+          }
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (!((keep >> (nb * 4 + e)) & 1)) s[nb][e] = -INFINITY;
+        } else if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
 #pragma unroll
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll

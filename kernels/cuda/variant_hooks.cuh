@@ -25,6 +25,10 @@ extern "C" __device__ int fi_variant_mask_tile(int batch, int qo_head_first, int
                                                int q_pos_first, int q_pos_last,
                                                int kv_pos_first, int kv_pos_last,
                                                const void *captures);
+// 1 when the mask_mod reads a captured table (a constant of the program): the prefill
+// kernel then calls it from a rolled loop, since inlined into every pair its clamped loads
+// made ptxas spill.
+extern "C" __device__ int fi_variant_mask_reads_tables(void);
 
 // The score_mod's factors as a kernel applies them, once per CTA: `in` multiplies the
 // logit handed to fi_variant_score_mod; the result times `fix` is the logit in units of

@@ -47,13 +47,14 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
-enum class HookKind { Score, Mask, MaskTile, ScoreScale };
+enum class HookKind { Score, Mask, MaskTile, ScoreScale, MaskReadsTables };
 
 /// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
 /// kv_pos, captures) -> f32, fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
 /// -> i32 and fi_mask_tile_fn (batch, qo_head first / last, q_pos first / last, kv_pos
 /// first / last, captures) -> i32; and on the device only, the score_mod's factors
-/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out).
+/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out) and
+/// whether the mask_mod reads a captured table () -> i32 (fi_variant_mask_reads_tables).
 FunctionType hookType(Builder &b, HookKind kind) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -64,17 +65,18 @@ FunctionType hookType(Builder &b, HookKind kind) {
     inputs = {i32, i32, i32, i32, ptr};
   else if (kind == HookKind::MaskTile)
     inputs = {i32, i32, i32, i32, i32, i32, i32, ptr};
-  else
+  else if (kind == HookKind::ScoreScale)
     inputs = {ptr};
   bool floatResult = kind == HookKind::Score || kind == HookKind::ScoreScale;
   return FunctionType::get(b.getContext(), inputs, {floatResult ? f32 : i32});
 }
 
 StringRef hookBaseName(HookKind kind) {
-  return kind == HookKind::Score      ? "__fi_score_mod_hook"
-         : kind == HookKind::Mask     ? "__fi_mask_mod_hook"
-         : kind == HookKind::MaskTile ? "__fi_mask_tile_hook"
-                                      : "__fi_score_scale_hook";
+  return kind == HookKind::Score        ? "__fi_score_mod_hook"
+         : kind == HookKind::Mask       ? "__fi_mask_mod_hook"
+         : kind == HookKind::MaskTile   ? "__fi_mask_tile_hook"
+         : kind == HookKind::ScoreScale ? "__fi_score_scale_hook"
+                                        : "__fi_mask_tables_hook";
 }
 
 /// Slot `index` (8 bytes each) of the captures block at `block`.
@@ -243,9 +245,10 @@ StringRef deviceHookName(HookKind kind) {
 
 /// The hooks a device module needs but the op does not use (the kernel calls them all;
 /// the run turns the unused ones off): the score unchanged, every pair kept, every tile
-/// full, the score's factors (named `name`) one.
+/// full, the score's factors (named `name`) one; with `reads` (MaskReadsTables), whether
+/// the mask reads a table.
 void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc,
-                  StringRef name = "") {
+                  StringRef name = "", bool reads = false) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   auto hook = func::FuncOp::create(b, loc, name.empty() ? deviceHookName(kind) : name,
@@ -256,6 +259,8 @@ void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc,
   Value result =
       kind == HookKind::Score        ? Value(entry->getArgument(0))
       : kind == HookKind::ScoreScale ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f))
+      : kind == HookKind::MaskReadsTables
+          ? arith::ConstantIntOp::create(b, loc, i32, reads ? 1 : 0).getResult()
       : kind == HookKind::Mask
           ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
           : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
@@ -510,8 +515,10 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
     if (!ref) {
       identityHook(b, body, kind, loc);
-      if (kind == HookKind::Mask)
+      if (kind == HookKind::Mask) {
         identityHook(b, body, HookKind::MaskTile, loc);
+        identityHook(b, body, HookKind::MaskReadsTables, loc, "fi_variant_mask_reads_tables");
+      }
       if (kind == HookKind::Score) {
         identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_in");
         identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_out");
@@ -531,6 +538,10 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     }
     makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
     if (kind == HookKind::Mask) {
+      bool reads = false;
+      copy.walk([&](memref::LoadOp) { reads = true; });
+      identityHook(b, body, HookKind::MaskReadsTables, loc, "fi_variant_mask_reads_tables",
+                   reads);
       func::FuncOp tiles = makeTileClassifier(b, module, body, user, copy);
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);

@@ -72,12 +72,21 @@
 
 // On the device: the window's classifier as fi_variant_mask_tile; an op without a mask
 // would get one that says FULL.
+// With it, whether the mask reads a captured table (the prefill kernel then calls the mask
+// per pair from a rolled loop): no for the window, yes for the documents.
 // CHECK: gpu.module @__fi_variant_device_0
 // CHECK: func.func @fi_variant_mask_tile(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: call @__fi_mask_tiles_window_1(
+// CHECK: func.func @fi_variant_mask_reads_tables() -> i32
+// CHECK-NEXT: %[[NO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: return %[[NO]]
 // CHECK: gpu.module @__fi_variant_device_1
 // CHECK: func.func @fi_variant_mask_tile(
 // CHECK: call @__fi_mask_tiles_by_region_1(
+// CHECK: gpu.module @__fi_variant_device_2
+// CHECK: func.func @fi_variant_mask_reads_tables() -> i32
+// CHECK-NEXT: %[[YES:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: return %[[YES]]
 
 func.func private @window(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
   %lo = arith.subi %qp, %w : i32

@@ -197,7 +197,8 @@ typedef enum fi_pos_encoding {
  * it proves EMPTY): head_dim 64 / 128, 16-bit q and KV of q's type; causal and RoPE built
  * in, but no built-in soft cap, ALiBi, custom mask or window beside the variant. It runs
  * from `device_image`: a cubin in which a compiler linked the variant's device functions
- * (fi_variant_score_mod / fi_variant_mask_mod / fi_variant_mask_tile) with the runtime's
+ * (fi_variant_score_mod / fi_variant_mask_mod / fi_variant_mask_tile and the facts the
+ * kernels take from the program: kernels/cuda/variant_hooks.cuh) with the runtime's
  * variant kernels (fi-to-llvm=backend=cuda makes it: a uint64 byte count, then the cubin),
  * loaded once per context; the non-NULL host pointers say which of the two hooks are on,
  * and the first captures_bytes (<= FI_VARIANT_MAX_CAPTURE_BYTES) bytes at `captures` are
