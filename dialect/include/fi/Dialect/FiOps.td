@@ -143,14 +143,18 @@ defvar Fi_AttentionAttrDoc = [{
     entries its index range covers (up to 512, clamped as the reads are), so a mask over
     document ids skips the tiles across documents; float values and other reads prove
     nothing. The functions may also be called for pairs another mask drops (their result
-    is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`, paged
-    and ragged prefill and paged decode (head_dim 64 / 128, f16 / bf16, KV of q's type;
-    decode: tensor-core tiles, pages of a multiple of 16 or of 4 or 8 tokens) compile them
-    into the warp-specialised Hopper prefill or decode kernel through LLVM's NVPTX backend (no built-in soft
-    cap, window, ALiBi or custom mask beside a variant there; f32 denormals flush to zero
-    as in the built-in kernels; `math.tanh` with `fastmath<afn>` is the GPU's tanh.approx,
-    `arith.divf` with `fastmath<arcp>` may multiply by a reciprocal); decode and
-    block-sparse variants run on the host backend only.
+    is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`,
+    paged and ragged prefill, paged decode and block-sparse attention (head_dim 64 / 128,
+    f16 / bf16, KV of q's type; decode: tensor-core tiles, pages of a multiple of 16 or of
+    4 or 8 tokens) compile them into the warp-specialised Hopper prefill or decode kernel
+    through LLVM's NVPTX backend (no built-in soft cap, window, ALiBi or custom mask beside
+    a variant there; f32 denormals flush to zero as in the built-in kernels; `math.tanh`
+    with `fastmath<afn>` is the GPU's tanh.approx, `arith.divf` with `fastmath<arcp>` may
+    multiply by a reciprocal). There a `score_mod`'s factors that depend on the captures and
+    constants alone -- the score's one use multiplied by (or divided by) one, a returned
+    product with (or quotient by) one -- fold into the kernel's scale and the softmax's
+    factor, so `cap * tanh(s / cap)` costs the built-in soft cap's work per pair (results
+    within fp32 rounding of the host backend's).
 }];
 
 defvar Fi_PagedKvDoc = [{
