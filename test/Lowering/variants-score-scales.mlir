@@ -136,3 +136,37 @@ func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @window}
   return
 }
+
+// -----
+
+// A paged decode's device module takes the same factors (the decode kernel applies them:
+// `in` on each logit it hands the core, `out` in its factor to the log2 domain); here the
+// cap is the second capture, after a window.
+// CHECK-LABEL: gpu.module @__fi_variant_device_0
+// CHECK-DAG: func.func private @__fi_score_out_dec_cap_0(%{{.*}}: i32, %[[CAP:.*]]: f32) -> f32
+// CHECK-NEXT: return %[[CAP]] : f32
+// CHECK-DAG: func.func private @__fi_score_in_dec_cap_0(%{{.*}}: i32, %[[CAP2:.*]]: f32) -> f32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[RCP:.*]] = arith.divf %[[ONE]], %[[CAP2]] : f32
+// CHECK-NEXT: return %[[RCP]] : f32
+// CHECK-DAG: func.func private @__fi_variant_dec_cap_{{[0-9]+}}(%[[S:[a-z0-9]+]]: f32,
+// CHECK-NEXT: %[[T:.*]] = math.tanh %[[S]] : f32
+// CHECK-NEXT: return %[[T]] : f32
+// CHECK-DAG: llvm.func @fi_variant_v5_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+func.func private @dec_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                           %w: i32, %cap: f32) -> f32 {
+  %x = arith.divf %s, %cap : f32
+  %t = math.tanh %x : f32
+  %r = arith.mulf %t, %cap : f32
+  return %r : f32
+}
+func.func @decode(%q: memref<?x8x128xf16>, %k: memref<?x16x2x128xf16>,
+                  %v: memref<?x16x2x128xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+                  %lp: memref<?xi32>, %w: i32, %cap: f32, %o: memref<?x8x128xf16>) {
+  fi.paged_decode q(%q : memref<?x8x128xf16>)
+      kv(%k, %v : memref<?x16x2x128xf16>, memref<?x16x2x128xf16>)
+      pages(%ip, %ix, %lp : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      variant_args(%w, %cap : i32, f32) outs(%o : memref<?x8x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, score_mod = @dec_cap}
+  return
+}
