@@ -481,10 +481,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     ws_refusal = "a GQA group above 128";
   const bool needs_stage = fi_prefill_needs_stage(a, p.paged);
   // Paged block-sparse runs whose pages load as boxes of 16 or 32 rows take the stage when
-  // the context holds it (token rows load faster; internal.h fi_bsr_stage_optional).
+  // the context holds it (token rows load faster; its layout is then not empty:
+  // internal.h fi_bsr_stage_optional).
   const bool use_stage =
-      needs_stage || (p.bsr_tiles && fi_bsr_stage_optional(a, p.paged) &&
-                      ctx->tuning.prefill_bsr_stage != 0 && stage.total > 0 &&
+      needs_stage || (p.bsr_tiles && ctx->tuning.prefill_bsr_stage != 0 && stage.total > 0 &&
                       stage.total <= ctx->prefill_stage_bytes);
   char stage_why[200];
   if (!ws_refusal && needs_stage && stage.total == 0)

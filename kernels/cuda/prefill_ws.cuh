@@ -222,6 +222,18 @@ __device__ __forceinline__ int ws_key(int kv0, int4 half, int nb, int col) {
     return kv0 + nb * 8 + col;
 }
 
+// The variant hooks' arguments of pair (nb, e) of this lane's tile: x its key (ws_key), y its
+// query position, z its query head (row e / 2, chosen by a select, so that a rolled loop over
+// the pairs keeps the two rows in registers).
+template <bool BSR, int NB_KV>
+__device__ __forceinline__ int3 ws_pair(int kv0, int4 half, int nb, int e, int t4,
+                                        int q_pos_shift, const int (&row_tok)[2],
+                                        const int (&row_head)[2]) {
+  const int r = e >> 1;
+  return make_int3(ws_key<BSR, NB_KV>(kv0, half, nb, 2 * t4 + (e & 1)),
+                   q_pos_shift + (r ? row_tok[1] : row_tok[0]), r ? row_head[1] : row_head[0]);
+}
+
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
 // consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
 // The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
@@ -788,10 +800,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
-              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
-              s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, h, kv_head,
-                                              qpos, j, p.variant_captures);
+              const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
+                                                  row_tok, row_head);
+              s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, pr.z, kv_head,
+                                              pr.y, pr.x, p.variant_captures);
             }
           if (score_scales.fix != 1.f) {  // (rare: an `out` factor that is not positive)
 #pragma unroll
@@ -938,11 +950,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           uint64_t keep = 0;  // bit nb * 4 + e
 #pragma unroll 1
           for (int i = 0; i < NB_KV * 4; ++i) {
-            const int nb = i >> 2, e = i & 3, r = e >> 1;
-            const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
-            const int qpos = q_pos_shift + (r ? row_tok[1] : row_tok[0]);
-            const int h = r ? row_head[1] : row_head[0];
-            if (fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
+            const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, i >> 2, i & 3, t4, q_pos_shift,
+                                                row_tok, row_head);
+            if (fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
               keep |= 1ull << i;
           }
 #pragma unroll
@@ -955,9 +965,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = ws_key<BSR, NB_KV>(kv0, bsr_half, nb, 2 * t4 + (e & 1));
-              const int qpos = q_pos_shift + row_tok[e >> 1], h = row_head[e >> 1];
-              if (!fi_variant_mask_mod(wu.request, h, qpos, j, p.variant_captures))
+              const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
+                                                  row_tok, row_head);
+              if (!fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
                 s[nb][e] = -INFINITY;
             }
         }

@@ -47,14 +47,13 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
-enum class HookKind { Score, Mask, MaskTile, ScoreScale, MaskReadsTables };
+enum class HookKind { Score, Mask, MaskTile, ScoreScale };
 
 /// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
 /// kv_pos, captures) -> f32, fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
 /// -> i32 and fi_mask_tile_fn (batch, qo_head first / last, q_pos first / last, kv_pos
 /// first / last, captures) -> i32; and on the device only, the score_mod's factors
-/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out) and
-/// whether the mask_mod reads a captured table () -> i32 (fi_variant_mask_reads_tables).
+/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out).
 FunctionType hookType(Builder &b, HookKind kind) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -65,18 +64,17 @@ FunctionType hookType(Builder &b, HookKind kind) {
     inputs = {i32, i32, i32, i32, ptr};
   else if (kind == HookKind::MaskTile)
     inputs = {i32, i32, i32, i32, i32, i32, i32, ptr};
-  else if (kind == HookKind::ScoreScale)
+  else
     inputs = {ptr};
   bool floatResult = kind == HookKind::Score || kind == HookKind::ScoreScale;
   return FunctionType::get(b.getContext(), inputs, {floatResult ? f32 : i32});
 }
 
 StringRef hookBaseName(HookKind kind) {
-  return kind == HookKind::Score        ? "__fi_score_mod_hook"
-         : kind == HookKind::Mask       ? "__fi_mask_mod_hook"
-         : kind == HookKind::MaskTile   ? "__fi_mask_tile_hook"
-         : kind == HookKind::ScoreScale ? "__fi_score_scale_hook"
-                                        : "__fi_mask_tables_hook";
+  return kind == HookKind::Score      ? "__fi_score_mod_hook"
+         : kind == HookKind::Mask     ? "__fi_mask_mod_hook"
+         : kind == HookKind::MaskTile ? "__fi_mask_tile_hook"
+                                      : "__fi_score_scale_hook";
 }
 
 /// Slot `index` (8 bytes each) of the captures block at `block`.
@@ -245,26 +243,30 @@ StringRef deviceHookName(HookKind kind) {
 
 /// The hooks a device module needs but the op does not use (the kernel calls them all;
 /// the run turns the unused ones off): the score unchanged, every pair kept, every tile
-/// full, the score's factors (named `name`) one; with `reads` (MaskReadsTables), whether
-/// the mask reads a table.
-void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc,
-                  StringRef name = "", bool reads = false) {
+/// full.
+void identityHook(OpBuilder &b, Block *into, HookKind kind, Location loc) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
-  auto hook = func::FuncOp::create(b, loc, name.empty() ? deviceHookName(kind) : name,
-                                   hookType(b, kind));
+  auto hook = func::FuncOp::create(b, loc, deviceHookName(kind), hookType(b, kind));
   Block *entry = hook.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Type i32 = b.getI32Type();
-  Value result =
-      kind == HookKind::Score        ? Value(entry->getArgument(0))
-      : kind == HookKind::ScoreScale ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f))
-      : kind == HookKind::MaskReadsTables
-          ? arith::ConstantIntOp::create(b, loc, i32, reads ? 1 : 0).getResult()
-      : kind == HookKind::Mask
-          ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
-          : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
+  Value result = kind == HookKind::Score ? entry->getArgument(0)
+                 : kind == HookKind::Mask
+                     ? arith::ConstantIntOp::create(b, loc, i32, 1).getResult()
+                     : arith::ConstantIntOp::create(b, loc, i32, FI_MASK_TILE_FULL).getResult();
   func::ReturnOp::create(b, loc, result);
+}
+
+/// A device hook `name` of `type` that returns `value` whatever its arguments: the score's
+/// factors of an op without a score_mod (1.0), whether the mask reads a captured table.
+void constantHook(OpBuilder &b, Block *into, StringRef name, FunctionType type,
+                  TypedAttr value, Location loc) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(into);
+  auto hook = func::FuncOp::create(b, loc, name, type);
+  b.setInsertionPointToStart(hook.addEntryBlock());
+  func::ReturnOp::create(b, loc, ValueRange{arith::ConstantOp::create(b, loc, value)});
 }
 
 
@@ -510,6 +512,9 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   Block *body = gpuModule.getBody();
   // Each function once (a score_mod that is also the mask_mod's is still two functions),
   // and the mask's tile classifier.
+  // (variant_hooks.cuh: whether the mask_mod reads a captured table, a program constant)
+  constexpr StringLiteral kMaskReadsTables = "fi_variant_mask_reads_tables";
+  auto readsTablesType = FunctionType::get(ctx, {}, {b.getI32Type()});
   for (auto [attrName, kind] : {std::make_pair(StringRef("score_mod"), HookKind::Score),
                                 std::make_pair(StringRef("mask_mod"), HookKind::Mask)}) {
     auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
@@ -517,12 +522,12 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       identityHook(b, body, kind, loc);
       if (kind == HookKind::Mask) {
         identityHook(b, body, HookKind::MaskTile, loc);
-        identityHook(b, body, HookKind::MaskReadsTables, loc, "fi_variant_mask_reads_tables");
+        constantHook(b, body, kMaskReadsTables, readsTablesType, b.getI32IntegerAttr(0), loc);
       }
-      if (kind == HookKind::Score) {
-        identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_in");
-        identityHook(b, body, HookKind::ScoreScale, loc, "fi_variant_score_out");
-      }
+      if (kind == HookKind::Score)
+        for (StringRef name : {"fi_variant_score_in", "fi_variant_score_out"})
+          constantHook(b, body, name, hookType(b, HookKind::ScoreScale),
+                       b.getF32FloatAttr(1.0f), loc);
       continue;
     }
     auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
@@ -540,8 +545,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     if (kind == HookKind::Mask) {
       bool reads = false;
       copy.walk([&](memref::LoadOp) { reads = true; });
-      identityHook(b, body, HookKind::MaskReadsTables, loc, "fi_variant_mask_reads_tables",
-                   reads);
+      constantHook(b, body, kMaskReadsTables, readsTablesType, b.getI32IntegerAttr(reads), loc);
       func::FuncOp tiles = makeTileClassifier(b, module, body, user, copy);
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);
