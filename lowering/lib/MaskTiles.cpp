@@ -40,8 +40,8 @@ using namespace mlir;
 namespace {
 
 /// The most entries of a captured table a classifier reads for one index range, and how
-/// many it reads per loop step.
-constexpr int64_t kTableScan = 512, kScanStep = 8;
+/// many it reads per loop step (kFastScan: unit-stride tables, ranges of at least that many).
+constexpr int64_t kTableScan = 512, kScanStep = 8, kFastScan = 16;
 
 /// The abstract value of one SSA value: for integers (and index) [a, b] = [lo, hi] as i64;
 /// for i1 a = may be false, b = may be true.
@@ -358,30 +358,74 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, Block *into, func::Fu
         {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(&guarded.getThenRegion().front());
-          // kScanStep entries per step, the indices past `hi` clamped to it (a repeated
-          // entry leaves min and max as they are): independent loads in flight, no tail.
+          // The entries' (min, max) in the element's own type (one instruction each for
+          // 32-bit ids on the GPU, where i64 takes two or three), from its whole range.
+          Type et = mt.getElementType();
+          auto elementConst = [&](int64_t v) -> Value {
+            if (et.isIndex())
+              return arith::ConstantIndexOp::create(b, loc, v);
+            return arith::ConstantIntOp::create(b, loc, et, v);
+          };
+          unsigned ew = TileBuilder::widthOf(et);
+          Value none = elementConst(TileBuilder::minOf(ew)), all = elementConst(TileBuilder::maxOf(ew));
           Value from = arith::IndexCastOp::create(b, loc, idx, lo);
           Value hiIndex = arith::IndexCastOp::create(b, loc, idx, hi);
           Value to = arith::IndexCastOp::create(
               b, loc, idx, arith::AddIOp::create(b, loc, hi, t.i64(1)).getResult());
-          Value step = arith::ConstantIndexOp::create(b, loc, kScanStep);
-          auto loop = scf::ForOp::create(b, loc, from, to, step,
-                                         ValueRange{whole.b, whole.a});  // (min, max)
-          b.setInsertionPointToStart(loop.getBody());
-          Value mn = loop.getRegionIterArg(0), mx = loop.getRegionIterArg(1);
-          for (int64_t k = 0; k < kScanStep; ++k) {
-            Value i = loop.getInductionVar();
-            if (k > 0)
-              i = arith::MinSIOp::create(
-                  b, loc, arith::AddIOp::create(b, loc, i, arith::ConstantIndexOp::create(b, loc, k)),
-                  hiIndex);
-            Value e64 = t.toI64(memref::LoadOp::create(b, loc, m, i));
-            mn = t.smin(mn, e64);
-            mx = t.smax(mx, e64);
+          // `step` entries per loop step from `table` (repeated entries leave min and max as
+          // they are): `clamp` keeps indices past `hi` at `hi`; without it, the loop's last
+          // step is moved back to end at `hi` (ranges of at least `step` entries). The loads
+          // of a step are independent, so they are in flight together.
+          auto scanLoop = [&](Value table, int64_t step, bool clamp) {
+            Value stepIndex = arith::ConstantIndexOp::create(b, loc, step);
+            auto loop = scf::ForOp::create(b, loc, from, to, stepIndex, ValueRange{all, none});
+            OpBuilder::InsertionGuard lg(b);
+            b.setInsertionPointToStart(loop.getBody());
+            Value mn = loop.getRegionIterArg(0), mx = loop.getRegionIterArg(1);
+            Value base = loop.getInductionVar();
+            if (!clamp)
+              base = arith::MinSIOp::create(
+                  b, loc, base,
+                  arith::SubIOp::create(b, loc, to, stepIndex).getResult());
+            for (int64_t k = 0; k < step; ++k) {
+              Value i = base;
+              if (k > 0)
+                i = arith::AddIOp::create(b, loc, base, arith::ConstantIndexOp::create(b, loc, k));
+              if (k > 0 && clamp)
+                i = arith::MinSIOp::create(b, loc, i, hiIndex);
+              Value e = memref::LoadOp::create(b, loc, table, i);
+              mn = arith::MinSIOp::create(b, loc, mn, e);
+              mx = arith::MaxSIOp::create(b, loc, mx, e);
+            }
+            scf::YieldOp::create(b, loc, ValueRange{mn, mx});
+            return loop;
+          };
+          // A unit-stride table and a range of at least kFastScan entries (a tile's keys, a
+          // chunk's queries): kFastScan loads per step with neither clamps nor stride
+          // products; else kScanStep per step, clamped.
+          auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
+          Value one = arith::ConstantIndexOp::create(b, loc, 1);
+          Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, meta.getStrides()[0], one);
+          Value longRange = t.sle(t.i64(kFastScan - 1), count);
+          auto fast = scf::IfOp::create(b, loc, TypeRange{et, et}, t.andi(unit, longRange),
+                                        /*withElse=*/true);
+          {
+            OpBuilder::InsertionGuard fg(b);
+            b.setInsertionPointToStart(&fast.getThenRegion().front());
+            auto unitType = MemRefType::get(
+                {ShapedType::kDynamic}, et,
+                StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}),
+                mt.getMemorySpace());
+            Value dense = memref::ReinterpretCastOp::create(
+                b, loc, unitType, m, OpFoldResult(meta.getOffset()),
+                ArrayRef<OpFoldResult>{OpFoldResult(meta.getSizes()[0])},
+                ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+            scf::YieldOp::create(b, loc, scanLoop(dense, kFastScan, false).getResults());
+            b.setInsertionPointToStart(&fast.getElseRegion().front());
+            scf::YieldOp::create(b, loc, scanLoop(m, kScanStep, true).getResults());
           }
-          scf::YieldOp::create(b, loc, ValueRange{mn, mx});
-          b.setInsertionPointAfter(loop);
-          scf::YieldOp::create(b, loc, loop.getResults());
+          scf::YieldOp::create(b, loc,
+                               ValueRange{t.toI64(fast.getResult(0)), t.toI64(fast.getResult(1))});
           b.setInsertionPointToStart(&guarded.getElseRegion().front());
           scf::YieldOp::create(b, loc, ValueRange{whole.a, whole.b});
         }

@@ -4,7 +4,8 @@
 // below (one rule of the interval arithmetic or more: divisions, remainders, products,
 // selects, unsigned compares, wrapping adds, truncations, min / max, extensions, index
 // ands, ops with regions, i64, reads of captured tables of i8 / i32 / i64 / index entries,
-// indices clamped into the table, an empty table, ranges too wide to scan) runs compiled
+// a strided view of a table, indices clamped into the table, an empty table, ranges too
+// wide to scan; tables whose values rise and fall) runs compiled
 // against the runtime called directly with a C twin of the mask and no classifier
 // (drivers/mask_tiles.c), bit for bit, on random
 // ragged batches whose lengths, rows per work unit and captured values vary. A tile
@@ -26,6 +27,7 @@
 // CHECK: product_i64: 8 trials bit-exact
 // CHECK: keep_all: 8 trials bit-exact
 // CHECK: table_clamped: 8 trials bit-exact
+// CHECK: table_strided: 8 trials bit-exact
 // CHECK: table_i8: 8 trials bit-exact
 // CHECK: table_i64: 8 trials bit-exact
 // CHECK: table_index: 8 trials bit-exact
@@ -336,6 +338,30 @@ func.func @run_table_clamped(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
       kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
       variant_args(%t, %a : tensor<?xi32>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {mask_mode = #fi.mask_mode<none>, mask_mod = @table_clamped}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+// The same mask over every second entry of the table: a strided capture (the classifier's
+// scan of unit-stride tables does not apply).
+func.func @run_table_strided(%q: tensor<?x4x64xf16>, %k: tensor<?x2x64xf16>,
+    %v: tensor<?x2x64xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %t: tensor<?xi32>, %a: i32)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %n = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %tn = tensor.dim %t, %c0 : tensor<?xi32>
+  %tn1 = arith.addi %tn, %c1 : index
+  %half = arith.divui %tn1, %c2 : index
+  %every2 = tensor.extract_slice %t[0] [%half] [2] : tensor<?xi32> to tensor<?xi32>
+  %o0 = tensor.empty(%n) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%n) : tensor<?x4xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x2x64xf16>, tensor<?x2x64xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%every2, %a : tensor<?xi32>, i32) outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
       {mask_mode = #fi.mask_mode<none>, mask_mod = @table_clamped}
       -> tensor<?x4x64xf16>, tensor<?x4xf32>
   return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>

@@ -10,21 +10,45 @@
 
 // doc[q_pos] == doc[kv_pos] over a captured table: each read's index range, clamped into
 // the table as the variant's reads are, bounds the value by the [min, max] of the entries
-// it covers (a scan of at most 512; an empty table reads 0); then the equality of two
-// ranges (overlap: may be kept; one equal value each: must be).
+// it covers (a scan of at most 512, in the entries' own type; an empty table reads 0); then
+// the equality of two ranges (overlap: may be kept; one equal value each: must be). A
+// unit-stride table and a range of at least 16 entries: 16 loads a step, the last step moved
+// back to end at the range's last entry, no clamps; else 8 a step, indices clamped.
 // CHECK-LABEL: func.func private @__fi_mask_tiles_same_doc_0(
 // CHECK-SAME: %[[DOC:[^:]*]]: memref<?xi32, strided<[?], offset: ?>>) -> i32
 // CHECK: %[[DIM:.*]] = memref.dim %[[DOC]]
 // CHECK: %[[SCAN:.*]] = arith.andi
 // CHECK: scf.if %[[SCAN]] -> (i64, i64) {
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MIN:.*]] = %c2147483647_i64, %[[MAX:.*]] = %c-2147483648_i64) -> (i64, i64) {
-// CHECK-NEXT: %[[E:.*]] = memref.load %[[DOC]][%[[I]]]
-// CHECK-NEXT: %[[E64:.*]] = arith.extsi %[[E]] : i32 to i64
-// CHECK-NEXT: arith.minsi %[[MIN]], %[[E64]] : i64
-// CHECK-NEXT: arith.maxsi %[[MAX]], %[[E64]] : i64
+// CHECK: %[[FROM:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK-NEXT: %[[HI:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: %[[END:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: %{{.*}}, %[[OFF:.*]], %[[SIZE:.*]], %[[STRIDE:.*]] = memref.extract_strided_metadata %[[DOC]]
+// CHECK: %[[UNIT:.*]] = arith.cmpi eq, %[[STRIDE]], %c1{{[_0-9]*}} : index
+// CHECK: %[[LONG:.*]] = arith.cmpi sle, %c15_i64{{[_0-9]*}}, %{{.*}} : i64
+// CHECK: %[[FAST:.*]] = arith.andi %[[UNIT]], %[[LONG]] : i1
+// CHECK: scf.if %[[FAST]] -> (i32, i32) {
+// CHECK-NEXT: %[[DENSE:.*]] = memref.reinterpret_cast %[[DOC]] to offset: [%[[OFF]]], sizes: [%[[SIZE]]], strides: [1]
+// CHECK: scf.for %[[I:.*]] = %[[FROM]] to %[[END]] step %c16 iter_args(%[[MIN:.*]] = %c2147483647_i32, %[[MAX:.*]] = %c-2147483648_i32) -> (i32, i32) {
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]], %c16
+// CHECK-NEXT: %[[B:.*]] = arith.minsi %[[I]], %[[LAST]] : index
+// CHECK-NEXT: %[[E:.*]] = memref.load %[[DENSE]][%[[B]]]
+// CHECK-NEXT: %[[MIN1:.*]] = arith.minsi %[[MIN]], %[[E]] : i32
+// CHECK-NEXT: %[[MAX1:.*]] = arith.maxsi %[[MAX]], %[[E]] : i32
+// CHECK-NEXT: %c1{{.*}} = arith.constant 1 : index
+// CHECK-NEXT: %[[B1:.*]] = arith.addi %[[B]], %c1{{.*}} : index
+// CHECK-NEXT: %[[E1:.*]] = memref.load %[[DENSE]][%[[B1]]]
+// CHECK-NEXT: arith.minsi %[[MIN1]], %[[E1]] : i32
+// CHECK: } else {
+// CHECK: scf.for %[[J:.*]] = %[[FROM]] to %[[END]] step %c8 iter_args(
+// CHECK-NEXT: %[[F:.*]] = memref.load %[[DOC]][%[[J]]]
+// CHECK: %[[J1:.*]] = arith.addi %[[J]], %c1{{.*}} : index
+// CHECK-NEXT: %[[J1C:.*]] = arith.minsi %[[J1]], %[[HI]] : index
+// CHECK-NEXT: memref.load %[[DOC]][%[[J1C]]]
+// CHECK: arith.extsi %{{.*}} : i32 to i64
+// CHECK-NEXT: arith.extsi %{{.*}} : i32 to i64
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %c-2147483648_i64{{.*}}, %c2147483647_i64{{.*}} : i64, i64
-// CHECK: scf.for
+// CHECK: scf.if
 // CHECK: return
 
 // The host hook unpacks the captured value and calls the classifier.

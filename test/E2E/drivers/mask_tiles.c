@@ -27,6 +27,7 @@ RUN_DECL(keep_all)
   void _mlir_ciface_run_##name(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *,         \
                                memref1 *, memref1 *, int32_t);
 RUN_TABLE_DECL(table_clamped)
+RUN_TABLE_DECL(table_strided)
 RUN_TABLE_DECL(table_i8)
 RUN_TABLE_DECL(table_i64)
 RUN_TABLE_DECL(table_index)
@@ -96,15 +97,19 @@ static int32_t twin_keep_all(int32_t b, int32_t h, int32_t qp, int32_t kp, const
 /* Masks over a captured table: its entries as int64 (whatever their width), its length,
  * and `a`. A read clamps its index into the table and an empty table reads 0, as the
  * compiled reads do. */
-typedef struct { const int64_t *t; int64_t n; int32_t a; } table_caps;
+typedef struct { const int64_t *t; int64_t n; int32_t a; int64_t stride; } table_caps;
 static int64_t entry(const table_caps *k, int64_t i) {
   if (k->n == 0) return 0;
-  return k->t[i < 0 ? 0 : i >= k->n ? k->n - 1 : i];
+  return k->t[(i < 0 ? 0 : i >= k->n ? k->n - 1 : i) * k->stride];
 }
 static int32_t twin_table_clamped(int32_t b, int32_t h, int32_t qp, int32_t kp, const void *x) {
   const table_caps *k = (const table_caps *)x;
   (void)b, (void)h;
   return entry(k, (int64_t)qp - k->a) == entry(k, (int64_t)kp - k->a);
+}
+/* table_strided: table_clamped over every second entry (a strided view of the capture) */
+static int32_t twin_table_strided(int32_t b, int32_t h, int32_t qp, int32_t kp, const void *x) {
+  return twin_table_clamped(b, h, qp, kp, x);
 }
 static int32_t twin_table_i8(int32_t b, int32_t h, int32_t qp, int32_t kp, const void *x) {
   const table_caps *k = (const table_caps *)x;
@@ -137,9 +142,10 @@ typedef struct table_case {
   int causal;
   int esize; /* bytes per entry: i8, i32, i64 / index */
   int32_t a_lo, a_hi;
+  int stride; /* the mask reads every stride-th entry of the captured table */
 } table_case;
-#define TCASE(name, causal, es, alo, ahi) \
-  {#name, _mlir_ciface_run_##name, twin_##name, causal, es, alo, ahi}
+#define TCASE(name, causal, es, alo, ahi, stride) \
+  {#name, _mlir_ciface_run_##name, twin_##name, causal, es, alo, ahi, stride}
 
 typedef struct mask_case {
   const char *name;
@@ -232,8 +238,9 @@ static int run_case(rng *r, fi_context *ctx, const mask_case *mc) {
   return exact == TRIALS;
 }
 
-/* A table case's table: runs of equal (ascending) values, as document ids, of random
- * lengths; some trials an empty table. Compiled as `esize`-byte entries, twin as int64. */
+/* A table case's table: runs of equal values, as document ids, of random lengths,
+ * long and ascending in even trials, short and up and down in odd ones (so that a range's
+ * bounds are not its ends); some trials an empty table. Compiled as `esize`-byte entries, twin as int64. */
 typedef struct { const table_case *tc; memref1 mt; table_caps caps; } table_arg;
 static void run_table(const void *arg, o_lse *res, memref3 *q, memref3 *k, memref3 *v,
                       memref1 *qo, memref1 *kv) {
@@ -248,7 +255,7 @@ static int run_table_case(rng *r, fi_context *ctx, const table_case *tc) {
     void *narrow = e2e_alloc((size_t)(tc->esize * (n ? n : 1)));
     int64_t val = rng_int(r, -3, 3);
     for (int64_t i = 0; i < n; ++i) {
-      if (rng_uniform(r) < 0.02) val += rng_int(r, 1, 3);
+      if (rng_uniform(r) < (t % 2 ? 0.2 : 0.02)) val += t % 2 ? rng_int(r, -3, 3) : rng_int(r, 1, 3);
       wide[i] = val;
       if (tc->esize == 1) ((int8_t *)narrow)[i] = (int8_t)val;
       else if (tc->esize == 4) ((int32_t *)narrow)[i] = (int32_t)val;
@@ -257,7 +264,8 @@ static int run_table_case(rng *r, fi_context *ctx, const table_case *tc) {
     table_arg s;
     s.tc = tc;
     mr_init(&s.mt, 1, narrow, &n);
-    s.caps = (table_caps){wide, n, (int32_t)rng_int(r, tc->a_lo, tc->a_hi)};
+    s.caps = (table_caps){wide, (n + tc->stride - 1) / tc->stride,
+                          (int32_t)rng_int(r, tc->a_lo, tc->a_hi), tc->stride};
     const int ok = trial(r, ctx, tc->causal, run_table, &s, tc->twin, &s.caps);
     if (!ok) printf("MISMATCH %s trial %d (table of %lld, a %d)\n", tc->name, t, (long long)n, (int)s.caps.a);
     exact += ok;
@@ -268,11 +276,12 @@ static int run_table_case(rng *r, fi_context *ctx, const table_case *tc) {
 }
 
 static const table_case table_cases[] = {
-    TCASE(table_clamped, 0, 4, -40, 40),
-    TCASE(table_i8, 1, 1, -2, 2),
-    TCASE(table_i64, 0, 8, -1, 2),
-    TCASE(table_index, 1, 8, -1, 1),
-    TCASE(table_wide_range, 0, 4, 0, 0),
+    TCASE(table_clamped, 0, 4, -40, 40, 1),
+    TCASE(table_strided, 0, 4, -40, 40, 2),
+    TCASE(table_i8, 1, 1, -2, 2, 1),
+    TCASE(table_i64, 0, 8, -1, 2, 1),
+    TCASE(table_index, 1, 8, -1, 1, 1),
+    TCASE(table_wide_range, 0, 4, 0, 0, 1),
 };
 
 int main(void) {
