@@ -24,8 +24,9 @@
 // pieces that runs leave are each paired with their kind, so a tile is never mostly
 // empty), with causal and window already applied by the planner and masked here where a
 // half crosses them; over a paged cache each half is loaded as TMA boxes of one page.
-//   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 only lend
-//     their registers to the consumers) walks the items and chunks and hands each chunk's
+//   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 lend their
+//     registers to the consumers, and with a variant's mask_mod help it classify each
+//     chunk's tiles, WsClassify) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
 //     chunk, see desc_sync); per chunk one Q tile,
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
@@ -190,25 +191,61 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
   }
 }
 
-// VARIANT with a mask_mod: what the program's mask does on the KV tile from key kv0 of
-// chunk c (runtime.h, fi_mask_tile). The producer asks, skips EMPTY tiles (never loaded
-// nor computed) and hands each loaded tile's first key and class to the consumers in the
-// tile's ring stage (stage_info): the consumers follow the producer's walk rather than
-// repeat it, and call the mask only on PARTIAL tiles. Causal pairs past the chunk's last
-// row stay out of the rectangle (they are masked anyway).
+// VARIANT with a mask_mod: what the program's mask does on the KV tiles of a chunk
+// (runtime.h, fi_mask_tile). The producer skips EMPTY tiles (never loaded nor computed) and
+// hands each loaded tile's first key and class to the consumers in the tile's ring stage
+// (stage_info): the consumers follow the producer's walk rather than repeat it, and call
+// the mask only on PARTIAL tiles.
+// Lane i of the producer warp asks about tile 32 g + i. Where the mask reads a captured table
+// (fi_variant_mask_reads_tables), its classifier reads every entry its ranges cover
+// (MaskTiles.cpp: a dependent round trip per 16 entries), so the producer warpgroup's four
+// warps share each chunk: warp w asks about keys [32 w, 32 w + 32) of each tile, a quarter
+// of a whole tile's scan. The producer warp posts the chunk (WsClassify) on mbarrier
+// `posted`, the three others hand their ballots back on `done` (one phase per chunk); a
+// tile is kept where some quarter is, FULL where every quarter that holds a pair is. Only
+// lane 0 of each warp touches the ballots in shared memory. Past WS_KEPT_GROUPS * 32 tiles
+// (a span of 128 K keys) no tile is classified: every one loads as PARTIAL and the mask
+// decides per pair.
+constexpr int WS_KEPT_GROUPS = 32, WS_CLASSIFY_PARTS = 4;
+struct WsClassifyChunk {  // (span_tiles < 0: the producer is done)
+  int request, h0, q_first, q_last, kv_lo, kv_hi, span_tiles, causal;
+};
+struct WsClassify {
+  uint64_t posted, done;  // mbarriers: 1 arrival (the producer's lane 0), 3 (the others')
+  WsClassifyChunk chunk;
+  uint32_t kept[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS], full[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS];
+};
+template <bool VARIANT>
+__device__ __forceinline__ bool ws_mask_reads_tables() {
+  if constexpr (VARIANT)
+    return fi_variant_mask_reads_tables() != 0;
+  else
+    return false;
+}
+
+// Warp `part`'s part (of `parts`) of every classified tile of the posted chunk, as ballots
+// in `job` (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
+// (they are masked anyway). Not inlined: one copy for the four warps, where two inlined
+// copies of the program's classifier made ptxas spill twice as much in their 40 registers.
 template <bool VARIANT, int CTA_KV>
-__device__ __forceinline__ int ws_tile_class(const PrefillParams &p, const WsChunk &c, int kv0) {
+__device__ __noinline__ void ws_classify_part(const PrefillParams &p, const WsClassifyChunk ch,
+                                              WsClassify *job, int part, int parts, int lane) {
   if constexpr (VARIANT) {  // (the runtime's own instances never reference the hooks)
-    if (!p.variant_mask) return FI_MASK_TILE_FULL;
-    const int q_first = c.q_pos_shift + c.t_lo, q_last = c.q_pos_shift + c.t_hi;
-    int kv_last = min(kv0 + CTA_KV, c.kv_hi) - 1;
-    if (p.causal) kv_last = min(kv_last, q_last);
-    if (kv_last < kv0) return FI_MASK_TILE_EMPTY;  // (no pair)
-    const int h0 = c.kv_head * p.group;
-    return fi_variant_mask_tile(c.wu.request, h0, h0 + p.group - 1, q_first, q_last, kv0,
-                                kv_last, p.variant_captures);
-  } else {
-    return FI_MASK_TILE_FULL;
+    const int width = CTA_KV / parts;
+    const int groups = min((ch.span_tiles + 31) / 32, WS_KEPT_GROUPS);
+    for (int g = 0; g < groups; ++g) {
+      const int t = 32 * g + lane, kv0 = ch.kv_lo + t * CTA_KV + part * width;
+      int kv_last = min(kv0 + width, ch.kv_hi) - 1;
+      if (ch.causal) kv_last = min(kv_last, ch.q_last);
+      const bool pairs = t < ch.span_tiles && kv_last >= kv0;
+      const int cls = pairs ? fi_variant_mask_tile(ch.request, ch.h0, ch.h0 + p.group - 1,
+                                                   ch.q_first, ch.q_last, kv0, kv_last,
+                                                   p.variant_captures)
+                            : FI_MASK_TILE_EMPTY;
+      const uint32_t kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
+      const uint32_t full = __ballot_sync(0xffffffffu, !pairs || cls == FI_MASK_TILE_FULL);
+      if (lane == 0) job->kept[part][g] = kept, job->full[part][g] = full;
+    }
   }
 }
 
@@ -256,10 +293,12 @@ struct WsShape {
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
-  // After the descriptors: per ring stage, the first key and mask class of the tile in it
-  // (VARIANT with a mask_mod: the producer's walk skips tiles, see ws_tile_class).
+  // After the descriptors: per ring stage, the first key and mask class of the tile in it,
+  // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
+  // producer's walk skips tiles, see WsClassify).
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 +
-                              Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2);
+                              Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
+                              sizeof(WsClassify);
 };
 
 // The kernel's body, shared by prefill_ws_kernel (nvcc, the runtime's own instances) and
@@ -303,6 +342,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
   WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);  // per Q slot
   int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::Q_SLOTS);   // per ring stage
+  WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   // GQA-packed rows of a chunk: CTA_Q (rows_across), or the whole tokens that fit (a
@@ -328,6 +368,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi::mbar_init(&k_empty[i], W::CONSUMER_WARPS);  // after S = Q K^T
       fi::mbar_init(&v_empty[i], W::CONSUMER_WARPS);  // after O += P V
     }
+    fi::mbar_init(&job->posted, 1);
+    fi::mbar_init(&job->done, WS_CLASSIFY_PARTS - 1);
     fi::mbar_init_fence();
   }
   __syncthreads();  // the only block barrier: the roles never meet again
@@ -336,8 +378,24 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file).
   if (warp >= W::CONSUMER_WARPS) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (warp != W::CONSUMER_WARPS) return;  // warps 9-11 only lend their registers
-    // The producer alone walks the work: items from the scheduler (see the header), each
+    // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
+    const bool classify = VARIANT && !BSR && p.variant_mask;
+    // The four warps share the work where the classifier scans tables; another one costs
+    // less than their hand-offs, and the producer warp asks about whole tiles alone.
+    const int parts = classify && ws_mask_reads_tables<VARIANT>() ? WS_CLASSIFY_PARTS : 1;
+    if (warp != W::CONSUMER_WARPS) {  // warps 9-11 lend their registers, and classify
+      if constexpr (VARIANT && !BSR)
+        for (uint32_t round = 0; parts > 1; ++round) {
+          fi::mbar_wait(&job->posted, round & 1);
+          const WsClassifyChunk ch = job->chunk;
+          if (ch.span_tiles < 0) break;  // (the producer is done)
+          ws_classify_part<VARIANT, CTA_KV>(p, ch, job, warp - W::CONSUMER_WARPS, parts, lane);
+          __syncwarp();
+          if (lane == 0) fi::mbar_arrive(&job->done);
+        }
+      return;
+    }
+    // The producer walks the work: items from the scheduler (see the header), each
     // item's chunks in order, one descriptor per chunk in its Q slot's header.
     const int kvh = p.num_kv_heads;
     const int q_bytes = chunk_rows * HD * ES;
@@ -345,7 +403,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // (a unit's chunks as their own items where its rows pack across tokens: unit_chunks)
     const int uc = p.unit_chunks > 1 ? p.unit_chunks : 1;
     const int num_items = num_units * kvh * uc;
-    uint32_t q_seq = 0, kv_seq = 0;
+    uint32_t q_seq = 0, kv_seq = 0, cls_round = 0;
     int item = blockIdx.x;
     while (item < num_items) {
       int next = 0;  // lane 0 asks for the next item now; the answer is needed at the end
@@ -430,32 +488,36 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             c.kv_lo -= ((p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin) + c.kv_lo) & 31;
           c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
-        // A variant's mask: which of the range's tiles it keeps (lane i asks for tile
-        // 32 g + i; bit i of `kept` / `full`), and how many the consumers will see. The
-        // ballots are kept for the walk below, which must see exactly the tiles counted (and
-        // a classifier that scans a captured table costs far more than a ballot): past
-        // KEPT_GROUPS * 32 tiles (a span of 128 K keys) no tile is classified, every one
-        // loads as PARTIAL and the mask decides per pair.
-        constexpr int KEPT_GROUPS = 32;
+        // A variant's mask: which of the range's tiles it keeps (bit i of `kept` / `full`
+        // for tile 32 g + i, WsClassify), and how many the consumers will see.
         const int span_tiles = c.num_tiles;
-        // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
-        const bool classify = VARIANT && !BSR && p.variant_mask;
-        auto tile_ballots = [&](int g, uint32_t &kept, uint32_t &full) {
-          const int t = 32 * g + lane;
-          const int cls = t >= span_tiles    ? FI_MASK_TILE_EMPTY
-                          : g >= KEPT_GROUPS ? FI_MASK_TILE_PARTIAL
-                                             : ws_tile_class<VARIANT, CTA_KV>(
-                                                   p, c, c.kv_lo + t * CTA_KV);
-          kept = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
-          full = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_FULL);
+        auto group_bits = [&](int g, uint32_t &kept, uint32_t &full) {
+          if (g < WS_KEPT_GROUPS) {
+            kept = 0, full = ~0u;
+            if (lane == 0)
+#pragma unroll
+              for (int w = 0; w < WS_CLASSIFY_PARTS; ++w)
+                if (w < parts) kept |= job->kept[w][g], full &= job->full[w][g];
+            kept = __shfl_sync(0xffffffffu, kept, 0), full = __shfl_sync(0xffffffffu, full, 0);
+          } else {  // (no classifier call past WS_KEPT_GROUPS)
+            const int rest = span_tiles - 32 * g;
+            kept = rest >= 32 ? 0xffffffffu : (1u << rest) - 1u, full = 0;
+          }
         };
-        uint32_t kept_bits[KEPT_GROUPS], full_bits[KEPT_GROUPS];
-        if (classify) {
+        if (classify && span_tiles > 0) {
+          const WsClassifyChunk ch = {c.wu.request, c.kv_head * p.group,
+                                      c.q_pos_shift + c.t_lo, c.q_pos_shift + c.t_hi,
+                                      c.kv_lo, c.kv_hi, span_tiles, p.causal};
+          if (parts > 1 && lane == 0) {
+            job->chunk = ch;
+            fi::mbar_arrive(&job->posted);
+          }
+          ws_classify_part<VARIANT, CTA_KV>(p, ch, job, 0, parts, lane);
+          if (parts > 1) fi::mbar_wait(&job->done, cls_round++ & 1);
           int loads = 0;
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
-            tile_ballots(g, kept, full);
-            if (g < KEPT_GROUPS) kept_bits[g] = kept, full_bits[g] = full;
+            group_bits(g, kept, full);
             loads += __popc(kept);
           }
           c.num_tiles = loads;
@@ -591,10 +653,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (classify) {
           for (int g = 0; 32 * g < span_tiles; ++g) {
             uint32_t kept, full;
-            if (g < KEPT_GROUPS)
-              kept = kept_bits[g], full = full_bits[g];
-            else
-              tile_ballots(g, kept, full);  // (no classifier call past KEPT_GROUPS)
+            group_bits(g, kept, full);
             for (; kept; kept &= kept - 1) {
               const int b = __ffs(kept) - 1;
               issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);
@@ -615,6 +674,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     if (lane == 0) descs[q_seq & 1].chunk = -1;
     __syncwarp();
     desc_sync();
+    if (parts > 1) {  // the classifying warps' end
+      if (lane == 0) {
+        job->chunk.span_tiles = -1;
+        fi::mbar_arrive(&job->posted);
+      }
+    }
     if (lane == 0) {
       __threadfence();
       if (atomicAdd(p.sched + 1, 1) == (int)gridDim.x - 1) {
