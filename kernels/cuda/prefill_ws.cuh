@@ -196,16 +196,17 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
 // hands each loaded tile's first key and class to the consumers in the tile's ring stage
 // (stage_info): the consumers follow the producer's walk rather than repeat it, and call
 // the mask only on PARTIAL tiles.
-// Lane i of the producer warp asks about tile 32 g + i. Where the mask reads a captured table
-// (fi_variant_mask_reads_tables), its classifier reads every entry its ranges cover
+// Lane i of a classifying warp asks about tile 32 g + i. Where the mask reads a captured
+// table (fi_variant_mask_reads_tables), its classifier reads every entry its ranges cover
 // (MaskTiles.cpp: a dependent round trip per 16 entries), so the producer warpgroup's four
 // warps share each chunk: warp w asks about keys [32 w, 32 w + 32) of each tile, a quarter
 // of a whole tile's scan. The producer warp posts the chunk (WsClassify) on mbarrier
 // `posted`, the three others hand their ballots back on `done` (one phase per chunk); a
 // tile is kept where some quarter is, FULL where every quarter that holds a pair is. Only
-// lane 0 of each warp touches the ballots in shared memory. Past WS_KEPT_GROUPS * 32 tiles
-// (a span of 128 K keys) no tile is classified: every one loads as PARTIAL and the mask
-// decides per pair.
+// lane 0 of each warp touches the ballots in shared memory. Other masks are classified by
+// the producer warp alone, whole tiles (the hand-offs would cost more than their
+// classifier). Past WS_KEPT_GROUPS * 32 tiles (a span of 128 K keys) no tile is classified:
+// every one loads as PARTIAL and the mask decides per pair.
 constexpr int WS_KEPT_GROUPS = 32, WS_CLASSIFY_PARTS = 4;
 struct WsClassifyChunk {  // (span_tiles < 0: the producer is done)
   int request, h0, q_first, q_last, kv_lo, kv_hi, span_tiles, causal;
@@ -223,8 +224,8 @@ __device__ __forceinline__ bool ws_mask_reads_tables() {
     return false;
 }
 
-// Warp `part`'s part (of `parts`) of every classified tile of the posted chunk, as ballots
-// in `job` (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
+// Part `part` (of `parts`) of every classified tile of chunk `ch`, as ballots in `job`
+// (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
 // (they are masked anyway). Not inlined: one copy for the four warps, where two inlined
 // copies of the program's classifier made ptxas spill twice as much in their 40 registers.
 template <bool VARIANT, int CTA_KV>
@@ -380,8 +381,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
     const bool classify = VARIANT && !BSR && p.variant_mask;
-    // The four warps share the work where the classifier scans tables; another one costs
-    // less than their hand-offs, and the producer warp asks about whole tiles alone.
+    // (the four warps share the classifying where the mask reads tables, WsClassify)
     const int parts = classify && ws_mask_reads_tables<VARIANT>() ? WS_CLASSIFY_PARTS : 1;
     if (warp != W::CONSUMER_WARPS) {  // warps 9-11 lend their registers, and classify
       if constexpr (VARIANT && !BSR)
