@@ -127,6 +127,23 @@ func.func @ragged_t5(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>,
   return %o : tensor<?x8x128xbf16>
 }
 
+// Packed documents from a captured table on random ragged batches (the table's runs rise
+// and fall; positions past its end read its last entry): the classifier's table scans,
+// shared by the producer warpgroup's four warps on the GPU.
+func.func @ragged_docs(%q: tensor<?x8x128xf16>, %k: tensor<?x2x128xf16>,
+    %v: tensor<?x2x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %doc: tensor<?xi32>)
+    -> tensor<?x8x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x8x128xf16>)
+      kv(%k, %v : tensor<?x2x128xf16>, tensor<?x2x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%doc : tensor<?xi32>) outs(%o0 : tensor<?x8x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, mask_mod = @same_doc} -> tensor<?x8x128xf16>
+  return %o : tensor<?x8x128xf16>
+}
+
 // The bench rows: (1, 8192, 32, 8)-shaped causal prefill, hd 128, f16: soft cap as a
 // variant and built in; a window as a variant and built in; packed documents (at the end).
 func.func @bench_cap_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,

@@ -33,6 +33,8 @@ void _mlir_ciface_decode_stream(o_lse *, memref3 *, memref4 *, memref4 *, memref
                                 memref1 *, float, int32_t, int32_t);
 void _mlir_ciface_decode_rope_bias(memref3 *, memref3 *, memref4 *, memref4 *, memref1 *,
                                    memref1 *, memref1 *, memref2 *);
+void _mlir_ciface_ragged_docs(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
+                              memref1 *);
 void _mlir_ciface_bsr_bias(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
                            memref2 *);
 #define DEC_ARGS memref3 *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *, memref1 *
@@ -99,6 +101,29 @@ static void run_cap(void *st, void *out) {
 static void run_t5(void *st, void *out) {
   ragged_state *s = (ragged_state *)st;
   _mlir_ciface_ragged_t5((memref3 *)out, &s->mq, &s->mk, &s->mv, &s->mqo, &s->mkv, &s->mtable);
+}
+
+/* Packed documents: doc[position] from a table of runs that rise and fall, sometimes
+ * shorter than the requests (positions past it read its last entry). */
+typedef struct {
+  ragged_state r;
+  int32_t *doc;
+  memref1 mdoc;
+} docs_state;
+static void docs_state_init(rng *r, docs_state *s) {
+  ragged_state_init(r, &s->r, 128, FI_DTYPE_F16);
+  int64_t n = rng_int(r, 1, 800);
+  s->doc = (int32_t *)e2e_alloc(sizeof(int32_t) * (size_t)n);
+  for (int64_t i = 0, run = 0, val = 0; i < n; ++i, --run) {
+    if (run <= 0) run = rng_int(r, 1, 200), val = rng_int(r, 0, 5);
+    s->doc[i] = (int32_t)val;
+  }
+  mr_init(&s->mdoc, 1, s->doc, &n);
+}
+static void run_docs(void *st, void *out) {
+  docs_state *s = (docs_state *)st;
+  _mlir_ciface_ragged_docs((memref3 *)out, &s->r.mq, &s->r.mk, &s->r.mv, &s->r.mqo, &s->r.mkv,
+                           &s->mdoc);
 }
 
 typedef struct {
@@ -495,7 +520,8 @@ int main(int argc, char **argv) {
   fi_context_set_num_threads(host_ctx, 0);
   const int configs = (int)arg_long(argc, argv, "configs", 40);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
-  int passed[6] = {0, 0, 0, 0, 0, 0};
+  enum { KINDS = 7 };
+  int passed[KINDS] = {0};
   for (int c = 0; c < configs; ++c) {
     ragged_state s;
     ragged_state_init(&r, &s, 128, FI_DTYPE_F16);
@@ -568,14 +594,23 @@ int main(int argc, char **argv) {
                       FI_DTYPE_F16, s.m * QH * 128, 1, s.m * QH);
     bsr_state_free(&s);
   }
+  for (int c = 0; c < configs; ++c) {
+    docs_state s;
+    docs_state_init(&r, &s);
+    passed[6] += both("packed documents", c, run_docs, &s, sizeof(memref3), FI_DTYPE_F16,
+                      s.r.L.nq * QH * 128, 0, 0);
+    ragged_state_free(&s.r);
+    e2e_free(s.doc);
+  }
   e2e_free(table);
-  const char *names[6] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
+  const char *names[KINDS] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
                           "t5 bias + head mask (ragged, hd 128, bf16)",
                           "decode sinks + window + soft cap (page 16, hd 128, f16, lse)",
                           "decode RoPE + bias table + head mask (page 8, hd 64, bf16)",
-                          "block-sparse bias table + head mask (16 x 32 blocks, hd 128, f16, lse)"};
+                          "block-sparse bias table + head mask (16 x 32 blocks, hd 128, f16, lse)",
+                          "packed documents from a table (ragged, hd 128, f16)"};
   int ok = 1;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < KINDS; ++i) {
     printf("%s: %d/%d configurations %s\n", names[i], passed[i], configs,
            gpu_ctx ? "match the host backend" : "ran on the host (no GPU)");
     ok &= passed[i] == configs;
