@@ -142,8 +142,10 @@ defvar Fi_AttentionAttrDoc = [{
     tiles proven neither. An integer read from a captured 1-D table is bounded by the
     entries its index range covers (up to 512, clamped as the reads are), so a mask over
     document ids skips the tiles across documents; float values and other reads prove
-    nothing. The functions may also be called for pairs another mask drops (their result
-    is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`,
+    nothing. On the GPU the kernels read captured tensors where they lie (the classifier
+    scans a table's ranges for every chunk of query rows): hand them device memory, since a
+    managed table can move between host and device on every run. The functions may also
+    be called for pairs another mask drops (their result is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`,
     paged and ragged prefill, paged decode and block-sparse attention (head_dim 64 / 128,
     f16 / bf16, KV of q's type; decode: tensor-core tiles, pages of a multiple of 16 or of
     4 or 8 tokens) compile them into the warp-specialised Hopper prefill or decode kernel
