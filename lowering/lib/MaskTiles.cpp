@@ -367,7 +367,8 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, Block *into, func::Fu
             return arith::ConstantIntOp::create(b, loc, et, v);
           };
           unsigned ew = TileBuilder::widthOf(et);
-          Value none = elementConst(TileBuilder::minOf(ew)), all = elementConst(TileBuilder::maxOf(ew));
+          Value none = elementConst(TileBuilder::minOf(ew));
+          Value all = elementConst(TileBuilder::maxOf(ew));
           Value from = arith::IndexCastOp::create(b, loc, idx, lo);
           Value hiIndex = arith::IndexCastOp::create(b, loc, idx, hi);
           Value to = arith::IndexCastOp::create(
@@ -390,7 +391,8 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, Block *into, func::Fu
             for (int64_t k = 0; k < step; ++k) {
               Value i = base;
               if (k > 0)
-                i = arith::AddIOp::create(b, loc, base, arith::ConstantIndexOp::create(b, loc, k));
+                i = arith::AddIOp::create(b, loc, base,
+                                          arith::ConstantIndexOp::create(b, loc, k));
               if (k > 0 && clamp)
                 i = arith::MinSIOp::create(b, loc, i, hiIndex);
               Value e = memref::LoadOp::create(b, loc, table, i);
@@ -405,7 +407,8 @@ func::FuncOp mlir::fi::buildMaskTileFunction(OpBuilder &b, Block *into, func::Fu
           // products; else kScanStep per step, clamped.
           auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
           Value one = arith::ConstantIndexOp::create(b, loc, 1);
-          Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, meta.getStrides()[0], one);
+          Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             meta.getStrides()[0], one);
           Value longRange = t.sle(t.i64(kFastScan - 1), count);
           auto fast = scf::IfOp::create(b, loc, TypeRange{et, et}, t.andi(unit, longRange),
                                         /*withElse=*/true);
