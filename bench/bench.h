@@ -28,6 +28,8 @@ typedef struct fi_bench_ctx {
  * ctx->warmup runs and ctx->warm_ms milliseconds, each run bracketed by CUDA events on
  * ctx->stream. fn must only enqueue work on that stream. */
 double fi_bench_time_ms(fi_bench_ctx *ctx, void (*fn)(void *), void *arg);
+/* The median of v[0..n) (sorts v in place). */
+double fi_bench_median(double *v, int n);
 
 /* One table row: case name, kernel variant, median time, bytes moved (GB/s and fraction
  * of the copy ceiling) and flops (TFLOP/s and fraction of the GEMM ceiling; 0: skipped). */

@@ -25,6 +25,11 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+double fi_bench_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -57,8 +62,7 @@ double fi_bench_time_ms(fi_bench_ctx *ctx, void (*fn)(void *), void *arg) {
     FI_BENCH_CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
     t[i] = ms;
   }
-  qsort(t, (size_t)n, sizeof(double), cmp_double);
-  double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  const double med = fi_bench_median(t, n);
   for (int i = 0; i < 2 * n; ++i) cudaEventDestroy(ev[i]);
   free(ev);
   free(t);

@@ -186,12 +186,8 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
       const double rate = extras_case(b, 4, 4096, 8 * groups[g], 8, EX_PLAIN, g4);
       ratio[r] = g4 > 0 ? rate / g4 : 0;
     }
-    for (int i = 1; i < ROUNDS; ++i) /* (insertion sort of three) */
-      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; --j) {
-        const double t = ratio[j];
-        ratio[j] = ratio[j - 1], ratio[j - 1] = t;
-      }
+    const double med = fi_bench_median(ratio, ROUNDS); /* (ratio now sorted) */
     printf("| prefill+ | group %d over group 4, median of %d rounds: %.3f (%.3f .. %.3f)\n",
-           groups[g], ROUNDS, ratio[ROUNDS / 2], ratio[0], ratio[ROUNDS - 1]);
+           groups[g], ROUNDS, med, ratio[0], ratio[ROUNDS - 1]);
   }
 }

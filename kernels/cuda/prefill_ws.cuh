@@ -209,7 +209,7 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
 // every one loads as PARTIAL and the mask decides per pair.
 constexpr int WS_KEPT_GROUPS = 32, WS_CLASSIFY_PARTS = 4;
 struct WsClassifyChunk {  // (span_tiles < 0: the producer is done)
-  int request, h0, q_first, q_last, kv_lo, kv_hi, span_tiles, causal;
+  int request, h0, q_first, q_last, kv_lo, kv_hi, span_tiles;
 };
 struct WsClassify {
   uint64_t posted, done;  // mbarriers: 1 arrival (the producer's lane 0), 3 (the others')
@@ -237,7 +237,7 @@ __device__ __noinline__ void ws_classify_part(const PrefillParams &p, const WsCl
     for (int g = 0; g < groups; ++g) {
       const int t = 32 * g + lane, kv0 = ch.kv_lo + t * CTA_KV + part * width;
       int kv_last = min(kv0 + width, ch.kv_hi) - 1;
-      if (ch.causal) kv_last = min(kv_last, ch.q_last);
+      if (p.causal) kv_last = min(kv_last, ch.q_last);
       const bool pairs = t < ch.span_tiles && kv_last >= kv0;
       const int cls = pairs ? fi_variant_mask_tile(ch.request, ch.h0, ch.h0 + p.group - 1,
                                                    ch.q_first, ch.q_last, kv0, kv_last,
@@ -507,7 +507,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (classify && span_tiles > 0) {
           const WsClassifyChunk ch = {c.wu.request, c.kv_head * p.group,
                                       c.q_pos_shift + c.t_lo, c.q_pos_shift + c.t_hi,
-                                      c.kv_lo, c.kv_hi, span_tiles, p.causal};
+                                      c.kv_lo, c.kv_hi, span_tiles};
           if (parts > 1 && lane == 0) {
             job->chunk = ch;
             fi::mbar_arrive(&job->posted);
