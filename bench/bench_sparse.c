@@ -1,7 +1,8 @@
 /* bench/bench_sparse.c -- block-sparse attention (fi_block_sparse_plan/run) beside the dense
  * kernel of the same shape: one sequence of 16384 query rows and keys, 32 / 8 heads,
  * head_dim 128, fp16, no causal mask. The dense row is the ragged prefill of the whole
- * square (the warp-specialised kernel); then BSR matrices of blocks 64 x 64 and 128 x 128:
+ * square (the warp-specialised kernel), and again on the instance with the extras (a window
+ * wider than the sequence: what block-sparse tiles run on); then BSR matrices of blocks 64 x 64 and 128 x 128:
  * every block listed (0 % sparsity), random blocks at 50, 90 and 98 % sparsity (each block
  * row lists the same count, at random columns), and a causal local + global pattern
  * (StreamingLLM-like: the first block column and the 8 blocks up to the diagonal); then
@@ -15,7 +16,8 @@
  * column gives that ratio. Bytes: q and o once, k and v once per listed block row
  * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix;
  * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size, FI_BENCH_SP_HND=1 puts
- * its cache in HND). */
+ * its cache in HND). FI_BENCH_SP_TILES=<q>x<kv> plans the dense and block-sparse rows on the
+ * mma.sync kernel with those tiles (split) instead of the default kernel. */
 #include <math.h>
 #include <string.h>
 
@@ -49,6 +51,16 @@ static void run_sparse(void *p) {
 }
 
 static uint64_t sparse_rng = 0x9e3779b97f4a7c15ull;
+/* FI_BENCH_SP_TILES: the tiles forced on the dense and block-sparse rows (NULL: none). */
+static const fi_tiles *forced_tiles(void) {
+  static fi_tiles t;
+  const char *env = getenv("FI_BENCH_SP_TILES");
+  int q = 0, kv = 0;
+  if (!env || sscanf(env, "%dx%d", &q, &kv) != 2) return NULL;
+  t.q_tile = q, t.kv_tile = kv, t.split_kv = 1, t.cores = FI_CORES_TENSOR;
+  return &t;
+}
+
 static uint32_t sparse_rand(void) {
   sparse_rng ^= sparse_rng << 13;
   sparse_rng ^= sparse_rng >> 7;
@@ -56,7 +68,9 @@ static uint32_t sparse_rand(void) {
   return (uint32_t)(sparse_rng >> 16);
 }
 
-enum { PAT_DENSE_KERNEL, PAT_RANDOM, PAT_LOCAL_GLOBAL };
+/* PAT_DENSE_EXTRAS: the dense row on the kernel with the extras (a window wider than the
+ * sequence: no pair dropped), the instance block-sparse tiles run on with mma.sync tiles */
+enum { PAT_DENSE_KERNEL, PAT_DENSE_EXTRAS, PAT_RANDOM, PAT_LOCAL_GLOBAL };
 
 /* a's q, o [m, QO_HEADS, HD] and k, v [n, KV_HEADS, HD], fp16 on the device (q, k, v
  * random), with the context; sparse_free gives them back. */
@@ -97,12 +111,13 @@ static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
   void *ws = NULL;
   FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
   const int32_t host_indptr[2] = {0, SEQ};
+  const fi_tiles *tiles = forced_tiles();
   fi_status s = a->dense ? fi_ragged_prefill_plan(b->ctx, p, 1, host_indptr, host_indptr, NULL,
-                                                  NULL, ws, ws_bytes, &a->plan)
+                                                  tiles, ws, ws_bytes, &a->plan)
                 : a->paged ? fi_block_sparse_paged_plan(b->ctx, p, SEQ, &a->host_pages,
                                                         (int32_t)a->cache.k.shape[0], &a->bsr,
-                                                        NULL, ws, ws_bytes, &a->plan)
-                           : fi_block_sparse_plan(b->ctx, p, SEQ, SEQ, &a->bsr, NULL, ws,
+                                                        tiles, ws, ws_bytes, &a->plan)
+                           : fi_block_sparse_plan(b->ctx, p, SEQ, SEQ, &a->bsr, tiles, ws,
                                                   ws_bytes, &a->plan);
   double rate = 0;
   if (s != FI_SUCCESS) {
@@ -114,7 +129,8 @@ static double time_plan(fi_bench_ctx *b, sparse_arg *a, const char *name,
     char tn[64], variant[96];
     fi_tiles_name(a->plan.tiles, 0, tn, sizeof tn);
     if (dense_rate > 0)
-      snprintf(variant, sizeof variant, "%s %.2fx dense", a->dense ? tn : "bsr_ws",
+      snprintf(variant, sizeof variant, "%s %.2fx dense",
+               a->dense ? tn : a->plan.tiles.cores == FI_CORES_WGMMA ? "bsr_ws" : tn,
                rate / dense_rate);
     else
       snprintf(variant, sizeof variant, "%s", tn);
@@ -135,6 +151,8 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
   char name[96];
   if (pattern == PAT_DENSE_KERNEL)
     snprintf(name, sizeof name, "dense prefill L%d h%d/%d", SEQ, QO_HEADS, KV_HEADS);
+  else if (pattern == PAT_DENSE_EXTRAS)
+    snprintf(name, sizeof name, "dense, extras kernel (window > L)");
   else if (pattern == PAT_RANDOM && page)
     snprintf(name, sizeof name, "bsr %dx%d random %.0f%% paged %d%s", block, block,
              sparsity * 100, page, boxes ? " boxes" : "");
@@ -145,6 +163,7 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
   if (!fi_bench_selected(b, name)) return 0;
   fi_attention_params p = fi_attention_params_default(QO_HEADS, KV_HEADS, HD);
   p.mask_mode = pattern == PAT_LOCAL_GLOBAL ? FI_MASK_CAUSAL : FI_MASK_NONE;
+  if (pattern == PAT_DENSE_EXTRAS) p.window_left = 2 * SEQ;
   const int64_t blocks = block > 0 ? SEQ / block : 0; /* (the dense row lists none) */
   int32_t *indptr = malloc(sizeof(int32_t) * (size_t)(blocks + 1));
   int32_t *indices = malloc(sizeof(int32_t) * (size_t)(blocks * blocks));
@@ -181,12 +200,12 @@ static double sparse_case(fi_bench_ctx *b, sparse_arg *a, int pattern, int block
     indptr[i + 1] = nnz;
     listed_rows += nnz > indptr[i];
   }
-  if (pattern == PAT_DENSE_KERNEL) pairs = (double)SEQ * SEQ;
+  if (pattern == PAT_DENSE_KERNEL || pattern == PAT_DENSE_EXTRAS) pairs = (double)SEQ * SEQ;
   memset(&a->bsr, 0, sizeof a->bsr);
   a->bsr.block_rows = a->bsr.block_cols = block;
   a->bsr.indptr = indptr;
   a->bsr.indices = indices;
-  a->dense = pattern == PAT_DENSE_KERNEL;
+  a->dense = pattern == PAT_DENSE_KERNEL || pattern == PAT_DENSE_EXTRAS;
   /* Paged: the same keys' shapes in pages of `page` tokens, a shuffled page table (the
    * values are random: only the time is read). */
   int32_t *ids = NULL;
@@ -558,6 +577,7 @@ void fi_bench_sparse(fi_bench_ctx *b) {
   FI_BENCH_CK(cudaMalloc((void **)&a.indptr, sizeof host_indptr));
   FI_BENCH_CK(cudaMemcpy(a.indptr, host_indptr, sizeof host_indptr, cudaMemcpyHostToDevice));
   const double dense = sparse_case(b, &a, PAT_DENSE_KERNEL, 0, 0, 0, 0);
+  sparse_case(b, &a, PAT_DENSE_EXTRAS, 0, 0, dense, 0);
   static const int blocks[2] = {64, 128};
   static const double sparsities[4] = {0.0, 0.5, 0.9, 0.98};
   for (int bi = 0; bi < 2; ++bi) {

@@ -439,7 +439,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.v_scale = a->v_scale;
   p.rope_rcp_scale = 1.f / a->rope_scale;
   p.rope_log2_theta = log2f(a->rope_theta);
-  // (block-sparse tiles: only the kernel with the extras walks them)
+  // (block-sparse tiles: only the kernels with the extras walk them)
   const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
                       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0 ||
                       p.bsr_tiles != nullptr;
@@ -528,18 +528,16 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
                       p.page_size, p.bsr_tiles ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
-  if (ws_refusal && p.bsr_tiles)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: only the warp-specialised prefill kernel runs it, and it cannot: "
-                        "%s", what, ws_refusal);
-  // A plan whose units pack a tile's rows across tokens (planner.c,
-  // fi_prefill_rows_per_unit) has units of more rows than the other kernels' tiles hold.
-  if (ws_refusal && unit_rows * p.group > plan->tiles.q_tile)
-    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
-                        "%s: the plan gives its GQA group of %d units of %lld tokens, whose "
-                        "rows only the warp-specialised prefill kernel packs, and it cannot "
-                        "run: %s; plan again after fixing that (or force other tiles)",
-                        what, (int)p.group, (long long)unit_rows, ws_refusal);
+  // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
+  // that the warp-specialised kernel cannot take (no prefill stage, tensors the driver
+  // cannot map) runs it too, with q 128 x kv 64 tiles (the tile list is the same; the
+  // mma.sync kernel loads any key).
+  fi_tiles tiles = plan->tiles;
+  if (ws_refusal && p.bsr_tiles && tiles.cores == FI_CORES_WGMMA)
+    tiles = {128, 64, tiles.split_kv, FI_CORES_TENSOR};
+  // (A unit may hold more rows than the other kernels' query tile: a GQA group above
+  // q_tile, or a plan whose units pack rows across tokens for the warp-specialised kernel;
+  // prefill_kernel.cuh walks a unit's rows in chunks of its tile.)
   if (ws_refusal && ctx->tuning.prefill_warp_spec == 2)
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "%s: the warp-specialised prefill kernel is required "
@@ -584,8 +582,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                     variant_kernel);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;
-    e = launch(p, plan->tiles.q_tile, plan->tiles.kv_tile, kvk, extras,
-               plan->tiles.cores == FI_CORES_WGMMA, lay.num_work_units, stream);
+    e = launch(p, tiles.q_tile, tiles.kv_tile, kvk, extras, tiles.cores == FI_CORES_WGMMA,
+               lay.num_work_units, stream);
   }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
@@ -684,8 +682,8 @@ extern "C" fi_status fi_cuda_block_sparse_paged_run(fi_context *ctx, const fi_pl
 }
 
 // Block-sparse attention: the one request's indptrs and the KV tiles come from the plan's
-// region of the workspace (fi_plan_build_block_sparse); only the warp-specialised kernel
-// walks tile lists, so run_prefill never falls back for it.
+// region of the workspace (fi_plan_build_block_sparse); the plan's tiles pick the kernel that
+// walks them (wgmma: the warp-specialised one; tensor: the mma.sync one).
 extern "C" fi_status fi_cuda_block_sparse_run(fi_context *ctx, const fi_plan *plan,
                                               const fi_tensor *q, const fi_tensor *k,
                                               const fi_tensor *v, fi_tensor *o, fi_tensor *lse) {

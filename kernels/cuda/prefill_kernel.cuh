@@ -393,6 +393,17 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
   // wait to an issue.
   constexpr bool OVERLAP = RING;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
+  // Block-sparse attention (p.bsr_tiles; the mma.sync engine's kernels with the extras): a
+  // unit's kv_start .. kv_end index the plan's KV tiles, each two halves of 64 keys {first
+  // key, keys kept} (planner.c, bsr_units), instead of a key range. A KV tile of this kernel
+  // is BSR_SEGS segments of BSR_SEG keys (both halves at CTA_KV 128, one half or part of one
+  // below), each from its own first key; rows past a segment's kept keys load as zeros and
+  // are masked. The other tiles are segments too (of one key range), so the masks and RoPE
+  // read keys one way.
+  static_assert(CTA_KV >= 32 && CTA_KV <= 128, "block-sparse segments: KV tiles of 32..128");
+  constexpr int BSR_SEG = CTA_KV < 64 ? CTA_KV : 64, BSR_SEGS = CTA_KV / BSR_SEG;
+  constexpr int BSR_PER = 128 / CTA_KV;  // kernel tiles per plan tile
+  const bool bsr = !WG && EXTRAS && p.bsr_tiles != nullptr;
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
   // PAGE_TABLE: [buffer][K, V][row] byte offsets of the paged rows (see load_kv_tile).
   int64_t *const page_table = reinterpret_cast<int64_t *>(v_raw + L::RAW_BYTES);
@@ -478,7 +489,27 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
     int kv_lo = wu.kv_start, kv_hi = wu.kv_end;
     if (p.causal) kv_hi = min(kv_hi, q_pos_shift + t_hi + 1);
     if (EXTRAS && p.window_left >= 0) kv_lo = max(kv_lo, q_pos_shift + t_lo - p.window_left);
-    const int num_tiles = kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
+    const int num_tiles = bsr ? (wu.kv_end - wu.kv_start) * BSR_PER
+                          : kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
+    // Segment s of KV tile `tile`: its first key key[s] and keys kept len[s] (<= 0: none).
+    auto tile_segments = [&](int tile, int (&key)[BSR_SEGS], int (&len)[BSR_SEGS]) {
+      if (bsr) {
+        const int4 t = reinterpret_cast<const int4 *>(p.bsr_tiles)[wu.kv_start + tile / BSR_PER];
+        if constexpr (BSR_SEGS == 2) {
+          key[0] = t.x, len[0] = t.y, key[BSR_SEGS - 1] = t.z, len[BSR_SEGS - 1] = t.w;
+        } else {
+          const int part = (tile % BSR_PER) * CTA_KV, off = part & 63;
+          key[0] = (part >= 64 ? t.z : t.x) + off;
+          len[0] = (part >= 64 ? t.w : t.y) - off;
+        }
+      } else {
+#pragma unroll
+        for (int s = 0; s < BSR_SEGS; ++s) {
+          key[s] = kv_lo + tile * CTA_KV + s * BSR_SEG;
+          len[s] = kv_hi - key[s];
+        }
+      }
+    };
 
     // Per-row facts of the rows this thread holds in the accumulators (rows g and g+8 of
     // each of its MMA_Q m-tiles).
@@ -525,6 +556,31 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         if constexpr (ROW_STEP % 8 == 0) return dst0 + it * (ROW_STEP * ROW_BYTES);
         return dst_of(row0 + it * ROW_STEP);
       };
+      if constexpr (!WG && EXTRAS) {
+        if (bsr) {  // each row from its segment's first key; rows past the kept ones zero
+          static_assert(BSR_SEG % ROW_STEP == 0, "a thread's rows: one segment per step");
+          int sk[BSR_SEGS], sl[BSR_SEGS];
+          tile_segments(tile, sk, sl);
+          const int64_t s_page = is_v ? v_s_page : k_s_page;
+#pragma unroll
+          for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
+            const int sg = it * ROW_STEP / BSR_SEG;  // (a constant: it is unrolled)
+            const int off = row0 + it * ROW_STEP - sg * BSR_SEG;
+            const bool valid = off < sl[sg];
+            const int j = sk[sg] + off;
+            const char *src = base;
+            if (valid && p.paged) {
+              const int pg = (int)p.page_div.div((uint32_t)j);
+              src = base + hoff + (int64_t)p.kv_indices[kv_page_begin + pg] * s_page +
+                    (int64_t)(j - pg * p.page_size) * s_tok;
+            } else if (valid) {
+              src = base + (kv_tok_begin + j) * s_tok + hoff;
+            }
+            cp_async_16(dst_at(it), src, valid);
+          }
+          return;
+        }
+      }
       const bool full = kv0 + CTA_KV <= kv_hi;  // no row past the end: no checks
       const int rows_left = kv_hi - kv0 - row0;  // rows it * ROW_STEP < rows_left exist
       if (!p.paged) {
@@ -652,9 +708,9 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         }
       }
     };
-    // RoPE (LLaMA, rotate halves) in place on a smem tile: row r has position pos0 + r
-    // (K) or its token's position (Q).
-    auto rope_tile = [&](DT *tile, int rows, bool is_q, int kv0) {
+    // RoPE (LLaMA, rotate halves) in place on a smem tile: row r has its key's position
+    // (K: segment r / BSR_SEG's first key + r % BSR_SEG) or its token's position (Q).
+    auto rope_tile = [&](DT *tile, int rows, bool is_q, const int (&seg_key)[BSR_SEGS]) {
       for (int idx = tid; idx < rows * (HD / 2); idx += THREADS) {
         int row = idx / (HD / 2), d = idx % (HD / 2);
         int pos;
@@ -662,7 +718,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
           int pr = min(chunk + row, packed_end - 1);
           pos = q_pos_shift + (int)p.group_div.div((uint32_t)pr);
         } else {
-          pos = kv0 + row;
+          const bool second = BSR_SEGS == 2 && row >= BSR_SEG;
+          pos = (second ? seg_key[BSR_SEGS - 1] : seg_key[0]) + row - (second ? BSR_SEG : 0);
         }
         float freq = p.rope_rcp_scale * exp2f(-(2.f * d / HD) * p.rope_log2_theta);
         float sn, cs;
@@ -722,13 +779,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
     if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
       cp_async_wait<1>();
       sync_block();
-      rope_tile(q_smem, CTA_Q, true, 0);
+      const int none[BSR_SEGS] = {};
+      rope_tile(q_smem, CTA_Q, true, none);
       sync_block();
     }
 
     for (int tile = 0; tile < num_tiles; ++tile) {
       const int kv0 = kv_lo + tile * CTA_KV;
       const int slot = RING ? (tile & 1) : 0;
+      int seg_key[BSR_SEGS], seg_len[BSR_SEGS];
+      tile_segments(tile, seg_key, seg_len);
       DT *k_cur = k_smem + slot * SLOT_ELEMS, *v_cur = v_smem + slot * SLOT_ELEMS;
       cp_async_wait<0>();  // Q and K(tile) (RING: and V(tile)) have landed
       sync_block();     // ... for every thread; every warp is done with V(tile-1)
@@ -750,7 +810,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         sync_block();
       }
       if (p.pos_encoding == FI_POS_ROPE_LLAMA) {
-        rope_tile(k_cur, CTA_KV, false, kv0);
+        rope_tile(k_cur, CTA_KV, false, seg_key);
         sync_block();
       }
 
@@ -816,10 +876,27 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       }
       }
 
-      // ---- logits transform and masks (EXTRAS: to the log2 domain here)
+      // ---- logits transform and masks (EXTRAS: to the log2 domain here, where some pair
+      // needs it: a soft cap, ALiBi or custom mask, or keys the tile's segments do not keep
+      // whole or a causal diagonal or window edge crosses; other tiles take raw logits, the
+      // scale folded into the softmax's FFMA as in the kernel without the extras)
       const bool tile_partial = kv0 + CTA_KV > kv_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
-      if (EXTRAS) {
+      bool pair_work = EXTRAS;
+      if (EXTRAS && p.logits_soft_cap <= 0.f && p.pos_encoding != FI_POS_ALIBI &&
+          !p.custom_mask) {
+        int lo = seg_key[0], hi = seg_key[0] + BSR_SEG - 1;
+        bool whole = seg_len[0] >= BSR_SEG;
+#pragma unroll
+        for (int sg = 1; sg < BSR_SEGS; ++sg) {
+          lo = min(lo, seg_key[sg]);
+          hi = max(hi, seg_key[sg] + BSR_SEG - 1);
+          whole = whole && seg_len[sg] >= BSR_SEG;
+        }
+        pair_work = !whole || (p.causal && hi > q_pos_shift + t_lo) ||
+                    (p.window_left >= 0 && lo < q_pos_shift + t_hi - p.window_left);
+      }
+      if (pair_work) {
 #pragma unroll
         for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
@@ -827,13 +904,15 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int hh = e >> 1;
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int sg = nb * 8 / BSR_SEG;  // (a constant: nb is unrolled)
+              const int off = nb * 8 - sg * BSR_SEG + 2 * t4 + (e & 1);
+              const int j = seg_key[sg] + off;
               const int qpos = q_pos_shift + row_tok[mq][hh];
               float x = s[mq][nb][e] * p.sm_scale;
               if (p.pos_encoding == FI_POS_ALIBI) x += row_slope[mq][hh] * (float)(j - qpos);
               if (p.logits_soft_cap > 0.f) x = p.logits_soft_cap * tanhf(x * p.soft_cap_rcp);
               x *= 1.4426950408889634f;
-              bool keep = j < kv_hi;
+              bool keep = off < seg_len[sg];
               if (p.causal) keep = keep && j <= qpos;
               if (p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
               if (p.custom_mask && keep) {
@@ -842,7 +921,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
               }
               s[mq][nb][e] = keep ? x : -INFINITY;
             }
-      } else if (tile_partial || tile_diag) {
+      } else if (!EXTRAS && (tile_partial || tile_diag)) {
         // Raw logits (the scale is folded into the softmax's FFMA); only the tiles that
         // cross the end of the range or the causal diagonal are masked.
 #pragma unroll
@@ -858,7 +937,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       }
 
       // ---- online softmax (log2 domain: x * c_log2 is the scaled logit / ln 2)
-      const float c_log2 = EXTRAS ? 1.f : p.sm_scale_log2;
+      const float c_log2 = pair_work ? 1.f : p.sm_scale_log2;
       float row_scale[MMA_Q][2];
       bool any_rescale = false;
 #pragma unroll

@@ -3,6 +3,7 @@
  * backend. */
 #include <string.h>
 
+#include "fi/cuda_variants.h"
 #include "internal.h"
 #include "shard.h"
 
@@ -943,6 +944,32 @@ static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
   return box;
 }
 
+/* Block-sparse attention's tiles on the mma.sync kernel (prefill_kernel.cuh): the
+ * heuristics' choice for a dense prefill of the same shape on a non-Hopper device, split
+ * along long rows. */
+static fi_tiles bsr_mma_tiles(const fi_context *ctx, const fi_attention_params *p, int64_t m,
+                              int64_t n, int paged) {
+  const fi_tile_problem tp = tile_problem(ctx, p, 1, m, n, paged);
+  fi_target t = ctx->target;
+  t.sm_version = 80;
+  fi_tiles tiles = fi_select_prefill_tiles(&t, &tp);
+  tiles.cores = FI_CORES_TENSOR;
+  tiles.split_kv = 1;
+  return tiles;
+}
+
+/* The kernel a block-sparse plan takes when none is forced: the warp-specialised Hopper
+ * kernel (wgmma 128 x 128 tiles) where the device and build have it and it takes the head
+ * dim and group, else the mma.sync kernel. */
+static fi_tiles bsr_default_tiles(const fi_context *ctx, const fi_attention_params *p,
+                                  int64_t m, int64_t n, int paged) {
+  const fi_tiles ws = {128, 128, 1, FI_CORES_WGMMA};
+  char why[8];
+  if (ctx->wgmma_available && fi_cuda_variant_supported(FI_OP_BLOCK_SPARSE, p, &ws, why, 0))
+    return ws;
+  return bsr_mma_tiles(ctx, p, m, n, paged);
+}
+
 /* Both block-sparse plans (host_pages NULL for contiguous K/V). CUDA: the plan's KV tiles
  * (a paged plan's halves start on the kernel's page box); host: the prefill plan the run
  * will be (ragged, or paged over host_pages) with the BSR matrix's pairs as its custom mask.
@@ -968,13 +995,24 @@ static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *p
                           "block-sparse attention over N = 0 keys: the CUDA kernel needs at "
                           "least one key (every output row would be 0, its LSE -inf); skip "
                           "the op or run it on the host backend");
-    const int32_t key_align = host_pages ? bsr_page_box(ctx, params, host_bsr, num_kv_rows) : 1;
-    if (!key_align) return FI_ERROR_UNSUPPORTED;
-    const fi_tiles ws = {128, 128, tiles ? tiles->split_kv : 1, FI_CORES_WGMMA};
     if (tiles) CHECK(check_forced_tiles(ctx, tiles, 0));
-    CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, tiles ? tiles : &ws));
+    fi_tiles chosen = tiles ? *tiles
+                            : bsr_default_tiles(ctx, params, num_qo_rows, num_kv_rows,
+                                                host_pages != NULL);
+    /* (the warp-specialised kernel loads a paged block's keys in page boxes; the mma.sync
+     * kernel row by row, from any key) */
+    int32_t key_align = 1;
+    if (host_pages && chosen.cores == FI_CORES_WGMMA) {
+      key_align = bsr_page_box(ctx, params, host_bsr, num_kv_rows);
+      if (!key_align && tiles) return FI_ERROR_UNSUPPORTED;
+      if (!key_align) { /* blocks off the page box: the kernel that takes any key */
+        chosen = bsr_mma_tiles(ctx, params, num_qo_rows, num_kv_rows, 1);
+        key_align = 1;
+      }
+    }
+    CHECK(fi_cuda_check_supported(ctx, FI_OP_BLOCK_SPARSE, params, &chosen));
     return fi_plan_build_block_sparse(ctx, params, num_qo_rows, num_kv_rows, host_bsr,
-                                      key_align, ws, workspace, workspace_bytes, plan);
+                                      key_align, chosen, workspace, workspace_bytes, plan);
   }
   CHECK(bsr_check_size(ctx, num_qo_rows, num_kv_rows));
   CHECK(fi_validate_bsr(ctx, host_bsr, num_qo_rows, num_kv_rows));

@@ -87,20 +87,21 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
   if (!listed(head_dims, FI_COUNT(head_dims), p->head_dim, 0))
     return FI_WHY("%s: head_dim %d has no CUDA kernel (64, 128 and 256 do); use one of "
                   "those or the host backend", op, (int)p->head_dim);
-  if (family == FI_OP_BLOCK_SPARSE) {
-    /* The warp-specialised Hopper prefill kernel walks the plan's KV tiles. */
+  if (family == FI_OP_BLOCK_SPARSE && tiles && tiles->cores == FI_CORES_WGMMA) {
+    /* The warp-specialised Hopper prefill kernel walks the plan's KV tiles (the mma.sync
+     * kernel, cores = tensor, takes the prefill tiles and head dims below). */
     if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))
-      return FI_WHY("block_sparse: the CUDA kernel (the warp-specialised Hopper prefill "
-                    "kernel) has head_dim 64 and 128, not %d; use the host backend",
-                    (int)p->head_dim);
+      return FI_WHY("block_sparse: the wgmma kernel (the warp-specialised Hopper prefill "
+                    "kernel) has head_dim 64 and 128, not %d; use cores = tensor (the "
+                    "mma.sync kernel) or no tiles", (int)p->head_dim);
     if (p->num_kv_heads > 0 && p->num_qo_heads / p->num_kv_heads > 128)
-      return FI_WHY("block_sparse: a GQA group of %d query heads per KV head; the CUDA kernel "
-                    "takes at most 128", (int)(p->num_qo_heads / p->num_kv_heads));
-    if (tiles && (tiles->cores != FI_CORES_WGMMA || tiles->q_tile != 128 ||
-                  tiles->kv_tile != 128))
-      return FI_WHY("block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles (q_tile 128, "
-                    "kv_tile 128, cores = wgmma), not q_tile %d, kv_tile %d; pass those (with "
-                    "split_kv as wanted) or no tiles",
+      return FI_WHY("block_sparse: a GQA group of %d query heads per KV head; the wgmma "
+                    "kernel takes at most 128; use cores = tensor or no tiles",
+                    (int)(p->num_qo_heads / p->num_kv_heads));
+    if (tiles->q_tile != 128 || tiles->kv_tile != 128)
+      return FI_WHY("block_sparse: the wgmma kernel runs 128 x 128 tiles (q_tile 128, "
+                    "kv_tile 128), not q_tile %d, kv_tile %d; pass those (with split_kv as "
+                    "wanted), cores = tensor tiles, or no tiles",
                     (int)tiles->q_tile, (int)tiles->kv_tile);
     return 1;
   }

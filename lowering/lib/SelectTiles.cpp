@@ -84,8 +84,9 @@ constexpr int64_t kDevicePlanQoLen = 512;
 /// `devicePlan`: the op's plan is made on the device, so the choice cannot wait.
 std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
                                const fi_target &target, bool devicePlan) {
-  // Block-sparse attention has one kernel per backend (on CUDA the warp-specialised one,
-  // with wgmma 128 x 128 tiles): nothing to choose, the plan takes it.
+  // Block-sparse attention: the runtime's plan takes the kernel of the device it runs on
+  // (the warp-specialised one with wgmma 128 x 128 tiles on Hopper, else the mma.sync one),
+  // so nothing is chosen here; tiles given on the op pass through.
   if (info.family == PlanFamily::block_sparse)
     return std::nullopt;
   fi_tile_problem p{};

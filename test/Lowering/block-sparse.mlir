@@ -1,6 +1,7 @@
 // Block-sparse attention through fi-to-llvm's steps: the plan op made by
 // fi-materialize-plans (M, N from dim 0 of q and k) and its runtime calls, for the host
-// and the CUDA backend (the warp-specialised kernel; lower-errors.mlir has what it refuses).
+// and the CUDA backend (the runtime's default kernel, or forced tiles: the mma.sync kernel
+// below; lower-errors.mlir has what it refuses).
 // RUN: fi-opt %s --fi-lower-to-runtime | FileCheck %s
 // RUN: fi-opt %s --fi-to-llvm | FileCheck %s --check-prefix=LLVM
 // RUN: fi-opt %s --fi-lower-to-runtime=backend=cuda | FileCheck %s --check-prefix=CUDA
@@ -85,5 +86,22 @@ func.func @bsr_paged(%q: memref<?x4x64xf16>, %k: memref<?x2x16x64xf16>,
       pages(%pi, %px, %pl : memref<2xi32>, memref<?xi32>, memref<1xi32>)
       outs(%o : memref<?x4x64xf16>)
       {bsr = #fi.bsr<block_rows = 64, block_cols = 16, layout = hnd>}
+  return
+}
+
+// On CUDA, head_dim 256 with the mma.sync kernel's tiles forced: the plan call carries
+// them after the shape (head_dim, page size, q, kv and mask codes): q 128, kv 64, split,
+// cores = tensor (1).
+// CUDA-LABEL: func.func @bsr_mma_hd256
+// CUDA: call @fi_rt_block_sparse_plan({{.*}}, %c256_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}, %c1_i32{{[_0-9]*}}) {fi.variant = "prefill_q128_kv64_split"}
+// CUDA: call @fi_rt_block_sparse_run_f16_f16(
+func.func @bsr_mma_hd256(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf16>,
+                         %v: memref<?x2x256xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+                         %o: memref<?x4x256xf16>) {
+  fi.block_sparse_attention q(%q : memref<?x4x256xf16>)
+      kv(%k, %v : memref<?x2x256xf16>, memref<?x2x256xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       tiles = #fi.tiles<q = 128, kv = 64, split_kv = true, cores = tensor>}
   return
 }

@@ -77,27 +77,42 @@ func.func @plan_argument(%plan: !fi.plan<decode>, %q: memref<?x4x64xf16>,
 
 // -----
 
-// Block-sparse attention on CUDA: the warp-specialised kernel's head dims.
+// Block-sparse attention on CUDA: the wgmma (warp-specialised) kernel's head dims ...
 func.func @block_sparse_hd256(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf16>,
     %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x256xf16>) {
-  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel (the warp-specialised Hopper prefill kernel) has head_dim 64 and 128, not 256; use the host backend}}
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the wgmma kernel (the warp-specialised Hopper prefill kernel) has head_dim 64 and 128, not 256; use cores = tensor (the mma.sync kernel) or no tiles}}
   fi.block_sparse_attention q(%q : memref<?x4x256xf16>)
       kv(%k, %k : memref<?x2x256xf16>, memref<?x2x256xf16>)
       blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
-      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>}
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
   return
 }
 
 // -----
 
-// ... and its tiles.
+// ... its tiles ...
 func.func @block_sparse_tiles(%q: memref<?x4x64xf16>, %k: memref<?x2x64xf16>,
     %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x64xf16>) {
-  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the CUDA kernel runs wgmma 128 x 128 tiles (q_tile 128, kv_tile 128, cores = wgmma), not q_tile 64, kv_tile 64; pass those (with split_kv as wanted) or no tiles}}
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: the wgmma kernel runs 128 x 128 tiles (q_tile 128, kv_tile 128), not q_tile 64, kv_tile 64; pass those (with split_kv as wanted), cores = tensor tiles, or no tiles}}
   fi.block_sparse_attention q(%q : memref<?x4x64xf16>)
       kv(%k, %k : memref<?x2x64xf16>, memref<?x2x64xf16>)
       blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x64xf16>)
       {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
-       tiles = #fi.tiles<q = 64, kv = 64, split_kv = false, cores = tensor>}
+       tiles = #fi.tiles<q = 64, kv = 64, split_kv = false, cores = wgmma>}
+  return
+}
+
+// -----
+
+// ... and the mma.sync kernel's: tensor-core tiles of the compiled list.
+func.func @block_sparse_mma_tiles(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf16>,
+    %ip: memref<?xi32>, %ix: memref<?xi32>, %o: memref<?x4x256xf16>) {
+  // expected-error @below {{'fi.block_sparse_plan' op cannot run on the CUDA backend: block_sparse: no CUDA variant with q_tile 128, kv_tile 128; compiled (q, kv) tiles: (16,32)}}
+  fi.block_sparse_attention q(%q : memref<?x4x256xf16>)
+      kv(%k, %k : memref<?x2x256xf16>, memref<?x2x256xf16>)
+      blocks(%ip, %ix : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
+      {bsr = #fi.bsr<block_rows = 64, block_cols = 64, layout = nhd>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = tensor>}
   return
 }

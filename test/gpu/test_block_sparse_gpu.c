@@ -1,6 +1,7 @@
 /* test/gpu/test_block_sparse_gpu.c -- block-sparse attention on the CUDA backend (the
- * warp-specialised Hopper prefill kernel walking the plan's KV tiles) against the host
- * backend, which computes exactly the pairs of the listed blocks.
+ * warp-specialised Hopper prefill kernel or the mma.sync prefill kernel walking the plan's
+ * KV tiles) against the host backend, which computes exactly the pairs of the listed
+ * blocks.
  *
  * FI_TEST_CONFIGS random configurations (default 240; seed FI_TEST_SEED; lengths up to
  * FI_TEST_MAXLEN, default 1024): BSR matrices of the seeds' patterns (local / sliding,
@@ -17,9 +18,16 @@
  * CUDA run gets the BSR arrays in device memory (it reads the plan's tiles); one config in
  * five has few, long rows (the plan splits them along their tiles and merges); its outputs
  * are poisoned with NaN, every element is checked, and a second run must be bit-identical.
- * Then the CUDA backend's refusals. Exits 77 (skipped) without a Hopper device. */
+ * One config in four (every one with FI_TEST_BSR_MMA=1; the default kernel on a device
+ * without the Hopper tier) forces mma.sync tiles (cores = tensor, a random (q, kv) pair of
+ * the compiled list), head_dim 64, 128 or 256, over pages of any size without a stage; a
+ * wgmma plan that needs a stage (RoPE, fp8 KV, pages not a multiple of 16) runs a third
+ * time without it, on the mma.sync kernel, against the host's output. Then the CUDA
+ * backend's refusals. */
 #include "../runtime/bsr_offsets.h"
 #include "gpu_common.h"
+
+#include "fi/cuda_variants.h"
 
 static fi_context *host, *cuda;
 
@@ -70,10 +78,32 @@ static fi_tensor tensor3(void *data, fi_dtype dt, int64_t a, int64_t b, int64_t 
   return fi_tensor_contiguous(data, dt, 3, shape);
 }
 
+/* Elements of got off ref (n values of dt): |got - ref| <= atol + rtol |ref|, atol relative
+ * to ref's largest; *first: the first one off. */
+static size_t elements_off(const void *ref, const void *got, fi_dtype dt, size_t n,
+                           size_t *first) {
+  const double rtol = dt == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
+  double maxref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = gpu_load(ref, dt, (int64_t)i);
+    if (fabs(r) > maxref) maxref = fabs(r);
+  }
+  const double atol = rtol * (maxref > 0 ? maxref : 1.0);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = gpu_load(ref, dt, (int64_t)i), g = gpu_load(got, dt, (int64_t)i);
+    if (!(fabs(g - r) <= atol + rtol * fabs(r)) && !bad++) *first = i;
+  }
+  return bad;
+}
+
 /* One configuration; returns 1 on failure. */
 static int split_configs; /* plans that split units along their tiles (merged) */
 static int paged_configs; /* configurations over a paged cache */
 static int unstaged_configs; /* of those, pages staged by choice run again without it */
+static int mma_configs; /* planned on the mma.sync kernel */
+static int fallback_configs; /* wgmma plans run again without their stage: mma.sync */
+static int all_mma;     /* FI_TEST_BSR_MMA=1 */
 
 static int run_config(int idx, int maxlen, long long *elements) {
   static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
@@ -82,7 +112,16 @@ static int run_config(int idx, int maxlen, long long *elements) {
   const int pattern = idx % PAT_COUNT;
   const int group = groups[gpu_rand() % 10];
   const int hkv = group >= 8 ? 1 : gpu_rand_int(1, 3), hq = hkv * group;
-  const int hd = gpu_rand() % 3 ? 128 : 64;
+  /* mma.sync tiles forced in one config in four: a (q, kv) pair of the compiled list */
+  static const int32_t mma_tiles[][2] = {
+#define PAIR(Q, KV) {Q, KV},
+      FI_CUDA_PREFILL_TILE_LIST(PAIR)
+#undef PAIR
+  };
+  const int mma = all_mma || gpu_rand() % 4 == 0;
+  const int mt = (int)(gpu_rand() % (sizeof mma_tiles / sizeof mma_tiles[0]));
+  const fi_tiles forced = {mma_tiles[mt][0], mma_tiles[mt][1], 1, FI_CORES_TENSOR};
+  const int hd = mma && gpu_rand() % 4 == 0 ? 256 : gpu_rand() % 3 ? 128 : 64;
   fi_attention_params p = fi_attention_params_default(hq, hkv, hd);
   p.q_dtype = gpu_rand() & 1 ? FI_DTYPE_BF16 : FI_DTYPE_F16;
   const uint32_t kvr = gpu_rand() % 8;
@@ -123,7 +162,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
   const int paged = idx % 3 == 2;
   static const int32_t page_sizes[] = {16, 32, 48, 64, 128, 1, 5, 24, 100};
   const int32_t page = paged ? page_sizes[gpu_rand() % 9] : 0;
-  const int32_t box = page % 64 == 0 ? 64 : page % 32 == 0 ? 32 : page % 16 == 0 ? 16 : 1;
+  /* (the mma.sync kernel reads any key: no box) */
+  const int32_t box = mma ? 1 : page % 64 == 0 ? 64 : page % 32 == 0 ? 32 : page % 16 == 0 ? 16 : 1;
   if (paged && box > 1 && !(variable & 2)) bsr.block_cols = box * gpu_rand_int(1, 8);
   if (variable & 2) {
     if (gpu_rand() % 3 == 0) bsr.block_cols = 3;
@@ -154,12 +194,15 @@ static int run_config(int idx, int maxlen, long long *elements) {
   char desc[320];
   snprintf(desc, sizeof desc,
            "%s M %lld N %lld blocks %d%sx%d%s pages %d heads %d/%d hd %d %s/%s %s cap %.1f "
-           "win %d pos %d lse %d", pattern_names[pattern], (long long)m, (long long)n,
+           "win %d pos %d lse %d%s", pattern_names[pattern], (long long)m, (long long)n,
            (int)bsr.block_rows, bsr.row_offsets ? "+" : "", (int)bsr.block_cols,
            bsr.col_offsets ? "+" : "", (int)page, hq, hkv, hd, fi_dtype_name(p.q_dtype),
            fi_dtype_name(p.kv_dtype),
            p.mask_mode == FI_MASK_CAUSAL ? "causal" : "none", p.logits_soft_cap,
-           (int)p.window_left, (int)p.pos_encoding, with_lse);
+           (int)p.window_left, (int)p.pos_encoding, with_lse, mma ? " mma" : "");
+  if (mma)
+    snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " tiles %dx%d",
+             (int)forced.q_tile, (int)forced.kv_tile);
 
   const size_t qn = (size_t)m * hq * hd, kn = (size_t)n * hkv * hd;
   const size_t qb = qn * dsize(p.q_dtype), kb = kn * dsize(p.kv_dtype), lb = (size_t)m * hq * 4;
@@ -252,23 +295,28 @@ static int run_config(int idx, int maxlen, long long *elements) {
    * token rows with the stage, page boxes without, a third run */
   size_t needed = 0;
   if (paged) FI_CK(cuda, fi_prefill_stage_size(cuda, &p, 1, m, (int64_t)num_used * page, &needed));
-  const int optional_stage = paged && page % 16 == 0 && page % 64 != 0 && stage_bytes > 0 &&
-                             needed == 0;
+  const int optional_stage = !mma && paged && page % 16 == 0 && page % 64 != 0 &&
+                             stage_bytes > 0 && needed == 0;
+  /* a stage the wgmma plan needs (pages, RoPE, fp8 KV): a third run without it takes the
+   * mma.sync kernel */
+  const int fallback = !mma && !optional_stage && (paged ? needed > 0 : stage_bytes > 0);
   void *stage = stage_bytes ? gpu_alloc_poisoned(stage_bytes) : NULL;
   FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
-  fi_status s = paged ? fi_block_sparse_paged_plan(cuda, &p, m, &host_pt, pool, &bsr, NULL, dws,
-                                                   ws_bytes, &cp)
-                      : fi_block_sparse_plan(cuda, &p, m, n, &bsr, NULL, dws, ws_bytes, &cp);
+  const fi_tiles *tiles = mma ? &forced : NULL;
+  fi_status s = paged ? fi_block_sparse_paged_plan(cuda, &p, m, &host_pt, pool, &bsr, tiles,
+                                                   dws, ws_bytes, &cp)
+                      : fi_block_sparse_plan(cuda, &p, m, n, &bsr, tiles, dws, ws_bytes, &cp);
   if (s != FI_SUCCESS) {
     fprintf(stderr, "FAIL config %d: %s\n  plan: %s\n", idx, desc, fi_last_error(cuda));
     failed = 1;
-  } else if (cp.num_partial_rows > 0) {
-    ++split_configs;
+  } else {
+    split_configs += cp.num_partial_rows > 0;
+    mma_configs += cp.tiles.cores == FI_CORES_TENSOR;
   }
   fi_tensor dtq = tensor3(dq, p.q_dtype, m, hq, hd), dtk = tensor3(dk, p.kv_dtype, n, hkv, hd);
   fi_tensor dtv = tensor3(dv, p.kv_dtype, n, hkv, hd), dto = tensor3(dout, p.q_dtype, m, hq, hd);
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lshape);
-  for (int pass = 0; pass < 2 + optional_stage && !failed; ++pass) {
+  for (int pass = 0; pass < 2 + (optional_stage || fallback) && !failed; ++pass) {
     if (pass >= 1) { /* poisoned again: the second run must write every element itself */
       GPU_CK(cudaMemset(dout, 0xff, qb));
       GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
@@ -284,6 +332,21 @@ static int run_config(int idx, int maxlen, long long *elements) {
       break;
     }
     GPU_CK(cudaDeviceSynchronize());
+    if (pass == 2 && fallback) { /* the mma.sync kernel's run against the host's */
+      void *od3 = malloc(qb);
+      gpu_download(od3, dout, qb);
+      size_t first = 0;
+      const size_t bad = elements_off(oh, od3, p.q_dtype, qn, &first);
+      if (bad) {
+        fprintf(stderr, "FAIL config %d: %s\n  without the stage (mma.sync): o %zu/%zu off "
+                "(first %zu: gpu %g host %g)\n", idx, desc, bad, qn, first,
+                gpu_load(od3, p.q_dtype, (int64_t)first), gpu_load(oh, p.q_dtype, (int64_t)first));
+        failed = 1;
+      }
+      free(od3);
+      ++fallback_configs;
+      break;
+    }
     if (pass == 2) { /* the page boxes' bits against the staged run's */
       void *od3 = malloc(qb);
       float *ld3 = (float *)malloc(lb + 4);
@@ -303,19 +366,9 @@ static int run_config(int idx, int maxlen, long long *elements) {
   }
 
   if (!failed) {
-    /* Every element: |gpu - host| <= atol + rtol |host|, atol relative to the largest. */
-    const double rtol = p.q_dtype == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
-    double maxref = 0;
-    for (size_t i = 0; i < qn; ++i) {
-      const double r = gpu_load(oh, p.q_dtype, (int64_t)i);
-      if (fabs(r) > maxref) maxref = fabs(r);
-    }
-    const double atol = rtol * (maxref > 0 ? maxref : 1.0);
-    size_t bad = 0, first = 0, lbad = 0;
-    for (size_t i = 0; i < qn; ++i) {
-      const double r = gpu_load(oh, p.q_dtype, (int64_t)i), g = gpu_load(od, p.q_dtype, (int64_t)i);
-      if (!(fabs(g - r) <= atol + rtol * fabs(r)) && !bad++) first = i;
-    }
+    /* Every element */
+    size_t first = 0, lbad = 0;
+    const size_t bad = elements_off(oh, od, p.q_dtype, qn, &first);
     if (with_lse)
       for (size_t i = 0; i < (size_t)m * hq; ++i) {
         const double r = lh[i], g = ld[i];
@@ -364,11 +417,14 @@ static int refusals(void) {
     fi_tiles tiles;
     int hd, small;
   } cases[] = {
-      {"mma.sync tiles", "wgmma 128 x 128 tiles", FI_ERROR_UNSUPPORTED,
-       {64, 64, 0, FI_CORES_TENSOR}, 128, 0},
+      {"CUDA-core tiles", "run on tensor cores", FI_ERROR_UNSUPPORTED,
+       {64, 64, 0, FI_CORES_CUDA}, 128, 0},
+      {"mma.sync 128 x 128 tiles", "no CUDA variant with q_tile 128, kv_tile 128",
+       FI_ERROR_UNSUPPORTED, {128, 128, 0, FI_CORES_TENSOR}, 128, 0},
       {"wgmma 64 x 128 tiles", "not q_tile 64", FI_ERROR_UNSUPPORTED,
        {64, 128, 1, FI_CORES_WGMMA}, 128, 0},
-      {"head_dim 256", "head_dim 64 and 128", FI_ERROR_UNSUPPORTED, {0, 0, 0, 0}, 256, 0},
+      {"head_dim 256 on wgmma tiles", "head_dim 64 and 128", FI_ERROR_UNSUPPORTED,
+       {128, 128, 1, FI_CORES_WGMMA}, 256, 0},
       {"small workspace", "fi_block_sparse_workspace_size", FI_ERROR_WORKSPACE_TOO_SMALL,
        {0, 0, 0, 0}, 128, 1},
   };
@@ -382,8 +438,8 @@ static int refusals(void) {
     bad += !ok;
   }
   /* Paged: pages of 24 tokens (not a multiple of 16: through the stage pass) planned, and
-   * their run without a prefill stage refused by name; a column block off the page box of
-   * pages of 64 refused by name. */
+   * run without a prefill stage (the mma.sync kernel); a column block off the page box of
+   * pages of 64 refused by name with wgmma tiles, planned on the mma.sync kernel without. */
   {
     const int32_t pi[2] = {0, 2}, px[2] = {1, 0}, pl[1] = {40}, pl24[1] = {10};
     const fi_page_table pt = {pi, px, pl}, pt24 = {pi, px, pl24};
@@ -416,21 +472,28 @@ static int refusals(void) {
       const fi_bsr_matrix db1 = {64, 64, (const int32_t *)dbi, (const int32_t *)dbx};
       FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
       ps = fi_block_sparse_paged_run(cuda, &plan, &tq, &c24, &dpt, &db1, &to, NULL);
-      pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "prefill stage");
-      printf("refused paged page_size 24 without a stage: %s (%s)\n", pok ? "ok" : "WRONG",
-             fi_last_error(cuda));
+      pok = ps == FI_SUCCESS;
+      printf("ran paged page_size 24 without a stage (the mma.sync kernel): %s (%s)\n",
+             pok ? "ok" : "WRONG", pok ? "" : fi_last_error(cuda));
       bad += !pok;
       cudaFree(dq), cudaFree(dout), cudaFree(dk), cudaFree(dv), cudaFree(dpi), cudaFree(dpx);
       cudaFree(dpl), cudaFree(dbi), cudaFree(dbx);
     }
     pp.page_size = 64;
-    /* blocks of 40 keys: block 1 starts at 40 */
+    /* blocks of 40 keys: block 1 starts at 40, off the wgmma kernel's page box: refused
+     * with its tiles forced, planned on the mma.sync kernel without tiles */
     const int32_t bi2[2] = {0, 2}, bx2[2] = {0, 1};
     const fi_bsr_matrix b3 = {64, 40, bi2, bx2};
-    ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt, 2, &b3, NULL, ws, need, &plan);
+    const fi_tiles wg = {128, 128, 1, FI_CORES_WGMMA};
+    ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt, 2, &b3, &wg, ws, need, &plan);
     pok = ps == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "starts at key 40");
-    printf("refused paged block off the box: %s (%s)\n", pok ? "ok" : "WRONG",
+    printf("refused paged block off the box on wgmma tiles: %s (%s)\n", pok ? "ok" : "WRONG",
            fi_last_error(cuda));
+    bad += !pok;
+    ps = fi_block_sparse_paged_plan(cuda, &pp, 64, &pt, 2, &b3, NULL, ws, need, &plan);
+    pok = ps == FI_SUCCESS && plan.tiles.cores == FI_CORES_TENSOR;
+    printf("planned paged block off the box on the mma.sync kernel: %s (%s)\n",
+           pok ? "ok" : "WRONG", ps == FI_SUCCESS ? "" : fi_last_error(cuda));
     bad += !pok;
   }
   /* N = 0 keys: refused at plan, by name */
@@ -449,23 +512,7 @@ int main(void) {
   gpu_require_device("test_block_sparse_gpu");
   FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &host));
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
-  {
-    /* Hopper only: the plan's check says so on other devices. */
-    const int32_t ip[2] = {0, 1}, ix[1] = {0};
-    const fi_bsr_matrix b = {16, 16, ip, ix};
-    fi_attention_params p = fi_attention_params_default(1, 1, 64);
-    size_t need = 0;
-    FI_CK(cuda, fi_block_sparse_workspace_size(cuda, &p, 16, 16, 16, 16, &need));
-    void *ws = gpu_alloc_poisoned(need);
-    fi_plan plan;
-    fi_status s = fi_block_sparse_plan(cuda, &p, 16, 16, &b, NULL, ws, need, &plan);
-    cudaFree(ws);
-    if (s == FI_ERROR_UNSUPPORTED && strstr(fi_last_error(cuda), "Hopper")) {
-      printf("test_block_sparse_gpu: skipped: %s\n", fi_last_error(cuda));
-      return 77;
-    }
-    FI_CK(cuda, s);
-  }
+  all_mma = gpu_env_u64("FI_TEST_BSR_MMA", 0) != 0;
   gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
   const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
   const int maxlen = (int)gpu_env_u64("FI_TEST_MAXLEN", 1024);
@@ -474,10 +521,16 @@ int main(void) {
   for (int i = 0; i < n; ++i) failed += run_config(i, maxlen, &elements);
   printf("block_sparse: %d configs, %d failed, %lld elements checked, second runs bit-identical "
          "unless reported; %d plans split long rows, %d over a paged cache (%d of them also "
-         "run through page boxes, bit-identical to the staged run)\n", n, failed,
-         elements, split_configs, paged_configs, unstaged_configs);
+         "run through page boxes, bit-identical to the staged run), %d on the mma.sync "
+         "kernel; %d wgmma plans also run without the stage they need (on the mma.sync "
+         "kernel)\n", n, failed, elements, split_configs, paged_configs, unstaged_configs,
+         mma_configs, fallback_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
     printf("FAIL: no plan split a long row\n");
+    ++failed;
+  }
+  if (n >= 50 && mma_configs == 0) { /* one config in four forces mma.sync tiles */
+    printf("FAIL: no plan on the mma.sync kernel\n");
     ++failed;
   }
   failed += refusals();

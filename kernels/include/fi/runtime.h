@@ -482,13 +482,17 @@ typedef struct fi_bsr_matrix {
  * smallest).
  *   Host backend: the pairs of the listed blocks, exactly; the run reads bsr (host arrays),
  *   which must hold what the plan's did.
- *   CUDA backend (Hopper, sm_90a; head_dim 64 or 128): the plan turns host_bsr into work
- *   units (at most 128 / group query rows of one block row) and each unit's KV tiles of two
- *   64-key halves (runs of adjacent listed blocks cut into 128 keys, the 64-key halves and
- *   the short pieces left over each paired with their kind; causal and window applied),
- *   most tiles first, in the workspace; the warp-specialised prefill kernel loads and
- *   computes only those tiles. The run reads the plan's tiles, not bsr's arrays (they may
- *   be device pointers); bsr's block shape (uniform or variable) must be the plan's. */
+ *   CUDA backend: the plan turns host_bsr into work units (at most 128 / group query rows
+ *   of one block row) and each unit's KV tiles of two 64-key halves (runs of adjacent
+ *   listed blocks cut into 128 keys, the 64-key halves and the short pieces left over each
+ *   paired with their kind; causal and window applied), most tiles first, in the
+ *   workspace; a kernel loads and computes only those tiles. The tiles pick it: wgmma 128
+ *   x 128 (the default on a Hopper device with an sm_90a build, head_dim 64 or 128, a
+ *   group up to 128) the warp-specialised prefill kernel; cores = tensor (the default
+ *   elsewhere: any device, head_dim 64, 128 or 256) the mma.sync prefill kernel, kv_tile
+ *   32, 64 or 128 keys of the halves at a time, RoPE and fp8 KV in the kernel (no stage).
+ *   The run reads the plan's tiles, not bsr's arrays (they may be device pointers); bsr's
+ *   block shape (uniform or variable) must be the plan's. */
 fi_status fi_block_sparse_workspace_size(fi_context *ctx, const fi_attention_params *params,
                                         int64_t max_qo_rows, int64_t max_kv_rows,
                                         int32_t block_rows, int32_t block_cols,
@@ -506,9 +510,11 @@ fi_status fi_block_sparse_run(fi_context *ctx, const fi_plan *plan, const fi_ten
  * `pages` (batch 1: indptr {0, P}, P page ids in [0, num_pages), last_page_len[0] tokens in
  * the last page of params.page_size: N = (P - 1) page_size + last_page_len[0]); bsr is over
  * those N keys in order, as for fi_block_sparse_plan, whose workspace size serves (M, N).
- *   CUDA: with page_size a multiple of 16, every column block starts on a multiple of
- *   min(64, the largest power of two dividing page_size) (the kernel loads a block's keys
- *   in TMA boxes of one page); other page sizes (any blocks), RoPE and fp8 KV go through
+ *   CUDA, the warp-specialised kernel: with page_size a multiple of 16, every column block
+ *   starts on a multiple of min(64, the largest power of two dividing page_size) (the
+ *   kernel loads a block's keys in TMA boxes of one page; a plan without tiles whose blocks
+ *   do not takes the mma.sync kernel, which reads any key of any page size without a
+ *   stage); other page sizes (any blocks), RoPE and fp8 KV go through
  *   the stage pass, which gathers the pages into token rows: a prefill stage,
  *   fi_block_sparse_stage_size(ctx, params, P * page_size). Pages of a multiple of 16 but
  *   not of 64 (boxes of 16 or 32 rows) take the stage pass too when the context holds that
