@@ -491,10 +491,16 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
     if (EXTRAS && p.window_left >= 0) kv_lo = max(kv_lo, q_pos_shift + t_lo - p.window_left);
     const int num_tiles = bsr ? (wu.kv_end - wu.kv_start) * BSR_PER
                           : kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
-    // Segment s of KV tile `tile`: its first key key[s] and keys kept len[s] (<= 0: none).
-    auto tile_segments = [&](int tile, int (&key)[BSR_SEGS], int (&len)[BSR_SEGS]) {
+    // The plan's tile holding KV tile `tile` (block-sparse; loaded a tile ahead of its use).
+    auto plan_tile = [&](int tile) {
+      return bsr ? reinterpret_cast<const int4 *>(p.bsr_tiles)[wu.kv_start + tile / BSR_PER]
+                 : make_int4(0, 0, 0, 0);
+    };
+    // Segment s of KV tile `tile` (block-sparse: of plan tile t): its first key key[s] and
+    // keys kept len[s] (<= 0: none).
+    auto tile_segments = [&](int tile, const int4 &t, int (&key)[BSR_SEGS],
+                             int (&len)[BSR_SEGS]) {
       if (bsr) {
-        const int4 t = reinterpret_cast<const int4 *>(p.bsr_tiles)[wu.kv_start + tile / BSR_PER];
         if constexpr (BSR_SEGS == 2) {
           key[0] = t.x, len[0] = t.y, key[BSR_SEGS - 1] = t.z, len[BSR_SEGS - 1] = t.w;
         } else {
@@ -532,7 +538,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       }
 
     // Thread t copies 16-byte chunk (t % CH_RAW) of rows t / CH_RAW + it * ROW_STEP.
-    auto load_kv_tile = [&](int tile, bool is_v, int slot) {
+    auto load_kv_tile = [&](int tile, bool is_v, int slot, const int4 &pt) {
       constexpr int ROW_STEP = THREADS / CH_RAW;
       const int kv0 = kv_lo + tile * CTA_KV;
       const int row0 = tid / CH_RAW, c = tid % CH_RAW;
@@ -560,23 +566,28 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         if (bsr) {  // each row from its segment's first key; rows past the kept ones zero
           static_assert(BSR_SEG % ROW_STEP == 0, "a thread's rows: one segment per step");
           int sk[BSR_SEGS], sl[BSR_SEGS];
-          tile_segments(tile, sk, sl);
+          tile_segments(tile, pt, sk, sl);
           const int64_t s_page = is_v ? v_s_page : k_s_page;
+          // (ragged: one pointer per segment, a fixed step per row)
+          const int64_t step = (int64_t)ROW_STEP * s_tok;
+          const char *seg_src[BSR_SEGS];
+#pragma unroll
+          for (int sg = 0; sg < BSR_SEGS; ++sg)
+            seg_src[sg] = base + (kv_tok_begin + sk[sg] + row0) * s_tok + hoff;
 #pragma unroll
           for (int it = 0; it < CTA_KV / ROW_STEP; ++it) {
-            const int sg = it * ROW_STEP / BSR_SEG;  // (a constant: it is unrolled)
-            const int off = row0 + it * ROW_STEP - sg * BSR_SEG;
+            const int sg = it * ROW_STEP / BSR_SEG;  // (constants: it is unrolled)
+            const int k = it - sg * (BSR_SEG / ROW_STEP);
+            const int off = row0 + k * ROW_STEP;
             const bool valid = off < sl[sg];
-            const int j = sk[sg] + off;
-            const char *src = base;
-            if (valid && p.paged) {
+            const char *src = seg_src[sg] + k * step;
+            if (p.paged && valid) {
+              const int j = sk[sg] + off;
               const int pg = (int)p.page_div.div((uint32_t)j);
               src = base + hoff + (int64_t)p.kv_indices[kv_page_begin + pg] * s_page +
                     (int64_t)(j - pg * p.page_size) * s_tok;
-            } else if (valid) {
-              src = base + (kv_tok_begin + j) * s_tok + hoff;
             }
-            cp_async_16(dst_at(it), src, valid);
+            cp_async_16(dst_at(it), valid ? src : base, valid);
           }
           return;
         }
@@ -746,6 +757,10 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       l_run[mq][0] = l_run[mq][1] = 0.f;
     }
 
+    // Block-sparse: the plan tiles of KV tiles `tile` and tile + 1 in registers; the one of
+    // tile + 2 is loaded at the top of tile's step, so no copy waits for its descriptor.
+    int4 pt_cur = num_tiles > 0 ? plan_tile(0) : make_int4(0, 0, 0, 0);
+    int4 pt_nxt = num_tiles > 1 ? plan_tile(1) : pt_cur;
     // Pipeline (two barriers per KV tile): V(tile) loads while S = Q K(tile)^T and the
     // softmax run; K(tile+1) loads while O += P V(tile) runs. RING: K and V of tile+1 load
     // into the other slot while all of tile runs (one barrier per tile).
@@ -755,8 +770,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         publish_rows(0);
         sync_block();  // (also: every thread is past the previous chunk's table reads)
       }
-      load_kv_tile(0, false, 0);
-      if (RING && !OVERLAP) load_kv_tile(0, true, 0);
+      load_kv_tile(0, false, 0, pt_cur);
+      if (RING && !OVERLAP) load_kv_tile(0, true, 0, pt_cur);
     }
     uint32_t pa_prev[CTA_KV / 16][4];  // OVERLAP: P of the previous tile (wgmma A operand)
     // wgmma: O += P V for one KV tile and wait for it. One m64 x HD x 16 wgmma per 16 KV
@@ -788,20 +803,21 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       const int kv0 = kv_lo + tile * CTA_KV;
       const int slot = RING ? (tile & 1) : 0;
       int seg_key[BSR_SEGS], seg_len[BSR_SEGS];
-      tile_segments(tile, seg_key, seg_len);
+      tile_segments(tile, pt_cur, seg_key, seg_len);
+      const int4 pt_aft = tile + 2 < num_tiles ? plan_tile(tile + 2) : pt_nxt;
       DT *k_cur = k_smem + slot * SLOT_ELEMS, *v_cur = v_smem + slot * SLOT_ELEMS;
       cp_async_wait<0>();  // Q and K(tile) (RING: and V(tile)) have landed
       sync_block();     // ... for every thread; every warp is done with V(tile-1)
       if (OVERLAP) {
-        if (tile + 1 < num_tiles) load_kv_tile(tile + 1, false, slot ^ 1);
-        load_kv_tile(tile, true, slot);
+        if (tile + 1 < num_tiles) load_kv_tile(tile + 1, false, slot ^ 1, pt_nxt);
+        load_kv_tile(tile, true, slot, pt_cur);
       } else if (RING) {
         if (tile + 1 < num_tiles) {
-          load_kv_tile(tile + 1, false, slot ^ 1);
-          load_kv_tile(tile + 1, true, slot ^ 1);
+          load_kv_tile(tile + 1, false, slot ^ 1, pt_nxt);
+          load_kv_tile(tile + 1, true, slot ^ 1, pt_nxt);
         }
       } else {
-        load_kv_tile(tile, true, 0);
+        load_kv_tile(tile, true, 0, pt_cur);
         if (tile + 1 < num_tiles) resolve_rows(tile + 1);  // page ids in flight under S
       }
       cp_async_commit();
@@ -974,7 +990,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       cp_async_wait<0>();  // V(tile) has landed
       sync_block();     // ... for every thread; every warp is done with K(tile)
       if (tile + 1 < num_tiles) {
-        load_kv_tile(tile + 1, false, 0);
+        load_kv_tile(tile + 1, false, 0, pt_nxt);
         cp_async_commit();
       }
       }
@@ -1007,6 +1023,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         }
       }
       }
+      pt_cur = pt_nxt;
+      pt_nxt = pt_aft;
     }
     cp_async_wait<0>();
     sync_block();
