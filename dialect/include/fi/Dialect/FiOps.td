@@ -407,8 +407,10 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
       table of the sequence whose N keys (in page order) the BSR matrix covers; `k`, `v`
       are then the cache, `[pages, page_size, kv_heads, head_dim]` (NHD) or `[pages,
       kv_heads, page_size, head_dim]` (HND) as `bsr.layout` says, and `block_cols` is the
-      page size. On CUDA every column block starts on a multiple of min(64, the largest
-      power of two dividing the page size), which must be >= 16 (the plan checks).
+      page size. On CUDA's warp-specialised kernel every column block starts on a
+      multiple of min(64, the largest power of two dividing the page size) (the plan
+      checks; without `tiles` a plan whose blocks do not takes the mma.sync kernel, which
+      reads any key).
     * `plan` (optional): a `!fi.plan<block_sparse>` from `fi.block_sparse_plan`.
     * `o` (destination): `[M, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[M, qo_heads]` f32.
@@ -418,9 +420,11 @@ def Fi_BlockSparseAttentionOp : Fi_DpsOp<"block_sparse_attention", "O",
   }], Fi_AttentionAttrDoc, [{
 
     Runs on the host backend (the runtime's fi_block_sparse_run, exactly the listed pairs)
-    and on the CUDA backend on Hopper with head_dim 64 or 128: the plan lists each unit's KV
-    tiles from the BSR matrix (host arrays) and the warp-specialised prefill kernel loads and
-    computes only those; the run's BSR arrays may then be device memory (they are not read).
+    and on the CUDA backend: the plan lists each unit's KV tiles from the BSR matrix (host
+    arrays) and a prefill kernel loads and computes only those -- the warp-specialised one
+    on Hopper (head_dim 64 or 128, `tiles` absent or wgmma 128 x 128), else the mma.sync
+    one (any device, head_dim 64, 128 or 256, `tiles` with `cores = tensor`); the run's
+    BSR arrays may then be device memory (they are not read).
 
     Example:
 
