@@ -11,6 +11,7 @@
 // CHECK: block_sparse variable blocks: 12 trials bit-exact
 // CHECK: block_sparse paged: 12 trials bit-exact
 // CHECK: block_sparse paged 24: 12 trials bit-exact
+// CHECK: block_sparse paged 24 mma.sync: 12 trials bit-exact
 // CHECK: E2E block-sparse: PASS
 
 // GQA group 2, causal inside the listed 16 x 32 blocks, soft cap, with LSE.
@@ -90,6 +91,28 @@ func.func @bsr_paged24(%q: tensor<?x4x64xf16>, %k: tensor<?x24x2x64xf16>,
       outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
       {bsr = #fi.bsr<block_rows = 16, block_cols = 24, layout = nhd>,
        logits_soft_cap = 30.0 : f32}
+      -> tensor<?x4x64xf16>, tensor<?x4xf32>
+  return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
+}
+
+// @bsr_paged24 on the mma.sync kernel's tiles (q 64 x kv 32, split; on CUDA the kernel
+// reads the pages row by row, without the stage; the host backend ignores tiles).
+func.func @bsr_paged24_mma(%q: tensor<?x4x64xf16>, %k: tensor<?x24x2x64xf16>,
+    %v: tensor<?x24x2x64xf16>, %indptr: tensor<?xi32>, %indices: tensor<?xi32>,
+    %kv_indptr: tensor<2xi32>, %kv_indices: tensor<?xi32>, %kv_last: tensor<1xi32>)
+    -> (tensor<?x4x64xf16>, tensor<?x4xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %q, %c0 : tensor<?x4x64xf16>
+  %o0 = tensor.empty(%m) : tensor<?x4x64xf16>
+  %l0 = tensor.empty(%m) : tensor<?x4xf32>
+  %o, %lse = fi.block_sparse_attention q(%q : tensor<?x4x64xf16>)
+      kv(%k, %v : tensor<?x24x2x64xf16>, tensor<?x24x2x64xf16>)
+      blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+      pages(%kv_indptr, %kv_indices, %kv_last : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>)
+      outs(%o0, %l0 : tensor<?x4x64xf16>, tensor<?x4xf32>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 24, layout = nhd>,
+       logits_soft_cap = 30.0 : f32,
+       tiles = #fi.tiles<q = 64, kv = 32, split_kv = true, cores = tensor>}
       -> tensor<?x4x64xf16>, tensor<?x4xf32>
   return %o, %lse : tensor<?x4x64xf16>, tensor<?x4xf32>
 }

@@ -12,6 +12,8 @@ void _mlir_ciface_bsr_variable(o_lse *, memref3 *, memref3 *, memref3 *, memref1
                                memref1 *, memref1 *);
 void _mlir_ciface_bsr_paged(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
                             memref1 *, memref1 *, memref1 *);
+void _mlir_ciface_bsr_paged24_mma(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *,
+                                  memref1 *, memref1 *, memref1 *, memref1 *);
 void _mlir_ciface_bsr_paged24(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
                               memref1 *, memref1 *, memref1 *);
 
@@ -86,12 +88,13 @@ static int variable_blocks(rng *r, fi_context *ctx) {
 
 /* A paged function against fi_block_sparse_paged_plan/run called directly (a shuffled
  * pool of PAGE-token pages, one block column per page, NaN in the slots no key fills):
- * @bsr_paged (pages of 16, causal) or @bsr_paged24 (pages of 24, soft cap 30); returns
- * mismatches. */
+ * @bsr_paged (pages of 16, causal), @bsr_paged24 (pages of 24, soft cap 30) or
+ * @bsr_paged24_mma (the same on the mma.sync kernel's tiles, which both sides force);
+ * returns mismatches. */
 typedef void (*paged_fn)(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
                          memref1 *, memref1 *, memref1 *);
 static int paged_blocks(rng *r, fi_context *ctx, paged_fn fn, const int PAGE, const int causal,
-                        const float cap, const char *name) {
+                        const float cap, const fi_tiles *tiles, const char *name) {
   enum { PR = 16 };
   int bad = 0, exact = 0;
   for (int trial = 0; trial < TRIALS; ++trial) {
@@ -143,7 +146,8 @@ static int paged_blocks(rng *r, fi_context *ctx, paged_fn fn, const int PAGE, co
                                   fi_tensor_contiguous(v, FI_DTYPE_F16, 4, cs), FI_LAYOUT_NHD};
     void *o;
     float *lse;
-    block_sparse_direct_any(ctx, &p, m, n, &bsr, q, NULL, NULL, &kv, &pt, pool, &o, &lse);
+    block_sparse_direct_any(ctx, &p, m, n, &bsr, q, NULL, NULL, &kv, &pt, pool, tiles, &o,
+                            &lse);
     if (mismatched(&res, o, lse, m)) {
       printf("MISMATCH %s trial %d (%lld x %lld, %d pages of %d, %d blocks)\n", name, trial,
              (long long)m, (long long)n, (int)used, PAGE, (int)nnz);
@@ -204,8 +208,11 @@ int main(void) {
   }
   printf("block_sparse: %d trials bit-exact\n", exact);
   bad += variable_blocks(&r, ctx);
-  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged, 16, 1, 0.f, "paged");
-  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged24, 24, 0, 30.f, "paged 24");
+  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged, 16, 1, 0.f, NULL, "paged");
+  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged24, 24, 0, 30.f, NULL, "paged 24");
+  const fi_tiles mma = {64, 32, 1, FI_CORES_TENSOR}; /* (@bsr_paged24_mma's) */
+  bad += paged_blocks(&r, ctx, _mlir_ciface_bsr_paged24_mma, 24, 0, 30.f, &mma,
+                      "paged 24 mma.sync");
   printf("E2E block-sparse: %s\n", bad ? "FAIL" : "PASS");
   return bad ? 1 : 0;
 }

@@ -333,7 +333,8 @@ static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_p
                                            void *q, void *k, void *v,
                                            const fi_paged_kv_cache *cache,
                                            const fi_page_table *pages, int32_t num_pages,
-                                           void **o_out, float **lse_out) {
+                                           const fi_tiles *tiles, void **o_out,
+                                           float **lse_out) {
   const int64_t qs[3] = {m, p->num_qo_heads, p->head_dim};
   const int64_t ks[3] = {n, p->num_kv_heads, p->head_dim}, ls[2] = {m, p->num_qo_heads};
   size_t ws_bytes = 0, stage_bytes = 0;
@@ -350,10 +351,10 @@ static inline void block_sparse_direct_any(fi_context *ctx, const fi_attention_p
   if (stage) CHECK_OK(ctx, fi_context_set_prefill_stage(ctx, stage, stage_bytes));
   fi_plan plan;
   if (cache)
-    CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, p, m, pages, num_pages, bsr, NULL, ws,
+    CHECK_OK(ctx, fi_block_sparse_paged_plan(ctx, p, m, pages, num_pages, bsr, tiles, ws,
                                              ws_bytes, &plan));
   else
-    CHECK_OK(ctx, fi_block_sparse_plan(ctx, p, m, n, bsr, NULL, ws, ws_bytes, &plan));
+    CHECK_OK(ctx, fi_block_sparse_plan(ctx, p, m, n, bsr, tiles, ws, ws_bytes, &plan));
   void *o = poisoned_tensor(FI_DTYPE_F16, numel(3, qs));
   float *lse = (float *)poisoned_tensor(FI_DTYPE_F32, numel(2, ls));
   fi_tensor tq = fi_tensor_contiguous(q, FI_DTYPE_F16, 3, qs);
@@ -379,7 +380,7 @@ static inline void block_sparse_direct(fi_context *ctx, const fi_attention_param
                                        int64_t m, int64_t n, const fi_bsr_matrix *bsr,
                                        void *q, void *k, void *v, void **o_out,
                                        float **lse_out) {
-  block_sparse_direct_any(ctx, p, m, n, bsr, q, k, v, NULL, NULL, 0, o_out, lse_out);
+  block_sparse_direct_any(ctx, p, m, n, bsr, q, k, v, NULL, NULL, 0, NULL, o_out, lse_out);
 }
 
 static inline void e2e_setup(void) {
