@@ -439,10 +439,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.v_scale = a->v_scale;
   p.rope_rcp_scale = 1.f / a->rope_scale;
   p.rope_log2_theta = log2f(a->rope_theta);
-  // (block-sparse tiles: only the kernels with the extras walk them)
+  // (block-sparse tiles: every instance of the mma.sync kernel walks them; the
+  // warp-specialised kernel has its own instance, launch_prefill_ws)
   const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
-                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0 ||
-                      p.bsr_tiles != nullptr;
+                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
   // RoPE, fp8 KV and (paged) page sizes that are not a multiple of 16 reach the
   // warp-specialised kernel through the stage pass (prefill_stage.cu), in the context's
   // prefill stage: the layout is 0 bytes when the run needs none.

@@ -354,7 +354,10 @@ struct SmemLayout {
   static constexpr int TOTAL = Q_BYTES + STAGES * 2 * KV_BYTES + 2 * RAW_BYTES + TABLE_BYTES;
 };
 
-template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG>
+// BSR: the instance for block-sparse tiles without the extras (the instances with the
+// extras take block-sparse tiles at run time, p.bsr_tiles; the plain one never does).
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG,
+          bool BSR = false>
 __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
                                   Shape<HD, CTA_Q, CTA_KV, WG>::MIN_CTAS)
     prefill_kernel(const PrefillParams p) {
@@ -393,7 +396,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
   // wait to an issue.
   constexpr bool OVERLAP = RING;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
-  // Block-sparse attention (p.bsr_tiles; the mma.sync engine's kernels with the extras): a
+  // Block-sparse attention (p.bsr_tiles; the mma.sync engine's BSR instance and those with
+  // the extras): a
   // unit's kv_start .. kv_end index the plan's KV tiles, each two halves of 64 keys {first
   // key, keys kept} (planner.c, bsr_units), instead of a key range. A KV tile of this kernel
   // is BSR_SEGS segments of BSR_SEG keys (both halves at CTA_KV 128, one half or part of one
@@ -403,7 +407,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
   static_assert(CTA_KV >= 32 && CTA_KV <= 128, "block-sparse segments: KV tiles of 32..128");
   constexpr int BSR_SEG = CTA_KV < 64 ? CTA_KV : 64, BSR_SEGS = CTA_KV / BSR_SEG;
   constexpr int BSR_PER = 128 / CTA_KV;  // kernel tiles per plan tile
-  const bool bsr = !WG && EXTRAS && p.bsr_tiles != nullptr;
+  static_assert(!BSR || (!WG && !EXTRAS && KVK == FI_KV_SAME), "BSR: the mma.sync plain form");
+  const bool bsr = BSR || (!WG && EXTRAS && p.bsr_tiles != nullptr);
   unsigned char *v_raw = k_raw + L::RAW_BYTES;
   // PAGE_TABLE: [buffer][K, V][row] byte offsets of the paged rows (see load_kv_tile).
   int64_t *const page_table = reinterpret_cast<int64_t *>(v_raw + L::RAW_BYTES);
@@ -562,7 +567,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
         if constexpr (ROW_STEP % 8 == 0) return dst0 + it * (ROW_STEP * ROW_BYTES);
         return dst_of(row0 + it * ROW_STEP);
       };
-      if constexpr (!WG && EXTRAS) {
+      if constexpr (!WG && (EXTRAS || BSR)) {
         if (bsr) {  // each row from its segment's first key; rows past the kept ones zero
           static_assert(BSR_SEG % ROW_STEP == 0, "a thread's rows: one segment per step");
           int sk[BSR_SEGS], sl[BSR_SEGS];
@@ -892,26 +897,27 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       }
       }
 
-      // ---- logits transform and masks (EXTRAS: to the log2 domain here, where some pair
-      // needs it: a soft cap, ALiBi or custom mask, or keys the tile's segments do not keep
-      // whole or a causal diagonal or window edge crosses; other tiles take raw logits, the
-      // scale folded into the softmax's FFMA as in the kernel without the extras)
+      // ---- logits transform and masks. Tiles whose segments keep every key and that no
+      // causal diagonal (nor window edge) crosses take raw logits, the scale folded into
+      // the softmax's FFMA; of the others, the plain and BSR instances mask the cut keys
+      // (tile_partial / tile_diag, tile_cut) and the one with the extras (EXTRAS) takes each
+      // pair to the log2 domain here, as it does every tile where a soft cap, ALiBi or
+      // custom mask is in use (pair_work).
       const bool tile_partial = kv0 + CTA_KV > kv_hi;
       const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
-      bool pair_work = EXTRAS;
-      if (EXTRAS && p.logits_soft_cap <= 0.f && p.pos_encoding != FI_POS_ALIBI &&
-          !p.custom_mask) {
-        int lo = seg_key[0], hi = seg_key[0] + BSR_SEG - 1;
-        bool whole = seg_len[0] >= BSR_SEG;
+      int seg_lo = seg_key[0], seg_hi = seg_key[0] + BSR_SEG - 1;
+      bool whole = seg_len[0] >= BSR_SEG;
 #pragma unroll
-        for (int sg = 1; sg < BSR_SEGS; ++sg) {
-          lo = min(lo, seg_key[sg]);
-          hi = max(hi, seg_key[sg] + BSR_SEG - 1);
-          whole = whole && seg_len[sg] >= BSR_SEG;
-        }
-        pair_work = !whole || (p.causal && hi > q_pos_shift + t_lo) ||
-                    (p.window_left >= 0 && lo < q_pos_shift + t_hi - p.window_left);
+      for (int sg = 1; sg < BSR_SEGS; ++sg) {
+        seg_lo = min(seg_lo, seg_key[sg]);
+        seg_hi = max(seg_hi, seg_key[sg] + BSR_SEG - 1);
+        whole = whole && seg_len[sg] >= BSR_SEG;
       }
+      const bool tile_cut = !whole || (p.causal && seg_hi > q_pos_shift + t_lo);
+      const bool pair_work =
+          EXTRAS && (p.logits_soft_cap > 0.f || p.pos_encoding == FI_POS_ALIBI ||
+                     p.custom_mask || tile_cut ||
+                     (p.window_left >= 0 && seg_lo < q_pos_shift + t_hi - p.window_left));
       if (pair_work) {
 #pragma unroll
         for (int mq = 0; mq < MMA_Q; ++mq)
@@ -937,9 +943,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
               }
               s[mq][nb][e] = keep ? x : -INFINITY;
             }
-      } else if (!EXTRAS && (tile_partial || tile_diag)) {
-        // Raw logits (the scale is folded into the softmax's FFMA); only the tiles that
-        // cross the end of the range or the causal diagonal are masked.
+      } else if (!EXTRAS && !BSR && (tile_partial || tile_diag)) {  // (raw logits)
 #pragma unroll
         for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
@@ -947,8 +951,23 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-              const int lim = p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[mq][e >> 1]) : kv_hi - 1;
+              const int lim = p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[mq][e >> 1])
+                                       : kv_hi - 1;
               s[mq][nb][e] = j <= lim ? s[mq][nb][e] : -INFINITY;
+            }
+      } else if (BSR && tile_cut) {  // (raw logits)
+#pragma unroll
+        for (int mq = 0; mq < MMA_Q; ++mq)
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int sg = nb * 8 / BSR_SEG;  // (a constant: nb is unrolled)
+              const int off = nb * 8 - sg * BSR_SEG + 2 * t4 + (e & 1);
+              const int j = seg_key[sg] + off;
+              const bool keep = off < seg_len[sg] &&
+                                (!p.causal || j <= q_pos_shift + row_tok[mq][e >> 1]);
+              s[mq][nb][e] = keep ? s[mq][nb][e] : -INFINITY;
             }
       }
 
@@ -1112,11 +1131,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 }
 
 // Host-side launcher of one variant.
-template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG = false>
+template <int HD, int CTA_Q, int CTA_KV, typename DT, int KVK, bool EXTRAS, bool WG = false,
+          bool BSR = false>
 cudaError_t launch_prefill(const PrefillParams &p, int num_work_units, cudaStream_t stream) {
   using S = Shape<HD, CTA_Q, CTA_KV, WG>;
   using L = SmemLayout<HD, CTA_Q, CTA_KV, KVK, WG>;
-  auto kernel = prefill_kernel<HD, CTA_Q, CTA_KV, DT, KVK, EXTRAS, WG>;
+  auto kernel = prefill_kernel<HD, CTA_Q, CTA_KV, DT, KVK, EXTRAS, WG, BSR>;
   static bool configured = false;  // benign race: every caller sets the same value
   if (!configured) {
     cudaError_t e =

@@ -102,13 +102,19 @@ FI_PREFILL_WS_FP8_DECLARE(bf16)
 #define FI_PREFILL_WS_SMEM_DEFINE(HD)                                                      \
   int fi_prefill_ws_smem_hd##HD() { return fi_prefill::WsShape<HD>::SMEM; }
 namespace fi_prefill {
-// The four kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, and the fast path.
+// The kernels of one (tile, engine): fp8 KV (e4m3, e5m2), extras, the fast path, and for
+// mma.sync tiles of 64 or 128 keys block-sparse tiles without the extras (the extras
+// instances take block-sparse tiles too: kv 32, fp8 KV, soft cap, ALiBi, window).
 template <int HD, int Q, int KV, typename DT, bool WG>
 cudaError_t launch_kinds(const PrefillParams &p, int kv_kind, bool extras, int n,
                          cudaStream_t stream) {
+  if (WG && p.bsr_tiles) return cudaErrorInvalidConfiguration;  // (prefill.cu: mma.sync tiles)
   if (kv_kind == FI_KV_E4M3) return launch_prefill<HD, Q, KV, DT, FI_KV_E4M3, true, WG>(p, n, stream);
   if (kv_kind == FI_KV_E5M2) return launch_prefill<HD, Q, KV, DT, FI_KV_E5M2, true, WG>(p, n, stream);
-  if (extras) return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, true, WG>(p, n, stream);
+  if (extras || (KV < 64 && p.bsr_tiles))
+    return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, true, WG>(p, n, stream);
+  if constexpr (!WG && KV >= 64)
+    if (p.bsr_tiles) return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, false, false, true>(p, n, stream);
   return launch_prefill<HD, Q, KV, DT, FI_KV_SAME, false, WG>(p, n, stream);
 }
 // Head dims without a wgmma variant have no cases (the plan refused them).
