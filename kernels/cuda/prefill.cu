@@ -470,7 +470,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
   // take fails, naming why; for tests).
   const char *ws_refusal = nullptr;
-  if (ctx->tuning.prefill_warp_spec == 0 && !p.bsr_tiles)
+  if (ctx->tuning.prefill_warp_spec == 0)
     ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
   else if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
       plan->tiles.kv_tile != 128)

@@ -24,6 +24,11 @@
 // O: written once, staged through the Q tile's smem for 16-byte coalesced stores; split-KV
 // work units instead write fp32 partial rows + LSE to the workspace for the merge kernel.
 //
+// Block-sparse attention (mma.sync engine, p.bsr_tiles): a unit walks the plan's list of KV
+// tiles (pairs of 64-key halves from their own first keys) instead of a key range, each
+// row of a tile gathered from its own key (cp.async, zero-filled past a half's kept keys);
+// traffic as above over the listed keys only.
+//
 // Hopper tier (template flag WG, tiles with cores = wgmma, sm_90a only): the same tile walk,
 // loads, masks and softmax, but each warpgroup (4 warps) owns 64 query rows and issues
 // wgmma.mma_async (wgmma.cuh): S = Q K^T with Q and K read by the tensor cores straight
@@ -397,13 +402,12 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
   constexpr bool OVERLAP = RING;
   constexpr int SLOT_ELEMS = 2 * CTA_KV * HD;  // K then V of one ring slot
   // Block-sparse attention (p.bsr_tiles; the mma.sync engine's BSR instance and those with
-  // the extras): a
-  // unit's kv_start .. kv_end index the plan's KV tiles, each two halves of 64 keys {first
-  // key, keys kept} (planner.c, bsr_units), instead of a key range. A KV tile of this kernel
-  // is BSR_SEGS segments of BSR_SEG keys (both halves at CTA_KV 128, one half or part of one
-  // below), each from its own first key; rows past a segment's kept keys load as zeros and
-  // are masked. The other tiles are segments too (of one key range), so the masks and RoPE
-  // read keys one way.
+  // the extras): a unit's kv_start .. kv_end index the plan's KV tiles, each two halves of
+  // 64 keys {first key, keys kept} (planner.c, bsr_units), instead of a key range. A KV tile
+  // of this kernel is BSR_SEGS segments of BSR_SEG keys (both halves at CTA_KV 128, one
+  // half or part of one below), each from its own first key; rows past a segment's kept
+  // keys load as zeros and are masked. The other tiles are segments too (of one key range),
+  // so the extras' masks and RoPE read keys one way.
   static_assert(CTA_KV >= 32 && CTA_KV <= 128, "block-sparse segments: KV tiles of 32..128");
   constexpr int BSR_SEG = CTA_KV < 64 ? CTA_KV : 64, BSR_SEGS = CTA_KV / BSR_SEG;
   constexpr int BSR_PER = 128 / CTA_KV;  // kernel tiles per plan tile

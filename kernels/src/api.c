@@ -917,14 +917,14 @@ static uint8_t *bsr_bits(fi_context *ctx, const fi_bsr_matrix *b, int64_t m, int
   return bits;
 }
 
-/* A paged block-sparse plan on CUDA: the key alignment of its tiles' halves. Page sizes
- * that are a multiple of 16: the kernel's page box (min(64, the largest power of two
- * dividing page_size)), with every column block starting on it (0 with the error set
- * otherwise). Other page sizes: 1 -- the stage pass gathers the sequence's pages into token
- * rows (the context's prefill stage, fi_prefill_stage_size), which the kernel loads as
- * contiguous K/V. */
+/* A paged block-sparse plan on the warp-specialised kernel: the key alignment of its
+ * tiles' halves. Page sizes that are a multiple of 16: the kernel's page box (min(64, the
+ * largest power of two dividing page_size)), with every column block starting on it (0
+ * otherwise, with the error set when `report`). Other page sizes: 1 -- the stage pass
+ * gathers the sequence's pages into token rows (the context's prefill stage,
+ * fi_prefill_stage_size), which the kernel loads as contiguous K/V. */
 static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
-                            const fi_bsr_matrix *b, int64_t n) {
+                            const fi_bsr_matrix *b, int64_t n, int report) {
   if (p->page_size % 16 != 0) return 1; /* K and V both staged as token rows */
   int32_t box = 64;
   while (box > 1 && p->page_size % box != 0) box /= 2;
@@ -932,12 +932,15 @@ static int32_t bsr_page_box(fi_context *ctx, const fi_attention_params *p,
   for (int64_t j = 0; j < cols; ++j) {
     const int64_t k0 = fi_bsr_col_begin(b, j, n);
     if (k0 % box != 0) {
+      if (!report) return 0;
       fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                    "paged block-sparse attention on CUDA: column block %lld starts at key "
                    "%lld, not a multiple of %d (min(64, the largest power of two dividing "
-                   "page_size = %d)): the kernel loads each block's keys in boxes of one page; "
-                   "align the column blocks to that (e.g. block_cols = page_size) or use the "
-                   "host backend", (long long)j, (long long)k0, (int)box, (int)p->page_size);
+                   "page_size = %d)): the wgmma kernel loads each block's keys in boxes of "
+                   "one page; align the column blocks to that (e.g. block_cols = page_size), "
+                   "plan with cores = tensor tiles (the mma.sync kernel) or without tiles, or "
+                   "use the host backend",
+                   (long long)j, (long long)k0, (int)box, (int)p->page_size);
       return 0;
     }
   }
@@ -959,13 +962,15 @@ static fi_tiles bsr_mma_tiles(const fi_context *ctx, const fi_attention_params *
 }
 
 /* The kernel a block-sparse plan takes when none is forced: the warp-specialised Hopper
- * kernel (wgmma 128 x 128 tiles) where the device and build have it and it takes the head
- * dim and group, else the mma.sync kernel. */
+ * kernel (wgmma 128 x 128 tiles) where the device and build have it, it is not turned off
+ * (tuning prefill_warp_spec) and it takes the head dim and group, else the mma.sync
+ * kernel. */
 static fi_tiles bsr_default_tiles(const fi_context *ctx, const fi_attention_params *p,
                                   int64_t m, int64_t n, int paged) {
   const fi_tiles ws = {128, 128, 1, FI_CORES_WGMMA};
   char why[8];
-  if (ctx->wgmma_available && fi_cuda_variant_supported(FI_OP_BLOCK_SPARSE, p, &ws, why, 0))
+  if (ctx->wgmma_available && ctx->tuning.prefill_warp_spec != 0 &&
+      fi_cuda_variant_supported(FI_OP_BLOCK_SPARSE, p, &ws, why, 0))
     return ws;
   return bsr_mma_tiles(ctx, p, m, n, paged);
 }
@@ -1003,7 +1008,7 @@ static fi_status block_sparse_plan(fi_context *ctx, const fi_attention_params *p
      * kernel row by row, from any key) */
     int32_t key_align = 1;
     if (host_pages && chosen.cores == FI_CORES_WGMMA) {
-      key_align = bsr_page_box(ctx, params, host_bsr, num_kv_rows);
+      key_align = bsr_page_box(ctx, params, host_bsr, num_kv_rows, tiles != NULL);
       if (!key_align && tiles) return FI_ERROR_UNSUPPORTED;
       if (!key_align) { /* blocks off the page box: the kernel that takes any key */
         chosen = bsr_mma_tiles(ctx, params, num_qo_rows, num_kv_rows, 1);
