@@ -97,6 +97,17 @@ static size_t elements_off(const void *ref, const void *got, fi_dtype dt, size_t
   return bad;
 }
 
+/* LSE values of got off ref (n, natural log): -inf where ref is, else within 1e-2 (1 + |ref|). */
+static size_t lse_off(const float *ref, const float *got, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = ref[i], g = got[i];
+    const int ok = isinf(r) && r < 0 ? isinf(g) && g < 0 : fabs(g - r) <= 1e-2 * (1 + fabs(r));
+    bad += !ok;
+  }
+  return bad;
+}
+
 /* One configuration; returns 1 on failure. */
 static int split_configs; /* plans that split units along their tiles (merged) */
 static int paged_configs; /* configurations over a paged cache */
@@ -334,16 +345,20 @@ static int run_config(int idx, int maxlen, long long *elements) {
     GPU_CK(cudaDeviceSynchronize());
     if (pass == 2 && fallback) { /* the mma.sync kernel's run against the host's */
       void *od3 = malloc(qb);
+      float *ld3 = (float *)malloc(lb + 4);
       gpu_download(od3, dout, qb);
+      gpu_download(ld3, dlse, lb);
       size_t first = 0;
       const size_t bad = elements_off(oh, od3, p.q_dtype, qn, &first);
-      if (bad) {
+      const size_t lbad3 = with_lse ? lse_off(lh, ld3, (size_t)m * hq) : 0;
+      if (bad || lbad3) {
         fprintf(stderr, "FAIL config %d: %s\n  without the stage (mma.sync): o %zu/%zu off "
-                "(first %zu: gpu %g host %g)\n", idx, desc, bad, qn, first,
-                gpu_load(od3, p.q_dtype, (int64_t)first), gpu_load(oh, p.q_dtype, (int64_t)first));
+                "(first %zu: gpu %g host %g); lse %zu off\n", idx, desc, bad, qn, first,
+                gpu_load(od3, p.q_dtype, (int64_t)first), gpu_load(oh, p.q_dtype, (int64_t)first),
+                lbad3);
         failed = 1;
       }
-      free(od3);
+      free(od3), free(ld3);
       ++fallback_configs;
       break;
     }
@@ -369,12 +384,7 @@ static int run_config(int idx, int maxlen, long long *elements) {
     /* Every element */
     size_t first = 0, lbad = 0;
     const size_t bad = elements_off(oh, od, p.q_dtype, qn, &first);
-    if (with_lse)
-      for (size_t i = 0; i < (size_t)m * hq; ++i) {
-        const double r = lh[i], g = ld[i];
-        const int ok = isinf(r) && r < 0 ? isinf(g) && g < 0 : fabs(g - r) <= 1e-2 * (1 + fabs(r));
-        lbad += !ok;
-      }
+    if (with_lse) lbad = lse_off(lh, ld, (size_t)m * hq);
     const int differs = memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0);
     *elements += (long long)qn + (with_lse ? (long long)m * hq : 0);
     if (bad || lbad || differs) {
