@@ -813,6 +813,13 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       const int slot = RING ? (tile & 1) : 0;
       int seg_key[BSR_SEGS], seg_len[BSR_SEGS];
       tile_segments(tile, pt_cur, seg_key, seg_len);
+      // The key of this thread's accumulator column nb * 8 + 2 * t4 + (e & 1): offset `off`
+      // into segment `sg` (kept when off < seg_len[sg]); constants once nb and e unroll.
+      auto column_key = [&](int nb, int e, int &sg, int &off) {
+        sg = nb * 8 / BSR_SEG;
+        off = nb * 8 - sg * BSR_SEG + 2 * t4 + (e & 1);
+        return seg_key[sg] + off;
+      };
       const int4 pt_aft = tile + 2 < num_tiles ? plan_tile(tile + 2) : pt_nxt;
       DT *k_cur = k_smem + slot * SLOT_ELEMS, *v_cur = v_smem + slot * SLOT_ELEMS;
       cp_async_wait<0>();  // Q and K(tile) (RING: and V(tile)) have landed
@@ -930,9 +937,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int hh = e >> 1;
-              const int sg = nb * 8 / BSR_SEG;  // (a constant: nb is unrolled)
-              const int off = nb * 8 - sg * BSR_SEG + 2 * t4 + (e & 1);
-              const int j = seg_key[sg] + off;
+              int sg, off;
+              const int j = column_key(nb, e, sg, off);
               const int qpos = q_pos_shift + row_tok[mq][hh];
               float x = s[mq][nb][e] * p.sm_scale;
               if (p.pos_encoding == FI_POS_ALIBI) x += row_slope[mq][hh] * (float)(j - qpos);
@@ -966,9 +972,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
           for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int sg = nb * 8 / BSR_SEG;  // (a constant: nb is unrolled)
-              const int off = nb * 8 - sg * BSR_SEG + 2 * t4 + (e & 1);
-              const int j = seg_key[sg] + off;
+              int sg, off;
+              const int j = column_key(nb, e, sg, off);
               const bool keep = off < seg_len[sg] &&
                                 (!p.causal || j <= q_pos_shift + row_tok[mq][e >> 1]);
               s[mq][nb][e] = keep ? s[mq][nb][e] : -INFINITY;

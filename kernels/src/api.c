@@ -968,9 +968,8 @@ static fi_tiles bsr_mma_tiles(const fi_context *ctx, const fi_attention_params *
 static fi_tiles bsr_default_tiles(const fi_context *ctx, const fi_attention_params *p,
                                   int64_t m, int64_t n, int paged) {
   const fi_tiles ws = {128, 128, 1, FI_CORES_WGMMA};
-  char why[8];
   if (ctx->wgmma_available && ctx->tuning.prefill_warp_spec != 0 &&
-      fi_cuda_variant_supported(FI_OP_BLOCK_SPARSE, p, &ws, why, 0))
+      fi_cuda_variant_supported(FI_OP_BLOCK_SPARSE, p, &ws, NULL, 0))
     return ws;
   return bsr_mma_tiles(ctx, p, m, n, paged);
 }
