@@ -802,6 +802,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
     }
     for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
+      if constexpr (VARIANT) {
+        // (clang builds the variant kernels: with the ring position made warp-uniform by a
+        // shuffle and P V's stage derived from it instead of carried over from the last
+        // step, ptxas keeps the K and V descriptors in uniform registers as it does in
+        // nvcc's build, not in vector registers moved over per wgmma; bench/NOTES.md)
+        kv_seq = __shfl_sync(0xffffffffu, kv_seq, 0);
+        v_prev_lo = fi_wgmma::desc_lo(
+            fi::smem_addr(kv_ring + ((kv_seq + STAGES - 1) % STAGES) * 2 * W::KV_BYTES +
+                          W::KV_BYTES),
+            V_LBO);
+      }
       const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
       unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
       unsigned char *const v_cur = k_cur + W::KV_BYTES;
