@@ -296,8 +296,8 @@ static int bench(rng *r) {
   };
   /* The rows take turns, 9 rounds of 9 calls each, so that a variant and the built-in it
    * reimplements (rows 2 i + 1 and 2 i) meet the same clocks, the variant first in every
-   * other round (the second of a pair ran up to 10 % slow in some rounds): each row reports
-   * the median of its rounds' medians, each pair the median of its rounds' ratios. */
+   * other round (so that neither always runs second): each row reports the median of its
+   * rounds' medians, each pair the median of its rounds' ratios. */
   enum { ROWS = 10, ROUNDS = 9 };
   memref3 outs[ROWS];
   double t[ROWS][ROUNDS];
