@@ -108,6 +108,33 @@ void internal(func::FuncOp fn) {
               LLVM::LinkageAttr::get(fn.getContext(), LLVM::linkage::Linkage::Internal));
 }
 
+/// A view of type `type` (fully dynamic, as clampedCopy's parameters) of a one-element
+/// zero constant of its element type (a memref.global in the symbol table of `into`, made
+/// once per element type): every index of the view reads the zero.
+Value zeroConstantView(OpBuilder &b, Block *into, MemRefType type, Location loc) {
+  Type elem = type.getElementType();
+  std::string name;
+  {
+    llvm::raw_string_ostream os(name);
+    os << "__fi_zero_" << elem;
+  }
+  auto scalar = MemRefType::get({1}, elem);
+  Operation *table = into->getParentOp();
+  if (!SymbolTable::lookupSymbolIn(table, name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(into);
+    auto init = DenseElementsAttr::get(RankedTensorType::get({1}, elem), b.getZeroAttr(elem));
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), scalar, init,
+                             /*constant=*/true, /*alignment=*/IntegerAttr());
+  }
+  Value global = memref::GetGlobalOp::create(b, loc, scalar, name);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<OpFoldResult> sizes(type.getRank(), one), strides(type.getRank(), zero);
+  return memref::ReinterpretCastOp::create(b, loc, type, global, OpFoldResult(zero), sizes,
+                                           strides);
+}
+
 /// A private copy of the user's function whose memref.load ops clamp every index into
 /// the memref's bounds, and read zero from an empty memref: a variant never reads outside
 /// a captured tensor, whatever positions it computes.
@@ -144,15 +171,16 @@ func::FuncOp clampedCopy(OpBuilder &b, ModuleOp module, Block *into, func::FuncO
       Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, dim, zero);
       nonEmpty = arith::AndIOp::create(b, loc, nonEmpty, has);
     }
-    Type elem = load.getType();
-    auto guarded = scf::IfOp::create(b, loc, TypeRange{elem}, nonEmpty, /*withElse=*/true);
-    b.setInsertionPointToStart(&guarded.getThenRegion().front());
-    Value read = memref::LoadOp::create(b, loc, load.getMemRef(), indices);
-    scf::YieldOp::create(b, loc, read);
-    b.setInsertionPointToStart(&guarded.getElseRegion().front());
-    Value none = arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
-    scf::YieldOp::create(b, loc, none);
-    load.replaceAllUsesWith(guarded.getResult(0));
+    // An empty memref reads its zero from a one-element constant: a select of the two
+    // descriptors, no branch (a branch per read kept the kernels' per-pair values live
+    // across it, and ptxas spilled: 500 bytes for ALiBi from a slopes table).
+    auto type = cast<MemRefType>(load.getMemRef().getType());
+    Value zeroView = zeroConstantView(b, into, type, loc);
+    Value source = arith::SelectOp::create(b, loc, nonEmpty, load.getMemRef(), zeroView);
+    for (Value &index : indices)
+      index = arith::SelectOp::create(b, loc, nonEmpty, index, zero);
+    Value read = memref::LoadOp::create(b, loc, source, indices);
+    load.replaceAllUsesWith(read);
     load.erase();
   }
   return copy;

@@ -44,6 +44,18 @@ func.func private @same_block(%b: i32, %qh: i32, %qp: i32, %kp: i32, %len: i32) 
   return %keep : i1
 }
 // Keeps every pair: the bench's floor of what a variant costs the kernel.
+// ALiBi as a score_mod: the slope of the query head from a captured table times the
+// distance, added to the logit (the built-in pos_encoding = alibi's bias).
+func.func private @alibi(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                         %slopes: tensor<32xf32>) -> f32 {
+  %h = arith.index_cast %qh : i32 to index
+  %slope = tensor.extract %slopes[%h] : tensor<32xf32>
+  %d = arith.subi %kp, %qp : i32
+  %df = arith.sitofp %d : i32 to f32
+  %bias = arith.mulf %slope, %df : f32
+  %r = arith.addf %s, %bias : f32
+  return %r : f32
+}
 func.func private @keep_all(%b: i32, %qh: i32, %qp: i32, %kp: i32, %w: i32) -> i1 {
   %t = arith.constant true
   return %t : i1
@@ -225,6 +237,33 @@ func.func @bench_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
       variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
       {mask_mode = #fi.mask_mode<causal>, mask_mod = @keep_all} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_alibi_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %slopes: tensor<32xf32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%slopes : tensor<32xf32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @alibi} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_alibi_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x8x128xf16>,
+    %v: tensor<?x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.ragged_prefill q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x8x128xf16>, tensor<?x8x128xf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) outs(%o0 : tensor<?x32x128xf16>)
+      {mask_mode = #fi.mask_mode<causal>, pos_encoding = #fi.pos_encoding<alibi>,
+       tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = wgmma>}
+      -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }
 // Packed documents as a mask_mod and as the built-in custom mask (the same pairs as bits).

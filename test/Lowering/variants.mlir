@@ -20,18 +20,25 @@
 // CHECK: return %[[K32]] : i32
 // CHECK-LABEL: func.func private @__fi_score_mod_hook_0(%{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> f32 attributes {llvm.linkage = #llvm.linkage<internal>}
 // CHECK: call @__fi_variant_t5_bias_0(
-// The copy clamps the table read into [0, dim - 1] and reads 0 from an empty table.
+// The copy clamps the table read into [0, dim - 1] and reads 0 from an empty table: from
+// a one-element zero constant whose view it selects instead of the table (no branch).
+// CHECK: memref.global "private" constant @__fi_zero_f32 : memref<1xf32> = dense<0.000000e+00>
 // CHECK-LABEL: func.func private @__fi_variant_t5_bias_0
-// CHECK-SAME: memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK: %[[D0:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK-SAME: %[[T:[^:]*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[D0:.*]] = memref.dim %[[T]], %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK: %[[LAST0:.*]] = arith.subi %[[D0]], %{{.*}} : index
 // CHECK: %[[LO0:.*]] = arith.maxsi %{{.*}}, %{{.*}} : index
 // CHECK: %[[I0:.*]] = arith.minsi %[[LO0]], %[[LAST0]] : index
+// CHECK: %[[HAS0:.*]] = arith.cmpi sgt, %[[D0]], %{{.*}} : index
 // CHECK: %[[I1:.*]] = arith.minsi
-// CHECK: scf.if %{{.*}} -> (f32) {
-// CHECK-NEXT: memref.load %{{.*}}[%[[I0]], %[[I1]]] : memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK: } else {
-// CHECK-NEXT: arith.constant 0.000000e+00 : f32
+// CHECK: %[[NONEMPTY:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: %[[ZG:.*]] = memref.get_global @__fi_zero_f32 : memref<1xf32>
+// CHECK: %[[ZV:.*]] = memref.reinterpret_cast %[[ZG]] to offset: [%{{.*}}], sizes: [%[[ONE:.*]], %[[ONE]]], strides: [%[[Z:.*]], %[[Z]]] : memref<1xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[SRC:.*]] = arith.select %[[NONEMPTY]], %[[T]], %[[ZV]] : memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[J0:.*]] = arith.select %[[NONEMPTY]], %[[I0]], %{{.*}} : index
+// CHECK: %[[J1:.*]] = arith.select %[[NONEMPTY]], %[[I1]], %{{.*}} : index
+// CHECK: memref.load %[[SRC]][%[[J0]], %[[J1]]] : memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK-NOT: scf.if
 // The user's functions stay as they were.
 // CHECK-LABEL: func.func private @t5_bias
 // CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<8x32xf32>

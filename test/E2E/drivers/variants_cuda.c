@@ -29,6 +29,10 @@ void _mlir_ciface_bench_docs_builtin(memref3 *, memref3 *, memref3 *, memref3 *,
                                      memref1 *, memref1 *, memref1 *);
 void _mlir_ciface_bench_window_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                        memref1 *);
+void _mlir_ciface_bench_alibi_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                      memref1 *, memref1 *);
+void _mlir_ciface_bench_alibi_builtin(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                      memref1 *);
 void _mlir_ciface_decode_stream(o_lse *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *,
                                 memref1 *, float, int32_t, int32_t);
 void _mlir_ciface_decode_rope_bias(memref3 *, memref3 *, memref4 *, memref4 *, memref1 *,
@@ -209,7 +213,7 @@ static void run_bsr(void *st, void *out) {
 
 /* -------------------------------------------------------------------------- bench --- */
 typedef void (*bench_fn)(memref3 *, void *);
-typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv, mdoc, mone, mmask, mmi; } bench_in;
+typedef struct { memref3 mq, mk, mv; memref1 mqo, mkv, mdoc, mone, mmask, mmi, mslopes; } bench_in;
 static void b_cap_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 30.0f); }
 static void b_cap_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_cap_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_plain(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_plain(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
@@ -218,6 +222,8 @@ static void b_keep_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_
 static void b_docs_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mdoc); }
 static void b_blocks_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_blocks_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
 static void b_docs_one(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mone); }
+static void b_alibi_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_alibi_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mslopes); }
+static void b_alibi_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_alibi_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_docs_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mmask, &i->mmi); }
 static void b_win_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_builtin(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 
@@ -281,6 +287,17 @@ static int bench(rng *r) {
   void *d_one = device_copy(one, sizeof(int32_t) * (size_t)len);
   mr_init(&in.mone, 1, d_one, &len);
   mr_init(&in.mdoc, 1, d_doc, &len), mr_init(&in.mmask, 1, bits, &nbits), mr_init(&in.mmi, 1, mi, &nb);
+  /* ALiBi's slopes (the runtime's: Press et al., heads past the largest power of two take
+   * the odd steps of twice as many), in device memory */
+  float slopes[32];
+  for (int h = 0; h < 32; ++h) {
+    int n2 = 1;
+    while (n2 * 2 <= (int)qh) n2 *= 2;
+    slopes[h] = h < n2 ? exp2f(-8.0f * (float)(h + 1) / (float)n2)
+                       : exp2f(-4.0f * (float)(2 * (h - n2) + 1) / (float)n2);
+  }
+  const int64_t nslopes = 32;
+  mr_init(&in.mslopes, 1, device_copy(slopes, sizeof slopes), &nslopes);
   const double per_pair = 4.0 * qh * hd;
   struct { const char *name; bench_fn f; double pairs; } rows[] = {
       {"plain causal (built-in)", b_plain, causal_pairs},
@@ -293,12 +310,14 @@ static int bench(rng *r) {
       {"8 packed documents, mask_mod", b_docs_variant, doc_pairs},
       {"8 documents by arithmetic, mask_mod", b_blocks_variant, doc_pairs},
       {"1 document (a table), mask_mod", b_docs_one, causal_pairs},
+      {"ALiBi, built-in", b_alibi_builtin, causal_pairs},
+      {"ALiBi, score_mod variant (slopes table)", b_alibi_variant, causal_pairs},
   };
   /* The rows take turns, 9 rounds of 9 calls each, so that a variant and the built-in it
    * reimplements (rows 2 i + 1 and 2 i) meet the same clocks, the variant first in every
    * other round (so that neither always runs second): each row reports the median of its
    * rounds' medians, each pair the median of its rounds' ratios. */
-  enum { ROWS = 10, ROUNDS = 9 };
+  enum { ROWS = 12, ROUNDS = 9 };
   memref3 outs[ROWS];
   double t[ROWS][ROUNDS];
   memset(outs, 0, sizeof outs);
@@ -311,7 +330,8 @@ static int bench(rng *r) {
   printf("bench (%lld, %lld, %lld, %lld), hd %lld, f16, causal; median of %d rounds of 9 calls, "
          "TFLOP/s over kept pairs:\n", (long long)1, (long long)len, (long long)qh,
          (long long)kvh, (long long)hd, ROUNDS);
-  for (int i = 0; i < 3; ++i) { /* (before the medians: they sort t in place) */
+  for (int i = 0; i < 6; ++i) { /* (before the medians: they sort t in place) */
+    if (i == 3 || i == 4) continue; /* (the documents' rows compare otherwise) */
     double ratio[ROUNDS];
     printf("  %s / %s, speed per round:", rows[2 * i + 1].name, rows[2 * i].name);
     for (int round = 0; round < ROUNDS; ++round) {
@@ -393,8 +413,19 @@ static int bench(rng *r) {
     }
     e2e_free(od);
   }
+  /* ALiBi: the built-in adds slope / scale x distance to S before the scale, the variant
+   * slope x distance to the scaled logit: fp32 rounding apart */
+  void *ab = result_copy(gpu_ctx, &outs[10], FI_DTYPE_F16, n), *av = result_copy(gpu_ctx, &outs[11], FI_DTYPE_F16, n);
+  double da = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = fabs(fi_load_f32(ab, FI_DTYPE_F16, i) - fi_load_f32(av, FI_DTYPE_F16, i));
+    da = a > da || a != a ? a : da;
+  }
+  printf("  ALiBi variant vs built-in: max |diff| %.3g\n", da);
+  free(ab), free(av);
   const double agree = 4e-3; /* a few f16 ulps of outputs below 2: summation order only */
   if (dw > agree) printf("MISMATCH window variant vs built-in: %.3g\n", dw);
+  if (!(da <= agree)) printf("MISMATCH ALiBi variant vs built-in: %.3g\n", da);
   if (dd > agree) printf("MISMATCH documents variant vs custom mask: %.3g\n", dd);
   free(db), free(dv2);
   fi_rt_set_thread_context(gpu_ctx);
@@ -402,9 +433,10 @@ static int bench(rng *r) {
   e2e_free(doc), e2e_free(one), e2e_free(bits), e2e_free(mi);
   fi_rt_set_thread_context(gpu_ctx);
   fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv), fi_rt_free(d_doc), fi_rt_free(d_one);
+  fi_rt_free(in.mslopes.allocated);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ind);
   fi_rt_set_thread_context(NULL);
-  return dw <= agree && dd <= agree;
+  return dw <= agree && dd <= agree && da <= agree;
 }
 
 /* The decode bench rows: (64, 4096, 32, 8), page 16, hd 128, f16, the caches in device
