@@ -113,19 +113,30 @@ void internal(func::FuncOp fn) {
 /// once per element type): every index of the view reads the zero.
 Value zeroConstantView(OpBuilder &b, Block *into, MemRefType type, Location loc) {
   Type elem = type.getElementType();
-  std::string name;
+  auto scalar = MemRefType::get({1}, elem, MemRefLayoutAttrInterface(), type.getMemorySpace());
+  auto init = DenseElementsAttr::get(RankedTensorType::get({1}, elem), b.getZeroAttr(elem));
+  std::string base;
   {
-    llvm::raw_string_ostream os(name);
+    llvm::raw_string_ostream os(base);
     os << "__fi_zero_" << elem;
   }
-  auto scalar = MemRefType::get({1}, elem);
+  // (a symbol of that name that is not this constant, e.g. the program's own: the next name)
   Operation *table = into->getParentOp();
-  if (!SymbolTable::lookupSymbolIn(table, name)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(into);
-    auto init = DenseElementsAttr::get(RankedTensorType::get({1}, elem), b.getZeroAttr(elem));
-    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), scalar, init,
-                             /*constant=*/true, /*alignment=*/IntegerAttr());
+  std::string name = base;
+  for (unsigned n = 1;; ++n) {
+    Operation *found = SymbolTable::lookupSymbolIn(table, name);
+    auto global = dyn_cast_or_null<memref::GlobalOp>(found);
+    if (global && global.getConstant() && global.getType() == scalar &&
+        global.getInitialValue() == std::optional<Attribute>(init))
+      break;
+    if (!found) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(into);
+      memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), scalar, init,
+                               /*constant=*/true, /*alignment=*/IntegerAttr());
+      break;
+    }
+    name = (base + "_" + Twine(n)).str();
   }
   Value global = memref::GetGlobalOp::create(b, loc, scalar, name);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
