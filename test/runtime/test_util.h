@@ -81,6 +81,16 @@ static inline void fill_random(void *data, fi_dtype dtype, int64_t n, rng *r, do
 /* Poison: all-ones bytes are NaN in f16, bf16 and f32, so an unwritten element fails. */
 static inline void poison(void *data, size_t bytes) { memset(data, 0xff, bytes); }
 
+/* ALiBi slopes as runtime.h states them (Press et al.): 2^(-8(h+1)/n) for the first
+ * n = 2^floor(log2(heads)) heads, then the odd steps of the 2n sequence. */
+static inline void alibi_slopes(int heads, float *out) {
+  int n = 1;
+  while (n * 2 <= heads) n *= 2;
+  for (int h = 0; h < heads; ++h)
+    out[h] = h < n ? (float)pow(2.0, -8.0 * (h + 1) / n)
+                   : (float)pow(2.0, -8.0 * (2 * (h - n) + 1) / (2.0 * n));
+}
+
 static inline void *xmalloc(size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   if (!p) {

@@ -305,15 +305,6 @@ static float alibi_mod(float s, int32_t b, int32_t h, int32_t kvh, int32_t qpos,
   return s + slopes[h] * (float)(kpos - qpos);
 }
 
-/* runtime.h: 2^(-8(h+1)/n) for n = 2^floor(log2(heads)), then the odd steps of 2n. */
-static void alibi_slopes(int heads, float *out) {
-  int n = 1;
-  while (n * 2 <= heads) n *= 2;
-  for (int h = 0; h < heads; ++h)
-    out[h] = h < n ? (float)pow(2.0, -8.0 * (h + 1) / n)
-                   : (float)pow(2.0, -8.0 * (2 * (h - n) + 1) / (2.0 * n));
-}
-
 /* d. T5-style relative bias: buckets of kv_pos - q_pos (exact near 0, then one bucket per
  * doubling of the distance, clamped), both signs, a bias per (head, bucket); and one head
  * that drops its odd keys. Integer-only bucketing: the oracle uses the same function. */
