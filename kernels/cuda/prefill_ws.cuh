@@ -228,6 +228,22 @@ __device__ __forceinline__ bool ws_mask_reads_tables() {
 // (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
 // (they are masked anyway). Not inlined: one copy for the four warps, where two inlined
 // copies of the program's classifier made ptxas spill twice as much in their 40 registers.
+// The score_mod's form (variant_hooks.cuh): constants once the hooks are inlined.
+template <bool VARIANT>
+__device__ __forceinline__ bool ws_score_has_slope() {
+  if constexpr (VARIANT)
+    return fi_variant_score_has_slope() != 0;
+  else
+    return false;
+}
+template <bool VARIANT>
+__device__ __forceinline__ bool ws_score_is_identity() {
+  if constexpr (VARIANT)
+    return fi_variant_score_is_identity() != 0;
+  else
+    return false;
+}
+
 template <bool VARIANT, int CTA_KV>
 __device__ __noinline__ void ws_classify_part(const PrefillParams &p, const WsClassifyChunk ch,
                                               WsClassify *job, int part, int parts, int lane) {
@@ -756,14 +772,30 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // A score_mod sees the logit itself (S times the scale; its `in` factor folded in) and
     // returns the logit to use (over its `out` factor, which joins the softmax's factor):
     // S then holds those (a mask_mod alone keeps S raw).
+    // A core that is the score itself is not called: S stays raw and the logit's unit
+    // joins the factor.
     ScoreModScales score_scales = {1.f, 1.f, 1.f};
+    bool score_call = false;
     if constexpr (VARIANT) {
       if (p.variant_score) {
         score_scales = score_mod_scales(p.variant_captures);
         c_log2 = score_scales.log2;
+        score_call = !ws_score_is_identity<VARIANT>();
+        if (!score_call) c_log2 *= p.sm_scale * score_scales.in;
       }
     }
     const float logit_unit = p.sm_scale * score_scales.in;
+    // A score_mod's slope in the key's distance (ALiBi written in IR): per row, in S's
+    // units, added as the built-in ALiBi's bias (the variant kernels have no X_ALIBI).
+    const bool score_slope = ws_score_has_slope<VARIANT>();
+    if constexpr (VARIANT) {
+      if (score_slope) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          row_slope[hh] = fi_variant_score_slope(row_head[hh], p.variant_captures) *
+                          (1.4426950408889634f / c_log2);
+      }
+    }
     float o[NB_D][4];
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 #pragma unroll
@@ -872,15 +904,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // masks below then drop what they drop, so tiles no mask cuts need no per-pair test).
       if constexpr (VARIANT) {
         if (p.variant_score) {
+          if (score_call) {
 #pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
+            for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
-                                                  row_tok, row_head);
-              s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, pr.z, kv_head,
-                                              pr.y, pr.x, p.variant_captures);
-            }
+              for (int e = 0; e < 4; ++e) {
+                const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
+                                                    row_tok, row_head);
+                s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, pr.z,
+                                                kv_head, pr.y, pr.x, p.variant_captures);
+              }
+          }
           if (score_scales.fix != 1.f) {  // (rare: an `out` factor that is not positive)
 #pragma unroll
             for (int nb = 0; nb < NB_KV; ++nb)
@@ -901,6 +935,25 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       const bool alibi_split = X_ALIBI && !BSR && p.pos_encoding == FI_POS_ALIBI &&
                                !(X_CAP && p.logits_soft_cap > 0.f);
       float alibi_off[2] = {0.f, 0.f};
+      if constexpr (VARIANT) {
+        if (score_slope) {  // (a block-sparse tile: each half from its own first key)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            alibi_off[hh] =
+                row_slope[hh] * (float)((BSR ? bsr_half.x : kv0) + 2 * t4 - q_pos_shift - row_tok[hh]);
+          const float half_step[2] = {row_slope[0] * (float)(bsr_half.z - 64 - bsr_half.x),
+                                      row_slope[1] * (float)(bsr_half.z - 64 - bsr_half.x)};
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float col = (float)(nb * 8 + (e & 1));
+              s[nb][e] = BSR && nb >= NB_KV / 2
+                             ? s[nb][e] + fmaf(row_slope[e >> 1], col, half_step[e >> 1])
+                             : fmaf(row_slope[e >> 1], col, s[nb][e]);
+            }
+        }
+      }
       bool tile_general = false;  // a tile that needs the general per-pair test below
       if constexpr (EXTRAS) {
         const bool tile_window = X_MASKS && p.window_left >= 0 &&
@@ -1054,9 +1107,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
-                                                    FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
-                                                    alibi_off[hh]);
+        row_scale[hh] = score_slope ? online_softmax_row<true>(s, hh, m_run[hh], l_run[hh],
+                                                               c_log2, P_LOG2, alibi_off[hh])
+                                    : online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                                  FP8 ? row_c_log2[hh] : c_log2,
+                                                                  P_LOG2, alibi_off[hh]);
         any_rescale |= row_scale[hh] != 1.f;
       }
       uint32_t pa[KB][4];

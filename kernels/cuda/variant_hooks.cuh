@@ -19,6 +19,16 @@ extern "C" __device__ float fi_variant_score_in(const void *captures);
 extern "C" __device__ float fi_variant_score_out(const void *captures);
 extern "C" __device__ int fi_variant_mask_mod(int batch, int qo_head, int q_pos, int kv_pos,
                                               const void *captures);
+// The score_mod's form (VariantCalls.cpp, splitKeyLinearTerm), constants of the program the
+// prefill kernel folds away: a term slope(qo_head, captures) * (kv_pos - q_pos) of the
+// returned logit (ALiBi written in IR) is split off the score_mod, and the kernel adds it
+// as its built-in ALiBi does (one FMA per pair; has_slope 1); a score_mod whose core is
+// then the score itself (is_identity 1) is not called per pair at all (its factors join
+// the softmax's). Only images of a score_mod have has_slope 1; the decode kernel reads
+// neither (its score_mod keeps the whole score).
+extern "C" __device__ float fi_variant_score_slope(int qo_head, const void *captures);
+extern "C" __device__ int fi_variant_score_has_slope(void);
+extern "C" __device__ int fi_variant_score_is_identity(void);
 // mask_mod's tile classifier (runtime.h, fi_mask_tile_fn; fi-lower-to-runtime derives it
 // from the mask's body): FI_MASK_TILE_EMPTY tiles are skipped, FULL ones need no mask call.
 extern "C" __device__ int fi_variant_mask_tile(int batch, int qo_head_first, int qo_head_last,

@@ -47,13 +47,14 @@ int64_t slotsOf(Type t) {
   return 1;
 }
 
-enum class HookKind { Score, Mask, MaskTile, ScoreScale };
+enum class HookKind { Score, Mask, MaskTile, ScoreScale, ScoreSlope };
 
 /// The runtime's hook signatures: fi_score_mod_fn (score, batch, qo_head, kv_head, q_pos,
 /// kv_pos, captures) -> f32, fi_mask_mod_fn (batch, qo_head, q_pos, kv_pos, captures)
 /// -> i32 and fi_mask_tile_fn (batch, qo_head first / last, q_pos first / last, kv_pos
 /// first / last, captures) -> i32; and on the device only, the score_mod's factors
-/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out).
+/// (captures) -> f32 (variant_hooks.cuh, fi_variant_score_in / fi_variant_score_out) and
+/// its slope in the key's distance (qo_head, captures) -> f32 (fi_variant_score_slope).
 FunctionType hookType(Builder &b, HookKind kind) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -64,9 +65,12 @@ FunctionType hookType(Builder &b, HookKind kind) {
     inputs = {i32, i32, i32, i32, ptr};
   else if (kind == HookKind::MaskTile)
     inputs = {i32, i32, i32, i32, i32, i32, i32, ptr};
+  else if (kind == HookKind::ScoreSlope)
+    inputs = {i32, ptr};
   else
     inputs = {ptr};
-  bool floatResult = kind == HookKind::Score || kind == HookKind::ScoreScale;
+  bool floatResult = kind == HookKind::Score || kind == HookKind::ScoreScale ||
+                     kind == HookKind::ScoreSlope;
   return FunctionType::get(b.getContext(), inputs, {floatResult ? f32 : i32});
 }
 
@@ -74,7 +78,8 @@ StringRef hookBaseName(HookKind kind) {
   return kind == HookKind::Score      ? "__fi_score_mod_hook"
          : kind == HookKind::Mask     ? "__fi_mask_mod_hook"
          : kind == HookKind::MaskTile ? "__fi_mask_tile_hook"
-                                      : "__fi_score_scale_hook";
+         : kind == HookKind::ScoreSlope ? "__fi_score_slope_hook"
+                                        : "__fi_score_scale_hook";
 }
 
 /// Slot `index` (8 bytes each) of the captures block at `block`.
@@ -448,6 +453,138 @@ std::pair<func::FuncOp, func::FuncOp> foldScoreScales(OpBuilder &b, ModuleOp mod
   return {in, out};
 }
 
+/// Whether `v` depends on nothing but the query head (argument 2 of a score_mod), the
+/// captures (from `firstCapture` on, tables included) and constants, through ops without
+/// regions that at most read memory (a captured table's clamped load): the same for every
+/// key a row of one head meets. Appends the ops it takes, operands first, to `slice`.
+bool headInvariant(Value v, unsigned firstCapture, SmallVectorImpl<Operation *> &slice,
+                   unsigned depth = 0) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner()->isEntryBlock() &&
+           isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
+           (arg.getArgNumber() == 2 || arg.getArgNumber() >= firstCapture);
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 32 || def->getNumRegions() != 0 ||
+      !(isMemoryEffectFree(def) || isa<memref::LoadOp>(def)) ||
+      !isa<arith::ArithDialect, math::MathDialect, memref::MemRefDialect>(def->getDialect()))
+    return false;
+  if (llvm::is_contained(slice, def))
+    return true;
+  for (Value operand : def->getOperands())
+    if (!headInvariant(operand, firstCapture, slice, depth + 1))
+      return false;
+  slice.push_back(def);
+  return true;
+}
+
+/// +1 when `v` is kv_pos - q_pos as an f32 (the i32 difference converted, or the
+/// difference of the two converted; arguments 5 and 4 of a score_mod), -1 when it is
+/// q_pos - kv_pos, 0 otherwise.
+int keyDistanceSign(Value v) {
+  auto isArg = [](Value x, unsigned n) {
+    auto arg = dyn_cast<BlockArgument>(x);
+    return arg && arg.getOwner()->isEntryBlock() && arg.getArgNumber() == n;
+  };
+  auto signOf = [&](Value lhs, Value rhs) {
+    return isArg(lhs, 5) && isArg(rhs, 4) ? 1 : isArg(lhs, 4) && isArg(rhs, 5) ? -1 : 0;
+  };
+  if (!v.getType().isF32())
+    return 0;
+  if (auto cvt = v.getDefiningOp<arith::SIToFPOp>()) {
+    auto sub = cvt.getIn().getDefiningOp<arith::SubIOp>();
+    return sub ? signOf(sub.getLhs(), sub.getRhs()) : 0;
+  }
+  if (auto sub = v.getDefiningOp<arith::SubFOp>()) {
+    auto lhs = sub.getLhs().getDefiningOp<arith::SIToFPOp>();
+    auto rhs = sub.getRhs().getDefiningOp<arith::SIToFPOp>();
+    return lhs && rhs ? signOf(lhs.getIn(), rhs.getIn()) : 0;
+  }
+  return 0;
+}
+
+/// A score_mod's returned term linear in the key's distance: `rest + slope * (kv_pos -
+/// q_pos)` (either order; `rest - slope * (q_pos - kv_pos)` and the like) where the slope
+/// depends on the query head and the captures alone, as ALiBi's.
+struct KeyLinearTerm {
+  Value rest, slope;
+  bool negate;  // the returned term is -slope * (kv_pos - q_pos)
+  SmallVector<Operation *> slice;  // the slope's ops, operands first
+};
+
+std::optional<KeyLinearTerm> keyLinearTerm(func::FuncOp fn) {
+  constexpr unsigned firstCapture = 6;  // (score, batch, qo_head, kv_head, q_pos, kv_pos)
+  auto ret = dyn_cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+  if (!fn.getBody().hasOneBlock() || !ret)
+    return std::nullopt;
+  auto term = [&](Value t, Value rest, bool subtracted) -> std::optional<KeyLinearTerm> {
+    auto mul = t.getDefiningOp<arith::MulFOp>();
+    if (!mul)
+      return std::nullopt;
+    for (auto [slope, distance] : {std::make_pair(mul.getLhs(), mul.getRhs()),
+                                   std::make_pair(mul.getRhs(), mul.getLhs())}) {
+      int sign = keyDistanceSign(distance);
+      SmallVector<Operation *> slice;
+      if (sign != 0 && headInvariant(slope, firstCapture, slice))
+        return KeyLinearTerm{rest, slope, (sign < 0) != subtracted, std::move(slice)};
+    }
+    return std::nullopt;
+  };
+  Value r = ret.getOperand(0);
+  if (auto add = r.getDefiningOp<arith::AddFOp>()) {
+    if (auto found = term(add.getRhs(), add.getLhs(), false))
+      return found;
+    return term(add.getLhs(), add.getRhs(), false);
+  }
+  if (auto sub = r.getDefiningOp<arith::SubFOp>())
+    return term(sub.getRhs(), sub.getLhs(), true);
+  return std::nullopt;
+}
+
+/// Splits the key-linear term off the device copy `fn` of a score_mod (ALiBi's bias): `fn`
+/// returns the rest, and the returned function of (qo_head, captures) gives the slope, which
+/// the prefill kernel applies as its built-in ALiBi does (variant_hooks.cuh,
+/// fi_variant_score_slope): one FMA per pair instead of a conversion, a multiply and an add.
+/// Null when the score has no such term.
+func::FuncOp splitKeyLinearTerm(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp fn,
+                                StringRef user) {
+  constexpr unsigned firstCapture = 6;
+  std::optional<KeyLinearTerm> term = keyLinearTerm(fn);
+  if (!term)
+    return {};
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(into);
+  Location loc = fn.getLoc();
+  SmallVector<Type> inputs = {b.getI32Type()};
+  llvm::append_range(inputs, fn.getArgumentTypes().drop_front(firstCapture));
+  auto type = FunctionType::get(b.getContext(), inputs, {b.getF32Type()});
+  auto slope = func::FuncOp::create(b, loc, freshName(module, ("__fi_score_slope_" + user).str()),
+                                    type);
+  slope.setPrivate();
+  internal(slope);
+  Block *entry = slope.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  map.map(fn.getArgument(2), entry->getArgument(0));
+  for (unsigned i = firstCapture; i < fn.getNumArguments(); ++i)
+    map.map(fn.getArgument(i), entry->getArgument(1 + i - firstCapture));
+  for (Operation *op : term->slice)
+    b.clone(*op, map);
+  Value result = map.lookupOrDefault(term->slope);
+  if (term->negate)
+    result = arith::NegFOp::create(b, loc, result);
+  func::ReturnOp::create(b, loc, result);
+  // The copy returns the rest; what computed the term alone goes.
+  Block &body = fn.getBody().front();
+  body.getTerminator()->setOperand(0, term->rest);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))  // (users before what they use)
+    if (isOpTriviallyDead(op))
+      op->erase();
+  return slope;
+}
+
 FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
                                               ValueRange captures,
                                               const VariantDeviceOptions &device,
@@ -554,6 +691,21 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   // (variant_hooks.cuh: whether the mask_mod reads a captured table, a program constant)
   constexpr StringLiteral kMaskReadsTables = "fi_variant_mask_reads_tables";
   auto readsTablesType = FunctionType::get(ctx, {}, {b.getI32Type()});
+  // The score_mod's form as the prefill kernel reads it (variant_hooks.cuh): its slope in
+  // the key's distance (a hook of the query head, or zero) and whether one exists, and
+  // whether what is left of it is the score itself (the kernel then calls nothing per pair).
+  auto scoreForm = [&](func::FuncOp slope, bool identity) {
+    if (slope)
+      makeHook(b, module, body, "fi_variant_score_slope", slope, HookKind::ScoreSlope,
+               TypeRange(captures), loc);
+    else
+      constantHook(b, body, "fi_variant_score_slope", hookType(b, HookKind::ScoreSlope),
+                   b.getF32FloatAttr(0.0f), loc);
+    constantHook(b, body, "fi_variant_score_has_slope", readsTablesType,
+                 b.getI32IntegerAttr(slope ? 1 : 0), loc);
+    constantHook(b, body, "fi_variant_score_is_identity", readsTablesType,
+                 b.getI32IntegerAttr(identity ? 1 : 0), loc);
+  };
   for (auto [attrName, kind] : {std::make_pair(StringRef("score_mod"), HookKind::Score),
                                 std::make_pair(StringRef("mask_mod"), HookKind::Mask)}) {
     auto ref = op->getAttrOfType<FlatSymbolRefAttr>(attrName);
@@ -563,10 +715,12 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
         identityHook(b, body, HookKind::MaskTile, loc);
         constantHook(b, body, kMaskReadsTables, readsTablesType, b.getI32IntegerAttr(0), loc);
       }
-      if (kind == HookKind::Score)
+      if (kind == HookKind::Score) {
         for (StringRef name : {"fi_variant_score_in", "fi_variant_score_out"})
           constantHook(b, body, name, hookType(b, HookKind::ScoreScale),
                        b.getF32FloatAttr(1.0f), loc);
+        scoreForm(nullptr, false);
+      }
       continue;
     }
     auto user = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, ref);
@@ -574,7 +728,12 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     copy.setPrivate();
     useApproxTanh(b, copy);
     if (kind == HookKind::Score) {
+      // (the decode kernel adds no slope: its score_mod keeps the whole score)
+      func::FuncOp slope =
+          decode ? func::FuncOp() : splitKeyLinearTerm(b, module, body, copy, user.getSymName());
       auto [in, out] = foldScoreScales(b, module, body, copy, user.getSymName());
+      auto ret = cast<func::ReturnOp>(copy.getBody().back().getTerminator());
+      scoreForm(slope, ret.getOperand(0) == copy.getArgument(0));
       makeHook(b, module, body, "fi_variant_score_in", in, HookKind::ScoreScale,
                TypeRange(captures), loc);
       makeHook(b, module, body, "fi_variant_score_out", out, HookKind::ScoreScale,

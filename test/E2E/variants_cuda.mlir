@@ -485,3 +485,67 @@ func.func @bsr_bias(%q: tensor<?x8x128xf16>, %k: tensor<?x2x128xf16>,
       -> tensor<?x8x128xf16>, tensor<?x8xf32>
   return %o, %lse : tensor<?x8x128xf16>, tensor<?x8xf32>
 }
+
+// ---------------------------------------------------------------- ALiBi as a slope ---
+// ALiBi from a captured slopes table: on the GPU the prefill kernel takes the slope of
+// each row's head and adds the bias as its built-in ALiBi does (VariantCalls.cpp,
+// splitKeyLinearTerm); ragged, causal, head_dim 64, bf16, with LSE.
+func.func @ragged_alibi(%q: tensor<?x8x64xbf16>, %k: tensor<?x2x64xbf16>,
+    %v: tensor<?x2x64xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %slopes: tensor<8xf32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x8xf32>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x8x64xbf16>
+  %o0 = tensor.empty(%n) : tensor<?x8x64xbf16>
+  %l0 = tensor.empty(%n) : tensor<?x8xf32>
+  %o, %lse = fi.ragged_prefill q(%q : tensor<?x8x64xbf16>)
+      kv(%k, %v : tensor<?x2x64xbf16>, tensor<?x2x64xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%slopes : tensor<8xf32>) outs(%o0, %l0 : tensor<?x8x64xbf16>, tensor<?x8xf32>)
+      {mask_mode = #fi.mask_mode<causal>, score_mod = @alibi_8}
+      -> tensor<?x8x64xbf16>, tensor<?x8xf32>
+  return %o, %lse : tensor<?x8x64xbf16>, tensor<?x8xf32>
+}
+func.func private @alibi_8(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                           %slopes: tensor<8xf32>) -> f32 {
+  %h = arith.index_cast %qh : i32 to index
+  %slope = tensor.extract %slopes[%h] : tensor<8xf32>
+  %d = arith.subi %kp, %qp : i32
+  %df = arith.sitofp %d : i32 to f32
+  %bias = arith.mulf %slope, %df : f32
+  %r = arith.addf %s, %bias : f32
+  return %r : f32
+}
+// A soft cap, then a bias of the distance the other way round (slope * (q_pos - kv_pos)),
+// over random 16 x 32 blocks, causal, head_dim 128, f16, with LSE: the slope negated, the
+// cap's factors folded, each half of a block-sparse tile from its own first key.
+func.func private @cap_then_alibi(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
+                                  %slopes: tensor<8xf32>, %cap: f32) -> f32 {
+  %x = arith.divf %s, %cap : f32
+  %t = math.tanh %x : f32
+  %c = arith.mulf %cap, %t : f32
+  %h = arith.index_cast %qh : i32 to index
+  %slope = tensor.extract %slopes[%h] : tensor<8xf32>
+  %d = arith.subi %qp, %kp : i32
+  %df = arith.sitofp %d : i32 to f32
+  %bias = arith.mulf %df, %slope : f32
+  %r = arith.addf %c, %bias : f32
+  return %r : f32
+}
+func.func @bsr_cap_alibi(%q: tensor<?x8x128xf16>, %k: tensor<?x2x128xf16>,
+    %v: tensor<?x2x128xf16>, %indptr: tensor<?xi32>, %indices: tensor<?xi32>,
+    %slopes: tensor<8xf32>, %cap: f32) -> (tensor<?x8x128xf16>, tensor<?x8xf32>)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %q, %c0 : tensor<?x8x128xf16>
+  %o0 = tensor.empty(%m) : tensor<?x8x128xf16>
+  %l0 = tensor.empty(%m) : tensor<?x8xf32>
+  %o, %lse = fi.block_sparse_attention q(%q : tensor<?x8x128xf16>)
+      kv(%k, %v : tensor<?x2x128xf16>, tensor<?x2x128xf16>)
+      blocks(%indptr, %indices : tensor<?xi32>, tensor<?xi32>)
+      variant_args(%slopes, %cap : tensor<8xf32>, f32)
+      outs(%o0, %l0 : tensor<?x8x128xf16>, tensor<?x8xf32>)
+      {bsr = #fi.bsr<block_rows = 16, block_cols = 32, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, score_mod = @cap_then_alibi}
+      -> tensor<?x8x128xf16>, tensor<?x8xf32>
+  return %o, %lse : tensor<?x8x128xf16>, tensor<?x8xf32>
+}

@@ -41,6 +41,10 @@ void _mlir_ciface_ragged_docs(memref3 *, memref3 *, memref3 *, memref3 *, memref
                               memref1 *);
 void _mlir_ciface_bsr_bias(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
                            memref2 *);
+void _mlir_ciface_ragged_alibi(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
+                               memref1 *);
+void _mlir_ciface_bsr_cap_alibi(o_lse *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *,
+                                memref1 *, float);
 #define DEC_ARGS memref3 *, memref3 *, memref4 *, memref4 *, memref1 *, memref1 *, memref1 *
 void _mlir_ciface_bench_dec_plain(DEC_ARGS);
 void _mlir_ciface_bench_dec_cap_builtin(DEC_ARGS);
@@ -84,6 +88,7 @@ typedef struct {
   memref3 mq, mk, mv;
   memref1 mqo, mkv;
   memref2 mtable;
+  memref1 mslopes;
   float cap;
 } ragged_state;
 static void ragged_state_init(rng *r, ragged_state *s, int hd, fi_dtype dt) {
@@ -101,6 +106,10 @@ static void ragged_state_free(ragged_state *s) {
 static void run_cap(void *st, void *out) {
   ragged_state *s = (ragged_state *)st;
   _mlir_ciface_ragged_cap((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mqo, &s->mkv, s->cap);
+}
+static void run_alibi(void *st, void *out) {
+  ragged_state *s = (ragged_state *)st;
+  _mlir_ciface_ragged_alibi((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mqo, &s->mkv, &s->mslopes);
 }
 static void run_t5(void *st, void *out) {
   ragged_state *s = (ragged_state *)st;
@@ -189,8 +198,9 @@ typedef struct {
   void *q, *k, *v;
   int32_t *indptr, *indices;
   memref3 mq, mk, mv;
-  memref1 mi, mx;
+  memref1 mi, mx, mslopes;
   memref2 mtable;
+  float cap;
 } bsr_state;
 static void bsr_state_init(rng *r, bsr_state *s) {
   s->m = rng_int(r, 1, 700);
@@ -209,6 +219,12 @@ static void bsr_state_free(bsr_state *s) {
 static void run_bsr(void *st, void *out) {
   bsr_state *s = (bsr_state *)st;
   _mlir_ciface_bsr_bias((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mi, &s->mx, &s->mtable);
+}
+
+static void run_bsr_alibi(void *st, void *out) {
+  bsr_state *s = (bsr_state *)st;
+  _mlir_ciface_bsr_cap_alibi((o_lse *)out, &s->mq, &s->mk, &s->mv, &s->mi, &s->mx, &s->mslopes,
+                             s->cap);
 }
 
 /* -------------------------------------------------------------------------- bench --- */
@@ -550,7 +566,7 @@ int main(int argc, char **argv) {
   fi_context_set_num_threads(host_ctx, 0);
   const int configs = (int)arg_long(argc, argv, "configs", 40);
   rng r = {(uint64_t)arg_long(argc, argv, "seed", 1)};
-  enum { KINDS = 7 };
+  enum { KINDS = 9 };
   int passed[KINDS] = {0};
   for (int c = 0; c < configs; ++c) {
     ragged_state s;
@@ -632,13 +648,35 @@ int main(int argc, char **argv) {
     ragged_state_free(&s.r);
     e2e_free(s.doc);
   }
-  e2e_free(table);
+  /* ALiBi-like slopes of either sign (a negative one favours distant keys) */
+  float *slopes = (float *)random_tensor(&r, FI_DTYPE_F32, QH, -0.25, 0.25);
+  const int64_t nslopes = QH;
+  for (int c = 0; c < configs; ++c) {
+    ragged_state s;
+    ragged_state_init(&r, &s, 64, FI_DTYPE_BF16);
+    mr_init(&s.mslopes, 1, slopes, &nslopes);
+    passed[7] += both("alibi", c, run_alibi, &s, sizeof(o_lse), FI_DTYPE_BF16,
+                      s.L.nq * QH * 64, 1, s.L.nq * QH);
+    ragged_state_free(&s);
+  }
+  for (int c = 0; c < configs; ++c) {
+    bsr_state s;
+    bsr_state_init(&r, &s);
+    mr_init(&s.mslopes, 1, slopes, &nslopes);
+    s.cap = (float)rng_int(&r, 5, 50);
+    passed[8] += both("block-sparse soft cap + alibi", c, run_bsr_alibi, &s, sizeof(o_lse),
+                      FI_DTYPE_F16, s.m * QH * 128, 1, s.m * QH);
+    bsr_state_free(&s);
+  }
+  e2e_free(table), e2e_free(slopes);
   const char *names[KINDS] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
                           "t5 bias + head mask (ragged, hd 128, bf16)",
                           "decode sinks + window + soft cap (page 16, hd 128, f16, lse)",
                           "decode RoPE + bias table + head mask (page 8, hd 64, bf16)",
                           "block-sparse bias table + head mask (16 x 32 blocks, hd 128, f16, lse)",
-                          "packed documents from a table (ragged, hd 128, f16)"};
+                          "packed documents from a table (ragged, hd 128, f16)",
+                          "ALiBi from a slopes table (ragged, hd 64, bf16, lse)",
+                          "soft cap + ALiBi after it (block-sparse 16 x 32, hd 128, f16, lse)"};
   int ok = 1;
   for (int i = 0; i < KINDS; ++i) {
     printf("%s: %d/%d configurations %s\n", names[i], passed[i], configs,
