@@ -220,52 +220,25 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
     // was released in the previous unit: no wait), then one block barrier for both.
     // VARIANT with a mask_mod: the producer's lanes classify the sub-tiles (bits read by
     // every warp after the block barrier below); both sides then walk the live ones.
-    // Words of 32 sub-tiles first, a word per lane: a window's mask (or a document's)
-    // leaves most of a long unit's words EMPTY or FULL, and only the PARTIAL ones are
-    // classified sub-tile by sub-tile (a unit of 4096 keys under a window: one round of
-    // word calls and one of sub-tile calls, not eight rounds, before its first copy).
     int n_live = num_sub;
     if (var_mask && producer) {
       const int words = min(kTwsClassWords, (num_sub + 31) / 32);
       n_live = max(num_sub - 32 * kTwsClassWords, 0);
-      for (int w0 = 0; w0 < words; w0 += 32) {
-        const int wd = w0 + lane;
-        int wcls = FI_MASK_TILE_EMPTY;
+      for (int wd = 0; wd < words; ++wd) {
+        const int sub = 32 * wd + lane, k0 = lo + 16 * sub;
+        int cls = FI_MASK_TILE_EMPTY;
         if constexpr (VARIANT)
-          if (wd < words)
-            wcls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1,
-                                        us.q_pos, us.q_pos, max(lo + 512 * wd, us.lo),
-                                        min(lo + 512 * wd + 511, hi - 1), var.captures);
-        int word_live = 0;
-        if (wd < words && wcls != FI_MASK_TILE_PARTIAL) {
-          const int subs = min(32, num_sub - 32 * wd);
-          const uint32_t bits = wcls == FI_MASK_TILE_EMPTY ? 0u
-                                : subs == 32               ? 0xffffffffu
-                                                           : (1u << subs) - 1u;
-          live_bits[wd] = bits;
-          partial_bits[wd] = 0u;
-          word_live = __popc(bits);
+          if (sub < num_sub)
+            cls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1,
+                                       us.q_pos, us.q_pos, max(k0, us.lo),
+                                       min(k0 + 15, hi - 1), var.captures);
+        const uint32_t live = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
+        const uint32_t part = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_PARTIAL);
+        if (lane == 0) {
+          live_bits[wd] = live;
+          partial_bits[wd] = part;
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) word_live += __shfl_xor_sync(0xffffffffu, word_live, o);
-        n_live += word_live;
-        for (uint32_t pw = __ballot_sync(0xffffffffu, wcls == FI_MASK_TILE_PARTIAL); pw;
-             pw &= pw - 1) {
-          const int pwd = w0 + __ffs(pw) - 1, sub = 32 * pwd + lane, k0 = lo + 16 * sub;
-          int cls = FI_MASK_TILE_EMPTY;
-          if constexpr (VARIANT)
-            if (sub < num_sub)
-              cls = fi_variant_mask_tile(u.request, head0, head0 + p.heads_per_cta - 1,
-                                         us.q_pos, us.q_pos, max(k0, us.lo),
-                                         min(k0 + 15, hi - 1), var.captures);
-          const uint32_t live = __ballot_sync(0xffffffffu, cls != FI_MASK_TILE_EMPTY);
-          const uint32_t part = __ballot_sync(0xffffffffu, cls == FI_MASK_TILE_PARTIAL);
-          if (lane == 0) {
-            live_bits[pwd] = live;
-            partial_bits[pwd] = part;
-          }
-          n_live += __popc(live);
-        }
+        n_live += __popc(live);
       }
       if (lane == 0) *live_count = n_live;
       __syncwarp();
