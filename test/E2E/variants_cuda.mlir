@@ -378,8 +378,8 @@ func.func @decode_rope_bias(%q: tensor<?x8x64xbf16>, %k: tensor<?x8x2x64xbf16>,
   return %o : tensor<?x8x64xbf16>
 }
 
-// The decode bench rows ((batch, kv_len, 32, 8), page 16, hd 128, f16): plain, soft cap and
-// a window of 1024, each built in and as a variant, and the keep-all mask.
+// The decode bench rows ((batch, kv_len, 32, 8), page 16, hd 128, f16): plain, soft cap, a
+// window of 1024 and ALiBi, each built in and as a variant, and the keep-all mask.
 func.func @bench_dec_plain(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
     %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
     -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
@@ -446,6 +446,35 @@ func.func @bench_dec_window_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x
       pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
       variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @window}
+      -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+func.func @bench_dec_alibi_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
+    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
+       pos_encoding = #fi.pos_encoding<alibi>} -> tensor<?x32x128xf16>
+  return %o : tensor<?x32x128xf16>
+}
+// (the decode kernel runs the whole score_mod: its I2F, multiply and add per logit)
+func.func @bench_dec_alibi_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
+    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
+    %slopes: tensor<32xf32>) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
+  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
+  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      variant_args(%slopes : tensor<32xf32>) outs(%o0 : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, score_mod = @alibi}
       -> tensor<?x32x128xf16>
   return %o : tensor<?x32x128xf16>
 }

@@ -52,6 +52,8 @@ void _mlir_ciface_bench_dec_cap_variant(DEC_ARGS, float);
 void _mlir_ciface_bench_dec_window_builtin(DEC_ARGS);
 void _mlir_ciface_bench_dec_window_variant(DEC_ARGS, int32_t);
 void _mlir_ciface_bench_dec_keep_variant(DEC_ARGS, int32_t);
+void _mlir_ciface_bench_dec_alibi_builtin(DEC_ARGS);
+void _mlir_ciface_bench_dec_alibi_variant(DEC_ARGS, memref1 *);
 
 enum { QH = 8, KVH = 2 };
 static fi_context *gpu_ctx, *host_ctx;
@@ -455,7 +457,7 @@ static int bench(rng *r) {
  * memory; GB/s over the K and V bytes of the keys each row attends (a window of 1024: the
  * last 1025). Returns whether the variants agree with the built-ins they reimplement. */
 typedef void (*dec_bench_fn)(memref3 *, void *);
-typedef struct { memref3 mq; memref4 mk, mv; memref1 mi, mx, ml; } dec_bench_in;
+typedef struct { memref3 mq; memref4 mk, mv; memref1 mi, mx, ml, mslopes; } dec_bench_in;
 #define DEC_IN(i) &i->mq, &i->mk, &i->mv, &i->mi, &i->mx, &i->ml
 static void d_plain(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_plain(o, DEC_IN(i)); }
 static void d_cap_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_cap_builtin(o, DEC_IN(i)); }
@@ -463,6 +465,8 @@ static void d_cap_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_ben
 static void d_win_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_window_builtin(o, DEC_IN(i)); }
 static void d_win_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_window_variant(o, DEC_IN(i), 1024); }
 static void d_keep_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_keep_variant(o, DEC_IN(i), 0); }
+static void d_alibi_b(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_alibi_builtin(o, DEC_IN(i)); }
+static void d_alibi_v(memref3 *o, void *a) { dec_bench_in *i = a; _mlir_ciface_bench_dec_alibi_variant(o, DEC_IN(i), &i->mslopes); }
 
 /* ms per call of `reps` calls issued back to back (one synchronisation at the end, so the
  * host's planning overlaps the GPU's work and the time is the GPU's while it is the slower);
@@ -506,6 +510,10 @@ static int bench_decode(rng *r) {
   int64_t ni = batch + 1, nx = num_pages, nl = batch;
   mr_init(&in.mq, 3, dq, qs), mr_init(&in.mk, 4, dk, cs), mr_init(&in.mv, 4, dv, cs);
   mr_init(&in.mi, 1, ip, &ni), mr_init(&in.mx, 1, ix, &nx), mr_init(&in.ml, 1, lp, &nl);
+  float slopes[32]; /* ALiBi's (runtime.h's), in device memory */
+  alibi_slopes(qh, slopes);
+  const int64_t nslopes = 32;
+  mr_init(&in.mslopes, 1, device_copy(slopes, sizeof slopes), &nslopes);
   const double row_bytes = 2.0 * kvh * hd * 2; /* K and V of one token, every KV head */
   const double all = (double)batch * len * row_bytes, win = (double)batch * 1025 * row_bytes;
   struct { const char *name; dec_bench_fn f; double bytes; } rows[] = {
@@ -515,8 +523,10 @@ static int bench_decode(rng *r) {
       {"soft cap 30, score_mod variant", d_cap_v, all},
       {"window 1024, built-in", d_win_b, win},
       {"window 1024, mask_mod variant", d_win_v, win},
+      {"ALiBi, built-in", d_alibi_b, all},
+      {"ALiBi, score_mod variant (slopes table)", d_alibi_v, all},
   };
-  enum { ROWS = 6 };
+  enum { ROWS = 8 };
   memref3 outs[ROWS];
   /* The page table is managed memory that the host plan and the kernels both read, so a
    * row's time moves with its pages' migrations: the rows take turns, 5 rounds of 20 calls
@@ -536,26 +546,28 @@ static int bench_decode(rng *r) {
   const int64_t n = numel(3, qs);
   void *o[ROWS];
   for (int i = 0; i < ROWS; ++i) o[i] = result_copy(gpu_ctx, &outs[i], FI_DTYPE_F16, n);
-  double dk2 = 0, dc = 0, dw = 0;
+  double dk2 = 0, dc = 0, dw = 0, da = 0;
   for (int64_t i = 0; i < n; ++i) {
 #define DIFF(a, b) fabs(fi_load_f32(o[a], FI_DTYPE_F16, i) - fi_load_f32(o[b], FI_DTYPE_F16, i))
     dk2 = fmax(dk2, DIFF(0, 1));
     dc = fmax(dc, DIFF(2, 3));
     dw = fmax(dw, DIFF(4, 5));
+    da = DIFF(6, 7) > da || DIFF(6, 7) != DIFF(6, 7) ? DIFF(6, 7) : da; /* (NaN sticks) */
 #undef DIFF
   }
-  printf("  decode variants vs built-ins, max |diff|: keep-all %.3g, soft cap %.3g, window %.3g\n",
-         dk2, dc, dw);
+  printf("  decode variants vs built-ins, max |diff|: keep-all %.3g, soft cap %.3g, window %.3g, "
+         "ALiBi %.3g\n", dk2, dc, dw, da);
   const double agree = 4e-3; /* a few f16 ulps of outputs below 2 */
   if (dk2 > agree) printf("MISMATCH decode keep-all variant vs plain: %.3g\n", dk2);
   if (dc > agree) printf("MISMATCH decode soft cap variant vs built-in: %.3g\n", dc);
   if (dw > agree) printf("MISMATCH decode window variant vs built-in: %.3g\n", dw);
+  if (!(da <= agree)) printf("MISMATCH decode ALiBi variant vs built-in: %.3g\n", da);
   for (int i = 0; i < ROWS; ++i) free(o[i]);
   fi_rt_set_thread_context(gpu_ctx);
-  fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv);
+  fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv), fi_rt_free(in.mslopes.allocated);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ip), e2e_free(ix), e2e_free(lp);
   fi_rt_set_thread_context(NULL);
-  return dk2 <= agree && dc <= agree && dw <= agree;
+  return dk2 <= agree && dc <= agree && dw <= agree && da <= agree;
 }
 
 int main(int argc, char **argv) {
