@@ -216,18 +216,6 @@ struct WsClassify {
   WsClassifyChunk chunk;
   uint32_t kept[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS], full[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS];
 };
-template <bool VARIANT>
-__device__ __forceinline__ bool ws_mask_reads_tables() {
-  if constexpr (VARIANT)
-    return fi_variant_mask_reads_tables() != 0;
-  else
-    return false;
-}
-
-// Part `part` (of `parts`) of every classified tile of chunk `ch`, as ballots in `job`
-// (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
-// (they are masked anyway). Not inlined: one copy for the four warps, where two inlined
-// copies of the program's classifier made ptxas spill twice as much in their 40 registers.
 // The score_mod's form (variant_hooks.cuh): constants once the hooks are inlined.
 template <bool VARIANT>
 __device__ __forceinline__ bool ws_score_has_slope() {
@@ -244,6 +232,18 @@ __device__ __forceinline__ bool ws_score_is_identity() {
     return false;
 }
 
+template <bool VARIANT>
+__device__ __forceinline__ bool ws_mask_reads_tables() {
+  if constexpr (VARIANT)
+    return fi_variant_mask_reads_tables() != 0;
+  else
+    return false;
+}
+
+// Part `part` (of `parts`) of every classified tile of chunk `ch`, as ballots in `job`
+// (lane 0 writes them). Causal pairs past the chunk's last row stay out of the rectangle
+// (they are masked anyway). Not inlined: one copy for the four warps, where two inlined
+// copies of the program's classifier made ptxas spill twice as much in their 40 registers.
 template <bool VARIANT, int CTA_KV>
 __device__ __noinline__ void ws_classify_part(const PrefillParams &p, const WsClassifyChunk ch,
                                               WsClassify *job, int part, int parts, int lane) {
@@ -937,10 +937,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       float alibi_off[2] = {0.f, 0.f};
       if constexpr (VARIANT) {
         if (score_slope) {  // (a block-sparse tile: each half from its own first key)
+          const int key0 = BSR ? bsr_half.x : kv0;
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
-            alibi_off[hh] =
-                row_slope[hh] * (float)((BSR ? bsr_half.x : kv0) + 2 * t4 - q_pos_shift - row_tok[hh]);
+            alibi_off[hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
           const float half_step[2] = {row_slope[0] * (float)(bsr_half.z - 64 - bsr_half.x),
                                       row_slope[1] * (float)(bsr_half.z - 64 - bsr_half.x)};
 #pragma unroll
