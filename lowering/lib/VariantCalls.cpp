@@ -339,55 +339,78 @@ void useApproxTanh(OpBuilder &b, func::FuncOp fn) {
   }
 }
 
-/// Whether `v` depends on nothing but constants and the captured scalars (the arguments
-/// from `firstCapture` on) through side-effect-free arith / math ops: the same for every
-/// pair, so a kernel computes it once. Appends the ops it takes, operands first, to `slice`.
-bool pairInvariant(Value v, unsigned firstCapture, SmallVectorImpl<Operation *> &slice,
-                   unsigned depth = 0) {
+/// Whether `v` depends on nothing but constants and the captures of a score_mod (its
+/// arguments from `firstCapture` on) through side-effect-free ops without regions: the same
+/// for every pair. `perHead` also admits the query head (argument 2), captured tables and
+/// their (clamped) reads: the same for every key a row of one head meets. Appends the ops it
+/// takes, operands first, to `slice`.
+bool invariantSlice(Value v, unsigned firstCapture, bool perHead,
+                    SmallVectorImpl<Operation *> &slice, unsigned depth = 0) {
   if (auto arg = dyn_cast<BlockArgument>(v))
     return arg.getOwner()->isEntryBlock() &&
            isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
-           arg.getArgNumber() >= firstCapture && !isa<MemRefType>(arg.getType());
+           ((arg.getArgNumber() >= firstCapture && (perHead || !isa<MemRefType>(arg.getType()))) ||
+            (perHead && arg.getArgNumber() == 2));
   Operation *def = v.getDefiningOp();
-  if (!def || depth > 16 || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
-      !isa<arith::ArithDialect, math::MathDialect>(def->getDialect()))
+  if (!def || depth > 32 || def->getNumRegions() != 0 ||
+      !(isMemoryEffectFree(def) || (perHead && isa<memref::LoadOp>(def))) ||
+      !(isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) ||
+        (perHead && isa<memref::MemRefDialect>(def->getDialect()))))
     return false;
   if (llvm::is_contained(slice, def))
     return true;
   for (Value operand : def->getOperands())
-    if (!pairInvariant(operand, firstCapture, slice, depth + 1))
+    if (!invariantSlice(operand, firstCapture, perHead, slice, depth + 1))
       return false;
   slice.push_back(def);
   return true;
 }
 
-/// A factor of the score_mod computed once per kernel: `factor` (or its reciprocal) as a
-/// function of the captures of `fn`, given the ops `slice` it is computed by; 1.0 when
-/// `factor` is null.
-func::FuncOp makeScaleFunction(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp fn,
-                               unsigned firstCapture, Value factor,
-                               ArrayRef<Operation *> slice, bool reciprocal, StringRef base) {
+enum class SliceResult { Value, Reciprocal, Negated };
+
+/// A function of the score_mod `fn`'s captures (after its arguments `leading`, e.g. the
+/// query head) that computes `value` by the ops `slice` (or its reciprocal or negation); 1.0
+/// when `value` is null. The factors and the slope the kernels compute once per CTA or row.
+func::FuncOp makeSliceFunction(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp fn,
+                               unsigned firstCapture, ArrayRef<unsigned> leading, Value value,
+                               ArrayRef<Operation *> slice, SliceResult form, StringRef base) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(into);
   Location loc = fn.getLoc();
-  auto type = FunctionType::get(b.getContext(), fn.getArgumentTypes().drop_front(firstCapture),
-                                {b.getF32Type()});
-  auto scale = func::FuncOp::create(b, loc, freshName(module, base), type);
-  scale.setPrivate();
-  internal(scale);
-  Block *entry = scale.addEntryBlock();
+  SmallVector<unsigned> args(leading);
+  for (unsigned i = firstCapture; i < fn.getNumArguments(); ++i)
+    args.push_back(i);
+  SmallVector<Type> inputs;
+  for (unsigned i : args)
+    inputs.push_back(fn.getArgument(i).getType());
+  auto type = FunctionType::get(b.getContext(), inputs, {b.getF32Type()});
+  auto made = func::FuncOp::create(b, loc, freshName(module, base), type);
+  made.setPrivate();
+  internal(made);
+  Block *entry = made.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping map;
-  for (auto [i, arg] : llvm::enumerate(entry->getArguments()))
-    map.map(fn.getArgument(firstCapture + i), arg);
+  for (auto [i, arg] : llvm::enumerate(args))
+    map.map(fn.getArgument(arg), entry->getArgument(i));
   for (Operation *op : slice)
     b.clone(*op, map);
   auto one = [&]() -> Value { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)); };
-  Value result = factor ? map.lookupOrDefault(factor) : one();
-  if (reciprocal)
+  Value result = value ? map.lookupOrDefault(value) : one();
+  if (form == SliceResult::Reciprocal)
     result = arith::DivFOp::create(b, loc, one(), result);
+  else if (form == SliceResult::Negated)
+    result = arith::NegFOp::create(b, loc, result);
   func::ReturnOp::create(b, loc, result);
-  return scale;
+  return made;
+}
+
+/// A factor of the score_mod computed once per kernel: `factor` (or its reciprocal) as a
+/// function of the captures of `fn`; 1.0 when `factor` is null.
+func::FuncOp makeScaleFunction(OpBuilder &b, ModuleOp module, Block *into, func::FuncOp fn,
+                               unsigned firstCapture, Value factor,
+                               ArrayRef<Operation *> slice, bool reciprocal, StringRef base) {
+  return makeSliceFunction(b, module, into, fn, firstCapture, {}, factor, slice,
+                           reciprocal ? SliceResult::Reciprocal : SliceResult::Value, base);
 }
 
 /// The factors of a score_mod the kernel applies itself (variant_hooks.cuh), so that a
@@ -411,12 +434,12 @@ std::pair<func::FuncOp, func::FuncOp> foldScoreScales(OpBuilder &b, ModuleOp mod
       for (auto [x, factor] : {std::make_pair(mul.getLhs(), mul.getRhs()),
                                std::make_pair(mul.getRhs(), mul.getLhs())}) {
         slice.clear();
-        if (pairInvariant(factor, firstCapture, slice))
+        if (invariantSlice(factor, firstCapture, false, slice))
           return std::make_tuple(x, factor, false);
       }
     } else if (auto div = dyn_cast_or_null<arith::DivFOp>(op)) {
       slice.clear();
-      if (pairInvariant(div.getRhs(), firstCapture, slice))
+      if (invariantSlice(div.getRhs(), firstCapture, false, slice))
         return std::make_tuple(div.getLhs(), div.getRhs(), true);
     }
     slice.clear();
@@ -451,30 +474,6 @@ std::pair<func::FuncOp, func::FuncOp> foldScoreScales(OpBuilder &b, ModuleOp mod
     out = makeScaleFunction(b, module, into, fn, firstCapture, nullptr, {}, false,
                             ("__fi_score_out_" + user).str());
   return {in, out};
-}
-
-/// Whether `v` depends on nothing but the query head (argument 2 of a score_mod), the
-/// captures (from `firstCapture` on, tables included) and constants, through ops without
-/// regions that at most read memory (a captured table's clamped load): the same for every
-/// key a row of one head meets. Appends the ops it takes, operands first, to `slice`.
-bool headInvariant(Value v, unsigned firstCapture, SmallVectorImpl<Operation *> &slice,
-                   unsigned depth = 0) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner()->isEntryBlock() &&
-           isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
-           (arg.getArgNumber() == 2 || arg.getArgNumber() >= firstCapture);
-  Operation *def = v.getDefiningOp();
-  if (!def || depth > 32 || def->getNumRegions() != 0 ||
-      !(isMemoryEffectFree(def) || isa<memref::LoadOp>(def)) ||
-      !isa<arith::ArithDialect, math::MathDialect, memref::MemRefDialect>(def->getDialect()))
-    return false;
-  if (llvm::is_contained(slice, def))
-    return true;
-  for (Value operand : def->getOperands())
-    if (!headInvariant(operand, firstCapture, slice, depth + 1))
-      return false;
-  slice.push_back(def);
-  return true;
 }
 
 /// +1 when `v` is kv_pos - q_pos as an f32 (the i32 difference converted, or the
@@ -524,7 +523,7 @@ std::optional<KeyLinearTerm> keyLinearTerm(func::FuncOp fn) {
                                    std::make_pair(mul.getRhs(), mul.getLhs())}) {
       int sign = keyDistanceSign(distance);
       SmallVector<Operation *> slice;
-      if (sign != 0 && headInvariant(slope, firstCapture, slice))
+      if (sign != 0 && invariantSlice(slope, firstCapture, true, slice))
         return KeyLinearTerm{rest, slope, (sign < 0) != subtracted, std::move(slice)};
     }
     return std::nullopt;
@@ -551,28 +550,9 @@ func::FuncOp splitKeyLinearTerm(OpBuilder &b, ModuleOp module, Block *into, func
   std::optional<KeyLinearTerm> term = keyLinearTerm(fn);
   if (!term)
     return {};
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(into);
-  Location loc = fn.getLoc();
-  SmallVector<Type> inputs = {b.getI32Type()};
-  llvm::append_range(inputs, fn.getArgumentTypes().drop_front(firstCapture));
-  auto type = FunctionType::get(b.getContext(), inputs, {b.getF32Type()});
-  auto slope = func::FuncOp::create(b, loc, freshName(module, ("__fi_score_slope_" + user).str()),
-                                    type);
-  slope.setPrivate();
-  internal(slope);
-  Block *entry = slope.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  IRMapping map;
-  map.map(fn.getArgument(2), entry->getArgument(0));
-  for (unsigned i = firstCapture; i < fn.getNumArguments(); ++i)
-    map.map(fn.getArgument(i), entry->getArgument(1 + i - firstCapture));
-  for (Operation *op : term->slice)
-    b.clone(*op, map);
-  Value result = map.lookupOrDefault(term->slope);
-  if (term->negate)
-    result = arith::NegFOp::create(b, loc, result);
-  func::ReturnOp::create(b, loc, result);
+  func::FuncOp slope = makeSliceFunction(
+      b, module, into, fn, firstCapture, {2}, term->slope, term->slice,
+      term->negate ? SliceResult::Negated : SliceResult::Value, ("__fi_score_slope_" + user).str());
   // The copy returns the rest; what computed the term alone goes.
   Block &body = fn.getBody().front();
   body.getTerminator()->setOperand(0, term->rest);
@@ -690,7 +670,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   // and the mask's tile classifier.
   // (variant_hooks.cuh: whether the mask_mod reads a captured table, a program constant)
   constexpr StringLiteral kMaskReadsTables = "fi_variant_mask_reads_tables";
-  auto readsTablesType = FunctionType::get(ctx, {}, {b.getI32Type()});
+  auto flagType = FunctionType::get(ctx, {}, {b.getI32Type()});  // () -> i32 constants
   // The score_mod's form as the prefill kernel reads it (variant_hooks.cuh): its slope in
   // the key's distance (a hook of the query head, or zero) and whether one exists, and
   // whether what is left of it is the score itself (the kernel then calls nothing per pair).
@@ -701,9 +681,9 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     else
       constantHook(b, body, "fi_variant_score_slope", hookType(b, HookKind::ScoreSlope),
                    b.getF32FloatAttr(0.0f), loc);
-    constantHook(b, body, "fi_variant_score_has_slope", readsTablesType,
+    constantHook(b, body, "fi_variant_score_has_slope", flagType,
                  b.getI32IntegerAttr(slope ? 1 : 0), loc);
-    constantHook(b, body, "fi_variant_score_is_identity", readsTablesType,
+    constantHook(b, body, "fi_variant_score_is_identity", flagType,
                  b.getI32IntegerAttr(identity ? 1 : 0), loc);
   };
   for (auto [attrName, kind] : {std::make_pair(StringRef("score_mod"), HookKind::Score),
@@ -713,7 +693,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       identityHook(b, body, kind, loc);
       if (kind == HookKind::Mask) {
         identityHook(b, body, HookKind::MaskTile, loc);
-        constantHook(b, body, kMaskReadsTables, readsTablesType, b.getI32IntegerAttr(0), loc);
+        constantHook(b, body, kMaskReadsTables, flagType, b.getI32IntegerAttr(0), loc);
       }
       if (kind == HookKind::Score) {
         for (StringRef name : {"fi_variant_score_in", "fi_variant_score_out"})
@@ -743,7 +723,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
     if (kind == HookKind::Mask) {
       bool reads = false;
       copy.walk([&](memref::LoadOp) { reads = true; });
-      constantHook(b, body, kMaskReadsTables, readsTablesType, b.getI32IntegerAttr(reads), loc);
+      constantHook(b, body, kMaskReadsTables, flagType, b.getI32IntegerAttr(reads), loc);
       func::FuncOp tiles = makeTileClassifier(b, module, body, user, copy);
       makeHook(b, module, body, deviceHookName(HookKind::MaskTile), tiles, HookKind::MaskTile,
                TypeRange(captures), loc);
