@@ -216,28 +216,18 @@ struct WsClassify {
   WsClassifyChunk chunk;
   uint32_t kept[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS], full[WS_CLASSIFY_PARTS][WS_KEPT_GROUPS];
 };
-// The score_mod's form (variant_hooks.cuh): constants once the hooks are inlined.
+// The program's facts the variant kernels read from it (variant_hooks.cuh): constants once
+// its hooks are inlined; none in the runtime's own instances, which never reference them.
+struct WsVariantForm {
+  bool mask_reads_tables, score_has_slope, score_is_identity;
+};
 template <bool VARIANT>
-__device__ __forceinline__ bool ws_score_has_slope() {
+__device__ __forceinline__ WsVariantForm ws_variant_form() {
   if constexpr (VARIANT)
-    return fi_variant_score_has_slope() != 0;
+    return {fi_variant_mask_reads_tables() != 0, fi_variant_score_has_slope() != 0,
+            fi_variant_score_is_identity() != 0};
   else
-    return false;
-}
-template <bool VARIANT>
-__device__ __forceinline__ bool ws_score_is_identity() {
-  if constexpr (VARIANT)
-    return fi_variant_score_is_identity() != 0;
-  else
-    return false;
-}
-
-template <bool VARIANT>
-__device__ __forceinline__ bool ws_mask_reads_tables() {
-  if constexpr (VARIANT)
-    return fi_variant_mask_reads_tables() != 0;
-  else
-    return false;
+    return {false, false, false};
 }
 
 // Part `part` (of `parts`) of every classified tile of chunk `ch`, as ballots in `job`
@@ -398,7 +388,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
     const bool classify = VARIANT && !BSR && p.variant_mask;
     // (the four warps share the classifying where the mask reads tables, WsClassify)
-    const int parts = classify && ws_mask_reads_tables<VARIANT>() ? WS_CLASSIFY_PARTS : 1;
+    const int parts =
+        classify && ws_variant_form<VARIANT>().mask_reads_tables ? WS_CLASSIFY_PARTS : 1;
     if (warp != W::CONSUMER_WARPS) {  // warps 9-11 lend their registers, and classify
       if constexpr (VARIANT && !BSR)
         for (uint32_t round = 0; parts > 1; ++round) {
@@ -780,14 +771,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if (p.variant_score) {
         score_scales = score_mod_scales(p.variant_captures);
         c_log2 = score_scales.log2;
-        score_call = !ws_score_is_identity<VARIANT>();
+        score_call = !ws_variant_form<VARIANT>().score_is_identity;
         if (!score_call) c_log2 *= p.sm_scale * score_scales.in;
       }
     }
     const float logit_unit = p.sm_scale * score_scales.in;
     // A score_mod's slope in the key's distance (ALiBi written in IR): per row, in S's
     // units, added as the built-in ALiBi's bias (the variant kernels have no X_ALIBI).
-    const bool score_slope = ws_score_has_slope<VARIANT>();
+    const bool score_slope = ws_variant_form<VARIANT>().score_has_slope;
     if constexpr (VARIANT) {
       if (score_slope) {
 #pragma unroll
