@@ -238,11 +238,15 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // values; l is scaled alike, so O / l is not, and the LSE subtracts it).
 // OFFSET: this lane's logits are s + offset (raw units, the same for the row's pairs that
 // the lane holds; ALiBi's per-tile part): the max and P take it in once per row.
+// slack (log2 units, FlashAttention-4's lazy rescaling): the running max stays while the
+// tile's max exceeds it by at most slack, so P may reach 2^slack (times 2^p_log2_offset)
+// and O needs no rescale on such tiles; l and the LSE use the same reference, so O / l
+// and the LSE are exact either way.
 template <bool OFFSET = false, int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
                                                     float &l_run, float c_log2,
                                                     float p_log2_offset = 0.f,
-                                                    float offset = 0.f) {
+                                                    float offset = 0.f, float slack = 0.f) {
   float part[NB];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
@@ -250,7 +254,8 @@ __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, f
   if (OFFSET) mx += offset;
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-  mx = fmaxf(m_run, mx * c_log2);  // log2 domain
+  mx *= c_log2;  // log2 domain
+  mx = mx > m_run + slack ? mx : m_run;  // (a NaN max keeps m_run, as fmaxf would)
   const float m_use = (mx == -INFINITY) ? 0.f : mx;
   const float scale = exp2f(m_run - m_use);
   m_run = mx;
@@ -988,8 +993,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
       for (int mq = 0; mq < MMA_Q; ++mq)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          row_scale[mq][hh] =
-              online_softmax_row(s[mq], hh, m_run[mq][hh], l_run[mq][hh], c_log2);
+          row_scale[mq][hh] = online_softmax_row(s[mq], hh, m_run[mq][hh], l_run[mq][hh],
+                                                 c_log2, 0.f, 0.f, 8.f);  // (P <= 2^8)
           any_rescale |= row_scale[mq][hh] != 1.f;
         }
       // P as the A operand of the PV mma (half the registers of the fp32 S, before the
@@ -1007,7 +1012,8 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
           for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
       }
-      // Rescale O only when some row's maximum moved (rare after the first tiles).
+      // Rescale O only when some row's maximum moved past the slack (rare after the first
+      // tile).
       if (__any_sync(0xffffffffu, any_rescale)) {
 #pragma unroll
         for (int mq = 0; mq < MMA_Q; ++mq) rescale_o(o[mq], row_scale[mq]);

@@ -348,8 +348,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // key bytes along V^T's rows per step, K-major (LBO unused).
   constexpr uint32_t V_STEP = FP8 ? 32 : 16 * 128, V_LBO = FP8 ? 16 : CTA_KV * 128;
   // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
-  // the softmax's small probabilities keep their bits; the largest, 256, is far from 448).
+  // the softmax's small probabilities keep their bits; the largest, 2^8 times the slack's
+  // 2^0.75 below, stays under e4m3's 448).
   constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
+  // The softmax's lazy-rescale slack (log2, online_softmax_row): P up to 2^8 in 16 bits
+  // (O skips the rescale on ~all tiles past a row's first); fp8's P * 2^8 up to 2^8.75 = 431,
+  // below e4m3's largest (448).
+  constexpr float SLACK = FP8 ? 0.75f : 8.f;
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
   unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
@@ -1109,10 +1114,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         row_scale[hh] = score_slope ? online_softmax_row<true>(s, hh, m_run[hh], l_run[hh],
-                                                               c_log2, P_LOG2, alibi_off[hh])
+                                                               c_log2, P_LOG2, alibi_off[hh],
+                                                               SLACK)
                                     : online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
                                                                   FP8 ? row_c_log2[hh] : c_log2,
-                                                                  P_LOG2, alibi_off[hh]);
+                                                                  P_LOG2, alibi_off[hh], SLACK);
         any_rescale |= row_scale[hh] != 1.f;
       }
       uint32_t pa[KB][4];

@@ -131,6 +131,9 @@ enum {
 
 static int ws_mode; /* FI_TEST_PREFILL_WS: every config on the warp-specialised kernel */
 static int fp8_mode; /* FI_TEST_PREFILL_FP8: every config fp8 attention (Hopper) */
+/* FI_PREFILL_WARP_SPEC=0 (the mma.sync tiers only): no fp8 attention, which runs only on
+ * the warp-specialised kernel (such runs are refused with a message) */
+static int ws_off;
 
 static void *dmalloc(size_t bytes) {
   void *p = NULL;
@@ -850,7 +853,7 @@ static void draw_config(config *c, int i) {
    * no RoPE (refused); every other feature as drawn. All configs with FI_TEST_PREFILL_FP8,
    * else one in five of those on Hopper that force no tiles (the forced ones keep covering
    * every compiled variant). */
-  if (hopper && (fp8_mode || (!c->force_tiles && rnd() % 5 == 0))) {
+  if (hopper && !ws_off && (fp8_mode || (!c->force_tiles && rnd() % 5 == 0))) {
     c->o_dtype = c->q_dtype;
     c->q_dtype = c->kv_dtype = FI_DTYPE_E4M3;
     c->hd = 128;
@@ -897,6 +900,12 @@ int main(void) {
   int num = count ? atoi(count) : 240;
   ws_mode = getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0;
   fp8_mode = getenv("FI_TEST_PREFILL_FP8") && atoi(getenv("FI_TEST_PREFILL_FP8")) > 0;
+  ws_off = getenv("FI_PREFILL_WARP_SPEC") && !strcmp(getenv("FI_PREFILL_WARP_SPEC"), "0");
+  if (ws_off && (fp8_mode || ws_mode)) {
+    fprintf(stderr, "FI_PREFILL_WARP_SPEC=0 turns off the kernel that FI_TEST_PREFILL_%s "
+                    "tests; unset one of them\n", fp8_mode ? "FP8" : "WS");
+    return 1;
+  }
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
