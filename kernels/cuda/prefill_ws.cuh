@@ -352,8 +352,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // 2^0.75 below, stays under e4m3's 448).
   constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
   // The softmax's lazy-rescale slack (log2, online_softmax_row): P up to 2^8 in 16 bits
-  // (O skips the rescale on ~all tiles past a row's first); fp8's P * 2^8 up to 2^8.75 = 431,
-  // below e4m3's largest (448).
+  // (O is rescaled only where a row's max grows past that); fp8's P * 2^8 up to 2^8.75 =
+  // 431, below e4m3's largest (448).
   constexpr float SLACK = FP8 ? 0.75f : 8.f;
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
