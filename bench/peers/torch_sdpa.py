@@ -2,15 +2,16 @@
 # ragged causal rows: fp16, hd 128, TFLOP/s over the kept pairs L (L + 1) / 2 as fi_bench
 # counts them. GQA=1: 8 KV heads through enable_gqa; else K / V expanded to the query heads.
 # Run on the GPU machine (PyTorch there): python3 bench/peers/torch_sdpa.py
+import os
 import torch, torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 rows = [(1, 8192, 32, 8), (8, 2048, 32, 8), (32, 512, 32, 8), (4, 4096, 32, 32)]
+gqa = os.environ.get("GQA") == "1"
 print(torch.cuda.get_device_name(), torch.__version__)
 for b, L, hq, hk in rows:
     q = torch.randn(b, hq, L, 128, device="cuda", dtype=torch.float16)
     k = torch.randn(b, hk, L, 128, device="cuda", dtype=torch.float16)
     v = torch.randn(b, hk, L, 128, device="cuda", dtype=torch.float16)
-    gqa = __import__("os").environ.get("GQA") == "1"
     if not gqa:
         k = k.repeat_interleave(hq // hk, dim=1); v = v.repeat_interleave(hq // hk, dim=1)
     flops = 4.0 * b * hq * 128 * L * (L + 1) / 2

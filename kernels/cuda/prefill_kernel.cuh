@@ -242,6 +242,8 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // tile's max exceeds it by at most slack, so P may reach 2^slack (times 2^p_log2_offset)
 // and O needs no rescale on such tiles; l and the LSE use the same reference, so O / l
 // and the LSE are exact either way.
+// The slack for P in 16 bits (f16 / bf16 hold P <= 2^8 with O and l in fp32).
+constexpr float SOFTMAX_SLACK_16BIT = 8.f;
 template <bool OFFSET = false, int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
                                                     float &l_run, float c_log2,
@@ -994,7 +996,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           row_scale[mq][hh] = online_softmax_row(s[mq], hh, m_run[mq][hh], l_run[mq][hh],
-                                                 c_log2, 0.f, 0.f, 8.f);  // (P <= 2^8)
+                                                 c_log2, 0.f, 0.f, SOFTMAX_SLACK_16BIT);
           any_rescale |= row_scale[mq][hh] != 1.f;
         }
       // P as the A operand of the PV mma (half the registers of the fp32 S, before the
@@ -1012,8 +1014,7 @@ __global__ void __launch_bounds__(Shape<HD, CTA_Q, CTA_KV, WG>::THREADS,
 #pragma unroll
           for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
       }
-      // Rescale O only when some row's maximum moved past the slack (rare after the first
-      // tile).
+      // Rescale O only where some row's maximum grew past the slack.
       if (__any_sync(0xffffffffu, any_rescale)) {
 #pragma unroll
         for (int mq = 0; mq < MMA_Q; ++mq) rescale_o(o[mq], row_scale[mq]);

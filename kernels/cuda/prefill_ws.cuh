@@ -354,7 +354,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // The softmax's lazy-rescale slack (log2, online_softmax_row): P up to 2^8 in 16 bits
   // (O is rescaled only where a row's max grows past that); fp8's P * 2^8 up to 2^8.75 =
   // 431, below e4m3's largest (448).
-  constexpr float SLACK = FP8 ? 0.75f : 8.f;
+  constexpr float SLACK = FP8 ? 0.75f : SOFTMAX_SLACK_16BIT;
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
   unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
