@@ -185,6 +185,25 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
       : "memory");
 }
+// The box of the 3-D tensor map `map` at coordinates (c0, c1, c2) written from shared memory
+// at `src` through the copy engine (shared -> global), in this thread's current bulk group:
+// `src` may be reused once tma_store_wait_read has returned.
+__device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::
+          "l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
+      : "memory");
+}
+// Closes this thread's bulk group of tensor stores.
+__device__ __forceinline__ void tma_store_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until this thread's committed tensor stores have read their shared memory.
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
 // The box of the 4-D tensor map `map` (a __grid_constant__ kernel parameter) at
 // coordinates (c0, c1, c2, c3), innermost first, global -> shared through the copy engine,
 // its bytes counted on `bar` (complete_tx).

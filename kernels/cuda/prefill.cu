@@ -136,6 +136,22 @@ bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, 
                       encode_map(&m->q_row, q->data, 3, d, st, b_row, esz)));
 }
 
+// o (D, qo heads, tokens) of the output's 16-bit elements with boxes of (64 head dims, group
+// heads, 64 / group tokens): one consumer warpgroup's rows, which the kernel stores through
+// the copy engine (WsMaps.o_store). Off (the consumers store the rows themselves) for a
+// group that does not divide 64, rows packed across tokens, or rows the driver cannot map.
+void encode_o_map(fi_prefill::WsMaps *m, const fi_tensor *o, int D, int group, bool across) {
+  memset(&m->o, 0, sizeof m->o);
+  m->o_store = 0;
+  if (across || group < 1 || 64 % group != 0 || o->strides[2] != 1 ||
+      (o->dtype != FI_DTYPE_F16 && o->dtype != FI_DTYPE_BF16))
+    return;
+  const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)o->shape[1], (cuuint64_t)o->shape[0]};
+  const cuuint64_t st[2] = {(cuuint64_t)(o->strides[1] * 2), (cuuint64_t)(o->strides[0] * 2)};
+  const cuuint32_t b[3] = {64, (cuuint32_t)group, (cuuint32_t)(64 / group)};
+  m->o_store = encode_map(&m->o, o->data, 3, d, st, b) ? 1 : 0;
+}
+
 // Token rows t (D, kv heads, rows) of esz-byte elements with boxes of (one 128-byte row of
 // head dims, 1 head, box_rows rows).
 bool encode_rows_map(CUtensorMap *map, const fi_tensor *t, int D, int box_rows, int esz) {
@@ -357,6 +373,8 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
     if (!encode_fp8_maps(&maps, q, &sk, sa.svt, sa.vt_pitch, a->head_dim, a->num_kv_heads,
                          p.group, p.rows_across != 0))
       snprintf(why, sizeof why, "tensors the driver cannot map (strides or alignment)");
+    else
+      encode_o_map(&maps, o, a->head_dim, p.group, p.rows_across != 0);
   }
   if (why[0])
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
@@ -528,6 +546,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
                       p.page_size, p.bsr_tiles ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
+  if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
   // that the warp-specialised kernel cannot take (no prefill stage, tensors the driver
   // cannot map) runs it too, with q 128 x kv 64 tiles (the tile list is the same; the

@@ -47,8 +47,11 @@
 //     softmax (FA3's intra-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
 //     arrivals) once its S has landed and its V (`v_empty`) once its P V has.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
-// one-warpgroup kernel's, two warpgroups share each tile), O written once (staged through
-// the warpgroup's own Q rows for 16-byte stores), split-KV units write fp32 partial rows +
+// one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
+// unit's rows staged in the output buffer and stored by the copy engine (a box of o per
+// warpgroup, WsMaps.o; the consumers go on to the next chunk at once), a unit's last partial
+// chunk (or a group not dividing 64) staged in the warpgroup's own Q rows and copied out by
+// its threads in 16-byte stores; split-KV units write fp32 partial rows +
 // LSE for the merge kernel. Rows a box reads past a unit's end (other tokens, or zeros past
 // the tensor) are computed and never stored; K rows past the request's end are masked and
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
@@ -86,7 +89,12 @@ struct WsMaps {
   // For the chunks that pack rows across tokens (rows_across; q's boxes are then one whole
   // token): q_run, boxes of 8 whole tokens, and q_row, of one row (one head of one token).
   CUtensorMap q_run, q_row;
+  // o (D, qo heads, tokens) of the output's 16-bit type with boxes of (64 dims, group heads,
+  // 64 / group tokens): one warpgroup's rows, stored by the copy engine from where the
+  // epilogue stages them (o_store = 1; a group dividing 64, output rows the driver maps).
+  CUtensorMap o;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
+  int32_t o_store;
 };
 
 // Q tiles that pack rows across tokens (PrefillParams.rows_across; internal.h,
@@ -112,6 +120,13 @@ struct WsChunk {
   // the keys every row keeps [in_lo, in_hi) (tiles inside need no masking).
   int dense, in_lo, in_hi;
 };
+
+// Whether a chunk's output rows go out as boxes of o through the copy engine (WsMaps.o):
+// a whole chunk of the unit's rows, written whole (not split-KV's partial rows).
+template <int CTA_Q>
+__device__ __forceinline__ bool ws_store_box(const WsMaps &maps, const WsChunk &c) {
+  return maps.o_store && c.wu.partial_row < 0 && c.chunk + CTA_Q <= c.packed_end;
+}
 
 // The extras compiled into an instance of the kernel (its XF, a set of these bits).
 enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7 };
@@ -309,11 +324,14 @@ struct WsShape {
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
+  // The output rows of a chunk staged for the copy engine's stores (WsMaps.o_store): their
+  // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it.
+  static constexpr int O_BYTES = CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the descriptors: per ring stage, the first key and mask class of the tile in it,
   // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
   // producer's walk skips tiles, see WsClassify).
-  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + BARRIERS * 8 +
+  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES + BARRIERS * 8 +
                               Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
                               sizeof(WsClassify);
 };
@@ -358,7 +376,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   extern __shared__ __align__(1024) unsigned char ws_smem[];
   unsigned char *const q_slots = ws_smem;
   unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
-  uint64_t *const bars = reinterpret_cast<uint64_t *>(kv_ring + STAGES * 2 * W::KV_BYTES);
+  DT *const o_rows = reinterpret_cast<DT *>(kv_ring + STAGES * 2 * W::KV_BYTES);
+  uint64_t *const bars = reinterpret_cast<uint64_t *>(kv_ring + STAGES * 2 * W::KV_BYTES +
+                                                      W::O_BYTES);
   uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
   uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
@@ -1217,9 +1237,17 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       l_run[hh] = l;
     }
-    DT *const q_rows = reinterpret_cast<DT *>(q_tile);
+    const bool store_box = ws_store_box<CTA_Q>(maps, c);
+    // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
+    // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
+    // completed), which its threads copy out.
+    DT *const q_rows = store_box ? o_rows : reinterpret_cast<DT *>(q_tile);
+    if (store_box) {
+      if ((tid & 127) == 0) fi::tma_store_wait_read();
+      wg_sync(wg);
+    }
     if (wu.partial_row < 0) {
-      // Stage O in this warpgroup's own Q rows (its last Q K^T has completed).
+      // Stage O.
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const float l = l_run[hh];
@@ -1239,9 +1267,23 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
         }
       }
+      // A chunk of whole rows of the unit (every chunk but a unit's last, as a rule): each
+      // warpgroup's 64 rows are one box of o, stored by the copy engine from the staged
+      // rows (the Q slot's swizzled layout is the box's), so the consumers go on at once.
+      if (store_box) fi::fence_proxy_async_smem();
       wg_sync(wg);
+      if (store_box) {
+        if ((tid & 127) == 0) {
+          const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
 #pragma unroll
-      for (int it = 0; it < 64 * CH / 128; ++it) {
+          for (int slab = 0; slab < HD / 64; ++slab)
+            fi::tma_store_3d(&maps.o, q_rows + slab * (CTA_Q * 64) + wg * (64 * 64), slab * 64,
+                             kv_head * group, q_tok_begin + tok);
+          fi::tma_store_commit();
+        }
+      } else {
+#pragma unroll
+        for (int it = 0; it < 64 * CH / 128; ++it) {
         const int idx = (tid & 127) + it * 128;
         const int row = wg * 64 + idx / CH, c = idx % CH;
         const int pr = chunk + row;
@@ -1253,6 +1295,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           *reinterpret_cast<uint4 *>(dst) =
               *reinterpret_cast<const uint4 *>(q_rows + tile_off<HD, CTA_Q, true>(row, c));
         }
+      }
       }
     } else {
       // Split-KV: fp32 partial rows + natural-log LSE for the merge.
@@ -1280,6 +1323,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     wg_sync(wg);
     if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
   }
+  if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
 #else
   __trap();  // launched only on sm_90a builds (prefill.cu)
 #endif

@@ -117,6 +117,20 @@ static float load_elem(const void *buf, fi_dtype dt, size_t i) {
                             : bf16_to_f32(((const uint16_t *)buf)[i]);
 }
 
+/* The device's output rows (rows of row_bytes, pad_bytes apart) into dst, packed; returns
+ * the padding bytes that are no longer the poison 0xff (written by the kernel). */
+static size_t fetch_rows(void *dst, const void *dev, uint8_t *staging, int64_t rows,
+                         size_t row_bytes, size_t pad_bytes) {
+  const size_t pitch = row_bytes + pad_bytes;
+  CK(cudaMemcpy(staging, dev, (size_t)rows * pitch, cudaMemcpyDeviceToHost));
+  size_t touched = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    memcpy((uint8_t *)dst + (size_t)r * row_bytes, staging + (size_t)r * pitch, row_bytes);
+    for (size_t b = 0; b < pad_bytes; ++b) touched += staging[(size_t)r * pitch + row_bytes + b] != 0xff;
+  }
+  return touched;
+}
+
 /* ------------------------------------------------------------------ a config ------ */
 
 typedef struct config {
@@ -136,6 +150,8 @@ typedef struct config {
   int plan_without_bits; /* custom mask: the CUDA plan made with mask.bits NULL */
   int head_scales; /* fp8 attention with per-head q, k and v scales */
   int spiky; /* some key rows x 16: a row's max jumps mid-row past the lazy-rescale slack */
+  int o_pad; /* elements between one token's output rows and the next's (strided o; the
+                CUDA kernels take strides of multiples of 8 elements) */
   float soft_cap, sm_scale, k_scale, v_scale, q_scale;
   fi_tiles tiles;
   int *qo_len, *kv_len;
@@ -199,7 +215,7 @@ static const char *pos_name(fi_pos_encoding p) {
 static void describe(const config *c, char *buf, size_t n) {
   int off = snprintf(buf, n,
                      "%s %s/%s->%s hd%d heads %d/%d batch %d%s%s page %d mask %s%s%s pos %s win %d cap "
-                     "%.1f lse %d split %d tiles %s%s%d/%d%s%s%s lens",
+                     "%.1f lse %d split %d tiles %s%s%d/%d%s%s%s o pad %d lens",
                      c->paged ? "paged" : "ragged", fi_dtype_name(c->q_dtype),
                      fi_dtype_name(c->kv_dtype), fi_dtype_name(c->o_dtype), c->hd, c->qo_heads, c->kv_heads, c->batch,
                      c->paged ? (c->layout == FI_LAYOUT_NHD ? " NHD" : " HND") : "", "",
@@ -213,7 +229,8 @@ static void describe(const config *c, char *buf, size_t n) {
                      c->soft_cap, c->with_lse, c->fixed_split, c->force_tiles ? "forced " : "",
                      c->tiles.cores == FI_CORES_WGMMA ? "wgmma " : "", c->tiles.q_tile,
                      c->tiles.kv_tile, c->use_stage ? " stage" : "",
-                     c->head_scales ? " head-scales" : "", c->spiky ? " spiky keys" : "");
+                     c->head_scales ? " head-scales" : "", c->spiky ? " spiky keys" : "",
+                     c->o_pad);
   for (int i = 0; i < c->batch && off < (int)n - 24; ++i)
     off += snprintf(buf + off, n - (size_t)off, " %d:%d", c->qo_len[i], c->kv_len[i]);
 }
@@ -467,10 +484,16 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   int32_t *dind = dcopy(indices ? indices : page_indptr, indices ? (size_t)page_indptr[B] * 4 + 4 : 4);
   uint8_t *dmb = dcopy(mask_bits, mask_bytes);
   int32_t *dmi = dcopy(mask_indptr, (size_t)(B + 1) * 4);
-  void *dout = dmalloc((size_t)nnz_qo * Hq * hd * ob);
+  /* o's token rows o_row elements apart: the padding must stay poisoned. */
+  const int64_t o_row = (int64_t)Hq * hd + c->o_pad;
+  const size_t o_dev_bytes = (size_t)nnz_qo * (size_t)o_row * ob;
+  void *dout = dmalloc(o_dev_bytes);
+  uint8_t *o_dev_host = malloc(o_dev_bytes + 1);
+  size_t pad_touched = 0;
   float *dlse = dmalloc((size_t)nnz_qo * Hq * 4 + 4);
   fi_tensor dtq = fi_tensor_contiguous(dq, c->q_dtype, 3, q_shape);
   fi_tensor dto = fi_tensor_contiguous(dout, odt, 3, q_shape);
+  dto.strides[0] = o_row;
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lse_shape);
   fi_custom_mask dmask = {dmb, dmi};
   const fi_custom_mask *dmask_p = c->mask == FI_MASK_CUSTOM ? &dmask : NULL;
@@ -481,13 +504,14 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   /* Two runs of the same plan, outputs poisoned before each: the second must equal the
    * first bit for bit (the persistent kernel's scheduler starts from zero every run). */
   for (int rep = 0; rep < 2; ++rep) {
-    CK(cudaMemset(dout, 0xff, o_bytes));    /* NaN in f16 and bf16 */
+    CK(cudaMemset(dout, 0xff, o_dev_bytes)); /* NaN in f16 and bf16 */
     CK(cudaMemset(dlse, 0xff, l_bytes + 4)); /* NaN in f32 */
     s = run_on(cuda, &pd, c, &dtq, dk, dv, kv_dims, dqo, dkv, &dpages, dmask_p, &dto, &dtl);
     describe(c, desc, sizeof desc);
     if (s) { fprintf(stderr, "config %d: cuda run: %s\n  %s\n", idx, fi_last_error(cuda), desc); return 1; }
     CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(rep ? od2 : od, dout, o_bytes, cudaMemcpyDeviceToHost));
+    pad_touched += fetch_rows(rep ? od2 : od, dout, o_dev_host, nnz_qo, (size_t)Hq * hd * ob,
+                              (size_t)c->o_pad * ob);
     CK(cudaMemcpy(rep ? ld2 : ld, dlse, l_bytes, cudaMemcpyDeviceToHost));
   }
   const int rerun_differs =
@@ -500,7 +524,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   {
     void *wd2 = dmalloc(ws_d);
     CK(cudaMemset(wd2, 0xff, ws_d));
-    CK(cudaMemset(dout, 0xff, o_bytes));
+    CK(cudaMemset(dout, 0xff, o_dev_bytes));
     CK(cudaMemset(dlse, 0xff, l_bytes + 4));
     fi_plan pdev;
     if (c->paged)
@@ -525,7 +549,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
         fprintf(stderr, "config %d: device plan: %s\n", idx, fi_last_error(cuda));
         device_differs = 1;
       } else {
-        CK(cudaMemcpy(od2, dout, o_bytes, cudaMemcpyDeviceToHost));
+        pad_touched += fetch_rows(od2, dout, o_dev_host, nnz_qo, (size_t)Hq * hd * ob,
+                                  (size_t)c->o_pad * ob);
         CK(cudaMemcpy(ld2, dlse, l_bytes, cudaMemcpyDeviceToHost));
         device_differs = memcmp(od, od2, o_bytes) != 0 ||
                          (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
@@ -584,7 +609,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
       }
     }
   }
-  int fail = bad > 0 || lbad > 0 || !(rel <= rms_tol) || rerun_differs || device_differs;
+  int fail = bad > 0 || lbad > 0 || !(rel <= rms_tol) || rerun_differs || device_differs ||
+             pad_touched > 0;
   if (fail) {
     fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu elements off (first %zu: gpu %g host %g), rel %.3g; lse: %zu off",
             idx, desc, bad, n, first_bad, bad ? load_elem(od, odt, first_bad) : 0.0,
@@ -592,6 +618,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (lbad) fprintf(stderr, " (first %zu: gpu %g host %g)", first_lbad, ld[first_lbad], lh[first_lbad]);
     if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
     if (device_differs) fprintf(stderr, "; the device-planned run differs from the host-planned one");
+    if (pad_touched) fprintf(stderr, "; %zu bytes written between o's rows", pad_touched);
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
     printf("ok config %d: rel %.2e  %s\n", idx, rel, desc);
@@ -605,7 +632,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   cudaFree(stage);
   free(wh); free(q); free(kbuf); free(vbuf); free(mask_bits); free(oh); free(lh); free(od);
   free(ld); free(od2); free(ld2); free(qo_indptr); free(kv_indptr); free(mask_indptr); free(page_indptr);
-  free(last_len); free(indices);
+  free(last_len); free(indices); free(o_dev_host);
   return fail;
 }
 
@@ -953,6 +980,7 @@ int main(void) {
   for (int i = 0; i < num; ++i) {
     config c;
     draw_config(&c, i);
+    c.o_pad = rnd() % 4 == 0 ? 8 * rint_in(1, 3) : 0;
     failures += run_config(host, cuda, &c, i) != 0;
     const int wg = c.tiles.cores == FI_CORES_WGMMA;
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
