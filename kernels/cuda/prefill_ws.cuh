@@ -331,8 +331,8 @@ struct WsShape {
   // After the descriptors: per ring stage, the first key and mask class of the tile in it,
   // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
   // producer's walk skips tiles, see WsClassify).
-  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES + BARRIERS * 8 +
-                              Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
+  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
+                              BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
                               sizeof(WsClassify);
 };
 
@@ -1247,7 +1247,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       wg_sync(wg);
     }
     if (wu.partial_row < 0) {
-      // Stage O.
+      // Stage O / l in q_rows (the Q tiles' swizzled layout).
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const float l = l_run[hh];
@@ -1268,8 +1268,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         }
       }
       // A chunk of whole rows of the unit (every chunk but a unit's last, as a rule): each
-      // warpgroup's 64 rows are one box of o, stored by the copy engine from the staged
-      // rows (the Q slot's swizzled layout is the box's), so the consumers go on at once.
+      // warpgroup's 64 rows are one box of o (whose layout in shared memory is the staged
+      // one), stored by the copy engine, so the consumers go on at once.
       if (store_box) fi::fence_proxy_async_smem();
       wg_sync(wg);
       if (store_box) {
@@ -1284,18 +1284,18 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       } else {
 #pragma unroll
         for (int it = 0; it < 64 * CH / 128; ++it) {
-        const int idx = (tid & 127) + it * 128;
-        const int row = wg * 64 + idx / CH, c = idx % CH;
-        const int pr = chunk + row;
-        if (row < chunk_rows && pr < packed_end) {
-          const int tok = (int)p.group_div.div((uint32_t)pr);
-          const int h = kv_head * group + pr - tok * group;
-          DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
-                    (int64_t)h * p.o_stride_h + c * 8;
-          *reinterpret_cast<uint4 *>(dst) =
-              *reinterpret_cast<const uint4 *>(q_rows + tile_off<HD, CTA_Q, true>(row, c));
+          const int idx = (tid & 127) + it * 128;
+          const int row = wg * 64 + idx / CH, c = idx % CH;
+          const int pr = chunk + row;
+          if (row < chunk_rows && pr < packed_end) {
+            const int tok = (int)p.group_div.div((uint32_t)pr);
+            const int h = kv_head * group + pr - tok * group;
+            DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
+                      (int64_t)h * p.o_stride_h + c * 8;
+            *reinterpret_cast<uint4 *>(dst) =
+                *reinterpret_cast<const uint4 *>(q_rows + tile_off<HD, CTA_Q, true>(row, c));
+          }
         }
-      }
       }
     } else {
       // Split-KV: fp32 partial rows + natural-log LSE for the merge.

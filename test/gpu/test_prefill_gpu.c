@@ -637,13 +637,14 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
 }
 
 /* Graph capture: one ragged prefill run (RoPE through the stage pass + soft cap + window +
- * causal + LSE, a GQA group of 3
- * that does not divide 128; on Hopper the warp-specialised kernel is required) captured
+ * causal + LSE, HQ / HK query heads per KV head: 3, which does not divide 128, or 4, whose
+ * output rows the copy engine stores through a tensor map of o; on Hopper the
+ * warp-specialised kernel is required) captured
  * with plan A, then re-planned with plan B (other batch and lengths, more work units, same
  * tensors at their capacity) into the same workspace with the indptrs rewritten in place;
  * each replay's output (poisoned before) is compared with the host backend's. */
-static int graph_test(fi_context *host) {
-  enum { HQ = 6, HK = 2, HD = 128, CAP_Q = 1024, CAP_KV = 2048 };
+static int graph_test(fi_context *host, int HQ, int HK) {
+  enum { HD = 128, CAP_Q = 1024, CAP_KV = 2048 };
   const char *saved = getenv("FI_PREFILL_WARP_SPEC");
   if (hopper) setenv("FI_PREFILL_WARP_SPEC", "2", 1);
   fi_context *cuda = NULL;
@@ -753,8 +754,8 @@ static int graph_test(fi_context *host) {
     }
     for (size_t i = 0; i < (size_t)qo[batch] * HQ; ++i)
       lbad += !(fabs(lg[i] - lh[i]) <= 1e-2 * (1 + fabs(lh[i])));
-    printf("prefill graph replay %s (%d work units): %zu/%zu o, %zu lse elements off: %s\n",
-           phase ? "after re-plan" : "as captured", pd.num_work_units, bad, n, lbad,
+    printf("prefill graph replay %s (group %d, %d work units): %zu/%zu o, %zu lse elements "
+           "off: %s\n", phase ? "after re-plan" : "as captured", HQ / HK, pd.num_work_units, bad, n, lbad,
            bad || lbad ? "FAIL" : "ok");
     failed |= bad || lbad;
   }
@@ -1007,7 +1008,8 @@ int main(void) {
     ++failures;
   }
 
-  failures += graph_test(host);
+  failures += graph_test(host, 6, 2);
+  failures += graph_test(host, 8, 2);
   failures += stage_refusals(cuda);
 
   /* Unsupported shapes fail at plan with a message, never run. */
