@@ -117,48 +117,39 @@ bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// q (D, qo heads, tokens) of esz-byte elements with boxes of (one 128-byte row of head dims,
-// group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh; for a group whose tiles
-// pack rows across tokens (rows_across), boxes of one token, in q_run of 8 tokens and in
-// q_row of one row.
-bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, int esz,
-                   bool across) {
-  const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)q->shape[1], (cuuint64_t)q->shape[0]};
-  const cuuint64_t st[2] = {(cuuint64_t)(q->strides[1] * esz), (cuuint64_t)(q->strides[0] * esz)};
-  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group,
-                           (cuuint32_t)(across ? 1 : 128 / group)};
-  const cuuint32_t b_run[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)group, 8};
-  const cuuint32_t b_row[3] = {(cuuint32_t)(128 / esz), 1, 1};
-  memset(&m->q_run, 0, sizeof m->q_run);
-  memset(&m->q_row, 0, sizeof m->q_row);
-  return encode_map(&m->q, q->data, 3, d, st, b, esz) &&
-         (!across || (encode_map(&m->q_run, q->data, 3, d, st, b_run, esz) &&
-                      encode_map(&m->q_row, q->data, 3, d, st, b_row, esz)));
-}
-
-// o (D, qo heads, tokens) of the output's 16-bit elements with boxes of (64 head dims, group
-// heads, 64 / group tokens): one consumer warpgroup's rows, which the kernel stores through
-// the copy engine (WsMaps.o_store). Off (the consumers store the rows themselves) for a
-// group that does not divide 64, rows packed across tokens, or rows the driver cannot map.
-void encode_o_map(fi_prefill::WsMaps *m, const fi_tensor *o, int D, int group, bool across) {
-  memset(&m->o, 0, sizeof m->o);
-  m->o_store = 0;
-  if (across || group < 1 || 64 % group != 0 || o->strides[2] != 1 ||
-      (o->dtype != FI_DTYPE_F16 && o->dtype != FI_DTYPE_BF16))
-    return;
-  const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)o->shape[1], (cuuint64_t)o->shape[0]};
-  const cuuint64_t st[2] = {(cuuint64_t)(o->strides[1] * 2), (cuuint64_t)(o->strides[0] * 2)};
-  const cuuint32_t b[3] = {64, (cuuint32_t)group, (cuuint32_t)(64 / group)};
-  m->o_store = encode_map(&m->o, o->data, 3, d, st, b) ? 1 : 0;
-}
-
-// Token rows t (D, kv heads, rows) of esz-byte elements with boxes of (one 128-byte row of
-// head dims, 1 head, box_rows rows).
-bool encode_rows_map(CUtensorMap *map, const fi_tensor *t, int D, int box_rows, int esz) {
+// A tensor t (D, heads, tokens) of esz-byte elements as a tensor map with boxes of (one
+// 128-byte row of head dims, box_heads heads, box_tokens tokens): q, o, and token rows of
+// k / v (one head per box).
+bool encode_rows_map(CUtensorMap *map, const fi_tensor *t, int D, int box_heads, int box_tokens,
+                     int esz) {
   const cuuint64_t d[3] = {(cuuint64_t)D, (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[0]};
   const cuuint64_t st[2] = {(cuuint64_t)(t->strides[1] * esz), (cuuint64_t)(t->strides[0] * esz)};
-  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), 1, (cuuint32_t)box_rows};
+  const cuuint32_t b[3] = {(cuuint32_t)(128 / esz), (cuuint32_t)box_heads,
+                           (cuuint32_t)box_tokens};
   return encode_map(map, t->data, 3, d, st, b, esz);
+}
+
+// q with boxes of (group heads, 128 / group tokens): the Q tiles of prefill_ws.cuh; for a
+// group whose tiles pack rows across tokens (rows_across), boxes of one token, in q_run of 8
+// tokens and in q_row of one row.
+bool encode_q_maps(fi_prefill::WsMaps *m, const fi_tensor *q, int D, int group, int esz,
+                   bool across) {
+  memset(&m->q_run, 0, sizeof m->q_run);
+  memset(&m->q_row, 0, sizeof m->q_row);
+  return encode_rows_map(&m->q, q, D, group, across ? 1 : 128 / group, esz) &&
+         (!across || (encode_rows_map(&m->q_run, q, D, group, 8, esz) &&
+                      encode_rows_map(&m->q_row, q, D, 1, 1, esz)));
+}
+
+// o of the output's 16-bit elements with boxes of (group heads, 64 / group tokens): one
+// consumer warpgroup's rows, which the kernel stores through the copy engine
+// (WsMaps.o_store). Off (the consumers store the rows themselves) for a group that does not
+// divide 64, rows packed across tokens, or rows the driver cannot map.
+void encode_o_map(fi_prefill::WsMaps *m, const fi_tensor *o, int D, int group, bool across) {
+  memset(&m->o, 0, sizeof m->o);
+  const bool boxes = !across && group >= 1 && 64 % group == 0 && o->strides[2] == 1 &&
+                     (o->dtype == FI_DTYPE_F16 || o->dtype == FI_DTYPE_BF16);
+  m->o_store = boxes && encode_rows_map(&m->o, o, D, group, 64 / group, 2);
 }
 
 // The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
@@ -177,7 +168,7 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
     const fi_tensor *t = i == 0 ? kv.k : kv.v;
     CUtensorMap *map = i == 0 ? &m->k : &m->v;
     if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
-      if (!encode_rows_map(map, t, D, ragged_box, 2)) return false;
+      if (!encode_rows_map(map, t, D, 1, ragged_box, 2)) return false;
     } else {
       int box = ragged_box;  // (block-sparse halves: boxes of at most 64 keys)
       while (page_size % box != 0) box /= 2;
@@ -206,7 +197,7 @@ bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor 
   const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
   const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
   m->kv_box_rows = 128;
-  return encode_q_maps(m, q, D, group, 1, across) && encode_rows_map(&m->k, k, D, 128, 1) &&
+  return encode_q_maps(m, q, D, group, 1, across) && encode_rows_map(&m->k, k, D, 1, 128, 1) &&
          encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
 

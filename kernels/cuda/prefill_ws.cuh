@@ -1241,13 +1241,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
     // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
     // completed), which its threads copy out.
-    DT *const q_rows = store_box ? o_rows : reinterpret_cast<DT *>(q_tile);
+    DT *const stage_rows = store_box ? o_rows : reinterpret_cast<DT *>(q_tile);
     if (store_box) {
       if ((tid & 127) == 0) fi::tma_store_wait_read();
       wg_sync(wg);
     }
     if (wu.partial_row < 0) {
-      // Stage O / l in q_rows (the Q tiles' swizzled layout).
+      // Stage O / l in stage_rows (the Q tiles' swizzled layout).
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const float l = l_run[hh];
@@ -1256,7 +1256,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb) {
           const uint32_t v2 = MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-          *reinterpret_cast<uint32_t *>(q_rows + tile_off<HD, CTA_Q, true>(row, nb) + 2 * t4) =
+          *reinterpret_cast<uint32_t *>(stage_rows + tile_off<HD, CTA_Q, true>(row, nb) + 2 * t4) =
               v2;
         }
         const int pr = chunk + row;
@@ -1277,7 +1277,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
 #pragma unroll
           for (int slab = 0; slab < HD / 64; ++slab)
-            fi::tma_store_3d(&maps.o, q_rows + slab * (CTA_Q * 64) + wg * (64 * 64), slab * 64,
+            fi::tma_store_3d(&maps.o, stage_rows + slab * (CTA_Q * 64) + wg * (64 * 64), slab * 64,
                              kv_head * group, q_tok_begin + tok);
           fi::tma_store_commit();
         }
@@ -1293,7 +1293,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
                       (int64_t)h * p.o_stride_h + c * 8;
             *reinterpret_cast<uint4 *>(dst) =
-                *reinterpret_cast<const uint4 *>(q_rows + tile_off<HD, CTA_Q, true>(row, c));
+                *reinterpret_cast<const uint4 *>(stage_rows + tile_off<HD, CTA_Q, true>(row, c));
           }
         }
       }
