@@ -65,6 +65,9 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
     p.rope_theta = 5e5f;
   }
   if (extras & DECODE_BF16) p.q_dtype = p.kv_dtype = FI_DTYPE_BF16;
+  /* FI_BENCH_DECODE_SPLIT=n: a fixed split of n tokens instead of the plan's own choice */
+  const char *split_env = getenv("FI_BENCH_DECODE_SPLIT");
+  if (split_env && atoi(split_env) > 0) p.fixed_split_size = atoi(split_env);
   if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
   int pages_per = (kv_len + page - 1) / page;
   int num_pages = batch * pages_per;
@@ -99,7 +102,11 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   memset(&a, 0, sizeof(a));
   a.ctx = b->ctx;
   size_t ws_bytes = 0;
-  FI_BENCH_OK(b->ctx, fi_decode_workspace_size(b->ctx, &p, batch, &ws_bytes));
+  if (p.fixed_split_size > 0)
+    FI_BENCH_OK(b->ctx, fi_decode_workspace_size_kv(b->ctx, &p, batch, (int64_t)batch * kv_len,
+                                                    &ws_bytes));
+  else
+    FI_BENCH_OK(b->ctx, fi_decode_workspace_size(b->ctx, &p, batch, &ws_bytes));
   FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
   fi_page_table host_pages = {indptr, indices, last};
   fi_tiles forced;

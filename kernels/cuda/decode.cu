@@ -50,8 +50,11 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
 // 16-bit or fp8 (es bytes), D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps):
-// boxes of 128-byte rows, 16 of them (a page of fewer: the page's). False when the driver
-// refuses it (the plan then runs the other kernels).
+// boxes of 128-byte rows, 16 of them (a page of fewer: the page's). No L2 promotion: a box
+// row is 128 bytes and a 16-bit row's other half comes in its own box right after, so
+// promoting misses to 256 bytes only added L2 traffic (ncu on an H200: +25 % L2 read
+// sectors) and cost the batch rows 6-10 % of their bandwidth (bench/NOTES.md, decode v18).
+// False when the driver refuses it (the plan then runs the other kernels).
 static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout layout, int D,
                           int es, int page_size) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
@@ -66,7 +69,7 @@ static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout lay
   return encode(map, es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
                 4, t.data, dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
+                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) ==
          CUDA_SUCCESS;
 }
 
