@@ -94,7 +94,9 @@ struct KvTensors {
 
 // A tensor of esz-byte elements (2; fp8 1) as a tensor map with the 128-byte swizzle: dims
 // innermost first, strides (bytes) of dims 1.. and the box. False when the driver refuses it
-// (then the other kernel runs).
+// (then the other kernel runs). Misses are promoted to 256 bytes in L2, unlike decode's maps:
+// prefill re-reads each K/V tile from L2 for many query tiles, and no promotion measured
+// the same or 2 % slower (paged append; bench/NOTES.md, decode v18).
 bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
                 const cuuint64_t *strides, const cuuint32_t *box, int esz = 2) {
   // The driver's rules (cuTensorMapEncodeTiled), checked here so that it is never called
