@@ -6,6 +6,10 @@
  * 1..256 with KV lengths 0..4096 and append lengths 0..kv_len, shuffled page tables. Both
  * caches start from the same random contents; after the append the whole GPU cache must
  * equal the host cache byte for byte (appended tokens written, nothing else touched).
+ * Half the configurations plan on the device (fi_append_paged_kv_plan_device: the kernel
+ * bounds-checks every slot); a third of those point one page-table entry of an appended token
+ * out of the cache on the device: its tokens must be skipped (their host-written rows keep
+ * the initial bytes) and the status must read {7, one of them, the bad page id}.
  * Exit 77 without a GPU. */
 #include "gpu_common.h"
 
@@ -26,6 +30,15 @@ static fi_paged_kv_cache view(void *base, fi_dtype dt, fi_kv_layout layout, int 
     kv.layout = layout;
   }
   return kv;
+}
+
+/* The element offset of (K: which 0, V: 1) row (page, slot, head) in view()'s layout. */
+static size_t row_offset(int which, int combined, fi_kv_layout layout, int64_t pages, int64_t ps,
+                         int64_t heads, int64_t D, int64_t page, int64_t slot, int64_t h) {
+  const int64_t blk = ps * heads * D;
+  const int64_t base = combined ? (page * 2 + which) * blk : which * pages * blk + page * blk;
+  const int64_t in = layout == FI_LAYOUT_NHD ? (slot * heads + h) * D : (h * ps + slot) * D;
+  return (size_t)(base + in);
 }
 
 static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_checked) {
@@ -65,6 +78,25 @@ static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_c
   int32_t *ix_d = (int32_t *)gpu_upload(pg.indices, sizeof(int32_t) * (size_t)pages);
   int32_t *lp_d = (int32_t *)gpu_upload(pg.last_page_len, sizeof(int32_t) * (size_t)batch);
 
+  /* device plan; and one appended token's page-table entry pointed out of the cache */
+  const int device_plan = gpu_rand_int(0, 1), corrupt = device_plan && nnz > 0 && gpu_rand_int(0, 2) == 0;
+  int bad_req = -1, bad_entry = -1;
+  if (corrupt) {
+    int64_t tok = gpu_rand_int(0, (int)nnz - 1);
+    bad_req = 0;
+    while (aindptr[bad_req + 1] <= tok) ++bad_req;
+    int pos = kv_len[bad_req] - (aindptr[bad_req + 1] - aindptr[bad_req]) + (int)(tok - aindptr[bad_req]);
+    bad_entry = pg.indptr[bad_req] + pos / ps;
+    int32_t out = (int32_t)pages;
+    GPU_CK(cudaMemcpy(ix_d + bad_entry, &out, sizeof out, cudaMemcpyHostToDevice));
+  }
+  void *cache0 = malloc(cache_bytes);
+  memcpy(cache0, cache_h, cache_bytes);
+  int32_t *status_d = NULL;
+  if (device_plan) {
+    GPU_CK(cudaMalloc((void **)&status_d, 4 * sizeof(int32_t)));
+    GPU_CK(cudaMemset(status_d, 0, 4 * sizeof(int32_t)));
+  }
   fi_page_table pt_h = {pg.indptr, pg.indices, pg.last_page_len}, pt_d = {ip_d, ix_d, lp_d};
   int64_t nshape[3] = {nnz, heads, D};
   fi_plan ph, pgp;
@@ -72,21 +104,54 @@ static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_c
   fi_tensor kt = fi_tensor_contiguous(kn, dt, 3, nshape), vt = fi_tensor_contiguous(vn, dt, 3, nshape);
   fi_paged_kv_cache ch = view(cache_h, dt, layout, combined, pages, ps, heads, D);
   FI_CK(h, fi_append_paged_kv_run(h, &ph, &kt, &vt, aindptr, &ch, &pt_h));
-  FI_CK(g, fi_append_paged_kv_plan(g, batch, ps, aindptr, &pt_h, (int32_t)pages, &pgp));
+  if (device_plan)
+    FI_CK(g, fi_append_paged_kv_plan_device(g, batch, ps, (int32_t)pages, pg.indptr[batch],
+                                            status_d, &pgp));
+  else
+    FI_CK(g, fi_append_paged_kv_plan(g, batch, ps, aindptr, &pt_h, (int32_t)pages, &pgp));
   fi_tensor kd = fi_tensor_contiguous(kn_d, dt, 3, nshape), vd = fi_tensor_contiguous(vn_d, dt, 3, nshape);
   fi_paged_kv_cache cd = view(cache_d, dt, layout, combined, pages, ps, heads, D);
   FI_CK(g, fi_append_paged_kv_run(g, &pgp, &kd, &vd, ai_d, &cd, &pt_d));
   GPU_CK(cudaDeviceSynchronize());
   gpu_download(cache_g, cache_d, cache_bytes);
   long long bad = 0;
+  int32_t status[4] = {0, 0, 0, 0};
+  if (device_plan) gpu_download(status, status_d, sizeof status);
+  if (corrupt) { /* the skipped tokens' rows: the initial bytes, as the host had them */
+    int64_t first = aindptr[bad_req], count = aindptr[bad_req + 1] - first;
+    int64_t lo = -1, hi = -1; /* the skipped tokens [lo, hi] */
+    for (int64_t t = 0; t < count; ++t) {
+      int pos = kv_len[bad_req] - (int)count + (int)t;
+      if (pg.indptr[bad_req] + pos / ps != bad_entry) continue;
+      if (lo < 0) lo = first + t;
+      hi = first + t;
+      for (int which = 0; which < 2; ++which)
+        for (int hd = 0; hd < heads; ++hd) {
+          size_t o = row_offset(which, combined, layout, pages, ps, heads, D,
+                                pg.indices[bad_entry], pos % ps, hd) * es;
+          memcpy((uint8_t *)cache_h + o, (uint8_t *)cache0 + o, (size_t)D * es);
+        }
+    }
+    if (status[0] != 7 || status[1] < lo || status[1] > hi || status[2] != (int32_t)pages) {
+      fprintf(stderr, "FAIL append case %d: status {%d, %d, %d}, want {7, %lld..%lld, %lld}\n",
+              idx, status[0], status[1], status[2], (long long)lo, (long long)hi, (long long)pages);
+      ++bad;
+    }
+  } else if (device_plan && status[0] != 0) {
+    fprintf(stderr, "FAIL append case %d: status {%d, %d, %d} on a valid table\n", idx,
+            status[0], status[1], status[2]);
+    ++bad;
+  }
   for (size_t i = 0; i < cache_bytes; ++i) bad += ((uint8_t *)cache_g)[i] != ((uint8_t *)cache_h)[i];
   *bytes_checked += (long long)cache_bytes;
   if (bad || getenv("FI_TEST_VERBOSE"))
-    fprintf(stderr, "%s append case %d: %s D %d heads %d page %d %s %s batch %d nnz %lld: %lld bytes differ\n",
+    fprintf(stderr, "%s append case %d: %s D %d heads %d page %d %s %s batch %d nnz %lld%s: %lld bytes differ\n",
             bad ? "FAIL" : "ok", idx, fi_dtype_name(dt), D, heads, ps,
             layout == FI_LAYOUT_NHD ? "NHD" : "HND", combined ? "combined" : "separate", batch,
-            (long long)nnz, bad);
-  free(kv_len); free(aindptr); free(cache_h); free(cache_g); free(kn); free(vn);
+            (long long)nnz, corrupt ? " device plan, bad entry" : device_plan ? " device plan" : "",
+            bad);
+  free(kv_len); free(aindptr); free(cache_h); free(cache_g); free(cache0); free(kn); free(vn);
+  if (status_d) cudaFree(status_d);
   gpu_free_pages(&pg);
   cudaFree(cache_d); cudaFree(kn_d); cudaFree(vn_d); cudaFree(ai_d); cudaFree(ip_d); cudaFree(ix_d); cudaFree(lp_d);
   return bad > 0;
