@@ -9,7 +9,8 @@
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
  * rows; FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16);
- * FI_BENCH_DECODE_HND=1 stores the caches in HND instead of NHD. */
+ * FI_BENCH_DECODE_HND=1 stores the caches in HND instead of NHD; FI_BENCH_DECODE_SPLIT=n
+ * plans the decode rows with a fixed split of n tokens. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
@@ -65,7 +66,6 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
     p.rope_theta = 5e5f;
   }
   if (extras & DECODE_BF16) p.q_dtype = p.kv_dtype = FI_DTYPE_BF16;
-  /* FI_BENCH_DECODE_SPLIT=n: a fixed split of n tokens instead of the plan's own choice */
   const char *split_env = getenv("FI_BENCH_DECODE_SPLIT");
   if (split_env && atoi(split_env) > 0) p.fixed_split_size = atoi(split_env);
   if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
