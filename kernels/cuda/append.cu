@@ -33,7 +33,7 @@ struct AppendParams {
   int32_t tokens_per_block;  // 1 .. kAppendMaxTokens
   int64_t nnz;
   // Device-planned appends (no host validation): a token whose slot is not in the cache is
-  // skipped and the first such token recorded here as {1, token, page id} (NULL: plans
+  // skipped and the first such token recorded here as {7, token, page id} (NULL: plans
   // made on the host validated the arrays already).
   int32_t *status;
   int32_t *status_mirror;  // mapped host memory the first error is also written to (or NULL)
