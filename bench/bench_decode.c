@@ -67,7 +67,8 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   }
   if (extras & DECODE_BF16) p.q_dtype = p.kv_dtype = FI_DTYPE_BF16;
   const char *split_env = getenv("FI_BENCH_DECODE_SPLIT");
-  if (split_env && atoi(split_env) > 0) p.fixed_split_size = atoi(split_env);
+  const int split = split_env ? atoi(split_env) : 0;
+  if (split > 0) p.fixed_split_size = split;
   if (fp8) p.kv_dtype = FI_DTYPE_E4M3;
   int pages_per = (kv_len + page - 1) / page;
   int num_pages = batch * pages_per;

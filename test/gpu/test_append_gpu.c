@@ -32,13 +32,19 @@ static fi_paged_kv_cache view(void *base, fi_dtype dt, fi_kv_layout layout, int 
   return kv;
 }
 
-/* The element offset of (K: which 0, V: 1) row (page, slot, head) in view()'s layout. */
-static size_t row_offset(int which, int combined, fi_kv_layout layout, int64_t pages, int64_t ps,
-                         int64_t heads, int64_t D, int64_t page, int64_t slot, int64_t h) {
-  const int64_t blk = ps * heads * D;
-  const int64_t base = combined ? (page * 2 + which) * blk : which * pages * blk + page * blk;
-  const int64_t in = layout == FI_LAYOUT_NHD ? (slot * heads + h) * D : (h * ps + slot) * D;
-  return (size_t)(base + in);
+/* The byte offset from `base` of row (page, slot, head) of kv's K (which 0) or V (1), from
+ * the view's own strides. */
+static size_t row_offset(const void *base, const fi_paged_kv_cache *kv, int which, int64_t page,
+                         int64_t slot, int64_t h) {
+  const fi_tensor *t = which ? &kv->v : &kv->k;
+  const int pos = kv->layout == FI_LAYOUT_NHD ? 1 : 2, head = 3 - pos;
+  const int64_t el = page * t->strides[0] + slot * t->strides[pos] + h * t->strides[head];
+  return (size_t)((const char *)t->data - (const char *)base) + (size_t)el * fi_dtype_size(t->dtype);
+}
+
+/* The cache position of request b's appended token t (0-based within its append). */
+static int append_pos(const int32_t *kv_len, const int32_t *aindptr, int b, int64_t t) {
+  return kv_len[b] - (aindptr[b + 1] - aindptr[b]) + (int)t;
 }
 
 static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_checked) {
@@ -85,7 +91,7 @@ static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_c
     int64_t tok = gpu_rand_int(0, (int)nnz - 1);
     bad_req = 0;
     while (aindptr[bad_req + 1] <= tok) ++bad_req;
-    int pos = kv_len[bad_req] - (aindptr[bad_req + 1] - aindptr[bad_req]) + (int)(tok - aindptr[bad_req]);
+    int pos = append_pos(kv_len, aindptr, bad_req, tok - aindptr[bad_req]);
     bad_entry = pg.indptr[bad_req] + pos / ps;
     int32_t out = (int32_t)pages;
     GPU_CK(cudaMemcpy(ix_d + bad_entry, &out, sizeof out, cudaMemcpyHostToDevice));
@@ -121,14 +127,13 @@ static int append_case(fi_context *h, fi_context *g, int idx, long long *bytes_c
     int64_t first = aindptr[bad_req], count = aindptr[bad_req + 1] - first;
     int64_t lo = -1, hi = -1; /* the skipped tokens [lo, hi] */
     for (int64_t t = 0; t < count; ++t) {
-      int pos = kv_len[bad_req] - (int)count + (int)t;
+      int pos = append_pos(kv_len, aindptr, bad_req, t);
       if (pg.indptr[bad_req] + pos / ps != bad_entry) continue;
       if (lo < 0) lo = first + t;
       hi = first + t;
       for (int which = 0; which < 2; ++which)
         for (int hd = 0; hd < heads; ++hd) {
-          size_t o = row_offset(which, combined, layout, pages, ps, heads, D,
-                                pg.indices[bad_entry], pos % ps, hd) * es;
+          size_t o = row_offset(cache_h, &ch, which, pg.indices[bad_entry], pos % ps, hd);
           memcpy((uint8_t *)cache_h + o, (uint8_t *)cache0 + o, (size_t)D * es);
         }
     }
