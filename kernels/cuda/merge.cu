@@ -23,6 +23,8 @@ extern "C" {
 #include "shard.h"
 }
 
+#include <atomic>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,8 +198,10 @@ struct UnitChunks {
   }
 };
 
-template <typename T>
-__global__ void __launch_bounds__(128)
+// BATCH 8 (merge_chunk_list): 116 registers, 4 blocks per SM, for grids that fit in one
+// wave of those; BATCH 2 with 16 blocks per SM for larger ones (measured: bench/NOTES.md).
+template <typename T, int BATCH>
+__global__ void __launch_bounds__(128, BATCH == 8 ? 1 : 16)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                       int num_units, int row_slots, const float *po, const float *plse,
                       int heads, int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
@@ -215,7 +219,7 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
                               head_dim};
       const int64_t row = (int64_t)mu.out_row + r;
-      merge_chunk_list<T>(loc, mu.num_chunks, head_dim, red_o, red_md, o + row * o_sb + h * o_sh,
+      merge_chunk_list<T, BATCH>(loc, mu.num_chunks, head_dim, red_o, red_md, o + row * o_sb + h * o_sh,
                           lse ? lse + row * lse_sb + h * lse_sh : nullptr);
     }
   }
@@ -348,7 +352,22 @@ static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int r
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
-  return fi_cuda_launch(ctx, grid, dim3(128), 0, merge_partials_kernel<T>,
+  // The BATCH 8 instance where the grid fits in one wave of its blocks, else BATCH 2 (more
+  // blocks per SM: a wave of latency saved outweighs the fewer loads in flight per thread).
+  // Its blocks per SM depend only on the kernel and the device: asked once.
+  static std::atomic<int> batch8_per_sm{0};
+  int per_sm = batch8_per_sm.load(std::memory_order_relaxed);
+  if (per_sm == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, merge_partials_kernel<T, 8>, 128,
+                                                      0) != cudaSuccess ||
+        per_sm < 1)
+      per_sm = 1;
+    batch8_per_sm.store(per_sm, std::memory_order_relaxed);
+  }
+  const long long sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 132;
+  const bool one_wave = (long long)grid.x * grid.y <= per_sm * sms;
+  return fi_cuda_launch(ctx, grid, dim3(128), 0,
+                        one_wave ? merge_partials_kernel<T, 8> : merge_partials_kernel<T, 2>,
                         (const fi_merge_unit *)l.merge, device_num_merge_units,
                         (int)l.num_merge_units, row_slots, (const float *)l.partial_o,
                         (const float *)l.partial_lse, heads, D, (T *)o->data,

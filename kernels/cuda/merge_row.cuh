@@ -11,8 +11,10 @@
 namespace fi {
 
 // Loc: `const float *row(int c)` (the fp32 o row of chunk c for this head, dims from 0) and
-// `float lse(int c)`.
-template <typename T, typename Loc>
+// `float lse(int c)`. BATCH: the chunks a thread loads before it combines them (8 hides the
+// most latency in one block; fewer registers let more blocks share an SM). The sum runs
+// over the same chunk sequence per lane whatever BATCH is: the same bits.
+template <typename T, int BATCH = 8, typename Loc>
 __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks, int head_dim,
                                                  float *red_o, float2 *red_md, T *o_row,
                                                  float *lse_out) {
@@ -23,12 +25,12 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
   float m = -INFINITY, d = 0.f, acc[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-  for (int c0 = lane; c0 < num_chunks; c0 += 8 * lanes) {
-    // up to eight chunks per step (the same chunk sequence per lane as one at a time),
+  for (int c0 = lane; c0 < num_chunks; c0 += BATCH * lanes) {
+    // up to BATCH chunks per step (the same chunk sequence per lane as one at a time),
     // their loads issued before use
-    float l[8], x[8][8];
+    float l[BATCH], x[BATCH][8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < BATCH; ++j) {
       int c = c0 + j * lanes;
       l[j] = c < num_chunks ? loc.lse(c) : -INFINITY;
       if (c < num_chunks) vec8<float>::load(loc.row(c) + d0, x[j]);
@@ -38,7 +40,7 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
       }
     }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < BATCH; ++j) {
       if (l[j] == -INFINITY) continue;
       float mn = fmaxf(m, l[j]);
       float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l[j] - mn);
