@@ -205,16 +205,27 @@ __global__ void __launch_bounds__(128, BATCH == 8 ? 1 : 16)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                       int num_units, int row_slots, const float *po, const float *plse,
                       int heads, int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
-                      int64_t lse_sb, int64_t lse_sh) {
+                      int64_t lse_sb, int64_t lse_sh, int host_plan) {
   __shared__ float red_o[128 * 8];
   __shared__ float2 red_md[128];
   const int h = blockIdx.y;
+  // The count and this block's first merge unit. A host plan's were uploaded before any
+  // kernel of the run and no kernel writes them, so the block reads them while the kernel
+  // ahead (the one writing the partials) finishes: two dependent loads off the path after
+  // it. A device plan's are the device planner's: read after the wait.
+  int n_units = 0;
+  fi_merge_unit first = {};
+  auto read_plan = [&] {
+    n_units = device_num_units ? *device_num_units : num_units;
+    if (blockIdx.x < (int64_t)n_units * row_slots) first = units[blockIdx.x / row_slots];
+  };
+  if (host_plan) read_plan();
   pdl_enter();  // the partials are the kernel before this one's writes
-  const int n_units = device_num_units ? *device_num_units : num_units;
+  if (!host_plan) read_plan();
   const int64_t items = (int64_t)n_units * row_slots;
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     const int u = (int)(w / row_slots), slot = (int)(w - (int64_t)u * row_slots);
-    const fi_merge_unit mu = units[u];
+    const fi_merge_unit mu = w == blockIdx.x ? first : units[u];
     for (int r = slot; r < mu.rows; r += row_slots) {
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
                               head_dim};
@@ -348,7 +359,7 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 // One launch of the split-KV merge for output element type T.
 template <typename T>
 static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int row_slots,
-                                         const fi_plan_layout &l,
+                                         bool host_plan, const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
@@ -372,7 +383,7 @@ static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int r
                         (int)l.num_merge_units, row_slots, (const float *)l.partial_o,
                         (const float *)l.partial_lse, heads, D, (T *)o->data,
                         (int64_t)o->strides[0], (int64_t)o->strides[1], lse, lse_stride_row,
-                        lse_stride_head);
+                        lse_stride_head, host_plan ? 1 : 0);
 }
 
 // The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
@@ -391,7 +402,8 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   // graph capture: the graph reads the count from the workspace, and a replay after
   // re-planning merges what the new plan splits. Outside one it is an empty kernel (2.5 us
   // under ncu; mostly hidden behind the decode by PDL in a stream of runs).
-  if (l.num_merge_units == 0 && !(plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE)) {
+  const bool host_plan = !(plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_DEVICE);
+  if (l.num_merge_units == 0 && host_plan) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(fi_cuda_stream(ctx), &cs) == cudaSuccess &&
         cs == cudaStreamCaptureStatusNone)
@@ -418,13 +430,13 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, row_slots, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
