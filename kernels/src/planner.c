@@ -1022,17 +1022,28 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   qsort(units, (size_t)nu, sizeof(fi_work_unit), compare_bsr_units);
 
   /* Split-KV across long rows (tiles.split_kv): while the (unit, KV head) items do not fill
-   * the SMs, each unit's tiles are split into up to n chunks of >= 2 tiles (fp32 partial
-   * rows merged in chunk order), longest units first, within the partial-row budget. */
+   * the SMs, each unit's tiles are split into chunks of about one SM's fair share (all
+   * items' tiles over the SMs), the count rounded to the nearest (at most BSR_MAX_CHUNKS,
+   * each >= 2 tiles; fp32 partial rows merged in chunk order), longest units first, within
+   * the partial-row budget. Rounded, not up: a unit of about one share stays whole, since
+   * halving units that nearly fill one wave only makes two waves of halves plus the partial
+   * rows and their merge (block-sparse 64 x 64 at 50 %, 512 x 65536, 16 units x 8 KV heads
+   * on 132 SMs: split in two 565 us, whole 542 us; bench/NOTES.md). */
   const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   const int64_t items = nu * params->num_kv_heads;
-  int64_t want = tiles.split_kv && items > 0 && items < sms ? ceil_div(sms, items) : 1;
-  if (want > BSR_MAX_CHUNKS) want = BSR_MAX_CHUNKS;
+  double share = 0; /* tiles per SM; 0: no split */
+  if (tiles.split_kv && items > 0 && items < sms) {
+    int64_t total_tiles = 0;
+    for (int64_t i = 0; i < nu; ++i) total_tiles += units[i].kv_end - units[i].kv_start;
+    share = (double)total_tiles * (double)params->num_kv_heads / (double)sms;
+  }
   int64_t nw = 0, nm = 0, partial = 0;
   for (int64_t i = 0; i < nu; ++i) {
     const fi_work_unit *un = &units[i];
     const int64_t tl = un->kv_end - un->kv_start;
-    int64_t chunks = want < tl / BSR_MIN_CHUNK_TILES ? want : tl / BSR_MIN_CHUNK_TILES;
+    int64_t chunks = share > 0 ? (int64_t)((double)tl / share + 0.5) : 1;
+    if (chunks > BSR_MAX_CHUNKS) chunks = BSR_MAX_CHUNKS;
+    if (chunks > tl / BSR_MIN_CHUNK_TILES) chunks = tl / BSR_MIN_CHUNK_TILES;
     if (chunks > 1 && partial + chunks * un->qo_len > budget) chunks = 1;
     if (chunks <= 1) {
       work[nw++] = *un;
