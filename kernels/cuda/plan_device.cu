@@ -58,6 +58,7 @@ struct DevicePlanArgs {
   int64_t max_kv_rows;            // ragged: bound of kv_indptr[batch] (rows of k and v)
   int64_t cap_units, cap_merge, cap_partial;
   int64_t target;                 // the work-unit target (planner.c)
+  int64_t one_wave;               // > 0: the units of one wave (fi_plan_one_wave_units)
   int64_t fixed_chunk;            // > 0: fixed_split_size rounded up to the granularity
   int32_t auto_split;             // 1: the search may split (split_kv, no fixed size)
   int32_t *status_mirror;         // mapped host memory an error record is also written to
@@ -135,24 +136,25 @@ __device__ __forceinline__ bool fits(const DevicePlanArgs &a, Counts c) {
   return c.units <= a.cap_units && c.partial <= a.cap_partial && c.merge <= a.cap_merge;
 }
 
-__device__ __forceinline__ bool chunk_ok(const DevicePlanArgs &a, Counts c) {
-  return c.units <= a.target && fits(a, c);
+__device__ __forceinline__ bool chunk_ok(const DevicePlanArgs &a, Counts c, int64_t target) {
+  return c.units <= target && fits(a, c);
 }
 
-// The smallest k in [lo, hi) whose chunk k * g is chunk_ok, else hi: planner.c's binary
-// search gives the same k (the predicate is monotone in k: units, split rows and merge
-// units never grow with the chunk). Each round, warp w tests candidate lo + (w+1)*step - 1
-// over the whole batch, so the range shrinks 32-fold per round (3 rounds for 30k tokens at
-// page 16, where the binary search took 11 block-wide sums).
+// The smallest k in [lo, hi) whose chunk k * g is chunk_ok for `target`, else hi:
+// planner.c's binary search (smallest_chunk_pages) gives the same k (the predicate is
+// monotone in k: units, split rows and merge units never grow with the chunk). Each round,
+// warp w tests candidate lo + (w+1)*step - 1 over the whole batch, so the range shrinks
+// 32-fold per round (3 rounds for 30k tokens at page 16, where the binary search took 11
+// block-wide sums).
 __device__ int64_t search_chunk_pages(const DevicePlanArgs &a, int64_t lo, int64_t hi,
-                                      bool *ok_of_warp) {
+                                      int64_t target, bool *ok_of_warp) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t g = a.granularity;
   while (lo < hi) {  // lo and hi are uniform across the block
     const int64_t step = (hi - lo + kPlanWarps - 1) / kPlanWarps;
     const int64_t cand = lo + (warp + 1) * step - 1;
     bool ok = true;  // candidates at or past hi stand for hi
-    if (cand < hi) ok = chunk_ok(a, warp_sum(count_some(a, cand * g, lane, 32)));
+    if (cand < hi) ok = chunk_ok(a, warp_sum(count_some(a, cand * g, lane, 32)), target);
     __syncthreads();  // ok_of_warp may still be read by the previous round
     if (lane == 0) ok_of_warp[warp] = ok;
     __syncthreads();
@@ -308,7 +310,18 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       const int64_t g = a.granularity;
       const int64_t lo = (kMinChunk + g - 1) / g, hi = (max_kv + g - 1) / g;
       if (unsplit < a.target && lo < hi) {
-        chunk = search_chunk_pages(a, lo, hi, ok_of_warp) * g;
+        int64_t kc = search_chunk_pages(a, lo, hi, a.target, ok_of_warp);
+        // planner.c's one-wave alternative (the counts are block-wide and uniform)
+        if (a.one_wave > 0 && kc < hi &&
+            block_sum(count_some(a, kc * g, t, blockDim.x), warp_sums, &total).units >
+                a.one_wave) {
+          const int64_t k1 = search_chunk_pages(a, kc, hi, a.one_wave, ok_of_warp);
+          if (k1 <= 2 * kc &&
+              block_sum(count_some(a, k1 * g, t, blockDim.x), warp_sums, &total).units <=
+                  a.one_wave)
+            kc = k1;
+        }
+        chunk = kc * g;
         if (chunk >= max_kv) chunk = 0;
       }
     }
@@ -513,6 +526,7 @@ extern "C" fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_p
   a.cap_merge = caps->merge;
   a.cap_partial = caps->partial;
   a.target = caps->target;
+  a.one_wave = caps->one_wave;
   a.fixed_chunk = caps->fixed_chunk;
   a.auto_split = caps->auto_split;
   a.header = (int32_t *)plan->workspace;

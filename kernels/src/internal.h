@@ -117,6 +117,10 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
  * for two per SM of ctx's target (decode: more, see planner.c). */
 int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p);
+/* Units of one wave of CTAs (prefill families; 0 for decode): the chunk whose items fit it
+ * replaces the two-wave chunk when at most twice as long (planner.c). */
+int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
+                               const fi_attention_params *p);
 
 /* Exact decode workspace bytes for any problem of <= max_batch requests and
  * <= max_kv_tokens KV tokens in all (the bound a fixed split size needs). */

@@ -11,11 +11,14 @@
  * for batch-invariant results. Automatic (fixed_split_size == 0 and tiles.split_kv): the
  * smallest chunk >= FI_MIN_CHUNK whose unit count stays <= the target (two waves of
  * CTAs), found by binary search (the count is non-increasing in the chunk size); no
- * split when the unsplit problem already has >= target units. Chunks are uniform, so the
- * largest unit holds at most `chunk` KV tokens, and by minimality of the chunk
- *   chunk - g < total_kv / (target - tiles)          (g = page granularity)
- * i.e. the largest unit is within target/(target-tiles) (<= 2 when the unsplit tile count
- * is at most half the target) of the mean plus one page; test_planner checks this.
+ * split when the unsplit problem already has >= target units. A prefill whose chunk leaves
+ * more units than one wave of CTAs holds takes the smallest chunk that fits one wave
+ * instead when that one is at most twice as long (fi_plan_one_wave_units). Chunks are
+ * uniform, so the largest unit holds at most `chunk` KV tokens, and by minimality of the
+ * chunk for the target T it was searched for (the two-wave one or the one-wave one)
+ *   chunk - g < total_kv / (T - tiles)               (g = page granularity)
+ * i.e. the largest unit is within T/(T-tiles) (<= 2 when the unsplit tile count is at most
+ * half of T) of the mean plus one page; test_planner checks this.
  *
  * Order. Units are sorted by decreasing cost (qo rows x KV tokens), ties by request,
  * query tile, chunk: a greedy scheduler (the GPU's block scheduler, the host's worker
@@ -74,6 +77,21 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
    * CTAs doubled the kernel time, bench/NOTES.md v8). */
   int64_t u = family == FI_OP_DECODE ? ctas / kvh : (ctas + kvh - 1) / kvh;
   return (int32_t)(u < 1 ? 1 : u);
+}
+
+/* The prefill split's one-wave alternative (fi_plan_build; plan_device.cu does the same).
+ * Where the two-wave chunk leaves more (unit, KV head) items than the CTAs of one wave, the
+ * smallest chunk whose items fit one wave is taken instead when it is at most twice as long:
+ * two waves of chunks c take as long as one wave of chunks 2c, and the one wave has half the
+ * units, partial rows and merge work (the shared prefix's 64 x 32768 prefill on an H200:
+ * 16 units 94-97 us, 32 units 102-105 us; bench/NOTES.md). Returns the units of one wave
+ * (0: no alternative: decode, or more KV heads than CTAs). */
+int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
+                               const fi_attention_params *p) {
+  if (family == FI_OP_DECODE) return 0;
+  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  return sms / kvh;
 }
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
@@ -411,6 +429,23 @@ int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
   return rpu < 1 ? 1 : rpu;
 }
 
+/* The smallest k in [lo, hi] whose chunk k * g keeps the units within `target` and the
+ * workspace's capacities (the count is non-increasing in the chunk); k = hi means no
+ * request is split, which always fits. */
+static int64_t smallest_chunk_pages(const fi_plan_problem *pb, int64_t rpu, int sharded,
+                                    const caps *k, int64_t g, int64_t target, int64_t lo,
+                                    int64_t hi) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    counts c = count_for_chunk(pb, rpu, mid * g, sharded);
+    if (c.units <= target && fits(c, k))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
                         const fi_attention_params *params, fi_tiles tiles, void *workspace,
                         size_t workspace_bytes, fi_plan *plan) {
@@ -473,19 +508,16 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
               : "");
     }
   } else if (params->fixed_split_size == 0 && tiles.split_kv && unsplit.units < target) {
-    int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
+    const int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
     if (lo < hi) {
-      /* smallest k in [lo, hi] with count(k*g) within target and capacities; k = hi means
-       * no request is split, which always fits. */
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        counts c = count_for_chunk(pb, rpu, mid * g, sharded);
-        if (c.units <= target && fits(c, &k))
-          hi = mid;
-        else
-          lo = mid + 1;
+      int64_t kc = smallest_chunk_pages(pb, rpu, sharded, &k, g, target, lo, hi);
+      const int64_t wave = fi_plan_one_wave_units(ctx, pb->family, params);
+      if (wave > 0 && kc < hi && count_for_chunk(pb, rpu, kc * g, sharded).units > wave) {
+        /* (k1 >= kc: fewer units take longer chunks) */
+        const int64_t k1 = smallest_chunk_pages(pb, rpu, sharded, &k, g, wave, kc, hi);
+        if (k1 <= 2 * kc && count_for_chunk(pb, rpu, k1 * g, sharded).units <= wave) kc = k1;
       }
-      chunk = lo * g;
+      chunk = kc * g;
       if (chunk >= max_kv) chunk = 0;
     }
   }
@@ -612,6 +644,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
   dc->merge = k.merge;
   dc->partial = k.partial;
   dc->target = target;
+  dc->one_wave = fi_plan_one_wave_units(ctx, pb->family, params);
   dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
   dc->rows_per_unit = rpu;
   dc->granularity = g;

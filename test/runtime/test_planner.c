@@ -236,8 +236,11 @@ static void test_coverage_and_determinism(fi_context *ctx) {
   printf("coverage/determinism: %d plans checked, %d of them split-KV\n", plans, split_plans);
 }
 
-/* Balance: the chunk is the smallest whose unit count stays within the target T, so with B
- * unsplit units and W the KV tokens summed over units, chunk - g < W / (T - B), hence
+/* Balance: the chunk is the smallest whose unit count stays within the target T (the
+ * two-wave target, or for a prefill the one-wave one when the plan's units fit it: either
+ * the one-wave alternative was taken, or the two-wave chunk is also the smallest within
+ * it), so with B unsplit units and W the KV tokens summed over units, chunk - g < W / (T -
+ * B), hence
  *   largest unit <= T / (T - B) * mean + g   (or the chunk is the minimum chunk). */
 static void test_balance(fi_context *ctx) {
   rng r = {7};
@@ -258,6 +261,9 @@ static void test_balance(fi_context *ctx) {
     int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
     if (chunk > 0) {
       int64_t T = fi_plan_target_units_for(ctx, f, &p);
+      const int64_t wave = fi_plan_one_wave_units(ctx, f, &p);
+      EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial, l.num_work_units, (long long)T);
+      if (wave > 0 && l.num_work_units <= wave) T = wave;
       int64_t rpu = (int64_t)plan.private_[FI_PLAN_ROWS_PER_UNIT], B = 0, W = 0, mx = 0;
       for (int i = 0; i < batch; ++i) B += (pr.qo_len[i] + rpu - 1) / rpu;
       for (int32_t u = 0; u < l.num_work_units; ++u) {
@@ -267,7 +273,6 @@ static void test_balance(fi_context *ctx) {
       }
       double mean = (double)W / l.num_work_units;
       int min_chunk = (128 + ps - 1) / ps * ps;
-      EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial, l.num_work_units, (long long)T);
       EXPECT(chunk == min_chunk || (double)mx <= (double)T / (double)(T - B) * mean + ps,
              "trial %d: largest unit %lld tokens, mean %.1f, T %lld, B %lld", trial, (long long)mx,
              mean, (long long)T, (long long)B);
@@ -278,6 +283,60 @@ static void test_balance(fi_context *ctx) {
   }
   EXPECT(checked >= 30, "only %d split plans in the balance test", checked);
   printf("balance: %d split plans, worst largest/mean unit = %.3f\n", checked, worst_ratio);
+}
+
+/* The prefill split's one-wave alternative, against a search written here: one request of
+ * q query tiles over kv tokens (pages of 16) has q * ceil(kv / c) units for a chunk c; the
+ * plan takes the smallest c (a multiple of 16, >= 128) within the two-wave target T, unless
+ * that leaves more units than one wave W holds and the smallest c within W is at most
+ * twice it. Decode plans never take it (W = 0). */
+static void test_one_wave(fi_context *ctx) {
+  fi_attention_params p = fi_attention_params_default(32, 8, 128);
+  p.page_size = 16;
+  EXPECT(fi_plan_one_wave_units(ctx, FI_OP_DECODE, &p) == 0, "decode has a one-wave alternative");
+  const int64_t T = fi_plan_target_units_for(ctx, FI_OP_PAGED_PREFILL, &p);
+  const int64_t W = fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p);
+  int taken = 0, kept = 0;
+  const int64_t kvs[] = {4096, 32768, 32768 + 16, 100000, 7777};
+  for (int q = 1; q <= 4; ++q)
+    for (size_t ki = 0; ki < sizeof kvs / sizeof kvs[0]; ++ki) {
+      const int64_t kv = kvs[ki];
+      fi_tiles t = {128, 128, 1, FI_CORES_TENSOR};
+      const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, t);
+      const int64_t qo = rpu * q, tiles = q;
+      if ((kv + 15) / 16 * 16 <= 128) continue;
+      int64_t c2 = 0, c1 = 0;
+      for (int64_t c = 128; c < kv && !c2; c += 16)
+        if (tiles * ((kv + c - 1) / c) <= T) c2 = c;
+      for (int64_t c = 128; c < kv && !c1; c += 16)
+        if (tiles * ((kv + c - 1) / c) <= W) c1 = c;
+      if (tiles >= T) continue; /* unsplit already at the target */
+      int64_t want = c2;
+      if (c2 && tiles * ((kv + c2 - 1) / c2) > W && (c1 ? c1 <= 2 * c2 : (kv + 15) / 16 <= 2 * (c2 / 16) && tiles <= W))
+        want = c1, ++taken;
+      else
+        ++kept;
+      int32_t qo_indptr[2] = {0, (int32_t)qo}, kv_indptr[2] = {0, (int32_t)((kv + 15) / 16)};
+      int32_t last[1] = {(int32_t)(kv - 16 * (kv_indptr[1] - 1))};
+      int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)kv_indptr[1]);
+      for (int32_t j = 0; j < kv_indptr[1]; ++j) indices[j] = j;
+      size_t bytes = 0;
+      EXPECT_OK(fi_prefill_workspace_size(ctx, &p, 1, qo, &bytes), ctx);
+      char *ws = xmalloc(bytes);
+      fi_page_table pages = {kv_indptr, indices, last};
+      fi_plan plan;
+      p.fixed_split_size = 0;
+      EXPECT_OK(fi_paged_prefill_plan(ctx, &p, 1, qo_indptr, &pages, kv_indptr[1], NULL, &t, ws,
+                                      bytes, &plan), ctx);
+      const int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
+      EXPECT(chunk == want, "q tiles %d, kv %lld: chunk %lld, expected %lld (T %lld, W %lld)", q,
+             (long long)kv, (long long)chunk, (long long)want, (long long)T, (long long)W);
+      free(ws);
+      free(indices);
+    }
+  EXPECT(taken >= 3 && kept >= 1, "one-wave test: %d taken, %d kept", taken, kept);
+  printf("one wave: %d plans took the one-wave chunk, %d kept the two-wave one (T %lld, W %lld)\n",
+         taken, kept, (long long)T, (long long)W);
 }
 
 /* One workspace of fi_*_workspace_size(max_batch) serves every problem up to max_batch,
@@ -569,6 +628,7 @@ int main(void) {
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
   test_coverage_and_determinism(ctx);
   test_balance(ctx);
+  test_one_wave(ctx);
   test_workspace_bounds(ctx);
   test_fixed_split_invariance(ctx);
   test_fixed_split_workspace(ctx);
