@@ -230,8 +230,9 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
                               head_dim};
       const int64_t row = (int64_t)mu.out_row + r;
-      merge_chunk_list<T, BATCH>(loc, mu.num_chunks, head_dim, red_o, red_md, o + row * o_sb + h * o_sh,
-                          lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+      merge_chunk_list<T, BATCH>(loc, mu.num_chunks, head_dim, red_o, red_md,
+                                 o + row * o_sb + h * o_sh,
+                                 lse ? lse + row * lse_sb + h * lse_sh : nullptr);
     }
   }
 }

@@ -262,7 +262,8 @@ static void test_balance(fi_context *ctx) {
     if (chunk > 0) {
       int64_t T = fi_plan_target_units_for(ctx, f, &p);
       const int64_t wave = fi_plan_one_wave_units(ctx, f, &p);
-      EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial, l.num_work_units, (long long)T);
+      EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial,
+             l.num_work_units, (long long)T);
       if (wave > 0 && l.num_work_units <= wave) T = wave;
       int64_t rpu = (int64_t)plan.private_[FI_PLAN_ROWS_PER_UNIT], B = 0, W = 0, mx = 0;
       for (int i = 0; i < batch; ++i) B += (pr.qo_len[i] + rpu - 1) / rpu;
@@ -311,8 +312,11 @@ static void test_one_wave(fi_context *ctx) {
       for (int64_t c = 128; c < kv && !c1; c += 16)
         if (tiles * ((kv + c - 1) / c) <= W) c1 = c;
       if (tiles >= T) continue; /* unsplit already at the target */
+      /* c1 = 0: only the unsplit row fits one wave (if its tiles do), as long as the row */
+      const int64_t len1 = c1 ? c1 : (kv + 15) / 16 * 16;
+      const int fits1 = c1 > 0 || tiles <= W;
       int64_t want = c2;
-      if (c2 && tiles * ((kv + c2 - 1) / c2) > W && (c1 ? c1 <= 2 * c2 : (kv + 15) / 16 <= 2 * (c2 / 16) && tiles <= W))
+      if (c2 && tiles * ((kv + c2 - 1) / c2) > W && fits1 && len1 <= 2 * c2)
         want = c1, ++taken;
       else
         ++kept;
