@@ -359,8 +359,8 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 
 // One launch of the split-KV merge for output element type T.
 template <typename T>
-static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int row_slots,
-                                         bool host_plan, const fi_plan_layout &l,
+static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long sms,
+                                         int row_slots, bool host_plan, const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
@@ -376,7 +376,6 @@ static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, int r
       per_sm = 1;
     batch8_per_sm.store(per_sm, std::memory_order_relaxed);
   }
-  const long long sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 132;
   const bool one_wave = (long long)grid.x * grid.y <= per_sm * sms;
   return fi_cuda_launch(ctx, grid, dim3(128), 0,
                         one_wave ? merge_partials_kernel<T, 8> : merge_partials_kernel<T, 2>,
@@ -421,8 +420,8 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   // (33,792 of them, 43 us, in a prefill step that merges 32 units).
   const uint64_t rpu = plan->private_[FI_PLAN_ROWS_PER_UNIT];
   const int row_slots = rpu >= 1 && rpu <= 4096 ? (int)rpu : 1;
-  const long long fill = ((long long)(ctx->target.sm_count > 0 ? ctx->target.sm_count : 132) *
-                              16 + heads - 1) / heads;
+  const long long sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 132;
+  const long long fill = (sms * 16 + heads - 1) / heads;
   long long grid_x = (l.num_merge_units > 0 ? (long long)l.num_merge_units : 1) * row_slots;
   if (grid_x > fill) grid_x = fill;
   dim3 grid((unsigned)grid_x, heads);
@@ -431,13 +430,13 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",

@@ -316,10 +316,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
             block_sum(count_some(a, kc * g, t, blockDim.x), warp_sums, &total).units >
                 a.one_wave) {
           const int64_t k1 = search_chunk_pages(a, kc, hi, a.one_wave, ok_of_warp);
-          if (k1 <= 2 * kc &&
-              block_sum(count_some(a, k1 * g, t, blockDim.x), warp_sums, &total).units <=
-                  a.one_wave)
-            kc = k1;
+          if (k1 <= 2 * kc && (k1 < hi || unsplit <= a.one_wave)) kc = k1;
         }
         chunk = kc * g;
         if (chunk >= max_kv) chunk = 0;

@@ -513,9 +513,10 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
       int64_t kc = smallest_chunk_pages(pb, rpu, sharded, &k, g, target, lo, hi);
       const int64_t wave = fi_plan_one_wave_units(ctx, pb->family, params);
       if (wave > 0 && kc < hi && count_for_chunk(pb, rpu, kc * g, sharded).units > wave) {
-        /* (k1 >= kc: fewer units take longer chunks) */
+        /* (k1 >= kc: fewer units take longer chunks; k1 = hi: none below hi fits one wave,
+         * so it fits only unsplit) */
         const int64_t k1 = smallest_chunk_pages(pb, rpu, sharded, &k, g, wave, kc, hi);
-        if (k1 <= 2 * kc && count_for_chunk(pb, rpu, k1 * g, sharded).units <= wave) kc = k1;
+        if (k1 <= 2 * kc && (k1 < hi || unsplit.units <= wave)) kc = k1;
       }
       chunk = kc * g;
       if (chunk >= max_kv) chunk = 0;

@@ -305,7 +305,6 @@ static void test_one_wave(fi_context *ctx) {
       fi_tiles t = {128, 128, 1, FI_CORES_TENSOR};
       const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, t);
       const int64_t qo = rpu * q, tiles = q;
-      if ((kv + 15) / 16 * 16 <= 128) continue;
       int64_t c2 = 0, c1 = 0;
       for (int64_t c = 128; c < kv && !c2; c += 16)
         if (tiles * ((kv + c - 1) / c) <= T) c2 = c;
@@ -329,7 +328,6 @@ static void test_one_wave(fi_context *ctx) {
       char *ws = xmalloc(bytes);
       fi_page_table pages = {kv_indptr, indices, last};
       fi_plan plan;
-      p.fixed_split_size = 0;
       EXPECT_OK(fi_paged_prefill_plan(ctx, &p, 1, qo_indptr, &pages, kv_indptr[1], NULL, &t, ws,
                                       bytes, &plan), ctx);
       const int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
