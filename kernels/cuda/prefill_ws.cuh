@@ -1141,6 +1141,28 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                                                                   P_LOG2, alibi_off[hh], SLACK);
         any_rescale |= row_scale[hh] != 1.f;
       }
+      // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
+      // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block)
+      // and pack P after it, straight into the registers P V reads: with P packed before
+      // the wait, ptxas put P(tile) in P(tile-1)'s registers and the wait at the top of the
+      // softmax's block, so P V never ran under the softmax (SASS, bench/NOTES.md). clang's
+      // builds (the variant kernels) keep P packed before the wait: they measured 10 % slower
+      // the other way.
+      uint32_t pa[VARIANT ? KB : 1][4];
+      if constexpr (VARIANT) {
+        pack_p<DT>(s, pa);
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o);
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
+        if (tile > 0) {
+          __syncwarp();
+          if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+        }
+        if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
+      }
       // V(tile) for the next step's P V. Rows at or past the request's end hold other
       // tokens, another page's rows or zeros: both warpgroups zero them together (generic
       // writes, the proxy fence, one barrier of the 256 consumer threads) before either
@@ -1191,22 +1213,24 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         fi::fence_proxy_async_smem();
         asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
       }
-      // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
-      // The wait sits after V(tile)'s (a branch: its own basic block) and P is packed after
-      // it, straight into the registers P V reads: with P packed before the wait, ptxas put
-      // P(tile) in P(tile-1)'s registers and the wait at the top of the softmax's block, so
-      // P V never ran under the softmax (SASS, bench/NOTES.md).
-      fi_wgmma::wait<0>();
-      fi_wgmma::fence_regs(o);
-      if (tile > 0) {
-        __syncwarp();
-        if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+      if constexpr (!VARIANT) {
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o);
+        if (tile > 0) {
+          __syncwarp();
+          if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+        }
+        if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
+        if constexpr (FP8)
+          pack_p_e4m3(s, pa_prev);
+        else
+          pack_p<DT>(s, pa_prev);
+      } else {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
       }
-      if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
-      if constexpr (FP8)
-        pack_p_e4m3(s, pa_prev);
-      else
-        pack_p<DT>(s, pa_prev);
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
       st_prev = st;
     }
