@@ -20,6 +20,9 @@ fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
                                  const int32_t *device_num_merge_units, fi_tensor *o,
                                  fi_tensor *lse);
 
+/* Sets ctx->merge_wave_blocks_per_sm (at context creation, with the device current). */
+void fi_cuda_merge_prepare(fi_context *ctx);
+
 /* Decode support check (dtype, head_dim, kv_tile); FI_ERROR_UNSUPPORTED with a message. */
 fi_status fi_cuda_decode_supported(fi_context *ctx, const fi_attention_params *p,
                                    const fi_tiles *tiles);

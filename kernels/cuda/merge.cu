@@ -23,8 +23,6 @@ extern "C" {
 #include "shard.h"
 }
 
-#include <atomic>
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,25 +356,17 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 }
 
 // One launch of the split-KV merge for output element type T.
+// one_wave_blocks: the blocks of one wave of the BATCH 8 instance
+// (ctx->merge_wave_blocks_per_sm x SMs).
 template <typename T>
-static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long sms,
+static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long one_wave_blocks,
                                          int row_slots, bool host_plan, const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
   // The BATCH 8 instance where the grid fits in one wave of its blocks, else BATCH 2 (more
   // blocks per SM: a wave of latency saved outweighs the fewer loads in flight per thread).
-  // Its blocks per SM depend only on the kernel and the device: asked once.
-  static std::atomic<int> batch8_per_sm{0};
-  int per_sm = batch8_per_sm.load(std::memory_order_relaxed);
-  if (per_sm == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, merge_partials_kernel<T, 8>, 128,
-                                                      0) != cudaSuccess ||
-        per_sm < 1)
-      per_sm = 1;
-    batch8_per_sm.store(per_sm, std::memory_order_relaxed);
-  }
-  const bool one_wave = (long long)grid.x * grid.y <= per_sm * sms;
+  const bool one_wave = (long long)grid.x * grid.y <= one_wave_blocks;
   return fi_cuda_launch(ctx, grid, dim3(128), 0,
                         one_wave ? merge_partials_kernel<T, 8> : merge_partials_kernel<T, 2>,
                         (const fi_merge_unit *)l.merge, device_num_merge_units,
@@ -384,6 +374,21 @@ static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long 
                         (const float *)l.partial_lse, heads, D, (T *)o->data,
                         (int64_t)o->strides[0], (int64_t)o->strides[1], lse, lse_stride_row,
                         lse_stride_head, host_plan ? 1 : 0);
+}
+
+extern "C" void fi_cuda_merge_prepare(fi_context *ctx) {
+  const void *const batch8[3] = {(const void *)merge_partials_kernel<f16, 8>,
+                                 (const void *)merge_partials_kernel<bf16, 8>,
+                                 (const void *)merge_partials_kernel<float, 8>};
+  for (int i = 0; i < 3; ++i) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch8[i], 128, 0) != cudaSuccess ||
+        per_sm < 1) {
+      cudaGetLastError();
+      per_sm = 1;
+    }
+    ctx->merge_wave_blocks_per_sm[i] = per_sm;
+  }
 }
 
 // The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
@@ -427,16 +432,18 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   dim3 grid((unsigned)grid_x, heads);
   float *lp = lse ? (float *)lse->data : NULL;
   int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
+  // one wave of the 8-chunk instance for o type t (fi_cuda_merge_prepare: >= 1 per SM)
+  auto wave = [&](int t) { return ctx->merge_wave_blocks_per_sm[t] * sms; };
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, wave(0), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, wave(1), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, sms, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, wave(2), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",

@@ -830,9 +830,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
 
     // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
-    // S(tile) has landed and runs on the tensor cores while this warpgroup computes the
-    // softmax of tile; the waits stay unconditional (ptxas serialises every wgmma when it
-    // cannot match a wait to an issue).
+    // S(tile) has landed (fp8: right behind S(tile)'s issue) and runs on the tensor cores
+    // while this warpgroup computes the softmax of tile; the waits stay unconditional
+    // (ptxas serialises every wgmma when it cannot match a wait to an issue). The wait for
+    // P V and the work behind it (V's stage released, O rescaled) appear twice below, once
+    // per order: a shared helper changed the code clang emits for the variant kernels, whose
+    // speed was measured with this form.
     const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
     uint32_t pa_prev[KB][4];
     uint32_t v_prev_lo = 0, st_prev = 0;

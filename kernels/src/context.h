@@ -33,6 +33,9 @@ struct fi_context {
   /* CUDA backend: the device memory's peak bandwidth per SM in GB/s, from its clock and bus
    * width (0: unknown, the host backend). The decode planner's one-wave rule reads it. */
   float dram_gbps_per_sm;
+  /* CUDA backend: blocks per SM of the split-KV merge's 8-chunk instance for o in f16,
+   * bf16 and f32 (merge.cu picks it for grids of at most one wave of those). */
+  int32_t merge_wave_blocks_per_sm[3];
   char last_error[FI_ERROR_MESSAGE_BYTES];
   /* Stream or device synchronisations the runtime made on this context (CUDA: a plan's
    * upload from pageable host memory waits for the stream; reading a plan's status back),
