@@ -1,6 +1,6 @@
 /* bench/bench_prefill.c -- the prefill table: batch ragged prefill, fp16, head_dim 128,
- * causal (bottom-right aligned), qo_len = kv_len, and a paged append case (8 x 512 new
- * tokens on 4096 cached, page 16). Each case runs the plan the heuristics choose (variant
+ * causal (bottom-right aligned), qo_len = kv_len, two head_dim 256 rows of Gemma's shapes
+ * (16 / 8 heads), and a paged append case (8 x 512 new tokens on 4096 cached, page 16). Each case runs the plan the heuristics choose (variant
  * printed), then a tile sweep forces every compiled (q_tile, kv_tile) variant on the same
  * inputs ("sweep" rows, fewer repeats) and reports whether the chosen variant is within
  * 10% of the best one (the chosen variant's sweep row against the best sweep row).
@@ -54,15 +54,15 @@ static uint32_t page_rng = 24681357u;
 
 /* One case: batch requests of qo_len queries on kv_len keys, causal. */
 static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
-                         int qo_heads, int kv_heads, int page_size, int sweep) {
-  const int hd = 128;
-  char name[96];
+                         int qo_heads, int kv_heads, int hd, int page_size, int sweep) {
+  char name[96], hd_tag[16] = "";
+  if (hd != 128) snprintf(hd_tag, sizeof hd_tag, " hd%d", hd);
   if (paged)
-    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d", batch, qo_len, kv_len,
-             qo_heads, kv_heads, page_size);
+    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d%s", batch, qo_len,
+             kv_len, qo_heads, kv_heads, page_size, hd_tag);
   else
-    snprintf(name, sizeof name, "ragged causal b%d L%d h%d/%d", batch, qo_len, qo_heads,
-             kv_heads);
+    snprintf(name, sizeof name, "ragged causal b%d L%d h%d/%d%s", batch, qo_len, qo_heads,
+             kv_heads, hd_tag);
   if (!fi_bench_selected(b, name)) return;
 
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
@@ -238,6 +238,8 @@ void fi_bench_prefill(fi_bench_ctx *b) {
   int sweep = !sweep_env || atoi(sweep_env) != 0;
   for (int i = 0; i < 4; ++i)
     prefill_case(b, 0, ragged[i][0], ragged[i][1], ragged[i][1], ragged[i][2], ragged[i][3],
-                 16, sweep);
-  prefill_case(b, 1, 8, 512, 4096, 32, 8, 16, sweep);
+                 128, 16, sweep);
+  prefill_case(b, 0, 1, 8192, 8192, 16, 8, 256, 16, sweep);
+  prefill_case(b, 0, 8, 2048, 2048, 16, 8, 256, 16, sweep);
+  prefill_case(b, 1, 8, 512, 4096, 32, 8, 128, 16, sweep);
 }

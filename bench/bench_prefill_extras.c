@@ -5,7 +5,8 @@
  * (LLaMA) and fp8 e4m3 KV -- these two through the stage pass into the context's prefill
  * stage, and once more without a stage (the one-warpgroup kernels they ran on before) --
  * fp8 attention (e4m3 q, k and v on fp8 tensor cores, f16 o; plain and soft cap 30) --
- * and GQA groups that do not divide 128 (8 KV heads, 8 x group query heads). Each row runs the
+ * GQA groups that do not divide 128 (8 KV heads, 8 x group query heads), and head_dim 256
+ * (1 x 8192, 16 / 8 heads) plain, soft cap, window, ALiBi and custom mask. Each row runs the
  * plan the heuristics choose; the variant column adds its TFLOP/s over the base row's (the
  * plain row of the same shape; for a group, the group-4 row of the same query heads).
  *
@@ -43,11 +44,12 @@ static const char *const extra_names[EX_COUNT] = {
 /* Runs one (row, extra) and returns its rate in FLOP per ms (0 when skipped or refused);
  * `base_rate` > 0: the row also prints its rate over that one. */
 static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int kv_heads,
-                          int extra, double base_rate) {
-  const int hd = 128, window = 1024;
-  char name[96];
-  snprintf(name, sizeof name, "causal b%d L%d h%d/%d %s", batch, len, qo_heads, kv_heads,
-           extra_names[extra]);
+                          int hd, int extra, double base_rate) {
+  const int window = 1024;
+  char name[96], hd_tag[16] = "";
+  if (hd != 128) snprintf(hd_tag, sizeof hd_tag, " hd%d", hd);
+  snprintf(name, sizeof name, "causal b%d L%d h%d/%d%s %s", batch, len, qo_heads, kv_heads,
+           hd_tag, extra_names[extra]);
   if (!fi_bench_selected(b, name)) return 0;
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
   p.mask_mode = extra == EX_MASK ? FI_MASK_CUSTOM : FI_MASK_CAUSAL;
@@ -167,10 +169,16 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
   const int groups_only = only && strcmp(only, "groups") == 0;
   static const int rows[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}};
   for (int r = 0; r < (groups_only ? 0 : 2); ++r) {
-    const double plain = extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3],
+    const double plain = extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], 128,
                                      EX_PLAIN, 0);
     for (int e = EX_CAP; e < EX_COUNT; ++e)
-      extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], e, plain);
+      extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], 128, e, plain);
+  }
+  /* head_dim 256 (Gemma's shapes, 16 / 8 heads): the extras the warp-specialised kernel
+   * runs there directly (RoPE and fp8 KV need the stage pass, which takes 64 and 128) */
+  if (!groups_only) {
+    const double plain = extras_case(b, 1, 8192, 16, 8, 256, EX_PLAIN, 0);
+    for (int e = EX_CAP; e <= EX_MASK; ++e) extras_case(b, 1, 8192, 16, 8, 256, e, plain);
   }
   /* GQA groups 3, 5, 6, 7, 12 (8 KV heads) each beside the group-4 row of the same total
    * size (the same query heads over 2 x group KV heads): the same FLOPs and waves. The two
@@ -178,12 +186,12 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
    * 10 % fast), and each group reports the median of its rounds' ratios. */
   static const int groups[] = {3, 5, 6, 7, 12};
   enum { ROUNDS = 3 };
-  extras_case(b, 4, 4096, 32, 8, EX_PLAIN, 0); /* warm-up */
+  extras_case(b, 4, 4096, 32, 8, 128, EX_PLAIN, 0); /* warm-up */
   for (int g = 0; g < 5; ++g) {
     double ratio[ROUNDS];
     for (int r = 0; r < ROUNDS; ++r) {
-      const double g4 = extras_case(b, 4, 4096, 8 * groups[g], 2 * groups[g], EX_PLAIN, 0);
-      const double rate = extras_case(b, 4, 4096, 8 * groups[g], 8, EX_PLAIN, g4);
+      const double g4 = extras_case(b, 4, 4096, 8 * groups[g], 2 * groups[g], 128, EX_PLAIN, 0);
+      const double rate = extras_case(b, 4, 4096, 8 * groups[g], 8, 128, EX_PLAIN, g4);
       ratio[r] = g4 > 0 ? rate / g4 : 0;
     }
     const double med = fi_bench_median(ratio, ROUNDS); /* (ratio now sorted) */

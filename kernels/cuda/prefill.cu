@@ -208,6 +208,8 @@ fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
   if (a->head_dim == 64) return bf ? fi_prefill_ws_launch_hd64_bf16 : fi_prefill_ws_launch_hd64_f16;
   if (a->head_dim == 128)
     return bf ? fi_prefill_ws_launch_hd128_bf16 : fi_prefill_ws_launch_hd128_f16;
+  if (a->head_dim == 256)
+    return bf ? fi_prefill_ws_launch_hd256_bf16 : fi_prefill_ws_launch_hd256_f16;
   return nullptr;
 }
 
@@ -219,6 +221,8 @@ cudaError_t fi_prefill_ws_prepare() {
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd64_bf16();
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_f16();
   if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd128_bf16();
+  if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd256_f16();
+  if (e == cudaSuccess) e = fi_prefill_ws_prepare_hd256_bf16();
   if (e == cudaSuccess) e = fi_prefill_ws_fp8_prepare_f16();
   if (e == cudaSuccess) e = fi_prefill_ws_fp8_prepare_bf16();
   return e;
@@ -472,7 +476,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (a->q_dtype == FI_DTYPE_E4M3)
     return run_fp8(ctx, plan, p, q, kv, stage, stage_kv_rows, counts, lay.num_work_units, extras,
                    stream, o, lse, what);
-  // The warp-specialised kernel (prefill_ws.cuh) runs the plans of wgmma 128 x 128 tiles,
+  // The warp-specialised kernel (prefill_ws.cuh) runs the plans of its tiles (wgmma 128 x
+  // 128; head_dim 256: 128 x 64, fi_prefill_ws_tiles),
   // with or without the extras, in and out of CUDA-graph captures (its tensor maps span the
   // tensors as declared at capture, as every kernel's bounds do; rows and pages come from
   // the plan in the workspace at replay). fp8 KV, RoPE and paged page sizes that are not a
@@ -483,13 +488,16 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const char *ws_refusal = nullptr;
   if (ctx->tuning.prefill_warp_spec == 0)
     ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
-  else if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
-      plan->tiles.kv_tile != 128)
-    ws_refusal = "the plan's tiles are not the wgmma 128 x 128 tiles";
+  else if (!fi_prefill_ws_tiles(a, plan->tiles))
+    ws_refusal = "the plan's tiles are not the kernel's (wgmma 128 x 128; head_dim 256: 128 x 64)";
   else if (!ctx->wgmma_available || !counts)
     ws_refusal = "no sm_90a device or no plan counters in the workspace";
   else if (p.group > 128)
     ws_refusal = "a GQA group above 128";
+  else if (a->head_dim > 128 && (p.bsr_tiles || (a->variant && (a->variant->score_mod ||
+                                                                 a->variant->mask_mod))))
+    ws_refusal = "head_dim 256 with block-sparse tiles or a score_mod/mask_mod (its instances "
+                 "run the built-in extras; those have head_dim 64 and 128)";
   const bool needs_stage = fi_prefill_needs_stage(a, p.paged);
   // Paged block-sparse runs whose pages load as boxes of 16 or 32 rows take the stage when
   // the context holds it (token rows load faster; its layout is then not empty:
@@ -534,18 +542,25 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   }
   fi_prefill::WsMaps ws_maps;
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
-  if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64 or 128";
+  if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
+  // (K/V boxes of the kernel's KV tile: 128 keys, head_dim 256 64; block-sparse halves 64)
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles ? 64 : 128))
+                      p.page_size, p.bsr_tiles || a->head_dim > 128 ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
-  if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
+  // (head_dim 256 has no output buffer in shared memory: its consumers store the rows)
+  if (!ws_refusal && a->head_dim <= 128)
+    encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
+  else if (!ws_refusal)
+    ws_maps.o_store = 0;
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
   // that the warp-specialised kernel cannot take (no prefill stage, tensors the driver
   // cannot map) runs it too, with q 128 x kv 64 tiles (the tile list is the same; the
   // mma.sync kernel loads any key).
+  // head_dim 256 has no other wgmma kernel: its plan runs the mma.sync kernel's 128 x 64
+  // tiles (the plan's units are the same).
   fi_tiles tiles = plan->tiles;
-  if (ws_refusal && p.bsr_tiles && tiles.cores == FI_CORES_WGMMA)
+  if (ws_refusal && (p.bsr_tiles || a->head_dim > 128) && tiles.cores == FI_CORES_WGMMA)
     tiles = {128, 64, tiles.split_kv, FI_CORES_TENSOR};
   // (A unit may hold more rows than the other kernels' query tile: a GQA group above
   // q_tile, or a plan whose units pack rows across tokens for the warp-specialised kernel;

@@ -6,3 +6,4 @@
 #define HD_ 256
 #define DT_ __half
 FI_PREFILL_DEFINE(256, f16)
+FI_PREFILL_WS_DEFINE(256, f16)

@@ -37,7 +37,7 @@ FI_PREFILL_DECLARE(128, bf16)
 FI_PREFILL_DECLARE(256, f16)
 FI_PREFILL_DECLARE(256, bf16)
 
-// The warp-specialised Hopper kernel (prefill_ws.cuh; sm_90a, head_dim 64 and 128, 16-bit
+// The warp-specialised Hopper kernel (prefill_ws.cuh; sm_90a, head_dim 64, 128 and 256, 16-bit
 // KV, with or without the extras: prefill.cu checks its conditions and encodes the tensor
 // maps).
 namespace fi_prefill {
@@ -66,6 +66,8 @@ FI_PREFILL_WS_DECLARE(64, f16)
 FI_PREFILL_WS_DECLARE(64, bf16)
 FI_PREFILL_WS_DECLARE(128, f16)
 FI_PREFILL_WS_DECLARE(128, bf16)
+FI_PREFILL_WS_DECLARE(256, f16)
+FI_PREFILL_WS_DECLARE(256, bf16)
 // fp8 attention (e4m3 Q, K, V^T; output NAME; head_dim 128): prefill_ws.cuh with FP8.
 #define FI_PREFILL_WS_FP8_DECLARE(NAME)                                                    \
   cudaError_t fi_prefill_ws_fp8_launch_##NAME(const PrefillParams &p,                      \

@@ -16,7 +16,7 @@
 // CTA_Q = 128 rows: whole tokens, or, for a group of at most 32 that does not divide 128,
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
-// CTA_KV = 128 tokens (causal: tiles wholly above the bottom-right diagonal are skipped;
+// CTA_KV = 128 tokens (head_dim 256: 64; causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
 // two halves of 64 keys, each loaded from its own first key and kept up to its own length
@@ -56,8 +56,9 @@
 // the tensor) are computed and never stored; K rows past the request's end are masked and
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
 //
-// Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64 or 128,
-// f16/bf16 queries, a GQA group of at most 128, tensors the driver can map. Q, K and V come
+// Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64, 128 or
+// 256 (KV tiles of 64 keys and one Q slot, WsShape; not block-sparse), f16/bf16 queries, a
+// GQA group of at most 128, tensors the driver can map. Q, K and V come
 // straight from the run's tensors (16-bit KV of q's type, paged page sizes a multiple of 16)
 // or from the stage pass (prefill_stage.cu: RoPE-rotated K, fp8 K/V widened, pages of any
 // size as token rows; k_staged / v_staged), which needs the context's prefill stage; with
@@ -314,25 +315,29 @@ __device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" 
 
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
+// head_dim 256 (Gemma's): KV tiles of 64 keys, one Q slot and no output buffer, so that Q
+// (64 KB) and two ring stages of K and V (128 KB) fit; the next chunk's Q then loads once
+// the consumers have stored this chunk's rows from its slot.
 template <int HD, int ES = 2>
 struct WsShape {
-  static constexpr int CTA_Q = 128, CTA_KV = 128;
+  static constexpr int CTA_Q = 128, CTA_KV = HD > 128 ? 64 : 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
-  static constexpr int Q_SLOTS = 2;
+  // Q tiles in flight, and chunk descriptors (always two: see desc_sync).
+  static constexpr int Q_SLOTS = HD > 128 ? 1 : 2, DESC_SLOTS = 2;
   // As many ring stages as fit next to the two Q slots (head_dim 128: 2, 64: 4).
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
   // The output rows of a chunk staged for the copy engine's stores (WsMaps.o_store): their
   // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it.
-  static constexpr int O_BYTES = CTA_Q * HD * 2;
+  static constexpr int O_BYTES = HD > 128 ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the descriptors: per ring stage, the first key and mask class of the tile in it,
   // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
   // producer's walk skips tiles, see WsClassify).
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
-                              BARRIERS * 8 + Q_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
+                              BARRIERS * 8 + DESC_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
                               sizeof(WsClassify);
 };
 
@@ -353,6 +358,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
+  static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
+                "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
   constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
@@ -382,8 +389,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
   uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
-  WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);  // per Q slot
-  int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::Q_SLOTS);   // per ring stage
+  WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);
+  int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::DESC_SLOTS);  // per ring stage
   WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -417,7 +424,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   __syncthreads();  // the only block barrier: the roles never meet again
 
   // Registers: the producer warpgroup gives most of its share to the consumers (FA3's
-  // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file).
+  // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file; 24 / 240 made
+  // ptxas spill more at head_dim 256).
   if (warp >= W::CONSUMER_WARPS) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
@@ -564,12 +572,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           }
           c.num_tiles = loads;
         }
-        const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
+        // (descriptor slot ds; Q slot qs, its phase q_par)
+        const uint32_t ds = q_seq & 1, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
         ++q_seq;
         // Q of the chunk, then K and V of each tile as stages free up.
         const int kv_head = c.kv_head, kv_len = c.kv_len, kv_lo = c.kv_lo;
         unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
-        if (lane == 0) descs[qs] = c;  // read after this chunk's desc_sync
+        if (lane == 0) descs[ds] = c;  // read after this chunk's desc_sync
         if (lane == 0) {
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
           fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
@@ -733,12 +742,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   uint32_t q_seq = 0, kv_seq = 0;
+  // One Q slot (head_dim 256): the slot is released at the chunk's last S, and the
+  // consumers store the output rows straight from their accumulators.
+  constexpr bool Q_EARLY = W::Q_SLOTS == 1;
   for (;;) {
     // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
-    const uint32_t qs = q_seq & 1, q_par = (q_seq >> 1) & 1;
+    const uint32_t ds = q_seq & 1, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
     ++q_seq;
     desc_sync();
-    const WsChunk c = descs[qs];
+    const WsChunk c = descs[ds];
     if (c.chunk < 0) break;
     fi::mbar_wait(&q_full[qs], q_par);
     const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
@@ -902,7 +914,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
       for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
 
-      // S = Q K^T: one m64 x 128 x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
+      // S = Q K^T: one m64 x CTA_KV x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
       float s[NB_KV][4];
       const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
       fi::mbar_wait(&k_full[st], par);
@@ -937,6 +949,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi_wgmma::fence_regs(s);
       __syncwarp();
       if (lane == 0) fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
+      // One Q slot (Q_EARLY): released at the chunk's last S, so that the next chunk's Q
+      // lands under this chunk's last softmax, P V and stores.
+      if (Q_EARLY && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
       if (!AHEAD && tile > 0) {
         fi_wgmma::fence();
 #pragma unroll
@@ -1272,7 +1287,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       l_run[hh] = l;
     }
-    const bool store_box = ws_store_box<CTA_Q>(maps, c);
+    const bool store_box = W::O_BYTES > 0 && ws_store_box<CTA_Q>(maps, c);
     // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
     // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
     // completed), which its threads copy out.
@@ -1281,7 +1296,28 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if ((tid & 127) == 0) fi::tma_store_wait_read();
       wg_sync(wg);
     }
-    if (wu.partial_row < 0) {
+    if (Q_EARLY && wu.partial_row < 0) {
+      // One Q slot: no staging (the slot holds the next chunk's Q), whole rows in 4-byte
+      // stores straight from the accumulators.
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const float l = l_run[hh];
+        const float inv = l > 0.f ? out_scale / l : 0.f;
+        const int row = warp * 16 + g + hh * 8, pr = chunk + row;
+        if (row >= chunk_rows || pr >= packed_end) continue;
+        const int tok = (int)p.group_div.div((uint32_t)pr);
+        const int h = kv_head * group + pr - tok * group;
+        DT *const dst = reinterpret_cast<DT *>(p.o) +
+                        (int64_t)(q_tok_begin + tok) * p.o_stride_n + (int64_t)h * p.o_stride_h;
+#pragma unroll
+        for (int nb = 0; nb < NB_D; ++nb)
+          *reinterpret_cast<uint32_t *>(dst + nb * 8 + 2 * t4) =
+              MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+        if (p.lse != nullptr && t4 == 0)
+          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
+              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
+      }
+    } else if (wu.partial_row < 0) {
       // Stage O / l in stage_rows (the Q tiles' swizzled layout).
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
@@ -1353,10 +1389,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
       }
     }
-    // Every generic access to the slot precedes the producer's next copy into it.
-    fi::fence_proxy_async_smem();
-    wg_sync(wg);
-    if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
+    // Every generic access to the slot precedes the producer's next copy into it (Q_EARLY:
+    // released at the last S, unless the chunk had no tile).
+    if (!Q_EARLY || num_tiles == 0) {
+      fi::fence_proxy_async_smem();
+      wg_sync(wg);
+      if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
+    }
   }
   if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
 #else
@@ -1408,15 +1447,17 @@ cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bo
 }
 
 // Sets the kernel's dynamic shared-memory limit (at context creation, for the device).
+// (head_dim 256 has no block-sparse instance: prefill.cu runs those on the mma.sync kernel)
 template <int HD, typename DT>
 cudaError_t prepare_prefill_ws() {
+  constexpr bool BSR_OK = HD <= 128;
   const void *const kernels[] = {
       (const void *)prefill_ws_kernel<HD, DT, 0, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_MASKS, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_ALL, false>,
-      (const void *)prefill_ws_kernel<HD, DT, WS_X_ALL, true>};
+      (const void *)prefill_ws_kernel<HD, DT, WS_X_ALL, BSR_OK>};
   for (const void *k : kernels) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
@@ -1442,7 +1483,7 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
   // (a cudaKernel_t launches through the runtime's launch calls as a function pointer)
   const Entry entry =
       variant_kernel         ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
-      : p.bsr_tiles          ? prefill_ws_kernel<HD, DT, WS_X_ALL, true>
+      : p.bsr_tiles          ? prefill_ws_kernel<HD, DT, WS_X_ALL, (HD <= 128)>
       : !extras              ? prefill_ws_kernel<HD, DT, 0, false>
       : alibi                ? prefill_ws_kernel<HD, DT, WS_X_ALL, false>
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>

@@ -1,6 +1,6 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
-// m64nNk16 forms the kernel issues (N = 64 or 128; f16 or bf16 in, fp32 accumulate), and
+// m64nNk16 forms the kernel issues (N = 64, 128 or 256; f16 or bf16 in, fp32 accumulate), and
 // m64nNk32 for fp8 e4m3 (below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
@@ -128,6 +128,37 @@ struct Wgmma {
   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
   "+f"(d[15][2]), "+f"(d[15][3])
 
+// m64n256k16 (the P V of head_dim 256): 128 accumulators, the first 64 those of m64n128k16.
+#define FI_WGMMA_D256 \
+  "{" FI_WGMMA_REGS32 ", " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define FI_WGMMA_SS256 "%128, %129"
+#define FI_WGMMA_SS_SCALE256 "%130"
+#define FI_WGMMA_RS256 "{%128, %129, %130, %131}, %132"
+#define FI_WGMMA_RS_SCALE256 "%133"
+#define FI_WGMMA_C256 \
+  FI_WGMMA_C128, \
+  "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), \
+  "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), \
+  "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), \
+  "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), \
+  "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), \
+  "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), \
+  "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), \
+  "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), \
+  "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), \
+  "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), \
+  "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), \
+  "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), \
+  "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), \
+  "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), \
+  "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), \
+  "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
 // Both forms for one (C type, PTX type, N).
 #define FI_WGMMA_FORMS(CTYPE, PTX, N)                                                        \
   template <>                                                                                \
@@ -181,6 +212,8 @@ FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)
 FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 64)
 FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 128)
+FI_WGMMA_FORMS(__half, "f16", 256)
+FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 256)
 #undef FI_WGMMA_FORMS
 #else
 template <typename T, int N>

@@ -114,9 +114,18 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
     return 1;
   }
   if (tiles && tiles->cores == FI_CORES_WGMMA) {
+    /* head_dim 256: the warp-specialised Hopper kernel alone, with its 128 x 64 tiles */
+    if (p->head_dim == FI_CUDA_PREFILL_WS_HD256) {
+      if (tiles->q_tile != 128 || tiles->kv_tile != 64)
+        return FI_WHY("%s: at head_dim 256 the wgmma prefill kernel (the warp-specialised "
+                      "Hopper kernel) runs q_tile 128, kv_tile 64, not q_tile %d, kv_tile %d; "
+                      "pass those, cores = tensor tiles, or no tiles", op, (int)tiles->q_tile,
+                      (int)tiles->kv_tile);
+      return 1;
+    }
     if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))
-      return FI_WHY("%s: the wgmma (Hopper) prefill tier has head_dim 64 and 128, not %d; "
-                    "use cores = tensor", op, (int)p->head_dim);
+      return FI_WHY("%s: the wgmma (Hopper) prefill tier has head_dim 64, 128 and 256 (q_tile "
+                    "128, kv_tile 64), not %d; use cores = tensor", op, (int)p->head_dim);
     if (!listed(wgmma_tiles, FI_COUNT(wgmma_tiles), tiles->q_tile, tiles->kv_tile)) {
       char list[160];
       return FI_WHY("%s: no wgmma prefill variant with q_tile %d, kv_tile %d; compiled "

@@ -44,7 +44,7 @@
  *    The feasible candidate with the highest occupancy wins; ties go to the larger tile
  *    (fewer pipeline iterations). No feasible candidate -> the smallest.
  *
- *    Prefill on Hopper (target sm 90, head_dim 64 or 128, q_tile >= 64): cores = wgmma (the
+ *    Prefill on Hopper (target sm 90, head_dim 64 or 128 (256: below), q_tile >= 64): cores = wgmma (the
  *    Hopper tier, wgmma from shared memory) with q_tile FI_WGMMA_Q_TILE and kv_tile
  *    FI_WGMMA_KV_TILE: one warpgroup of 64 rows per CTA, two CTAs per SM that run out of
  *    phase (one's softmax under the other's MMAs); kv_tile 64 (three CTAs per SM) when the
@@ -58,6 +58,9 @@
  *    runs those plans on its warp-specialised kernel (a TMA producer warp, two consumer
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
+ *    head_dim 256 on the fast path (16-bit q, a group of at most 128): q_tile 128, kv_tile
+ *    FI_WS_HD256_KV_TILE (64) on wgmma, the same kernel with the KV tile that fits beside
+ *    its 64 KB Q tile (where the mma.sync kernel read at 0.46x cuDNN's SDPA on an H200).
  *    Other shapes and targets: cores = tensor (mma.sync) with the kv_tile of the model
  *    above.
  *
@@ -76,7 +79,8 @@ enum {
   FI_WGMMA_Q_TILE = 64,
   FI_WGMMA_KV_TILE = 128,
   FI_WGMMA_SHORT_KV = 2048,
-  FI_WS_TILE = 128
+  FI_WS_TILE = 128,
+  FI_WS_HD256_KV_TILE = 64
 };
 
 fi_target fi_target_default(void) {
@@ -222,6 +226,15 @@ fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p) {
       tiles.kv_tile =
           p->avg_kv_len > 0 && p->avg_kv_len <= FI_WGMMA_SHORT_KV ? 64 : FI_WGMMA_KV_TILE;
     }
+  }
+  /* head_dim 256 on the fast path: the warp-specialised kernel's 128 x 64 tiles (its KV
+   * tile is what fits beside the 64 KB Q tile), where the mma.sync kernel read at 0.46x
+   * cuDNN's SDPA (bench/NOTES.md) */
+  if (t->sm_version == 90 && tiles.q_tile >= 64 && p->head_dim == 256 && p->fast_path &&
+      p->q_dtype_bytes == 2 && group_size(p) <= FI_WS_TILE) {
+    tiles.cores = FI_CORES_WGMMA;
+    tiles.q_tile = FI_WS_TILE;
+    tiles.kv_tile = FI_WS_HD256_KV_TILE;
   }
   /* fp8 attention has one kernel, the warp-specialised one's 128 x 128 wgmma tiles (a
    * device without it refuses the run; the host backend ignores the cores) */

@@ -139,6 +139,12 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
   return ctx->tuning.prefill_rows_across != 0 && group > 0 && 128 % group != 0 && group <= 32;
 }
 
+/* Whether `t` are the CUDA warp-specialised prefill kernel's tiles (prefill_ws.cuh): wgmma
+ * 128 x 128, and 128 x 64 at head_dim 256 (the KV tile that fits its shared memory). */
+static inline int fi_prefill_ws_tiles(const fi_attention_params *p, fi_tiles t) {
+  return t.cores == FI_CORES_WGMMA && t.q_tile == 128 && t.kv_tile == (p->head_dim > 128 ? 64 : 128);
+}
+
 /* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`
  * (planner.c): decode 1; prefill q_tile / group, or whole tiles of rows across tokens where
  * the CUDA warp-specialised prefill kernel packs them so (fi_prefill_rows_across). */

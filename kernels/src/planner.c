@@ -421,8 +421,7 @@ int64_t fi_prefill_rows_per_unit(const fi_context *ctx, fi_op_family family,
   if (family == FI_OP_DECODE) return 1;
   const int64_t group = params->num_qo_heads / params->num_kv_heads;
   const int ws = ctx->backend == FI_BACKEND_CUDA && ctx->wgmma_available &&
-                 ctx->tuning.prefill_warp_spec != 0 && tiles.cores == FI_CORES_WGMMA &&
-                 tiles.q_tile == 128 && tiles.kv_tile == 128 &&
+                 ctx->tuning.prefill_warp_spec != 0 && fi_prefill_ws_tiles(params, tiles) &&
                  (family == FI_OP_RAGGED_PREFILL || family == FI_OP_PAGED_PREFILL);
   if (ws && fi_prefill_rows_across(ctx, group)) return 128 / (group & -group);
   const int64_t rpu = tiles.q_tile / group;

@@ -35,7 +35,7 @@ func.func @no_such_prefill_variant(%q: memref<?x4x64xf16>, %k: memref<?x4x64xf16
 
 func.func @wgmma_head_dim_256(%q: memref<?x4x256xf16>, %k: memref<?x4x256xf16>,
     %qo: memref<?xi32>, %kvp: memref<?xi32>, %o: memref<?x4x256xf16>) {
-  // expected-error @below {{cannot run on the CUDA backend: ragged prefill: the wgmma (Hopper) prefill tier has head_dim 64 and 128, not 256; use cores = tensor}}
+  // expected-error @below {{cannot run on the CUDA backend: ragged prefill: at head_dim 256 the wgmma prefill kernel (the warp-specialised Hopper kernel) runs q_tile 128, kv_tile 64, not q_tile 128, kv_tile 128; pass those, cores = tensor tiles, or no tiles}}
   fi.ragged_prefill q(%q : memref<?x4x256xf16>) kv(%k, %k : memref<?x4x256xf16>, memref<?x4x256xf16>)
       indptr(%qo, %kvp : memref<?xi32>, memref<?xi32>) outs(%o : memref<?x4x256xf16>)
       {tiles = #fi.tiles<q = 128, kv = 128, split_kv = false, cores = wgmma>}

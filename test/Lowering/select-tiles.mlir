@@ -308,11 +308,14 @@ func.func @prefill_a100(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
-// head_dim 256, 1024 rows in one request, MHA: q tile 128 -> 64 (the 128 x 256 fp32
-// accumulator does not fit); KV 32 (2 blocks) beats 64 (1 block); 128 does not fit.
+// head_dim 256, 1024 rows in one request, MHA: q tile 128 -> 64 for the mma.sync kernel
+// (the 128 x 256 fp32 accumulator does not fit 4 warps); on Hopper, 16-bit KV of q's type
+// (the fast path), the warp-specialised kernel instead: q tile 128 x kv tile 64 on wgmma
+// (64 keys fit beside its 64 KB Q tile). The CTAs (8 heads x 8 tiles) do not fill the SMs
+// and the KV length is unknown: split allowed.
 // CHECK-LABEL: func.func @ragged_hd256
 // CHECK: fi.ragged_prefill
-// CHECK-SAME: tiles = #fi.tiles<q = 64, kv = 32, split_kv = true, cores = tensor>
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 64, split_kv = true, cores = wgmma>
 func.func @ragged_hd256(%q: tensor<1024x8x256xbf16>, %k: tensor<?x8x256xbf16>,
     %v: tensor<?x8x256xbf16>, %qo: tensor<2xi32>, %kvp: tensor<2xi32>,
     %o: tensor<1024x8x256xbf16>) -> tensor<1024x8x256xbf16> {

@@ -6,6 +6,7 @@
  * 1..8192 with qo_len <= kv_len and qo_len == kv_len, random page tables, every mask
  * (none/causal/custom) and variant (RoPE, ALiBi, soft cap, sliding window, sm_scale, LSE)
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
+ * FI_TEST_HEAD_DIM=64/128/256 draws that head_dim alone (the longest configs keep <= 128).
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs. Exit 77 without a GPU.
  */
@@ -843,6 +844,7 @@ static void draw_config(config *c, int i) {
   c->kv_dtype = kvr == 0 ? FI_DTYPE_E4M3 : kvr == 1 ? FI_DTYPE_E5M2 : c->q_dtype;
   static const int hds[] = {64, 128, 128, 128, 256};
   c->hd = hds[rnd() % 5];
+  if (getenv("FI_TEST_HEAD_DIM")) c->hd = atoi(getenv("FI_TEST_HEAD_DIM")); /* one head dim */
   /* {32, 1} and {16, 1}: a GQA group larger than a 16/32-row tile, so one work unit's
    * packed rows span several query chunks of the CTA. */
   static const int heads[][2] = {{1, 1}, {4, 4}, {4, 1}, {8, 2}, {8, 1}, {6, 2},
@@ -901,9 +903,11 @@ static void draw_config(config *c, int i) {
     c->window_left = rint_in(0, c->kv_len[0]);
   c->force_tiles = rnd() % 3 == 0;
   /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel (wgmma
-   * 128 x 128 tiles, head_dim 64 or 128), with soft cap, ALiBi, custom masks, windows,
-   * RoPE, fp8 KV, page sizes of every kind and every GQA group still drawn at random (the
-   * last three through the stage pass); the CUDA context then requires that kernel
+   * 128 x 128 tiles, head_dim 64 or 128; 128 x 64 at head_dim 256), with soft cap, ALiBi,
+   * custom masks, windows, RoPE, fp8 KV, page sizes of every kind and every GQA group still
+   * drawn at random (the last three through the stage pass, which head_dim 256 does not
+   * take: its configs keep 16-bit KV, no RoPE and pages of 16); the CUDA context then
+   * requires that kernel
    * (FI_PREFILL_WARP_SPEC=2, set in main), so a run that would fall back fails. */
   c->o_dtype = c->q_dtype;
   c->q_scale = 1.f;
@@ -928,19 +932,27 @@ static void draw_config(config *c, int i) {
     return;
   }
   if (hopper && ws_mode) {
-    if (c->hd > 128) c->hd = 128;
+    if (c->hd > 128) {
+      c->kv_dtype = c->q_dtype;
+      c->k_scale = c->v_scale = 1.f;
+      if (c->pos == FI_POS_ROPE_LLAMA) c->pos = FI_POS_NONE;
+      if (c->page_size % 16 != 0) c->page_size = 16;
+    }
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
-    c->tiles.kv_tile = 128;
+    c->tiles.kv_tile = c->hd > 128 ? 64 : 128;
     c->tiles.split_kv = rnd() & 1;
     c->tiles.cores = FI_CORES_WGMMA;
     return;
   }
   if (c->force_tiles) {
-    /* the mma.sync list, then the wgmma tier (Hopper only; head_dim <= 128) */
+    /* the mma.sync list, then the wgmma tier (Hopper only; head_dim 256: its 128 x 64
+     * tiles, the warp-specialised kernel where it takes the run, else the mma.sync one) */
     int t = (int)(rnd() % (uint32_t)(hopper ? NUM_TILES + NUM_WG_TILES : NUM_TILES));
-    if (t >= NUM_TILES && c->hd > 128) t = NUM_TILES - 1;
-    const int *pair = t < NUM_TILES ? tile_list[t] : wg_tile_list[t - NUM_TILES];
+    static const int hd256_wg[2] = {128, 64};
+    const int *pair = t < NUM_TILES ? tile_list[t]
+                      : c->hd > 128 ? hd256_wg
+                                    : wg_tile_list[t - NUM_TILES];
     c->tiles.q_tile = pair[0];
     c->tiles.kv_tile = pair[1];
     c->tiles.split_kv = rnd() & 1;
@@ -978,12 +990,14 @@ int main(void) {
     hopper = major == 9 && minor == 0;
   }
   int failures = 0, tile_seen[NUM_TILES] = {0}, wg_seen[NUM_WG_TILES] = {0};
+  int ws_tiles_seen = 0; /* configs with the warp-specialised kernel's tiles for their hd */
   for (int i = 0; i < num; ++i) {
     config c;
     draw_config(&c, i);
     c.o_pad = rnd() % 4 == 0 ? 8 * rint_in(1, 3) : 0;
     failures += run_config(host, cuda, &c, i) != 0;
     const int wg = c.tiles.cores == FI_CORES_WGMMA;
+    ws_tiles_seen += wg && c.tiles.q_tile == 128 && c.tiles.kv_tile == (c.hd > 128 ? 64 : 128);
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
       const int *pair = wg ? wg_tile_list[t] : tile_list[t];
       if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
@@ -1000,9 +1014,10 @@ int main(void) {
   }
   printf("\n");
   const char *ws_env = getenv("FI_TEST_PREFILL_WS");
-  /* (every config on the warp-specialised kernel: its 128 x 128 tiles, and only those) */
+  /* (every config on the warp-specialised kernel: its 128 x 128 tiles (head_dim 256: 128
+   * x 64), and only those) */
   if ((ws_env && atoi(ws_env) > 0) || fp8_mode)
-    wg_missing = hopper && wg_seen[NUM_WG_TILES - 1] != num;
+    wg_missing = hopper && ws_tiles_seen != num;
   if (hopper && num >= 100 && wg_missing) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
     ++failures;
@@ -1014,7 +1029,8 @@ int main(void) {
 
   /* Unsupported shapes fail at plan with a message, never run. */
   failures += expect_refused(cuda, 96, NULL, "head_dim 96");
-  /* wgmma tiles with head_dim 256: refused at plan (the tier has 64 and 128) */
+  /* wgmma tiles with head_dim 256 other than the warp-specialised kernel's 128 x 64:
+   * refused at plan */
   fi_tiles wg = {128, 128, 0, FI_CORES_WGMMA};
   failures += expect_refused(cuda, 256, &wg, "wgmma head_dim 256");
   fi_context_destroy(host);

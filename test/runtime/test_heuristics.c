@@ -125,7 +125,7 @@ int main(void) {
                "hopper prefill hd %d: q %d kv %d cores %d", hd, tl.q_tile, tl.kv_tile, tl.cores);
         EXPECT(strcmp(fi_tiles_name(tl, 0, buf, sizeof buf), "prefill_wg_q64_kv128") == 0,
                "wgmma prefill name %s", buf);
-      } else {
+      } else { /* (off the fast path: the mma.sync kernel) */
         EXPECT(tl.q_tile == 64 && tl.cores == FI_CORES_TENSOR, "hd 256 prefill: q %d cores %d",
                tl.q_tile, tl.cores);
       }
@@ -171,9 +171,20 @@ int main(void) {
       fi_target a100t = {80, 108, 166912};
       fi_tiles ta = fi_select_prefill_tiles(&a100t, &pf);
       EXPECT(ta.cores == FI_CORES_TENSOR, "a100 fast-path prefill cores %d", ta.cores);
+      /* head_dim 256: the same kernel with KV tiles of 64 keys; off the fast path, on
+       * another device or with fp8 queries (head_dim 128 only), not */
       pf.head_dim = 256;
       tf = fi_select_prefill_tiles(&h100, &pf);
-      EXPECT(tf.cores == FI_CORES_TENSOR, "hd 256 fast-path prefill cores %d", tf.cores);
+      EXPECT(tf.q_tile == 128 && tf.kv_tile == 64 && tf.cores == FI_CORES_WGMMA,
+             "hd 256 fast-path prefill: q %d kv %d cores %d", tf.q_tile, tf.kv_tile, tf.cores);
+      EXPECT(strcmp(fi_tiles_name(tf, 0, buf, sizeof buf), "prefill_wg_q128_kv64") == 0,
+             "hd 256 fast-path prefill name %s", buf);
+      ta = fi_select_prefill_tiles(&a100t, &pf);
+      EXPECT(ta.cores == FI_CORES_TENSOR, "a100 hd 256 prefill cores %d", ta.cores);
+      pf.fast_path = 0;
+      tf = fi_select_prefill_tiles(&h100, &pf);
+      EXPECT(tf.cores == FI_CORES_TENSOR, "hd 256 prefill off the fast path: cores %d",
+             tf.cores);
     }
     /* short packed queries stay on the mma.sync kernel on Hopper too */
     EXPECT(tp.cores == FI_CORES_TENSOR, "q16 prefill cores %d", tp.cores);

@@ -29,6 +29,9 @@ extern "C" {
  * warpgroup per CTA (two CTAs per SM run out of phase). */
 #define FI_CUDA_PREFILL_WGMMA_TILE_LIST(X) X(64, 64) X(64, 128) X(128, 64) X(128, 128)
 #define FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(X) X(64) X(128)
+/* head_dim 256 on wgmma: the warp-specialised kernel alone, tiles (128, 64) (ragged and
+ * paged prefill; not block-sparse). */
+#define FI_CUDA_PREFILL_WS_HD256 256
 
 /* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
  * `tiles` is not NULL, that variant. Otherwise 0, with a sentence in `why` (naming the
