@@ -548,11 +548,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
                       p.page_size, p.bsr_tiles || a->head_dim > 128 ? 64 : 128))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
-  // (head_dim 256 has no output buffer in shared memory: its consumers store the rows)
-  if (!ws_refusal && a->head_dim <= 128)
-    encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
-  else if (!ws_refusal)
-    ws_maps.o_store = 0;
+  if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
   // that the warp-specialised kernel cannot take (no prefill stage, tensors the driver
   // cannot map) runs it too, with q 128 x kv 64 tiles (the tile list is the same; the

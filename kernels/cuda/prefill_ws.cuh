@@ -49,9 +49,12 @@
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
-// warpgroup, WsMaps.o; the consumers go on to the next chunk at once), a unit's last partial
+// warpgroup, WsMaps.o; the consumers go on to the next chunk at once; head_dim 256: staged
+// in the last tile's K stage (warpgroup 0) and V stage (1), which go back to the producer
+// once the copy engine has read them), a unit's last partial
 // chunk (or a group not dividing 64) staged in the warpgroup's own Q rows and copied out by
-// its threads in 16-byte stores; split-KV units write fp32 partial rows +
+// its threads in 16-byte stores (head_dim 256: stored from the accumulators in 4-byte
+// stores, the slot holding the next Q); split-KV units write fp32 partial rows +
 // LSE for the merge kernel. Rows a box reads past a unit's end (other tokens, or zeros past
 // the tensor) are computed and never stored; K rows past the request's end are masked and
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
@@ -141,20 +144,22 @@ __device__ __forceinline__ float tanh_approx(float x) {
   return y;
 }
 
-// 128 bits of a custom mask from bit b0 on (one row's bits of one K/V tile): five aligned
-// 32-bit loads and four funnel shifts instead of a byte load per pair. Only bytes in
-// [lo_byte, hi_byte] (the request's own) are read: a word that crosses them is gathered
-// byte by byte, the bytes outside reading as zero (their bits belong to no pair used).
-__device__ __forceinline__ void load_mask_bits128(const uint8_t *bits, int64_t b0,
-                                                  int64_t lo_byte, int64_t hi_byte,
-                                                  uint32_t out[4]) {
+// 32 * WORDS bits of a custom mask from bit b0 on (one row's bits of one K/V tile): WORDS
+// + 1 aligned 32-bit loads and WORDS funnel shifts instead of a byte load per pair. Only
+// bytes in [lo_byte, hi_byte] (the request's own) are read: a word that crosses them is
+// gathered byte by byte, the bytes outside reading as zero (their bits belong to no pair
+// used).
+template <int WORDS>
+__device__ __forceinline__ void load_mask_bits(const uint8_t *bits, int64_t b0,
+                                               int64_t lo_byte, int64_t hi_byte,
+                                               uint32_t (&out)[WORDS]) {
   const int mis = (int)((uintptr_t)bits & 3);  // the mask may start off a word boundary
   const uint32_t *words = reinterpret_cast<const uint32_t *>(bits - mis);
   const int64_t a0 = b0 + 8 * mis, w0 = a0 >> 5;
   const uint32_t sh = (uint32_t)(a0 & 31);
-  uint32_t w[5];
+  uint32_t w[WORDS + 1];
 #pragma unroll
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < WORDS + 1; ++k) {
     const int64_t byte0 = (w0 + k) * 4 - mis;  // relative to bits
     if (byte0 >= lo_byte && byte0 + 3 <= hi_byte) {
       w[k] = __ldg(words + w0 + k);
@@ -166,7 +171,7 @@ __device__ __forceinline__ void load_mask_bits128(const uint8_t *bits, int64_t b
     }
   }
 #pragma unroll
-  for (int k = 0; k < 4; ++k) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
+  for (int k = 0; k < WORDS; ++k) out[k] = __funnelshift_r(w[k], w[k + 1], sh);
 }
 
 // LLaMA RoPE of one consumer warpgroup's 64 rows of a Q tile in place (the wgmma layout of
@@ -316,8 +321,9 @@ __device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" 
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
 // head_dim 256 (Gemma's): KV tiles of 64 keys, one Q slot and no output buffer, so that Q
-// (64 KB) and two ring stages of K and V (128 KB) fit; the next chunk's Q then loads once
-// the consumers have stored this chunk's rows from its slot.
+// (64 KB) and two ring stages of K and V (128 KB) fit. The slot is released at a chunk's
+// last S (the next Q lands under the last softmax and P V), and the output rows go out
+// through the last tile's K and V stages (stage_out).
 template <int HD, int ES = 2>
 struct WsShape {
   static constexpr int CTA_Q = 128, CTA_KV = HD > 128 ? 64 : 128;
@@ -325,12 +331,13 @@ struct WsShape {
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
   // Q tiles in flight, and chunk descriptors (always two: see desc_sync).
   static constexpr int Q_SLOTS = HD > 128 ? 1 : 2, DESC_SLOTS = 2;
-  // As many ring stages as fit next to the two Q slots (head_dim 128: 2, 64: 4).
+  // As many ring stages as fit next to the Q slots (head_dim 256 and 128: 2, 64: 4).
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
   // The output rows of a chunk staged for the copy engine's stores (WsMaps.o_store): their
-  // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it.
+  // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it
+  // (head_dim 256: none, the last tile's stages instead).
   static constexpr int O_BYTES = HD > 128 ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the descriptors: per ring stage, the first key and mask class of the tile in it,
@@ -759,6 +766,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     const int kv_first = c.kv_first;
     const int num_tiles = c.num_tiles;
     const fi_work_unit &wu = c.wu;
+    // One Q slot: a whole chunk of the unit's rows goes out through the last tile's K and V
+    // stages as boxes of o (WsMaps.o), else straight from the accumulators.
+    const bool stage_out = Q_EARLY && num_tiles > 0 && ws_store_box<CTA_Q>(maps, c);
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
     const int g = lane >> 2, t4 = lane & 3;
@@ -899,12 +909,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         bsr_half = reinterpret_cast<const int4 *>(p.bsr_tiles)[kv_lo + tile];
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
-      uint32_t mask_w[2][4];
+      uint32_t mask_w[2][CTA_KV / 32];
       if (mask_bits) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh)
-          load_mask_bits128(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
-                            mask_w[hh]);
+          load_mask_bits(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
+                         mask_w[hh]);
       }
 
       // The descriptors of P(tile-1) V(tile-1), defined before the fence.
@@ -948,7 +958,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       }
       fi_wgmma::fence_regs(s);
       __syncwarp();
-      if (lane == 0) fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
+      // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
+      if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
+        fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
       // One Q slot (Q_EARLY): released at the chunk's last S, so that the next chunk's Q
       // lands under this chunk's last softmax, P V and stores.
       if (Q_EARLY && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
@@ -1276,7 +1288,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
       __syncwarp();
-      if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+      // (stage_out: warpgroup 1 keeps the last tile's V stage for its output rows)
+      if (lane == 0 && !(stage_out && wg == 1)) fi::mbar_arrive(&v_empty[st_prev]);
     }
 
     // ---- epilogue: row sums, normalise, write; then release the Q slot.
@@ -1296,7 +1309,44 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if ((tid & 127) == 0) fi::tma_store_wait_read();
       wg_sync(wg);
     }
-    if (Q_EARLY && wu.partial_row < 0) {
+    if (stage_out) {
+      // One Q slot, a whole chunk of whole rows: each warpgroup stages its 64 rows in a stage
+      // of the last tile (0: K's, 1: V's; held back from the producer until the copy engine
+      // has read them) once both warpgroups' last P V is done, and stores them as boxes of o.
+      asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
+      DT *const rows = reinterpret_cast<DT *>(kv_ring + st_prev * 2 * W::KV_BYTES +
+                                              wg * W::KV_BYTES);
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const float l = l_run[hh];
+        const float inv = l > 0.f ? out_scale / l : 0.f;
+        const int row = (warp & 3) * 16 + g + hh * 8;
+#pragma unroll
+        for (int nb = 0; nb < NB_D; ++nb)
+          *reinterpret_cast<uint32_t *>(rows + tile_off<HD, 64, true>(row, nb) + 2 * t4) =
+              MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+        const int pr = chunk + wg * 64 + row;
+        if (p.lse != nullptr && t4 == 0) {
+          const int tok = (int)p.group_div.div((uint32_t)pr);
+          const int h = kv_head * group + pr - tok * group;
+          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
+              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
+        }
+      }
+      fi::fence_proxy_async_smem();
+      wg_sync(wg);
+      if ((tid & 127) == 0) {
+        const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
+#pragma unroll
+        for (int slab = 0; slab < HD / 64; ++slab)
+          fi::tma_store_3d(&maps.o, rows + slab * (64 * 64), slab * 64, kv_head * group,
+                           q_tok_begin + tok);
+        fi::tma_store_commit();
+        fi::tma_store_wait_read();
+      }
+      wg_sync(wg);
+      if (lane == 0) fi::mbar_arrive(wg == 0 ? &k_empty[st_prev] : &v_empty[st_prev]);
+    } else if (Q_EARLY && wu.partial_row < 0) {
       // One Q slot: no staging (the slot holds the next chunk's Q), whole rows in 4-byte
       // stores straight from the accumulators.
 #pragma unroll
