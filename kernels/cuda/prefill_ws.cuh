@@ -749,8 +749,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   uint32_t q_seq = 0, kv_seq = 0;
-  // One Q slot (head_dim 256): the slot is released at the chunk's last S, and the
-  // consumers store the output rows straight from their accumulators.
+  // One Q slot (head_dim 256): the slot is released at the chunk's last S, and the output
+  // rows go out through the last tile's K and V stages (stage_out) or straight from the
+  // accumulators.
   constexpr bool Q_EARLY = W::Q_SLOTS == 1;
   for (;;) {
     // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
