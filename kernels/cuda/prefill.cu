@@ -485,6 +485,11 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // enough. Not for a GQA group above 128 or tensors the driver cannot map.
   // Tuning prefill_warp_spec (FI_PREFILL_WARP_SPEC): 0 never, 2 required (a run it cannot
   // take fails, naming why; for tests).
+  // An attention variant (runtime.h, fi_variant): the kernel of the program's device image,
+  // the warp-specialised kernel with the program's hooks compiled in, with the op's
+  // captured values in its parameters.
+  const fi_variant *var = a->variant && (a->variant->score_mod || a->variant->mask_mod)
+                              ? a->variant : nullptr;
   const char *ws_refusal = nullptr;
   if (ctx->tuning.prefill_warp_spec == 0)
     ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
@@ -494,8 +499,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     ws_refusal = "no sm_90a device or no plan counters in the workspace";
   else if (p.group > 128)
     ws_refusal = "a GQA group above 128";
-  else if (a->head_dim > 128 && (p.bsr_tiles || (a->variant && (a->variant->score_mod ||
-                                                                 a->variant->mask_mod))))
+  else if (a->head_dim > 128 && (p.bsr_tiles || var))
     ws_refusal = "head_dim 256 with block-sparse tiles or a score_mod/mask_mod (its instances "
                  "run the built-in extras; those have head_dim 64 and 128)";
   const bool needs_stage = fi_prefill_needs_stage(a, p.paged);
@@ -543,10 +547,11 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_prefill::WsMaps ws_maps;
   const fi_prefill_ws_launch_fn ws_launch = ws_launcher_for(a);
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
-  // (K/V boxes of the kernel's KV tile: 128 keys, head_dim 256 64; block-sparse halves 64)
+  // (K/V boxes of the kernel's KV tile, the plan's (fi_prefill_ws_tiles); block-sparse
+  // halves of 64 keys)
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles || a->head_dim > 128 ? 64 : 128))
+                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
@@ -566,11 +571,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                         "%s: the warp-specialised prefill kernel is required "
                         "(FI_PREFILL_WARP_SPEC=2) but cannot run: %s",
                         what, ws_refusal);
-  // An attention variant (runtime.h, fi_variant): the kernel of the program's device image,
-  // the warp-specialised kernel with the program's hooks compiled in, with the op's
-  // captured values in its parameters.
-  const fi_variant *var = a->variant && (a->variant->score_mod || a->variant->mask_mod)
-                              ? a->variant : nullptr;
   const void *variant_kernel = nullptr;
   if (var) {
     if (ws_refusal)

@@ -1301,6 +1301,23 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       l_run[hh] = l;
     }
+    // Per accumulator row hh (0: row g, 1: g + 8): O's factor (v's scale over l) and the
+    // natural-log LSE; per packed row pr: its token (x) and query head (y).
+    float row_inv[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) row_inv[hh] = l_run[hh] > 0.f ? out_scale / l_run[hh] : 0.f;
+    auto row_lse = [&](int hh) {
+      return l_run[hh] > 0.f ? (m_run[hh] + __log2f(l_run[hh]) - P_LOG2) * 0.6931471805599453f
+                             : -INFINITY;
+    };
+    auto tok_head = [&](int pr) {
+      const int tok = (int)p.group_div.div((uint32_t)pr);
+      return make_int2(tok, kv_head * group + pr - tok * group);
+    };
+    auto store_lse = [&](int2 th, int hh) {
+      p.lse[(int64_t)(q_tok_begin + th.x) * p.lse_stride_n + (int64_t)th.y * p.lse_stride_h] =
+          row_lse(hh);
+    };
     const bool store_box = W::O_BYTES > 0 && ws_store_box<CTA_Q>(maps, c);
     // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
     // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
@@ -1319,20 +1336,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                                               wg * W::KV_BYTES);
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float l = l_run[hh];
-        const float inv = l > 0.f ? out_scale / l : 0.f;
+        const float inv = row_inv[hh];
         const int row = (warp & 3) * 16 + g + hh * 8;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb)
           *reinterpret_cast<uint32_t *>(rows + tile_off<HD, 64, true>(row, nb) + 2 * t4) =
               MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        const int pr = chunk + wg * 64 + row;
-        if (p.lse != nullptr && t4 == 0) {
-          const int tok = (int)p.group_div.div((uint32_t)pr);
-          const int h = kv_head * group + pr - tok * group;
-          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
-              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
-        }
+        if (p.lse != nullptr && t4 == 0) store_lse(tok_head(chunk + wg * 64 + row), hh);
       }
       fi::fence_proxy_async_smem();
       wg_sync(wg);
@@ -1352,28 +1362,23 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // stores straight from the accumulators.
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float l = l_run[hh];
-        const float inv = l > 0.f ? out_scale / l : 0.f;
+        const float inv = row_inv[hh];
         const int row = warp * 16 + g + hh * 8, pr = chunk + row;
         if (row >= chunk_rows || pr >= packed_end) continue;
-        const int tok = (int)p.group_div.div((uint32_t)pr);
-        const int h = kv_head * group + pr - tok * group;
+        const int2 th = tok_head(pr);
         DT *const dst = reinterpret_cast<DT *>(p.o) +
-                        (int64_t)(q_tok_begin + tok) * p.o_stride_n + (int64_t)h * p.o_stride_h;
+                        (int64_t)(q_tok_begin + th.x) * p.o_stride_n + (int64_t)th.y * p.o_stride_h;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb)
           *reinterpret_cast<uint32_t *>(dst + nb * 8 + 2 * t4) =
               MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        if (p.lse != nullptr && t4 == 0)
-          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
-              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
+        if (p.lse != nullptr && t4 == 0) store_lse(th, hh);
       }
     } else if (wu.partial_row < 0) {
       // Stage O / l in stage_rows (the Q tiles' swizzled layout).
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float l = l_run[hh];
-        const float inv = l > 0.f ? out_scale / l : 0.f;
+        const float inv = row_inv[hh];
         const int row = warp * 16 + g + hh * 8;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb) {
@@ -1382,12 +1387,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               v2;
         }
         const int pr = chunk + row;
-        if (p.lse != nullptr && t4 == 0 && row < chunk_rows && pr < packed_end) {
-          const int tok = (int)p.group_div.div((uint32_t)pr);
-          const int h = kv_head * group + pr - tok * group;
-          p.lse[(int64_t)(q_tok_begin + tok) * p.lse_stride_n + (int64_t)h * p.lse_stride_h] =
-              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
-        }
+        if (p.lse != nullptr && t4 == 0 && row < chunk_rows && pr < packed_end)
+          store_lse(tok_head(pr), hh);
       }
       // A chunk of whole rows of the unit (every chunk but a unit's last, as a rule): each
       // warpgroup's 64 rows are one box of o (whose layout in shared memory is the staged
@@ -1410,10 +1411,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const int row = wg * 64 + idx / CH, c = idx % CH;
           const int pr = chunk + row;
           if (row < chunk_rows && pr < packed_end) {
-            const int tok = (int)p.group_div.div((uint32_t)pr);
-            const int h = kv_head * group + pr - tok * group;
-            DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + tok) * p.o_stride_n +
-                      (int64_t)h * p.o_stride_h + c * 8;
+            const int2 th = tok_head(pr);
+            DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + th.x) * p.o_stride_n +
+                      (int64_t)th.y * p.o_stride_h + c * 8;
             *reinterpret_cast<uint4 *>(dst) =
                 *reinterpret_cast<const uint4 *>(stage_rows + tile_off<HD, CTA_Q, true>(row, c));
           }
@@ -1425,19 +1425,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int hh = 0; hh < 2; ++hh) {
         const int row = warp * 16 + g + hh * 8, pr = chunk + row;
         if (row >= chunk_rows || pr >= packed_end) continue;
-        const int tok = (int)p.group_div.div((uint32_t)pr);
-        const int h = kv_head * group + pr - tok * group;
-        const int64_t prow = (int64_t)wu.partial_row + (tok - wu.qo_start);
-        const float l = l_run[hh];
-        const float inv = l > 0.f ? out_scale / l : 0.f;
-        float *dst = p.partial_o + (prow * p.num_qo_heads + h) * HD;
+        const int2 th = tok_head(pr);
+        const int64_t prow = (int64_t)wu.partial_row + (th.x - wu.qo_start);
+        const float inv = row_inv[hh];
+        float *dst = p.partial_o + (prow * p.num_qo_heads + th.y) * HD;
 #pragma unroll
         for (int nb = 0; nb < NB_D; ++nb)
           *reinterpret_cast<float2 *>(dst + nb * 8 + 2 * t4) =
               make_float2(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        if (t4 == 0)
-          p.partial_lse[prow * p.num_qo_heads + h] =
-              l > 0.f ? (m_run[hh] + __log2f(l) - P_LOG2) * 0.6931471805599453f : -INFINITY;
+        if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + th.y] = row_lse(hh);
       }
     }
     // Every generic access to the slot precedes the producer's next copy into it (Q_EARLY:
