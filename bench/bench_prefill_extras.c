@@ -6,7 +6,8 @@
  * stage, and once more without a stage (the one-warpgroup kernels they ran on before) --
  * fp8 attention (e4m3 q, k and v on fp8 tensor cores, f16 o; plain and soft cap 30) --
  * GQA groups that do not divide 128 (8 KV heads, 8 x group query heads), and head_dim 256
- * (1 x 8192, 16 / 8 heads) plain, soft cap, window, ALiBi and custom mask. Each row runs the
+ * (1 x 8192, 16 / 8 heads) plain, soft cap, window, ALiBi, custom mask, RoPE and fp8 KV
+ * (with and without a stage). Each row runs the
  * plan the heuristics choose; the variant column adds its TFLOP/s over the base row's (the
  * plain row of the same shape; for a group, the group-4 row of the same query heads).
  *
@@ -174,11 +175,11 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
     for (int e = EX_CAP; e < EX_COUNT; ++e)
       extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], 128, e, plain);
   }
-  /* head_dim 256 (Gemma's shapes, 16 / 8 heads): the extras the warp-specialised kernel
-   * runs there directly (RoPE and fp8 KV need the stage pass, which takes 64 and 128) */
+  /* head_dim 256 (Gemma's shapes, 16 / 8 heads): the 16-bit extras, RoPE and fp8 KV
+   * through the stage pass and without it */
   if (!groups_only) {
     const double plain = extras_case(b, 1, 8192, 16, 8, 256, EX_PLAIN, 0);
-    for (int e = EX_CAP; e <= EX_MASK; ++e) extras_case(b, 1, 8192, 16, 8, 256, e, plain);
+    for (int e = EX_CAP; e <= EX_FP8_NO_STAGE; ++e) extras_case(b, 1, 8192, 16, 8, 256, e, plain);
   }
   /* GQA groups 3, 5, 6, 7, 12 (8 KV heads) each beside the group-4 row of the same total
    * size (the same query heads over 2 x group KV heads): the same FLOPs and waves. The two

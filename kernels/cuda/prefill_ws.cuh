@@ -177,48 +177,56 @@ __device__ __forceinline__ void load_mask_bits(const uint8_t *bits, int64_t b0,
 // LLaMA RoPE of one consumer warpgroup's 64 rows of a Q tile in place (the wgmma layout of
 // tile_off), before its first S = Q K^T: row r holds packed row chunk + r, at position
 // q_pos_shift + its token. Each thread takes one pair of 8-dim chunks (c, c + HD / 16) of
-// PAIRS / 2 consecutive rows, and so 8 frequencies; the rows of a GQA group share their token,
-// so the sines and cosines are computed once per token the thread meets (a quarter of them at
-// group 4; bench/NOTES.md), and the rows' loads, math and stores are unrolled side by side.
+// ROWS consecutive rows (4 at head_dim 128, 8 at 256), and so 8 frequencies; the rows of a
+// GQA group share their token, so the sines and cosines are computed once per token the
+// thread meets (a quarter of them at group 4; bench/NOTES.md), and the loads, math and
+// stores of up to 4 rows are unrolled side by side (8 rows' 16-byte chunks would hold 64
+// registers beside head_dim 256's 128 accumulators).
 // The math is the stage pass's (prefill_stage.cu), rounded to DT.
 template <int HD, typename DT>
 __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid_wg, int chunk,
                                           int packed_end, int q_pos_shift,
                                           const PrefillParams &p) {
-  constexpr int PAIRS = HD / 16, ROWS = 64 * PAIRS / 128;
+  constexpr int PAIRS = HD / 16, ROWS = 64 * PAIRS / 128, BATCH = ROWS < 4 ? ROWS : 4;
   DT *const q = reinterpret_cast<DT *>(q_tile);
   const int c = tid_wg % PAIRS, row0 = wg * 64 + (tid_wg / PAIRS) * ROWS;
   float freq[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
     freq[i] = p.rope_rcp_scale * exp2f(-(2.f * (c * 8 + i) / HD) * p.rope_log2_theta);
-  uint4 a4[ROWS], b4[ROWS];
-  int pos[ROWS];
-#pragma unroll
-  for (int j = 0; j < ROWS; ++j) {
-    const int pr = min(chunk + row0 + j, packed_end - 1);
-    pos[j] = q_pos_shift + (int)p.group_div.div((uint32_t)pr);
-    a4[j] = *reinterpret_cast<const uint4 *>(q + tile_off<HD, 128, true>(row0 + j, c));
-    b4[j] = *reinterpret_cast<const uint4 *>(q + tile_off<HD, 128, true>(row0 + j, c + PAIRS));
-  }
   float sn[8], cs[8];
+  int last_pos = -1;  // (positions are >= 0)
 #pragma unroll
-  for (int j = 0; j < ROWS; ++j) {
-    if (j == 0 || pos[j] != pos[j - 1]) {
+  for (int b0 = 0; b0 < ROWS; b0 += BATCH) {
+    uint4 a4[BATCH], b4[BATCH];
+    int pos[BATCH];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) fi::sincos_reduced((float)pos[j] * freq[i], &sn[i], &cs[i]);
+    for (int j = 0; j < BATCH; ++j) {
+      const int r = row0 + b0 + j, pr = min(chunk + r, packed_end - 1);
+      pos[j] = q_pos_shift + (int)p.group_div.div((uint32_t)pr);
+      a4[j] = *reinterpret_cast<const uint4 *>(q + tile_off<HD, 128, true>(r, c));
+      b4[j] = *reinterpret_cast<const uint4 *>(q + tile_off<HD, 128, true>(r, c + PAIRS));
     }
-    uint32_t *const a = reinterpret_cast<uint32_t *>(&a4[j]);
-    uint32_t *const b = reinterpret_cast<uint32_t *>(&b4[j]);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 av = fi::unpack2<DT>(a[k]), bv = fi::unpack2<DT>(b[k]);
-      const float s0 = sn[2 * k], c0 = cs[2 * k], s1 = sn[2 * k + 1], c1 = cs[2 * k + 1];
-      a[k] = fi::pack2<DT>(av.x * c0 - bv.x * s0, av.y * c1 - bv.y * s1);
-      b[k] = fi::pack2<DT>(bv.x * c0 + av.x * s0, bv.y * c1 + av.y * s1);
+    for (int j = 0; j < BATCH; ++j) {
+      if (pos[j] != last_pos) {
+        last_pos = pos[j];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) fi::sincos_reduced((float)pos[j] * freq[i], &sn[i], &cs[i]);
+      }
+      uint32_t *const a = reinterpret_cast<uint32_t *>(&a4[j]);
+      uint32_t *const b = reinterpret_cast<uint32_t *>(&b4[j]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 av = fi::unpack2<DT>(a[k]), bv = fi::unpack2<DT>(b[k]);
+        const float s0 = sn[2 * k], c0 = cs[2 * k], s1 = sn[2 * k + 1], c1 = cs[2 * k + 1];
+        a[k] = fi::pack2<DT>(av.x * c0 - bv.x * s0, av.y * c1 - bv.y * s1);
+        b[k] = fi::pack2<DT>(bv.x * c0 + av.x * s0, bv.y * c1 + av.y * s1);
+      }
+      const int r = row0 + b0 + j;
+      *reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(r, c)) = a4[j];
+      *reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(r, c + PAIRS)) = b4[j];
     }
-    *reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(row0 + j, c)) = a4[j];
-    *reinterpret_cast<uint4 *>(q + tile_off<HD, 128, true>(row0 + j, c + PAIRS)) = b4[j];
   }
 }
 

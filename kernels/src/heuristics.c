@@ -58,7 +58,8 @@
  *    runs those plans on its warp-specialised kernel (a TMA producer warp, two consumer
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
- *    head_dim 256 on the fast path (16-bit q, a group of at most 128): q_tile 128, kv_tile
+ *    head_dim 256 on the fast path (16-bit q, a group of at most 128; RoPE, fp8 KV and odd
+ *    page sizes through the stage pass as above): q_tile 128, kv_tile
  *    FI_WS_HD256_KV_TILE (64) on wgmma, the same kernel with the KV tile that fits beside
  *    its 64 KB Q tile (where the mma.sync kernel read at 0.46x cuDNN's SDPA on an H200).
  *    Other shapes and targets: cores = tensor (mma.sync) with the kv_tile of the model

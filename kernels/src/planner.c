@@ -266,7 +266,7 @@ static fi_stage_layout stage_layout(const fi_context *ctx, const fi_attention_pa
                                  (size_t)p->head_dim);
     return l;
   }
-  if ((p->head_dim != 64 && p->head_dim != 128) ||
+  if ((p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256) ||
       (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16) ||
       (!fp8 && p->kv_dtype != p->q_dtype) || p->num_kv_heads <= 0 ||
       p->num_qo_heads / p->num_kv_heads > 128 || kv_rows < 0)

@@ -905,10 +905,9 @@ static void draw_config(config *c, int i) {
   /* FI_TEST_PREFILL_WS=1 (Hopper): every config on the warp-specialised kernel (wgmma
    * 128 x 128 tiles, head_dim 64 or 128; 128 x 64 at head_dim 256), with soft cap, ALiBi,
    * custom masks, windows, RoPE, fp8 KV, page sizes of every kind and every GQA group still
-   * drawn at random (the last three through the stage pass, which head_dim 256 does not
-   * take: its configs keep 16-bit KV, no RoPE and pages of 16); the CUDA context then
-   * requires that kernel
-   * (FI_PREFILL_WARP_SPEC=2, set in main), so a run that would fall back fails. */
+   * drawn at random (the last three through the stage pass); the CUDA context then
+   * requires that kernel (FI_PREFILL_WARP_SPEC=2, set in main), so a run that would fall
+   * back fails. */
   c->o_dtype = c->q_dtype;
   c->q_scale = 1.f;
   /* fp8 attention (Hopper): e4m3 q, k and v with scales, f16 or bf16 output, head_dim 128,
@@ -932,12 +931,6 @@ static void draw_config(config *c, int i) {
     return;
   }
   if (hopper && ws_mode) {
-    if (c->hd > 128) {
-      c->kv_dtype = c->q_dtype;
-      c->k_scale = c->v_scale = 1.f;
-      if (c->pos == FI_POS_ROPE_LLAMA) c->pos = FI_POS_NONE;
-      if (c->page_size % 16 != 0) c->page_size = 16;
-    }
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = c->hd > 128 ? 64 : 128;
@@ -991,11 +984,16 @@ int main(void) {
   }
   int failures = 0, tile_seen[NUM_TILES] = {0}, wg_seen[NUM_WG_TILES] = {0};
   int ws_tiles_seen = 0; /* configs with the warp-specialised kernel's tiles for their hd */
+  int staged[3] = {0, 0, 0}; /* configs that need the stage pass and have one, by head_dim */
   for (int i = 0; i < num; ++i) {
     config c;
     draw_config(&c, i);
     c.o_pad = rnd() % 4 == 0 ? 8 * rint_in(1, 3) : 0;
     failures += run_config(host, cuda, &c, i) != 0;
+    if (c.use_stage && c.q_dtype != FI_DTYPE_E4M3 &&
+        (c.pos == FI_POS_ROPE_LLAMA || c.kv_dtype != c.q_dtype ||
+         (c.paged && c.page_size % 16 != 0)))
+      ++staged[c.hd == 64 ? 0 : c.hd == 128 ? 1 : 2];
     const int wg = c.tiles.cores == FI_CORES_WGMMA;
     ws_tiles_seen += wg && c.tiles.q_tile == 128 && c.tiles.kv_tile == (c.hd > 128 ? 64 : 128);
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
@@ -1013,6 +1011,9 @@ int main(void) {
     wg_missing += wg_seen[t] == 0;
   }
   printf("\n");
+  printf("  configs with a prefill stage and RoPE, fp8 KV or pages not a multiple of 16 (with "
+         "FI_TEST_PREFILL_WS=1 all through the stage pass): head_dim 64: %d, 128: %d, 256: %d\n",
+         staged[0], staged[1], staged[2]);
   const char *ws_env = getenv("FI_TEST_PREFILL_WS");
   /* (every config on the warp-specialised kernel: its 128 x 128 tiles (head_dim 256: 128
    * x 64), and only those) */

@@ -581,6 +581,40 @@ static void test_rows_per_unit(fi_context *host) {
   EXPECT(fi_prefill_rows_per_unit(host, FI_OP_RAGGED_PREFILL, &g12, ws) == 10, "host");
 }
 
+/* The prefill stage by head_dim (planner.c, fi_prefill_stage_layout), for a host context
+ * posing as a Hopper CUDA one: RoPE stages K, fp8 KV and pages that are not a multiple of
+ * 16 stage K and V, at every head_dim the warp-specialised kernel has (64, 128, 256); other
+ * head dims get no stage (that kernel cannot run them). */
+static void test_prefill_stage_head_dims(fi_context *host) {
+  fi_context c = *host;
+  c.backend = FI_BACKEND_CUDA;
+  c.wgmma_available = 1;
+  c.tuning.prefill_warp_spec = -1;
+  const int64_t rows = 1000;
+  static const int dims[] = {64, 128, 256, 96};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i) {
+    const int hd = dims[i], kernel_has = hd != 96;
+    const size_t one = kernel_has ? (((size_t)rows * 8 * hd * 2 + 255) / 256) * 256 : 0;
+    fi_attention_params rope = fi_attention_params_default(32, 8, hd);
+    rope.pos_encoding = FI_POS_ROPE_LLAMA;
+    fi_attention_params fp8 = fi_attention_params_default(32, 8, hd);
+    fp8.kv_dtype = FI_DTYPE_E4M3;
+    fi_attention_params odd = fi_attention_params_default(32, 8, hd);
+    odd.page_size = 24;
+    const fi_stage_layout r = fi_prefill_stage_layout(&c, &rope, 0, rows);
+    const fi_stage_layout f = fi_prefill_stage_layout(&c, &fp8, 0, rows);
+    const fi_stage_layout o = fi_prefill_stage_layout(&c, &odd, 1, rows);
+    const fi_stage_layout none = fi_prefill_stage_layout(&c, &odd, 0, rows);
+    EXPECT(r.total == one && (!kernel_has || (r.k == 0 && r.v == SIZE_MAX)),
+           "head_dim %d RoPE: stage %zu bytes (v %zu), want %zu (K only)", hd, r.total, r.v, one);
+    EXPECT(f.total == 2 * one && o.total == 2 * one,
+           "head_dim %d fp8 KV / pages of 24: stage %zu / %zu bytes, want %zu", hd, f.total,
+           o.total, 2 * one);
+    EXPECT(none.total == 0, "head_dim %d, contiguous 16-bit KV: stage %zu bytes, want 0", hd,
+           none.total);
+  }
+}
+
 /* The prefill stage of paged block-sparse runs (planner.c, fi_bsr_stage_layout), for a host
  * context posing as a Hopper CUDA one: pages that are not a multiple of 16 need K and V
  * staged, as a paged prefill's; other multiples of 16 may take the same stage unless they
@@ -636,6 +670,7 @@ int main(void) {
   test_fixed_split_workspace(ctx);
   test_decode_sub_tile_chunks(ctx);
   test_rows_per_unit(ctx);
+  test_prefill_stage_head_dims(ctx);
   test_bsr_stage(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
