@@ -328,6 +328,27 @@ func.func @ragged_hd256(%q: tensor<1024x8x256xbf16>, %k: tensor<?x8x256xbf16>,
 
 // -----
 
+// head_dim 256 with RoPE, fp8 KV (e4m3) and pages of 24 (Gemma's shapes, 16 / 8 heads):
+// the warp-specialised kernel's q 128 x kv 64 tiles as without them, K and V through the
+// runtime's stage pass.
+// CHECK-LABEL: func.func @paged_hd256_rope_fp8_kv
+// CHECK: fi.paged_prefill
+// CHECK-SAME: tiles = #fi.tiles<q = 128, kv = 64, split_kv = true, cores = wgmma>
+func.func @paged_hd256_rope_fp8_kv(%q: tensor<512x16x256xbf16>, %qo: tensor<5xi32>,
+    %kv: tensor<?x2x24x8x256xf8E4M3FN>, %p: tensor<5xi32>, %i: tensor<?xi32>,
+    %l: tensor<4xi32>, %o: tensor<512x16x256xbf16>) -> tensor<512x16x256xbf16> {
+  %r = fi.paged_prefill q(%q : tensor<512x16x256xbf16>) qo_indptr(%qo : tensor<5xi32>)
+      kv(%kv : tensor<?x2x24x8x256xf8E4M3FN>)
+      pages(%p, %i, %l : tensor<5xi32>, tensor<?xi32>, tensor<4xi32>)
+      outs(%o : tensor<512x16x256xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 24, layout = nhd>,
+       mask_mode = #fi.mask_mode<causal>, pos_encoding = #fi.pos_encoding<rope_llama>}
+      -> tensor<512x16x256xbf16>
+  return %r : tensor<512x16x256xbf16>
+}
+
+// -----
+
 // Dynamic query length: the hint fi.avg_qo_len = 3 (packed 12 rows) decides q tile 16;
 // without a hint the choice is visibly left to the plan step.
 // CHECK-LABEL: func.func @prefill_dynamic
