@@ -289,6 +289,9 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
 
 fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_params *p,
                                     int paged, int64_t kv_rows) {
+  /* (head_dim 256: block-sparse tiles run the mma.sync kernel, which reads the cache as it
+   * is; the warp-specialised kernel has no block-sparse instance there) */
+  if (p->head_dim > 128) return (fi_stage_layout){SIZE_MAX, SIZE_MAX, 0};
   return stage_layout(ctx, p, paged, kv_rows, fi_bsr_stage_optional(p, paged));
 }
 

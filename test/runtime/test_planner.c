@@ -646,6 +646,14 @@ static void test_bsr_stage(fi_context *host) {
     EXPECT(fi_bsr_stage_optional(&p, 1) == (cases[i].bsr_staged && !cases[i].prefill_staged),
            "pages of %d: optional stage", cases[i].page);
   }
+  /* head_dim 256: the mma.sync kernel takes block-sparse runs, no stage */
+  fi_attention_params p256 = fi_attention_params_default(16, 8, 256);
+  p256.page_size = 24;
+  EXPECT(fi_bsr_stage_layout(&c, &p256, 1, rows).total == 0 &&
+             fi_prefill_stage_layout(&c, &p256, 1, rows).total > 0,
+         "head_dim 256 pages of 24: block-sparse stage %zu bytes (want 0), paged prefill %zu",
+         fi_bsr_stage_layout(&c, &p256, 1, rows).total,
+         fi_prefill_stage_layout(&c, &p256, 1, rows).total);
   p.page_size = 16; /* contiguous K / V, the host backend, no Hopper tier: none */
   EXPECT(fi_bsr_stage_layout(&c, &p, 0, rows).total == 0, "contiguous block-sparse");
   EXPECT(fi_bsr_stage_layout(host, &p, 1, rows).total == 0, "host backend");
