@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fi/cuda_variants.h"
 #include "internal.h"
 #include "shard.h"
 
@@ -246,6 +247,23 @@ int fi_bsr_stage_optional(const fi_attention_params *p, int paged) {
   return paged && p->page_size % 16 == 0 && p->page_size % 64 != 0;
 }
 
+/* Whether the warp-specialised prefill kernel has an instance for head_dim `hd`: every
+ * CUDA head dim (fi/cuda_variants.h), or with block-sparse tiles the wgmma list's. */
+#define FI_HD_CASE(V) case (V):
+static int ws_head_dim(int32_t hd, int block_sparse) {
+  if (block_sparse) {
+    switch (hd) {
+      FI_CUDA_PREFILL_WGMMA_HEAD_DIM_LIST(FI_HD_CASE) return 1;
+      default: return 0;
+    }
+  }
+  switch (hd) {
+    FI_CUDA_HEAD_DIM_LIST(FI_HD_CASE) return 1;
+    default: return 0;
+  }
+}
+#undef FI_HD_CASE
+
 /* (optional: the run takes the stage without needing it; K and V then both staged) */
 static fi_stage_layout stage_layout(const fi_context *ctx, const fi_attention_params *p,
                                     int paged, int64_t kv_rows, int optional) {
@@ -266,7 +284,7 @@ static fi_stage_layout stage_layout(const fi_context *ctx, const fi_attention_pa
                                  (size_t)p->head_dim);
     return l;
   }
-  if ((p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256) ||
+  if (!ws_head_dim(p->head_dim, 0) ||
       (p->q_dtype != FI_DTYPE_F16 && p->q_dtype != FI_DTYPE_BF16) ||
       (!fp8 && p->kv_dtype != p->q_dtype) || p->num_kv_heads <= 0 ||
       p->num_qo_heads / p->num_kv_heads > 128 || kv_rows < 0)
@@ -289,9 +307,9 @@ fi_stage_layout fi_prefill_stage_layout(const fi_context *ctx, const fi_attentio
 
 fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_params *p,
                                     int paged, int64_t kv_rows) {
-  /* (head_dim 256: block-sparse tiles run the mma.sync kernel, which reads the cache as it
-   * is; the warp-specialised kernel has no block-sparse instance there) */
-  if (p->head_dim > 128) return (fi_stage_layout){SIZE_MAX, SIZE_MAX, 0};
+  /* (a head dim without a block-sparse instance of the warp-specialised kernel, 256: its
+   * tiles run the mma.sync kernel, which reads the cache as it is) */
+  if (!ws_head_dim(p->head_dim, 1)) return (fi_stage_layout){SIZE_MAX, SIZE_MAX, 0};
   return stage_layout(ctx, p, paged, kv_rows, fi_bsr_stage_optional(p, paged));
 }
 
