@@ -54,7 +54,8 @@ def Fi_TilesAttr : Fi_Attr<"Tiles", "tiles"> {
       newer) or `wgmma` (the Hopper tier of prefill: warpgroup MMA, sm_90a only; chosen
       for `#fi.target<sm = 90, ...>` when the packed query rows fill a 64-row tile and
       head_dim is 64 or 128; at head_dim 256 only the warp-specialised kernel's `q = 128,
-      kv = 64`, for ops it can run: 16-bit q and KV of its type, a GQA group up to 128).
+      kv = 64`, for ops it can run: 16-bit q, KV of its type or fp8, a GQA group up to
+      128).
 
     Example: `#fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>`
   }];
