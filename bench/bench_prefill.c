@@ -1,6 +1,8 @@
 /* bench/bench_prefill.c -- the prefill table: batch ragged prefill, fp16, head_dim 128,
  * causal (bottom-right aligned), qo_len = kv_len, two head_dim 256 rows of Gemma's shapes
- * (16 / 8 heads), and a paged append case (8 x 512 new tokens on 4096 cached, page 16). Each case runs the plan the heuristics choose (variant
+ * (16 / 8 heads), and paged cases (8 x 512 new tokens on 4096 cached, and one causal 8192,
+ * page 16), each over a shuffled page table and over pages in order (the warp-specialised
+ * kernel loads a tile of consecutive pages as one box). Each case runs the plan the heuristics choose (variant
  * printed), then a tile sweep forces every compiled (q_tile, kv_tile) variant on the same
  * inputs ("sweep" rows, fewer repeats) and reports whether the chosen variant is within
  * 10% of the best one (the chosen variant's sweep row against the best sweep row).
@@ -53,13 +55,14 @@ static void *dev_copy(const void *h, size_t bytes) {
 static uint32_t page_rng = 24681357u;
 
 /* One case: batch requests of qo_len queries on kv_len keys, causal. */
+/* paged: 0 ragged, 1 a shuffled page table, 2 pages in order. */
 static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
                          int qo_heads, int kv_heads, int hd, int page_size, int sweep) {
   char name[96], hd_tag[16] = "";
   if (hd != 128) snprintf(hd_tag, sizeof hd_tag, " hd%d", hd);
   if (paged)
-    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d%s", batch, qo_len,
-             kv_len, qo_heads, kv_heads, page_size, hd_tag);
+    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d%s%s", batch, qo_len,
+             kv_len, qo_heads, kv_heads, page_size, hd_tag, paged == 2 ? " pages in order" : "");
   else
     snprintf(name, sizeof name, "ragged causal b%d L%d h%d/%d%s", batch, qo_len, qo_heads,
              kv_heads, hd_tag);
@@ -82,7 +85,7 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   }
   for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page_size;
   for (int i = 0; i < num_pages; ++i) indices[i] = i;
-  for (int i = num_pages - 1; i > 0; --i) { /* a shuffled page table */
+  for (int i = paged == 1 ? num_pages - 1 : 0; i > 0; --i) { /* a shuffled page table */
     page_rng = page_rng * 1664525u + 1013904223u;
     int j = (int)((page_rng >> 8) % (uint32_t)(i + 1)), t = indices[i];
     indices[i] = indices[j];
@@ -241,5 +244,8 @@ void fi_bench_prefill(fi_bench_ctx *b) {
                  128, 16, sweep);
   prefill_case(b, 0, 1, 8192, 8192, 16, 8, 256, 16, sweep);
   prefill_case(b, 0, 8, 2048, 2048, 16, 8, 256, 16, sweep);
-  prefill_case(b, 1, 8, 512, 4096, 32, 8, 128, 16, sweep);
+  for (int order = 1; order <= 2; ++order) {
+    prefill_case(b, order, 8, 512, 4096, 32, 8, 128, 16, sweep);
+    prefill_case(b, order, 1, 8192, 8192, 32, 8, 128, 16, sweep);
+  }
 }

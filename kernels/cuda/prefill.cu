@@ -158,13 +158,22 @@ void encode_o_map(fi_prefill::WsMaps *m, const fi_tensor *o, int D, int group, b
 // of (64, group, 128 / group) (encode_q_maps); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
 // 128, or 64 for block-sparse tiles (two halves of 64 keys from their own first keys); paged
 // k/v (D, kv heads, position, page) with (64, 1, box, 1), box the largest of 128/64/32/16
-// that divides the page size. False when a tensor cannot be mapped.
+// that divides the page size, and, where the page size divides the KV tile (not for
+// block-sparse halves), k_run / v_run with (64, 1, page size, tile / page size): a tile of
+// consecutive pages in one box. False when a tensor cannot be mapped.
 bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
-                    int group, bool across, int page_size, int ragged_box) {
+                    int group, bool across, int page_size, int ragged_box, bool bsr) {
   if (q->strides[2] != 1 || kv.k->strides[kv.k_paged ? 3 : 2] != 1 ||
       kv.v->strides[kv.v_paged ? 3 : 2] != 1)
     return false;
   if (!encode_q_maps(m, q, D, group, 2, across)) return false;
+  memset(&m->k_run, 0, sizeof m->k_run);
+  memset(&m->v_run, 0, sizeof m->v_run);
+  // (both tensors paged: a staged one is read as token rows)
+  int run_pages = !bsr && kv.k_paged && kv.v_paged && page_size < ragged_box &&
+                          ragged_box % page_size == 0
+                      ? ragged_box / page_size
+                      : 0;
   m->kv_box_rows = 128;
   for (int i = 0; i < 2; ++i) {
     const fi_tensor *t = i == 0 ? kv.k : kv.v;
@@ -183,8 +192,12 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
                                 (cuuint64_t)t->strides[pos] * 2, (cuuint64_t)t->strides[0] * 2};
       const cuuint32_t b[4] = {64, 1, (cuuint32_t)box, 1};
       if (!encode_map(map, t->data, 4, d, st, b)) return false;
+      const cuuint32_t run_box[4] = {64, 1, (cuuint32_t)page_size, (cuuint32_t)run_pages};
+      if (run_pages && !encode_map(i == 0 ? &m->k_run : &m->v_run, t->data, 4, d, st, run_box))
+        run_pages = 0;
     }
   }
+  m->kv_run_pages = run_pages;
   return true;
 }
 
@@ -199,6 +212,7 @@ bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor 
   const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
   const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
   m->kv_box_rows = 128;
+  m->kv_run_pages = 0;
   return encode_q_maps(m, q, D, group, 1, across) && encode_rows_map(&m->k, k, D, 1, 128, 1) &&
          encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
@@ -551,7 +565,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // halves of 64 keys)
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile))
+                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile, p.bsr_tiles != nullptr))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles

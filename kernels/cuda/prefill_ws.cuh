@@ -32,7 +32,8 @@
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
 //     (rows across tokens: boxes of 8 whole tokens, of 1 and of single rows, lane b box b);
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
-//     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one) into one of
+//     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one, or one box
+//     over all of a tile's pages where they are consecutive page ids, WsMaps.k_run) into one of
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
 //     waits only for a slot to be released, so the next chunk's Q and first K/V tiles land
 //     while the consumers finish the current chunk -- the prologue that the short units of
@@ -78,6 +79,7 @@
 #include <cuda.h>
 
 #include <climits>
+#include <cstddef>
 #include <type_traits>
 
 #include "common.cuh"
@@ -97,9 +99,20 @@ struct WsMaps {
   // 64 / group tokens): one warpgroup's rows, stored by the copy engine from where the
   // epilogue stages them (o_store = 1; a group dividing 64, output rows the driver maps).
   CUtensorMap o;
+  // Paged k and v again with boxes of a whole KV tile over consecutive pages (64 dims, 1
+  // head, page_size, CTA_KV / page_size pages): a tile whose pages are consecutive page ids
+  // (a prefix stored at once, a fresh pool) is one copy per 64 dims instead of one per page
+  // (kv_run_pages = CTA_KV / page_size, 0 where the page size is not a divisor of the tile).
+  CUtensorMap k_run, v_run;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
+  int32_t kv_run_pages;
   int32_t o_store;
 };
+// (maps in CUtensorMaps from k to k_run, and from v to v_run)
+constexpr int kRunMapOffset = 5;
+static_assert(offsetof(WsMaps, k_run) - offsetof(WsMaps, k) == kRunMapOffset * sizeof(CUtensorMap) &&
+                  offsetof(WsMaps, v_run) - offsetof(WsMaps, v) == kRunMapOffset * sizeof(CUtensorMap),
+              "k_run / v_run: kRunMapOffset maps past k / v");
 
 // Q tiles that pack rows across tokens (PrefillParams.rows_across; internal.h,
 // fi_prefill_rows_across): a group that does not divide 128 fills whole tokens up to 128 -
@@ -676,11 +689,16 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
           // Token rows (ragged, or staged): the request's first row.
           const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
-          // K (its stage is released after S = Q K^T), then V (after O += P V).
-#pragma unroll
+          // A tile of consecutive pages goes as one box over them (checked once K's stage
+          // is free, so that the page ids' loads stay under that wait; pages past the
+          // request's last read it again, so a tile reaching past its end is never a run
+          // and a run box reads only the request's pages).
+          int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
+          // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
+          // unrolled: the producer's 40 registers.)
+#pragma unroll 1
           for (int part = 0; part < 2; ++part) {
             uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
-            const CUtensorMap *const map = part == 0 ? &maps.k : &maps.v;
             unsigned char *const dst = k_dst + part * W::KV_BYTES;
             if (lane == 0) {
               fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
@@ -689,6 +707,16 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               fi::mbar_arrive_expect_tx(full, W::KV_BYTES);
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
+            // (the boxes' lanes: page - lane all equal, each box at its page's start)
+            if (!BSR && part == 0 && page_boxes && maps.kv_run_pages == boxes && lane < boxes) {
+              int all_equal = 0;
+              __match_all_sync((1u << boxes) - 1u,
+                               src.in_page == 0 ? src.page - lane : INT_MIN + lane, &all_equal);
+              if (all_equal) issuers = 1;
+            }
+            // (k_run and v_run lie as far past k and v: kRunMapOffset)
+            const CUtensorMap *const map =
+                (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
             const bool staged = part == 0 ? p.k_staged : p.v_staged;
             if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
               if (lane < 2)
@@ -704,7 +732,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 for (int h = 0; h < HD / SLAB; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, kv_head, row0 + kv0,
                                   full);
-            } else if (lane < boxes) {
+            } else if (lane < issuers) {  // a box per page, or (a run) one box over all
 #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
                 fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,

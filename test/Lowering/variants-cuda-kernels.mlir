@@ -18,11 +18,11 @@
 // CHECK: %[[IMAGE2:.*]] = llvm.mlir.addressof @__fi_variant_image_2 : !llvm.ptr
 // CHECK: call @fi_rt_block_sparse_run_f16_f16({{.*}}, %[[IMAGE2]]
 // CHECK: gpu.module @__fi_variant_device_0
-// CHECK-DAG: llvm.func @fi_variant_v7_decode_hd64_bf16_rope(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @fi_variant_v8_decode_hd64_bf16_rope(!llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK: gpu.module @__fi_variant_device_1
-// CHECK-DAG: llvm.func @fi_variant_v7_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @fi_variant_v8_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK: gpu.module @__fi_variant_device_2
-// CHECK-DAG: llvm.func @fi_variant_v7_block_sparse_hd64_f16(!llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @fi_variant_v8_block_sparse_hd64_f16(!llvm.ptr, !llvm.ptr)
 
 // TILES-LABEL: func.func @decode_rope
 // TILES: tiles = #fi.tiles<q = 16, kv = {{[0-9]+}}, split_kv = {{.*}}, cores = tensor>

@@ -20,7 +20,7 @@
 // CHECK-DAG: func.func @fi_variant_mask_mod(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK-DAG: func.func @fi_variant_mask_tile(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK-DAG: func.func private @__fi_variant_soft_cap_{{[0-9]+}}(
-// CHECK-DAG: llvm.func @fi_variant_v7_prefill_hd128_f16(!llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @fi_variant_v8_prefill_hd128_f16(!llvm.ptr, !llvm.ptr)
 // CHECK-DAG: llvm.mlir.global appending @llvm.used() {addr_space = 0 : i32, section = "llvm.metadata"} : !llvm.array<1 x ptr>
 func.func private @soft_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                             %cap: f32) -> f32 {

@@ -162,7 +162,7 @@ func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?
 // CHECK: arith.sitofp
 // CHECK: arith.mulf
 // CHECK: arith.addf
-// CHECK: llvm.func @fi_variant_v7_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK: llvm.func @fi_variant_v8_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
 func.func private @dec_alibi(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                              %slope: f32) -> f32 {
   %d = arith.subi %kp, %qp : i32

@@ -11,8 +11,8 @@
 
 // PTX: .target sm_90a
 // PTX-NOT: call.uni
-// PTX-NOT: .entry fi_variant_v7_prefill
-// PTX: .entry fi_variant_v7_decode_hd128_f16(
+// PTX-NOT: .entry fi_variant_v8_prefill
+// PTX: .entry fi_variant_v8_decode_hd128_f16(
 // PTX-NOT: .entry
 // PTX-COUNT-4: 0f3F9E0419
 

@@ -22,8 +22,8 @@
 // per logit: variants-score-scales.mlir.)
 // PTX: .target sm_90a
 // PTX-NOT: call.uni
-// PTX-NOT: .entry fi_variant_v7_prefill_hd64
-// PTX: .entry fi_variant_v7_prefill_hd128_f16(
+// PTX-NOT: .entry fi_variant_v8_prefill_hd64
+// PTX: .entry fi_variant_v8_prefill_hd128_f16(
 // PTX-NOT: .entry
 // PTX: tanh.approx.f32
 // PTX-COUNT-64: 0f3F9E0419

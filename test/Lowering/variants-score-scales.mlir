@@ -152,7 +152,7 @@ func.func @ragged(%q: memref<?x4x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?
 // CHECK-DAG: func.func private @__fi_variant_dec_cap_{{[0-9]+}}(%[[S:[a-z0-9]+]]: f32,
 // CHECK-NEXT: %[[T:.*]] = math.tanh %[[S]] : f32
 // CHECK-NEXT: return %[[T]] : f32
-// CHECK-DAG: llvm.func @fi_variant_v7_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @fi_variant_v8_decode_hd128_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr)
 func.func private @dec_cap(%s: f32, %b: i32, %qh: i32, %kh: i32, %qp: i32, %kp: i32,
                            %w: i32, %cap: f32) -> f32 {
   %x = arith.divf %s, %cap : f32

@@ -16,11 +16,11 @@
 #include "../prefill_ws.cuh"
 
 // (the names begin with runtime.h's FI_VARIANT_KERNEL_PREFIX / _DECODE_KERNEL_PREFIX: bump
-// their v7 here and there when PrefillParams, WsMaps, DecodeParams, TwsMaps, DecodeVariant,
+// their v8 here and there when PrefillParams, WsMaps, DecodeParams, TwsMaps, DecodeVariant,
 // the shared-memory layouts or the hooks' contract (variant_hooks.cuh) change)
 #define FI_VARIANT_PREFILL_KERNEL(HD, NAME, DT)                                          \
   extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)        \
-      fi_variant_v7_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
+      fi_variant_v8_prefill_hd##HD##_##NAME(const __grid_constant__ PrefillParams p,         \
                                          const __grid_constant__ fi_prefill::WsMaps maps) { \
     fi_prefill::prefill_ws_body<HD, DT, 0, false, true>(p, maps);                          \
   }
@@ -34,7 +34,7 @@ FI_VARIANT_PREFILL_KERNEL(128, bf16, __nv_bfloat16)
 // instance (its halves' bounds are masks).
 #define FI_VARIANT_BLOCK_SPARSE_KERNEL(HD, NAME, DT)                                          \
   extern "C" __global__ void __launch_bounds__(fi_prefill::WsShape<HD>::THREADS, 1)            \
-      fi_variant_v7_block_sparse_hd##HD##_##NAME(                                               \
+      fi_variant_v8_block_sparse_hd##HD##_##NAME(                                               \
           const __grid_constant__ PrefillParams p,                                              \
           const __grid_constant__ fi_prefill::WsMaps maps) {                                    \
     fi_prefill::prefill_ws_body<HD, DT, fi_prefill::WS_X_MASKS, true, true>(p, maps);           \
@@ -47,7 +47,7 @@ FI_VARIANT_BLOCK_SPARSE_KERNEL(128, bf16, __nv_bfloat16)
 
 #define FI_VARIANT_DECODE_KERNEL(HD, NAME, T, ROPE, SUFFIX)                                 \
   extern "C" __global__ void __launch_bounds__(fi::kTcw1MaxWarps * 32, 1)                   \
-      fi_variant_v7_decode_hd##HD##_##NAME##SUFFIX(                                         \
+      fi_variant_v8_decode_hd##HD##_##NAME##SUFFIX(                                         \
           const __grid_constant__ fi::DecodeParams p, const __grid_constant__ fi::TwsMaps maps, \
           const __grid_constant__ fi::DecodeVariant var) {                                  \
     fi::decode_tws_body<T, HD, ROPE, T, true>(p, maps, var);                                \

@@ -207,14 +207,15 @@ typedef enum fi_pos_encoding {
  * (FI_ERROR_UNSUPPORTED). */
 #define FI_VARIANT_MAX_CAPTURE_BYTES 256
 /* The generation of the variant kernels' parameter blocks, shared-memory layouts and hook
- * contract (v7: the output rows stored through a tensor map, WsMaps.o; v6: the score_mod's
+ * contract (v8: paged K/V tiles of consecutive pages in one box, WsMaps.k_run; v7: the
+ * output rows stored through a tensor map, WsMaps.o; v6: the score_mod's
  * factors and key slope, variant_hooks.cuh), part of their names
- * ("fi_variant_v7_prefill_hd128_f16", "fi_variant_v7_decode_hd64_bf16_rope"): an image
+ * ("fi_variant_v8_prefill_hd128_f16", "fi_variant_v8_decode_hd64_bf16_rope"): an image
  * compiled against another runtime's kernels is refused when loaded, and a compiler with
  * another runtime's kernel bitcode fails to link them, instead of running a misread block. */
-#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v7_prefill_hd"
-#define FI_VARIANT_DECODE_KERNEL_PREFIX "fi_variant_v7_decode_hd"
-#define FI_VARIANT_BLOCK_SPARSE_KERNEL_PREFIX "fi_variant_v7_block_sparse_hd"
+#define FI_VARIANT_KERNEL_PREFIX "fi_variant_v8_prefill_hd"
+#define FI_VARIANT_DECODE_KERNEL_PREFIX "fi_variant_v8_decode_hd"
+#define FI_VARIANT_BLOCK_SPARSE_KERNEL_PREFIX "fi_variant_v8_block_sparse_hd"
 typedef float (*fi_score_mod_fn)(float score, int32_t batch, int32_t qo_head, int32_t kv_head,
                                  int32_t q_pos, int32_t kv_pos, const void *captures);
 typedef int32_t (*fi_mask_mod_fn)(int32_t batch, int32_t qo_head, int32_t q_pos,
