@@ -54,8 +54,8 @@ static void *dev_copy(const void *h, size_t bytes) {
 
 static uint32_t page_rng = 24681357u;
 
-/* One case: batch requests of qo_len queries on kv_len keys, causal. */
-/* paged: 0 ragged, 1 a shuffled page table, 2 pages in order. */
+/* One case: batch requests of qo_len queries on kv_len keys, causal; paged: 0 ragged, 1 a
+ * shuffled page table, 2 pages in order. */
 static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
                          int qo_heads, int kv_heads, int hd, int page_size, int sweep) {
   char name[96], hd_tag[16] = "";

@@ -330,13 +330,20 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     for (int i = 0; i < num_pages; ++i) perm[i] = i;
     /* Half the pools in order with a few pages swapped: most KV tiles are runs of
      * consecutive pages (one copy per tile on the warp-specialised kernel), some not. */
-    const int in_order = rint_in(0, 1);
-    const int swaps = in_order ? rint_in(0, 3) : num_pages;
-    for (int s = 0, i = num_pages - 1; s < swaps && i > 0; ++s, --i) {
-      int a = in_order ? (int)(rnd() % (uint32_t)num_pages) : i;
-      int j = (int)(rnd() % (uint32_t)(in_order ? num_pages : i + 1)), t = perm[a];
-      perm[a] = perm[j];
-      perm[j] = t;
+    if (rint_in(0, 1)) {
+      const int swaps = rint_in(0, 3);
+      for (int s = 0; s < swaps && s < num_pages - 1; ++s) {
+        int a = (int)(rnd() % (uint32_t)num_pages), j = (int)(rnd() % (uint32_t)num_pages);
+        int t = perm[a];
+        perm[a] = perm[j];
+        perm[j] = t;
+      }
+    } else {
+      for (int i = num_pages - 1; i > 0; --i) {
+        int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+      }
     }
     indices = malloc((size_t)page_indptr[B] * 4 + 4);
     for (int i = 0; i < page_indptr[B]; ++i) indices[i] = perm[i];
