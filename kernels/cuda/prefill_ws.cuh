@@ -331,13 +331,16 @@ __device__ __forceinline__ int3 ws_pair(int kv0, int4 half, int nb, int e, int t
 }
 
 // The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
-// consumer threads per chunk (desc_sync; both sides bar.sync, so racecheck can follow it).
+// consumer threads per chunk (desc_sync; both sides sync, so racecheck can follow it).
 // The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
 // STAGES K/V tiles, then syncs; the consumers sync when chunk k - 1 is done (every stage
 // released) and read descriptor k. Neither side can wait for the other across the sync.
 // (barrier 4 of 288 threads: the 8 consumer warps and the producer warp; 1 and 2 are the
-// consumer warpgroups', 3 their joint V zeroing.)
-__device__ __forceinline__ void desc_sync() { asm volatile("bar.sync 4, 288;\n" ::: "memory"); }
+// consumer warpgroups', 3 their joint V zeroing.) Not the .aligned form (bar.sync), which
+// requires every lane of a warp at the same barrier instruction together: the producer
+// reaches it from several call sites, and compute-sanitizer's synccheck reported its lanes
+// divergent there (head_dim 256); with barrier.sync it reports none.
+__device__ __forceinline__ void desc_sync() { asm volatile("barrier.sync 4, 288;\n" ::: "memory"); }
 
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
