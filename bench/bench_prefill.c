@@ -85,12 +85,13 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   }
   for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page_size;
   for (int i = 0; i < num_pages; ++i) indices[i] = i;
-  for (int i = paged == 1 ? num_pages - 1 : 0; i > 0; --i) { /* a shuffled page table */
-    page_rng = page_rng * 1664525u + 1013904223u;
-    int j = (int)((page_rng >> 8) % (uint32_t)(i + 1)), t = indices[i];
-    indices[i] = indices[j];
-    indices[j] = t;
-  }
+  if (paged == 1) /* a shuffled page table (2: the pages in order) */
+    for (int i = num_pages - 1; i > 0; --i) {
+      page_rng = page_rng * 1664525u + 1013904223u;
+      int j = (int)((page_rng >> 8) % (uint32_t)(i + 1)), t = indices[i];
+      indices[i] = indices[j];
+      indices[j] = t;
+    }
 
   prefill_arg a;
   memset(&a, 0, sizeof a);

@@ -254,6 +254,12 @@ static fi_status run_on(fi_context *ctx, const fi_plan *plan, const config *c, c
   return fi_ragged_prefill_run(ctx, plan, q, &tk, &tv, qo_indptr, kv_indptr, mask, o, l);
 }
 
+static void swap_i32(int32_t *v, int i, int j) {
+  const int32_t t = v[i];
+  v[i] = v[j];
+  v[j] = t;
+}
+
 static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int B = c->batch, hd = c->hd, Hq = c->qo_heads, Hk = c->kv_heads;
   const size_t kvb = (c->kv_dtype == FI_DTYPE_E4M3 || c->kv_dtype == FI_DTYPE_E5M2) ? 1 : 2;
@@ -333,17 +339,11 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (rint_in(0, 1)) {
       const int swaps = rint_in(0, 3);
       for (int s = 0; s < swaps && s < num_pages - 1; ++s) {
-        int a = (int)(rnd() % (uint32_t)num_pages), j = (int)(rnd() % (uint32_t)num_pages);
-        int t = perm[a];
-        perm[a] = perm[j];
-        perm[j] = t;
+        const int a = (int)(rnd() % (uint32_t)num_pages);
+        swap_i32(perm, a, (int)(rnd() % (uint32_t)num_pages));
       }
     } else {
-      for (int i = num_pages - 1; i > 0; --i) {
-        int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-      }
+      for (int i = num_pages - 1; i > 0; --i) swap_i32(perm, i, (int)(rnd() % (uint32_t)(i + 1)));
     }
     indices = malloc((size_t)page_indptr[B] * 4 + 4);
     for (int i = 0; i < page_indptr[B]; ++i) indices[i] = perm[i];
