@@ -271,15 +271,22 @@ struct WsClassify {
 // The program's facts the variant kernels read from it (variant_hooks.cuh): constants once
 // its hooks are inlined; none in the runtime's own instances, which never reference them.
 struct WsVariantForm {
-  bool mask_reads_tables, score_has_slope, score_is_identity;
+  bool mask_reads_tables, mask_causal, score_has_slope, score_is_identity;
 };
 template <bool VARIANT>
 __device__ __forceinline__ WsVariantForm ws_variant_form() {
   if constexpr (VARIANT)
-    return {fi_variant_mask_reads_tables() != 0, fi_variant_score_has_slope() != 0,
-            fi_variant_score_is_identity() != 0};
+    return {fi_variant_mask_reads_tables() != 0, fi_variant_mask_causal() != 0,
+            fi_variant_score_has_slope() != 0, fi_variant_score_is_identity() != 0};
   else
-    return {false, false, false};
+    return {false, false, false, false};
+}
+// Whether the run is causal: the call's mask, or (a variant kernel) the causal term the
+// lowering split off the program's mask_mod (fi_variant_mask_causal), which then runs as
+// the built-in causal mask does: chunks end at the diagonal, one bound per row.
+template <bool VARIANT>
+__device__ __forceinline__ bool ws_causal(const PrefillParams &p) {
+  return p.causal || ws_variant_form<VARIANT>().mask_causal;
 }
 
 // Part `part` (of `parts`) of every classified tile of chunk `ch`, as ballots in `job`
@@ -295,7 +302,7 @@ __device__ __noinline__ void ws_classify_part(const PrefillParams &p, const WsCl
     for (int g = 0; g < groups; ++g) {
       const int t = 32 * g + lane, kv0 = ch.kv_lo + t * CTA_KV + part * width;
       int kv_last = min(kv0 + width, ch.kv_hi) - 1;
-      if (p.causal) kv_last = min(kv_last, ch.q_last);
+      if (ws_causal<VARIANT>(p)) kv_last = min(kv_last, ch.q_last);
       const bool pairs = t < ch.span_tiles && kv_last >= kv0;
       const int cls = pairs ? fi_variant_mask_tile(ch.request, ch.h0, ch.h0 + p.group - 1,
                                                    ch.q_first, ch.q_last, kv0, kv_last,
@@ -523,7 +530,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (BSR) {  // block-sparse: kv_lo .. kv_hi index the plan's tiles
           c.num_tiles = c.kv_hi - c.kv_lo;
         } else {
-          if (p.causal) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
+          if (ws_causal<VARIANT>(p)) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
           // Sliding window: tiles wholly left of every row's window are never loaded (paged:
           // the range starts on a tile boundary, so each box stays inside one page).
           if (X_MASKS && p.window_left >= 0) {
@@ -1038,7 +1045,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // left edge (a custom mask: every tile of its extent but those every row keeps whole).
       // (fp8: the first tile may start before the chunk's first key)
       const bool tile_partial = kv0 + CTA_KV > kv_hi || (FP8 && kv0 < kv_first);
-      const bool tile_diag = p.causal && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+      const bool tile_diag =
+          ws_causal<VARIANT>(p) && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
       // ALiBi without a soft cap: the bias enters S as slope * (column in the tile), one
       // FMA per pair; the rest, slope * (this lane's first key - the row's position), is the
       // same for the lane's pairs of a row and enters the softmax (alibi_off).
@@ -1109,7 +1117,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const int lo = min(bsr_half.x, bsr_half.z);
           const int hi = max(bsr_half.x + bsr_half.y, bsr_half.z + bsr_half.w);
           tile_general = bsr_half.y < 64 || bsr_half.w < 64 ||
-                         (p.causal && hi - 1 > q_pos_shift + t_lo) ||
+                         (ws_causal<VARIANT>(p) && hi - 1 > q_pos_shift + t_lo) ||
                          (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
         }
         if (tile_general && !mask_bits) {
@@ -1130,7 +1138,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               const int first = BSR ? (hf ? bsr_half.z : bsr_half.x) : kv0;
               int lo = FP8 ? kv_first : first,
                   hi = BSR ? first + (hf ? bsr_half.w : bsr_half.y) : kv_hi;
-              if (p.causal) hi = min(hi, qpos + 1);
+              if (ws_causal<VARIANT>(p)) hi = min(hi, qpos + 1);
               if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
               if (dense) {
                 lo = max(lo, row_first[hh]);
@@ -1156,7 +1164,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               const int qpos = q_pos_shift + row_tok[e >> 1];
               bool keep = j < kv_hi;
               if (FP8) keep = keep && j >= kv_first;
-              if (p.causal) keep = keep && j <= qpos;
+              if (ws_causal<VARIANT>(p)) keep = keep && j <= qpos;
               if (X_MASKS && p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
               if constexpr (X_MASKS && !BSR)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
                 keep = keep &&
@@ -1173,8 +1181,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-            const int lim =
-                p.causal ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1]) : kv_hi - 1;
+            const int lim = ws_causal<VARIANT>(p)
+                                ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1])
+                                : kv_hi - 1;
             s[nb][e] = j <= lim && (!FP8 || j >= kv_first) ? s[nb][e] : -INFINITY;
           }
       }

@@ -39,6 +39,11 @@ extern "C" __device__ int fi_variant_mask_tile(int batch, int qo_head_first, int
 // kernel then calls it from a rolled loop, since inlined into every pair its clamped loads
 // made ptxas spill.
 extern "C" __device__ int fi_variant_mask_reads_tables(void);
+// 1 when the lowering split a causal term (`kv_pos <= q_pos`, alone or one side of an `and`)
+// off a prefill's mask_mod (a constant of the program): the prefill kernel applies it as its
+// built-in causal mask (chunks end at the diagonal, one bound per row) and the mask hook
+// returns the rest. 0 in every other image (decode and block-sparse masks stay whole).
+extern "C" __device__ int fi_variant_mask_causal(void);
 
 // The score_mod's factors as a kernel applies them, once per CTA: `in` multiplies the
 // logit handed to fi_variant_score_mod; the result times `fix` is the logit in units of

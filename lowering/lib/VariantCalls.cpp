@@ -565,6 +565,52 @@ func::FuncOp splitKeyLinearTerm(OpBuilder &b, ModuleOp module, Block *into, func
   return slope;
 }
 
+/// Splits the causal term off the device copy `fn` of a prefill's mask_mod: where it
+/// returns `kv_pos <= q_pos` (as `cmpi sle %kv_pos, %q_pos` or `cmpi sge %q_pos, %kv_pos`),
+/// alone or as one side of an `arith.andi`, `fn` returns the rest (true when nothing is
+/// left) and the prefill kernel applies the term as its built-in causal mask does
+/// (variant_hooks.cuh, fi_variant_mask_causal): chunks end at the diagonal, one bound per
+/// row, instead of a classifier call per tile past it and the mask per pair on the
+/// diagonal's tiles. Returns whether it split one. (q_pos is bottom-right aligned, as the
+/// built-in causal mask's rows: FiOps.td.)
+bool splitCausalTerm(OpBuilder &b, func::FuncOp fn) {
+  if (!llvm::hasSingleElement(fn.getBody()))
+    return false;
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value qPos = fn.getArgument(2), kvPos = fn.getArgument(3);
+  auto isCausal = [&](Value v) {
+    auto cmp = v.getDefiningOp<arith::CmpIOp>();
+    if (!cmp)
+      return false;
+    return (cmp.getPredicate() == arith::CmpIPredicate::sle && cmp.getLhs() == kvPos &&
+            cmp.getRhs() == qPos) ||
+           (cmp.getPredicate() == arith::CmpIPredicate::sge && cmp.getLhs() == qPos &&
+            cmp.getRhs() == kvPos);
+  };
+  Value result = ret.getOperand(0), rest;
+  if (isCausal(result)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ret);
+    rest = arith::ConstantIntOp::create(b, ret.getLoc(), b.getI1Type(), 1);
+  } else if (auto both = result.getDefiningOp<arith::AndIOp>()) {
+    if (isCausal(both.getLhs()))
+      rest = both.getRhs();
+    else if (isCausal(both.getRhs()))
+      rest = both.getLhs();
+  }
+  if (!rest)
+    return false;
+  ret.setOperand(0, rest);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))  // (users before what they use)
+    if (isOpTriviallyDead(op))
+      op->erase();
+  return true;
+}
+
 FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Operation *op,
                                               ValueRange captures,
                                               const VariantDeviceOptions &device,
@@ -670,6 +716,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
   // and the mask's tile classifier.
   // (variant_hooks.cuh: whether the mask_mod reads a captured table, a program constant)
   constexpr StringLiteral kMaskReadsTables = "fi_variant_mask_reads_tables";
+  constexpr StringLiteral kMaskCausal = "fi_variant_mask_causal";
   auto flagType = FunctionType::get(ctx, {}, {b.getI32Type()});  // () -> i32 constants
   // The score_mod's form as the prefill kernel reads it (variant_hooks.cuh): its slope in
   // the key's distance (a hook of the query head, or zero) and whether one exists, and
@@ -694,6 +741,7 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       if (kind == HookKind::Mask) {
         identityHook(b, body, HookKind::MaskTile, loc);
         constantHook(b, body, kMaskReadsTables, flagType, b.getI32IntegerAttr(0), loc);
+        constantHook(b, body, kMaskCausal, flagType, b.getI32IntegerAttr(0), loc);
       }
       if (kind == HookKind::Score) {
         for (StringRef name : {"fi_variant_score_in", "fi_variant_score_out"})
@@ -719,8 +767,12 @@ FailureOr<FlatSymbolRefAttr> makeDeviceModule(OpBuilder &b, ModuleOp module, Ope
       makeHook(b, module, body, "fi_variant_score_out", out, HookKind::ScoreScale,
                TypeRange(captures), loc);
     }
+    // (the classifier below is the whole mask's: sound for the rest under the causal bound)
+    const bool causal =
+        kind == HookKind::Mask && !decode && !blockSparse && splitCausalTerm(b, copy);
     makeHook(b, module, body, deviceHookName(kind), copy, kind, TypeRange(captures), loc);
     if (kind == HookKind::Mask) {
+      constantHook(b, body, kMaskCausal, flagType, b.getI32IntegerAttr(causal), loc);
       bool reads = false;
       copy.walk([&](memref::LoadOp) { reads = true; });
       constantHook(b, body, kMaskReadsTables, flagType, b.getI32IntegerAttr(reads), loc);

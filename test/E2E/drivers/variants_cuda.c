@@ -19,6 +19,8 @@ void _mlir_ciface_bench_cap_builtin(memref3 *, memref3 *, memref3 *, memref3 *, 
 void _mlir_ciface_bench_plain(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *, memref1 *);
 void _mlir_ciface_bench_window_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                        memref1 *, int32_t);
+void _mlir_ciface_bench_causal_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
+                                      memref1 *, int32_t);
 void _mlir_ciface_bench_keep_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
                                      memref1 *, int32_t);
 void _mlir_ciface_bench_docs_variant(memref3 *, memref3 *, memref3 *, memref3 *, memref1 *,
@@ -237,6 +239,7 @@ static void b_cap_builtin(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_b
 static void b_plain(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_plain(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv); }
 static void b_win_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_window_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
 static void b_keep_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_keep_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 0); }
+static void b_causal_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_causal_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 0); }
 static void b_docs_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mdoc); }
 static void b_blocks_variant(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_blocks_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, 1024); }
 static void b_docs_one(memref3 *o, void *a) { bench_in *i = a; _mlir_ciface_bench_docs_variant(o, &i->mq, &i->mk, &i->mv, &i->mqo, &i->mkv, &i->mone); }
@@ -324,12 +327,14 @@ static int bench(rng *r) {
       {"1 document (a table), mask_mod", b_docs_one, causal_pairs},
       {"ALiBi, built-in", b_alibi_builtin, causal_pairs},
       {"ALiBi, score_mod variant (slopes table)", b_alibi_variant, causal_pairs},
+      {"plain causal (built-in), again", b_plain, causal_pairs},
+      {"causal as a mask_mod (no built-in mask)", b_causal_variant, causal_pairs},
   };
   /* The rows take turns, 9 rounds of 9 calls each, so that a variant and the built-in it
    * reimplements (rows 2 i + 1 and 2 i) meet the same clocks, the variant first in every
    * other round (so that neither always runs second): each row reports the median of its
    * rounds' medians, each pair the median of its rounds' ratios. */
-  enum { ROWS = 12, ROUNDS = 9 };
+  enum { ROWS = 14, ROUNDS = 9 };
   memref3 outs[ROWS];
   double t[ROWS][ROUNDS];
   memset(outs, 0, sizeof outs);
@@ -343,8 +348,8 @@ static int bench(rng *r) {
          "TFLOP/s over kept pairs:\n", (long long)1, (long long)len, (long long)qh,
          (long long)kvh, (long long)hd, ROUNDS);
   /* the pairs of a variant and its built-in (the documents' rows compare otherwise) */
-  static const int pairs[] = {0, 1, 2, 5};
-  for (int pi = 0; pi < 4; ++pi) { /* (before the medians: they sort t in place) */
+  static const int pairs[] = {0, 1, 2, 5, 6};
+  for (int pi = 0; pi < 5; ++pi) { /* (before the medians: they sort t in place) */
     const int i = pairs[pi];
     double ratio[ROUNDS];
     printf("  %s / %s, speed per round:", rows[2 * i + 1].name, rows[2 * i].name);
@@ -437,10 +442,23 @@ static int bench(rng *r) {
   }
   printf("  ALiBi variant vs built-in: max |diff| %.3g\n", da);
   free(ab), free(av);
+  /* causal as a mask_mod: the same pairs as the built-in causal mask, in the same order */
+  void *pc = result_copy(gpu_ctx, &outs[12], FI_DTYPE_F16, n), *cm2 = result_copy(gpu_ctx, &outs[13], FI_DTYPE_F16, n);
+  double dcz = 0;
+  int64_t cexact = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = fabs(fi_load_f32(pc, FI_DTYPE_F16, i) - fi_load_f32(cm2, FI_DTYPE_F16, i));
+    dcz = a > dcz || a != a ? a : dcz;
+    cexact += a == 0;
+  }
+  printf("  causal mask_mod vs built-in causal: max |diff| %.3g, %lld of %lld elements bit-identical\n",
+         dcz, (long long)cexact, (long long)n);
+  free(pc), free(cm2);
   const double agree = 4e-3; /* a few f16 ulps of outputs below 2: summation order only */
   if (dw > agree) printf("MISMATCH window variant vs built-in: %.3g\n", dw);
   if (!(da <= agree)) printf("MISMATCH ALiBi variant vs built-in: %.3g\n", da);
   if (dd > agree) printf("MISMATCH documents variant vs custom mask: %.3g\n", dd);
+  if (!(dcz <= agree)) printf("MISMATCH causal mask_mod vs built-in causal: %.3g\n", dcz);
   free(db), free(dv2);
   fi_rt_set_thread_context(gpu_ctx);
   for (int i = 8; i < 10; ++i) fi_rt_free(outs[i].allocated);
@@ -450,7 +468,7 @@ static int bench(rng *r) {
   fi_rt_free(in.mslopes.allocated);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ind);
   fi_rt_set_thread_context(NULL);
-  return dw <= agree && dd <= agree && da <= agree;
+  return dw <= agree && dd <= agree && da <= agree && dcz <= agree;
 }
 
 /* The decode bench rows: (64, 4096, 32, 8), page 16, hd 128, f16, the caches in device
@@ -529,20 +547,36 @@ static int bench_decode(rng *r) {
   enum { ROWS = 8 };
   memref3 outs[ROWS];
   /* The page table is managed memory that the host plan and the kernels both read, so a
-   * row's time moves with its pages' migrations: the rows take turns, 5 rounds of 20 calls
-   * each after a warm-up round, and each row reports its best round. */
-  printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; 20 calls back to back, best of 5 "
-         "rounds, GB/s over the K/V bytes attended:\n", batch, len, qh, kvh, page, hd);
-  double best[ROWS];
+   * row's time moves with its pages' migrations: the rows take turns after a warm-up round,
+   * 9 rounds of 20 calls each, a variant and its built-in (rows 2 i + 1 and 2 i) side by side
+   * with the variant first in every other round. Each row reports its best round, each pair
+   * the median of its rounds' speed ratios (the two rows of a round meet the same clocks and
+   * the same pages). */
+  enum { ROUNDS = 9 };
+  printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; %d rounds of 20 calls back to "
+         "back, best round, GB/s over the K/V bytes attended:\n", batch, len, qh, kvh, page, hd,
+         ROUNDS);
+  double t[ROWS][ROUNDS], best[ROWS];
   memset(outs, 0, sizeof outs);
-  for (int round = 0; round < 6; ++round)
-    for (int i = 0; i < ROWS; ++i) {
-      const double ms = time_stream_ms((bench_fn)rows[i].f, &in, 20, &outs[i]);
-      if (round == 1 || (round > 1 && ms < best[i])) best[i] = ms;
+  for (int i = 0; i < ROWS; ++i) time_stream_ms((bench_fn)rows[i].f, &in, 20, &outs[i]);
+  for (int round = 0; round < ROUNDS; ++round)
+    for (int k = 0; k < ROWS; ++k) {
+      const int i = round & 1 ? k ^ 1 : k;
+      t[i][round] = time_stream_ms((bench_fn)rows[i].f, &in, 20, &outs[i]);
+      if (round == 0 || t[i][round] < best[i]) best[i] = t[i][round];
     }
   for (int i = 0; i < ROWS; ++i)
     printf("  %-34s %8.1f us %7.1f GB/s\n", rows[i].name, best[i] * 1e3,
            rows[i].bytes / best[i] / 1e6);
+  for (int pi = 0; pi < ROWS / 2; ++pi) {
+    double ratio[ROUNDS];
+    printf("  %s / %s, speed per round:", rows[2 * pi + 1].name, rows[2 * pi].name);
+    for (int round = 0; round < ROUNDS; ++round) {
+      ratio[round] = t[2 * pi][round] / t[2 * pi + 1][round];
+      printf(" %.3f", ratio[round]);
+    }
+    printf("; median %.3f\n", median(ratio, ROUNDS));
+  }
   const int64_t n = numel(3, qs);
   void *o[ROWS];
   for (int i = 0; i < ROWS; ++i) o[i] = result_copy(gpu_ctx, &outs[i], FI_DTYPE_F16, n);
@@ -681,7 +715,7 @@ int main(int argc, char **argv) {
     bsr_state_free(&s);
   }
   e2e_free(table), e2e_free(slopes);
-  const char *names[KINDS] = {"soft cap (ragged, hd 128, f16, lse)", "window (paged, hd 64, bf16)",
+  const char *names[KINDS] = {"soft cap (ragged, hd 128, f16, lse)", "window + causal as one mask (paged, hd 64, bf16)",
                           "t5 bias + head mask (ragged, hd 128, bf16)",
                           "decode sinks + window + soft cap (page 16, hd 128, f16, lse)",
                           "decode RoPE + bias table + head mask (page 8, hd 64, bf16)",
