@@ -27,6 +27,9 @@ if [ "${1:-}" = --prepare ]; then
   "$build/bin/fi-opt" test/E2E/variants_cuda.mlir --fi-to-llvm=backend=cuda |
     "$llvm/mlir-translate" --mlir-to-llvmir |
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_cuda.o"
+  "$build/bin/fi-opt" test/E2E/variants_cuda_decode_bench.mlir --fi-to-llvm="backend=cuda plans-on-device=1" |
+    "$llvm/mlir-translate" --mlir-to-llvmir |
+    "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_cuda_decode_bench.o"
   "$build/bin/fi-opt" examples/variants.mlir --fi-to-llvm=backend=cuda |
     "$llvm/mlir-translate" --mlir-to-llvmir |
     "$llvm/llc" -O2 -filetype=obj --relocation-model=pic -o "$carry/variants_examples.o"
@@ -66,7 +69,7 @@ link test/E2E/drivers/block_sparse.c block_sparse
 link test/E2E/drivers/fp8.c fp8
 link test/E2E/drivers/shared_prefix.c shared_prefix
 link test/E2E/drivers/embed_decode.c embed_decode
-link test/E2E/drivers/variants_cuda.c variants_cuda
+link test/E2E/drivers/variants_cuda.c variants_cuda "$carry/variants_cuda_decode_bench.o"
 link examples/drivers/variants.c variants_examples -Iexamples/drivers
 # The decode step driver owns a CUDA stream and captures the step in a graph.
 link examples/drivers/decode_step.c decode_step -DFI_DRIVER_CUDA -I"$cuda_home/include" \

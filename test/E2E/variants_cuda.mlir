@@ -6,7 +6,8 @@
 //
 // REQUIRES: fi-variant-bitcode
 // RUN: fi-opt %s --fi-to-llvm="backend=cuda variant-bitcode=%fi_variant_bitcode cuda-toolkit=%fi_cuda_toolkit" | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.o
-// RUN: %cc %fi_e2e_cflags %S/drivers/variants_cuda.c %t.o %fi_e2e_ldflags -o %t.exe
+// RUN: fi-opt %S/variants_cuda_decode_bench.mlir --fi-to-llvm="backend=cuda plans-on-device=1 variant-bitcode=%fi_variant_bitcode cuda-toolkit=%fi_cuda_toolkit" | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.bench.o
+// RUN: %cc %fi_e2e_cflags %S/drivers/variants_cuda.c %t.o %t.bench.o %fi_e2e_ldflags -o %t.exe
 // RUN: %t.exe --configs=4 | FileCheck %s
 // CHECK-NOT: MISMATCH
 // CHECK: variants_cuda: PASS
@@ -404,121 +405,6 @@ func.func @decode_rope_bias(%q: tensor<?x8x64xbf16>, %k: tensor<?x8x2x64xbf16>,
        pos_encoding = #fi.pos_encoding<rope_llama>, rope_theta = 500.0 : f32,
        score_mod = @dec_bias, mask_mod = @head_mask} -> tensor<?x8x64xbf16>
   return %o : tensor<?x8x64xbf16>
-}
-
-// The decode bench rows ((batch, kv_len, 32, 8), page 16, hd 128, f16): plain, soft cap, a
-// window of 1024 and ALiBi, each built in and as a variant, and the keep-all mask.
-func.func @bench_dec_plain(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
-    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_cap_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
-    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
-       logits_soft_cap = 30.0 : f32} -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_cap_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
-    %cap: f32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      variant_args(%cap : f32) outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, score_mod = @soft_cap}
-      -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_window_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
-    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
-       window_left = 1024 : i64} -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_window_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
-    %w: i32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @window}
-      -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_alibi_builtin(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>)
-    -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>,
-       pos_encoding = #fi.pos_encoding<alibi>} -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-// (the decode kernel runs the whole score_mod: its I2F, multiply and add per logit)
-func.func @bench_dec_alibi_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
-    %slopes: tensor<32xf32>) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      variant_args(%slopes : tensor<32xf32>) outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, score_mod = @alibi}
-      -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
-}
-func.func @bench_dec_keep_variant(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
-    %v: tensor<?x16x8x128xf16>, %ip: tensor<?xi32>, %ix: tensor<?xi32>, %lp: tensor<?xi32>,
-    %w: i32) -> tensor<?x32x128xf16> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x32x128xf16>
-  %o0 = tensor.empty(%n) : tensor<?x32x128xf16>
-  %o = fi.paged_decode q(%q : tensor<?x32x128xf16>)
-      kv(%k, %v : tensor<?x16x8x128xf16>, tensor<?x16x8x128xf16>)
-      pages(%ip, %ix, %lp : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
-      variant_args(%w : i32) outs(%o0 : tensor<?x32x128xf16>)
-      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, mask_mod = @keep_all}
-      -> tensor<?x32x128xf16>
-  return %o : tensor<?x32x128xf16>
 }
 
 // ------------------------------------------------------------ block-sparse variant ---

@@ -521,13 +521,17 @@ static int bench_decode(rng *r) {
     int32_t j = (int32_t)rng_int(r, 0, i), t = ix[i];
     ix[i] = ix[j], ix[j] = t;
   }
-  /* device copies of q and the caches (the page table stays managed: the host plan reads it) */
+  /* device copies of q, the caches and the page table (the rows plan on the device:
+   * variants_cuda_decode_bench.mlir) */
   void *dq = device_copy(q, (size_t)numel(3, qs) * 2), *dk = device_copy(k, (size_t)numel(4, cs) * 2);
   void *dv = device_copy(v, (size_t)numel(4, cs) * 2);
+  void *dip = device_copy(ip, sizeof(int32_t) * (size_t)(batch + 1));
+  void *dix = device_copy(ix, sizeof(int32_t) * (size_t)num_pages);
+  void *dlp = device_copy(lp, sizeof(int32_t) * (size_t)batch);
   dec_bench_in in;
   int64_t ni = batch + 1, nx = num_pages, nl = batch;
   mr_init(&in.mq, 3, dq, qs), mr_init(&in.mk, 4, dk, cs), mr_init(&in.mv, 4, dv, cs);
-  mr_init(&in.mi, 1, ip, &ni), mr_init(&in.mx, 1, ix, &nx), mr_init(&in.ml, 1, lp, &nl);
+  mr_init(&in.mi, 1, dip, &ni), mr_init(&in.mx, 1, dix, &nx), mr_init(&in.ml, 1, dlp, &nl);
   float slopes[32]; /* ALiBi's (runtime.h's), in device memory */
   alibi_slopes(qh, slopes);
   const int64_t nslopes = 32;
@@ -546,12 +550,11 @@ static int bench_decode(rng *r) {
   };
   enum { ROWS = 8 };
   memref3 outs[ROWS];
-  /* The page table is managed memory that the host plan and the kernels both read, so a
-   * row's time moves with its pages' migrations: the rows take turns after a warm-up round,
-   * 9 rounds of 20 calls each, a variant and its built-in (rows 2 i + 1 and 2 i) side by side
-   * with the variant first in every other round. Each row reports its best round, each pair
-   * the median of its rounds' speed ratios (the two rows of a round meet the same clocks and
-   * the same pages). */
+  /* The rows take turns after a warm-up round, 9 rounds of 20 calls each, a variant and its
+   * built-in (rows 2 i + 1 and 2 i) side by side with the variant first in every other
+   * round. Each row reports its best round, each pair the median of its rounds' speed
+   * ratios (the two rows of a round meet the same clocks). Each call includes its planning
+   * kernel, the same for both rows of a pair. */
   enum { ROUNDS = 9 };
   printf("decode bench (%d, %d, %d, %d), page %d, hd %d, f16; %d rounds of 20 calls back to "
          "back, best round, GB/s over the K/V bytes attended:\n", batch, len, qh, kvh, page, hd,
@@ -599,6 +602,7 @@ static int bench_decode(rng *r) {
   for (int i = 0; i < ROWS; ++i) free(o[i]);
   fi_rt_set_thread_context(gpu_ctx);
   fi_rt_free(dq), fi_rt_free(dk), fi_rt_free(dv), fi_rt_free(in.mslopes.allocated);
+  fi_rt_free(dip), fi_rt_free(dix), fi_rt_free(dlp);
   e2e_free(q), e2e_free(k), e2e_free(v), e2e_free(ip), e2e_free(ix), e2e_free(lp);
   fi_rt_set_thread_context(NULL);
   return dk2 <= agree && dc <= agree && dw <= agree && da <= agree;
