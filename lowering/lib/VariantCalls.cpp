@@ -539,6 +539,16 @@ std::optional<KeyLinearTerm> keyLinearTerm(func::FuncOp fn) {
   return std::nullopt;
 }
 
+/// Erases what a rewritten function body no longer uses (users before what they use).
+void eraseDeadOps(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
 /// Splits the key-linear term off the device copy `fn` of a score_mod (ALiBi's bias): `fn`
 /// returns the rest, and the returned function of (qo_head, captures) gives the slope, which
 /// the prefill kernel applies as its built-in ALiBi does (variant_hooks.cuh,
@@ -556,12 +566,7 @@ func::FuncOp splitKeyLinearTerm(OpBuilder &b, ModuleOp module, Block *into, func
   // The copy returns the rest; what computed the term alone goes.
   Block &body = fn.getBody().front();
   body.getTerminator()->setOperand(0, term->rest);
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  for (Operation *op : llvm::reverse(ops))  // (users before what they use)
-    if (isOpTriviallyDead(op))
-      op->erase();
+  eraseDeadOps(body);
   return slope;
 }
 
@@ -602,12 +607,7 @@ bool splitCausalTerm(OpBuilder &b, func::FuncOp fn) {
   if (!rest)
     return false;
   ret.setOperand(0, rest);
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  for (Operation *op : llvm::reverse(ops))  // (users before what they use)
-    if (isOpTriviallyDead(op))
-      op->erase();
+  eraseDeadOps(body);
   return true;
 }
 

@@ -263,6 +263,19 @@ static double time_ms(bench_fn f, void *in, int reps, memref3 *keep) {
   return median(t, reps);
 }
 
+/* A variant's speed over its built-in's in each round (the built-in's time over the
+ * variant's; at most 16 rounds) and their median. */
+static void print_pair_ratios(const char *variant, const char *builtin, const double *t_builtin,
+                              const double *t_variant, int rounds) {
+  double ratio[16];
+  printf("  %s / %s, speed per round:", variant, builtin);
+  for (int round = 0; round < rounds; ++round) {
+    ratio[round] = t_builtin[round] / t_variant[round];
+    printf(" %.3f", ratio[round]);
+  }
+  printf("; median %.3f\n", median(ratio, rounds));
+}
+
 /* The bench rows' timings, and (returned) whether the mask variants agree with the built-ins
  * they reimplement (an independent check of the tile classifier on the GPU: the window's
  * and the documents' masks against the built-in window and custom mask). */
@@ -351,13 +364,7 @@ static int bench(rng *r) {
   static const int pairs[] = {0, 1, 2, 5, 6};
   for (int pi = 0; pi < 5; ++pi) { /* (before the medians: they sort t in place) */
     const int i = pairs[pi];
-    double ratio[ROUNDS];
-    printf("  %s / %s, speed per round:", rows[2 * i + 1].name, rows[2 * i].name);
-    for (int round = 0; round < ROUNDS; ++round) {
-      ratio[round] = t[2 * i][round] / t[2 * i + 1][round];
-      printf(" %.3f", ratio[round]);
-    }
-    printf("; median %.3f\n", median(ratio, ROUNDS));
+    print_pair_ratios(rows[2 * i + 1].name, rows[2 * i].name, t[2 * i], t[2 * i + 1], ROUNDS);
   }
   for (int i = 0; i < ROWS; ++i) {
     const double ms = median(t[i], ROUNDS);
@@ -571,15 +578,8 @@ static int bench_decode(rng *r) {
   for (int i = 0; i < ROWS; ++i)
     printf("  %-34s %8.1f us %7.1f GB/s\n", rows[i].name, best[i] * 1e3,
            rows[i].bytes / best[i] / 1e6);
-  for (int pi = 0; pi < ROWS / 2; ++pi) {
-    double ratio[ROUNDS];
-    printf("  %s / %s, speed per round:", rows[2 * pi + 1].name, rows[2 * pi].name);
-    for (int round = 0; round < ROUNDS; ++round) {
-      ratio[round] = t[2 * pi][round] / t[2 * pi + 1][round];
-      printf(" %.3f", ratio[round]);
-    }
-    printf("; median %.3f\n", median(ratio, ROUNDS));
-  }
+  for (int pi = 0; pi < ROWS / 2; ++pi)
+    print_pair_ratios(rows[2 * pi + 1].name, rows[2 * pi].name, t[2 * pi], t[2 * pi + 1], ROUNDS);
   const int64_t n = numel(3, qs);
   void *o[ROWS];
   for (int i = 0; i < ROWS; ++i) o[i] = result_copy(gpu_ctx, &outs[i], FI_DTYPE_F16, n);
