@@ -8,9 +8,10 @@
  * core kind for comparison; rows marked "rope" apply llama RoPE to q and K (theta 5e5), the
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
- * rows; FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16);
- * FI_BENCH_DECODE_HND=1 stores the caches in HND instead of NHD; FI_BENCH_DECODE_SPLIT=n
- * plans the decode rows with a fixed split of n tokens. */
+ * rows ("batch,kv_len,qo_heads,kv_heads", ",e4m3" at the end for an e4m3 KV cache);
+ * FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16); FI_BENCH_DECODE_HND=1
+ * stores the caches in HND instead of NHD; FI_BENCH_DECODE_SPLIT=n plans the decode rows
+ * with a fixed split of n tokens. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <string.h>
 
@@ -378,21 +379,24 @@ void fi_bench_decode(fi_bench_ctx *b) {
     decode_grid(b, grid);
     return;
   }
-  /* FI_BENCH_DECODE_ROWS="batch,kv_len,qo_heads,kv_heads ...": these rows instead of the
-   * table, each with the heuristics' variant and the other core kind forced. */
+  /* FI_BENCH_DECODE_ROWS="batch,kv_len,qo_heads,kv_heads[,e4m3] ...": these rows instead of
+   * the table, each with the heuristics' variant and the other core kind forced. */
   const char *rows = getenv("FI_BENCH_DECODE_ROWS");
   if (rows) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", rows);
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
-      int r[4];
-      if (sscanf(tok, "%d,%d,%d,%d", &r[0], &r[1], &r[2], &r[3]) != 4 || r[3] <= 0 ||
-          r[2] % r[3]) {
-        fprintf(stderr, "bad row %s (batch,kv_len,qo_heads,kv_heads)\n", tok);
+      int r[4], used = 0;
+      if (sscanf(tok, "%d,%d,%d,%d%n", &r[0], &r[1], &r[2], &r[3], &used) != 4 || r[3] <= 0 ||
+          r[2] % r[3] || (tok[used] && strcmp(tok + used, ",e4m3"))) {
+        fprintf(stderr, "bad row %s (batch,kv_len,qo_heads,kv_heads[,e4m3])\n", tok);
         continue;
       }
-      fi_tiles t = other_cores(decode_case(b, r[0], r[1], r[2], r[3], 0, NULL, "", NULL));
-      decode_case(b, r[0], r[1], r[2], r[3], 0, &t, " forced", NULL);
+      const int extras = tok[used] ? DECODE_FP8 : 0;
+      const char *tag = extras ? " fp8 e4m3" : "";
+      fi_tiles t = other_cores(decode_case(b, r[0], r[1], r[2], r[3], extras, NULL, tag, NULL));
+      decode_case(b, r[0], r[1], r[2], r[3], extras, &t, extras ? " fp8 e4m3 forced" : " forced",
+                  NULL);
     }
     return;
   }
