@@ -96,14 +96,18 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
 }
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
- * (decode_tcw.cuh, decode_tcw_kernel: tensor cores, 16-bit KV, head_dim <= 128; RoPE runs take
- * decode_tws_kernel on sm_90 with page sizes a multiple of 16, else the other tensor-core
- * kernel, with the same plan) aim
- * for 4 CTAs per SM instead: the launcher then gives each CTA 3 warps (tcw_warps_for), 12
- * resident warps per SM instead of 5 x 2 = 10. Measured on an H200 (bench/NOTES.md, v9):
- * (1, 32768, 32, 8) 61.9 -> 65.6 % of copy, (16, 4096, 32, 8) 78.2 -> 79.0 %. The knob
- * FI_DECODE_CTAS_PER_SM overrides it as well. */
-enum { FI_DECODE_TCW_CTAS_PER_SM = 4 };
+ * (decode_tcw.cuh, decode_tcw_kernel) aim for 4 CTAs per SM instead: the launcher then gives
+ * each CTA 3 warps (tcw_warps_for), 12 resident warps per SM instead of 5 x 2 = 10. Measured
+ * on an H200 (bench/NOTES.md, v9): (1, 32768, 32, 8) 61.9 -> 65.6 % of copy, (16, 4096, 32,
+ * 8) 78.2 -> 79.0 %. Those over a 16-bit cache that run the warp-specialised kernel
+ * (decode_tws.cuh, sm_90; decode_plan_is_tws) aim for 3: its launcher still sizes each CTA
+ * for 4 per SM (4 warps, a quarter of the shared memory), so the wave is 3/4 full, with 4/3
+ * longer units and 3/4 of the partial rows. Measured on an H200 against 4 (bench/NOTES.md,
+ * "3 CTAs per SM"): (1, 32768, 32, 8) 70.5 -> 74.0 % of copy, (1, 16384, 32, 8) 53.8 ->
+ * 57.2 %, (1, 32768, 32, 4) 49.7 -> 54.1 %, the other split rows within 0.3 % or better (pages
+ * of 8 alike, but for MHA -1 %). Over fp8 caches it was a wash, -5 to +3 % by row: they stay at 4. The knob
+ * FI_DECODE_CTAS_PER_SM overrides both. */
+enum { FI_DECODE_TCW_CTAS_PER_SM = 4, FI_DECODE_TWS_CTAS_PER_SM = 3 };
 
 /* Whether the per-warp kernel (or, for fp8 KV at head_dim 128, the warp-specialised one,
  * which takes the same launch shapes) applies to this plan (only plan-level facts decide:
@@ -117,6 +121,25 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
   return ctx->backend == FI_BACKEND_CUDA && ctx->tuning.ctas_per_sm <= 0 &&
          ctx->tuning.warp_pipe != 0 && tiles.cores == FI_CORES_TENSOR &&
          ((kvb == 2 && p->head_dim <= 128) || (kvb == 1 && p->head_dim == 128));
+}
+
+/* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel, by the
+ * launch's plan-level conditions (decode.cu: sm_90 with the Hopper tier, its KV dtypes and
+ * head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest divisor of
+ * the group up to 16). */
+static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *p) {
+  const int fp8 = fi_dtype_size(p->kv_dtype) == 1;
+  if (ctx->target.sm_version != 90 || !ctx->wgmma_available || ctx->tuning.warp_spec == 0)
+    return 0;
+  if (fp8 ? p->head_dim != 128
+          : p->kv_dtype != p->q_dtype || (p->head_dim != 64 && p->head_dim != 128))
+    return 0;
+  if (!fi_decode_chunks_on_sub_tiles(p->page_size, p->fixed_split_size)) return 0;
+  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  const int64_t group = p->num_qo_heads / kvh;
+  int64_t heads = group < 16 ? group : 16;
+  while (heads > 1 && group % heads != 0) --heads;
+  return heads <= 8;
 }
 
 /* The work-unit target of a decode plan. A per-warp plan whose unsplit (request, kv head)
@@ -144,7 +167,10 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
                            : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
                                  !fi_decode_boxes_per_page(p->page_size);
   if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
-  int64_t u = FI_DECODE_TCW_CTAS_PER_SM * sms / kvh;
+  const int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2
+                         ? FI_DECODE_TWS_CTAS_PER_SM
+                         : FI_DECODE_TCW_CTAS_PER_SM;
+  int64_t u = per_sm * sms / kvh;
   return u < 1 ? 1 : (u < t ? u : t);
 }
 
