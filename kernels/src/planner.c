@@ -124,12 +124,13 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
 }
 
 /* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel, by the
- * launch's plan-level conditions (decode.cu: sm_90 with the Hopper tier, its KV dtypes and
- * head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest divisor of
+ * launch's plan-level conditions (decode.cu: sm_90 with the Hopper tier, heads on N, its KV
+ * dtypes and head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest divisor of
  * the group up to 16). */
 static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *p) {
   const int fp8 = fi_dtype_size(p->kv_dtype) == 1;
-  if (ctx->target.sm_version != 90 || !ctx->wgmma_available || ctx->tuning.warp_spec == 0)
+  if (ctx->target.sm_version != 90 || !ctx->wgmma_available || ctx->tuning.warp_spec == 0 ||
+      ctx->tuning.heads_n == 0)
     return 0;
   if (fp8 ? p->head_dim != 128
           : p->kv_dtype != p->q_dtype || (p->head_dim != 64 && p->head_dim != 128))
