@@ -125,8 +125,8 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
 
 /* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel, by the
  * launch's plan-level conditions (decode.cu: sm_90 with the Hopper tier, heads on N, its KV
- * dtypes and head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest divisor of
- * the group up to 16). */
+ * dtypes and head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest
+ * divisor of the group up to 16). */
 static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *p) {
   const int fp8 = fi_dtype_size(p->kv_dtype) == 1;
   if (ctx->target.sm_version != 90 || !ctx->wgmma_available || ctx->tuning.warp_spec == 0 ||
