@@ -104,9 +104,9 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
  * for 4 per SM (4 warps, a quarter of the shared memory), so the wave is 3/4 full, with 4/3
  * longer units and 3/4 of the partial rows. Measured on an H200 against 4 (bench/NOTES.md,
  * "3 CTAs per SM"): (1, 32768, 32, 8) 70.5 -> 74.0 % of copy, (1, 16384, 32, 8) 53.8 ->
- * 57.2 %, (1, 32768, 32, 4) 49.7 -> 54.1 %, the other split rows within 0.3 % or better (pages
- * of 8 alike, but for MHA -1 %). Over fp8 caches it was a wash, -5 to +3 % by row: they stay at 4. The knob
- * FI_DECODE_CTAS_PER_SM overrides both. */
+ * 57.2 %, (1, 32768, 32, 4) 49.7 -> 54.1 %, the other split rows within 0.3 % or better
+ * (pages of 8 alike, but for MHA -1 %). Over fp8 caches it was a wash, -5 to +3 % by row:
+ * they stay at 4. The knob FI_DECODE_CTAS_PER_SM overrides both. */
 enum { FI_DECODE_TCW_CTAS_PER_SM = 4, FI_DECODE_TWS_CTAS_PER_SM = 3 };
 
 /* Whether the per-warp kernel (or, for fp8 KV at head_dim 128, the warp-specialised one,
