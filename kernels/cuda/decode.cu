@@ -27,11 +27,7 @@ static const int kDecodeWarpPipeDefault = 1;
 
 // Heads of one KV head's group that one CTA computes.
 static int heads_per_cta(int group, int head_dim, int tensor_cores) {
-  if (tensor_cores) {
-    for (int h = group < 16 ? group : 16; h >= 1; --h)
-      if (group % h == 0) return h;
-    return 1;
-  }
+  if (tensor_cores) return fi_decode_tc_heads_per_cta(group);
   int h = 1;
   while (group % (2 * h) == 0 && 2 * h * (head_dim / 8) <= 128) h *= 2;
   return h;
@@ -200,13 +196,11 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   // KV of q's type at head_dim 64 or 128 or fp8 KV at head_dim 128 (the consumers widen the
   // bytes); RoPE included (its consumers rotate K in registers).
   const bool fp8_kv = ap->kv_dtype == FI_DTYPE_E4M3 || ap->kv_dtype == FI_DTYPE_E5M2;
-  const bool tws_kv = fp8_kv ? D == 128
-                             : ap->kv_dtype == ap->q_dtype && (D == 64 || D == 128);
   const int kv_es = fp8_kv ? 1 : 2;
   fi::TwsMaps tws_maps;
   const bool tws = sm90 && ctx->tuning.warp_spec != 0 && tc && p.warp_pipe && p.heads_n &&
-                   p.heads_per_cta <= 8 &&
-                   fi_decode_chunks_on_sub_tiles(p.page_size, ap->fixed_split_size) && tws_kv &&
+                   fi_decode_tws_shape_ok(ap->q_dtype, ap->kv_dtype, D, p.group, p.page_size,
+                                          ap->fixed_split_size) &&
                    encode_kv_map(&tws_maps.k, kv->k, kv->layout, D, kv_es, p.page_size) &&
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es, p.page_size);
   p.tws_maps = tws ? &tws_maps : NULL;

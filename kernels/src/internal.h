@@ -54,6 +54,28 @@ static inline int fi_decode_chunks_on_sub_tiles(int64_t page_size, int64_t fixed
          (fixed_split_size + page_size - 1) / page_size * page_size % 16 == 0;
 }
 
+/* Heads of one KV head's group that one tensor-core decode CTA computes: the largest divisor
+ * of the group up to 16. */
+static inline int fi_decode_tc_heads_per_cta(int64_t group) {
+  int64_t h = group < 16 ? group : 16;
+  while (h > 1 && group % h != 0) --h;
+  return h < 1 ? 1 : (int)h;
+}
+
+/* The plan-level conditions of the warp-specialised decode kernel (decode_tws.cuh), which
+ * the launch (decode.cu) and the planner's split target (planner.c) share: 16-bit KV of q's
+ * dtype at head_dim 64 or 128, or fp8 KV at 128; chunks on 16-token sub-tiles; at most 8
+ * heads per CTA. */
+static inline int fi_decode_tws_shape_ok(fi_dtype q_dtype, fi_dtype kv_dtype, int64_t head_dim,
+                                         int64_t group, int64_t page_size,
+                                         int64_t fixed_split_size) {
+  const int fp8 = kv_dtype == FI_DTYPE_E4M3 || kv_dtype == FI_DTYPE_E5M2;
+  const int kv_ok = fp8 ? head_dim == 128
+                        : kv_dtype == q_dtype && (head_dim == 64 || head_dim == 128);
+  return kv_ok && fi_decode_chunks_on_sub_tiles(page_size, fixed_split_size) &&
+         fi_decode_tc_heads_per_cta(group) <= 8;
+}
+
 /* A BSR matrix's block rows and column blocks over M query rows and N keys, uniform or
  * variable (fi_bsr_matrix): their counts, and where block row i / column block j starts
  * (i == count gives M / N). */

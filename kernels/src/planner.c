@@ -123,24 +123,14 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
          ((kvb == 2 && p->head_dim <= 128) || (kvb == 1 && p->head_dim == 128));
 }
 
-/* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel, by the
- * launch's plan-level conditions (decode.cu: sm_90 with the Hopper tier, heads on N, its KV
- * dtypes and head dims, chunks on 16-token sub-tiles, at most 8 heads per CTA: the largest
- * divisor of the group up to 16). */
+/* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel: the
+ * launch's conditions (decode.cu) that a plan knows. */
 static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *p) {
-  const int fp8 = fi_dtype_size(p->kv_dtype) == 1;
-  if (ctx->target.sm_version != 90 || !ctx->wgmma_available || ctx->tuning.warp_spec == 0 ||
-      ctx->tuning.heads_n == 0)
-    return 0;
-  if (fp8 ? p->head_dim != 128
-          : p->kv_dtype != p->q_dtype || (p->head_dim != 64 && p->head_dim != 128))
-    return 0;
-  if (!fi_decode_chunks_on_sub_tiles(p->page_size, p->fixed_split_size)) return 0;
   const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  const int64_t group = p->num_qo_heads / kvh;
-  int64_t heads = group < 16 ? group : 16;
-  while (heads > 1 && group % heads != 0) --heads;
-  return heads <= 8;
+  return ctx->target.sm_version == 90 && ctx->wgmma_available && ctx->tuning.warp_spec != 0 &&
+         ctx->tuning.heads_n != 0 &&
+         fi_decode_tws_shape_ok(p->q_dtype, p->kv_dtype, p->head_dim, p->num_qo_heads / kvh,
+                                p->page_size, p->fixed_split_size);
 }
 
 /* The work-unit target of a decode plan. A per-warp plan whose unsplit (request, kv head)
