@@ -27,8 +27,8 @@
 //   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 lend their
 //     registers to the consumers, and with a variant's mask_mod help it classify each
 //     chunk's tiles, WsClassify) walks the items and chunks and hands each chunk's
-//     descriptor (WsChunk) to the consumers in its Q slot's header (one named barrier per
-//     chunk, see desc_sync); per chunk one Q tile,
+//     descriptor (WsChunk) to the consumers through the workspace's chunk ring, ordered by
+//     the chunk's Q slot mbarrier (ws_chunk_slot); per chunk one Q tile,
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
 //     (rows across tokens: boxes of 8 whole tokens, of 1 and of single rows, lane b box b);
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
@@ -123,8 +123,8 @@ static_assert(offsetof(WsMaps, k_run) - offsetof(WsMaps, k) == kRunMapOffset * s
 // is full (planner.c, fi_prefill_rows_per_unit), and each chunk of a unit is its own work
 // item (PrefillParams.unit_chunks).
 
-// One chunk of query rows as the producer hands it to the consumers (in its Q slot's
-// header): its unit, KV head and ranges, and the number of K/V tiles it loads for them
+// One chunk of query rows as the producer hands it to the consumers (in the workspace's
+// chunk ring, ws_chunk_slot): its unit, KV head and ranges, and the number of K/V tiles it loads for them
 // (a variant's EMPTY tiles are not loaded); chunk < 0 ends the walk.
 struct WsChunk {
   fi_work_unit wu;
@@ -208,7 +208,9 @@ __device__ __forceinline__ void ws_rope_q(unsigned char *q_tile, int wg, int tid
   for (int i = 0; i < 8; ++i)
     freq[i] = p.rope_rcp_scale * exp2f(-(2.f * (c * 8 + i) / HD) * p.rope_log2_theta);
   float sn[8], cs[8];
-  int last_pos = -1;  // (positions are >= 0)
+  // (a request with more query rows than keys has rows at negative positions: bottom-right
+  // alignment)
+  int last_pos = INT_MIN;
 #pragma unroll
   for (int b0 = 0; b0 < ROWS; b0 += BATCH) {
     uint4 a4[BATCH], b4[BATCH];
@@ -337,17 +339,22 @@ __device__ __forceinline__ int3 ws_pair(int kv0, int4 half, int nb, int e, int t
                    q_pos_shift + (r ? row_tok[1] : row_tok[0]), r ? row_head[1] : row_head[0]);
 }
 
-// The hand-off of chunk descriptors: one named barrier of the producer warp and the 256
-// consumer threads per chunk (desc_sync; both sides sync, so racecheck can follow it).
-// The producer writes descriptor k into slot k % 2, issues chunk k's Q tile and its first
-// STAGES K/V tiles, then syncs; the consumers sync when chunk k - 1 is done (every stage
-// released) and read descriptor k. Neither side can wait for the other across the sync.
-// (barrier 4 of 288 threads: the 8 consumer warps and the producer warp; 1 and 2 are the
-// consumer warpgroups', 3 their joint V zeroing.) Not the .aligned form (bar.sync), which
-// requires every lane of a warp at the same barrier instruction together: the producer
-// reaches it from several call sites, and compute-sanitizer's synccheck reported its lanes
-// divergent there (head_dim 256); with barrier.sync it reports none.
-__device__ __forceinline__ void desc_sync() { asm volatile("barrier.sync 4, 288;\n" ::: "memory"); }
+// The hand-off of chunk descriptors. Chunk k's descriptor goes into slot k % 2 of this
+// CTA's two in the workspace's chunk ring (backend.h, FI_PLAN_HEADER_BYTES): the producer
+// writes it once chunk k's Q slot is free and before its arrive on the slot's `full`
+// mbarrier (release), the consumers read it after their wait on that mbarrier (acquire),
+// and the producer writes the slot again (chunk k + 2) only after every consumer warp has
+// released Q slot k % Q_SLOTS, which follows its read. So each consumer warpgroup starts a
+// chunk as soon as its Q has landed. (A named barrier of the producer warp and both
+// warpgroups per chunk, which this replaced, held all three at every chunk's start: b32
+// L512 and block-sparse 98 % 7-10 % slower, bench/NOTES.md.) In global memory, not shared:
+// compute-sanitizer's racecheck checks shared memory and does not follow mbarriers.
+__device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32_t seq) {
+  static_assert(sizeof(WsChunk) <= FI_WS_CHUNK_SLOT_BYTES, "a chunk descriptor fits its slot");
+  char *const ring = reinterpret_cast<char *>(p.sched - 2) + FI_PLAN_COUNTS_BYTES;
+  return reinterpret_cast<WsChunk *>(ring + ((size_t)blockIdx.x * 2 + (seq & 1)) *
+                                                FI_WS_CHUNK_SLOT_BYTES);
+}
 
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
@@ -360,8 +367,8 @@ struct WsShape {
   static constexpr int CTA_Q = 128, CTA_KV = HD > 128 ? 64 : 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
-  // Q tiles in flight, and chunk descriptors (always two: see desc_sync).
-  static constexpr int Q_SLOTS = HD > 128 ? 1 : 2, DESC_SLOTS = 2;
+  // Q tiles in flight.
+  static constexpr int Q_SLOTS = HD > 128 ? 1 : 2;
   // As many ring stages as fit next to the Q slots (head_dim 256 and 128: 2, 64: 4).
   static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
@@ -371,11 +378,11 @@ struct WsShape {
   // (head_dim 256: none, the last tile's stages instead).
   static constexpr int O_BYTES = HD > 128 ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
-  // After the descriptors: per ring stage, the first key and mask class of the tile in it,
+  // After the barriers: per ring stage, the first key and mask class of the tile in it,
   // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
   // producer's walk skips tiles, see WsClassify).
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
-                              BARRIERS * 8 + DESC_SLOTS * sizeof(WsChunk) + STAGES * sizeof(int2) +
+                              BARRIERS * 8 + STAGES * sizeof(int2) +
                               sizeof(WsClassify);
 };
 
@@ -427,8 +434,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
   uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
-  WsChunk *const descs = reinterpret_cast<WsChunk *>(v_empty + STAGES);
-  int2 *const stage_info = reinterpret_cast<int2 *>(descs + W::DESC_SLOTS);  // per ring stage
+  int2 *const stage_info = reinterpret_cast<int2 *>(v_empty + STAGES);  // per ring stage
   WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -484,7 +490,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       return;
     }
     // The producer walks the work: items from the scheduler (see the header), each
-    // item's chunks in order, one descriptor per chunk in its Q slot's header.
+    // item's chunks in order, one descriptor per chunk in the chunk ring (ws_chunk_slot).
     const int kvh = p.num_kv_heads;
     const int q_bytes = chunk_rows * HD * ES;
     const int num_units = *p.device_num_units;
@@ -610,15 +616,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           }
           c.num_tiles = loads;
         }
-        // (descriptor slot ds; Q slot qs, its phase q_par)
-        const uint32_t ds = q_seq & 1, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
+        // (Q slot qs, its phase q_par)
+        const uint32_t seq = q_seq, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
         ++q_seq;
-        // Q of the chunk, then K and V of each tile as stages free up.
+        // The descriptor and Q of the chunk, then K and V of each tile as stages free up.
         const int kv_head = c.kv_head, kv_len = c.kv_len, kv_lo = c.kv_lo;
         unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
-        if (lane == 0) descs[ds] = c;  // read after this chunk's desc_sync
         if (lane == 0) {
           fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
+          *ws_chunk_slot(p, seq) = c;              // (the arrive below releases it)
           fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
           if (!rows_across)
 #pragma unroll
@@ -655,9 +661,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                               kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
           }
         }
-        // Tile `tile` of the range into the next ring stage (the `loaded`-th of the chunk;
-        // cls: its mask class, for the consumers).
-        int loaded = 0;
+        // Tile `tile` of the range into the next ring stage (cls: its mask class, for the
+        // consumers).
         // Where tile `tile`'s keys are. Block-sparse: the first keys of its two halves.
         // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
         // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
@@ -688,10 +693,6 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         int ahead_tile = -1;
         TileSrc ahead = {{0, 0}, 0, 0};
         auto issue_tile = [&](int tile, int cls) {
-          if (loaded++ == STAGES) {
-            __syncwarp();  // (lanes that issued copies and lanes that did not)
-            desc_sync();
-          }
           const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
           ++kv_seq;
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
@@ -766,18 +767,18 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         } else {
           for (int tile = 0; tile < span_tiles; ++tile) issue_tile(tile, FI_MASK_TILE_FULL);
         }
-        if (loaded <= STAGES) {  // (else synced in the loop)
-          __syncwarp();
-          desc_sync();
-        }
       }
       item = __shfl_sync(0xffffffffu, next, 0);
     }
-    // The end: a descriptor without a chunk, then the scheduler's reset by the last CTA
-    // (every CTA has taken its last item before it counts itself done).
-    if (lane == 0) descs[q_seq & 1].chunk = -1;
-    __syncwarp();
-    desc_sync();
+    // The end: a descriptor without a chunk (its Q slot's `full` phase completed by a
+    // plain arrive), then the scheduler's reset by the last CTA (every CTA has taken its
+    // last item before it counts itself done).
+    if (lane == 0) {
+      const uint32_t qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
+      fi::mbar_wait(&q_empty[qs], q_par ^ 1);
+      ws_chunk_slot(p, q_seq)->chunk = -1;
+      fi::mbar_arrive(&q_full[qs]);
+    }
     if (parts > 1) {  // the classifying warps' end
       if (lane == 0) {
         job->chunk.span_tiles = -1;
@@ -799,14 +800,22 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // rows go out through the last tile's K and V stages (stage_out) or straight from the
   // accumulators.
   constexpr bool Q_EARLY = W::Q_SLOTS == 1;
+  // Chunk `seq`'s descriptor, once its Q has landed: read at the end of the previous chunk,
+  // and the loop's head is a barrier of the warpgroup (register-numbered). Without both
+  // (the wait at the head, or no barrier there, or wg_sync's two branches) ptxas
+  // serialised the fp8 kernel's wgmma (C7520, "WG.AR in divergent path"): the named
+  // barrier of all three roles that this hand-off replaced had been that head.
+  auto next_chunk = [&](uint32_t seq) {
+    fi::mbar_wait(&q_full[seq % W::Q_SLOTS], (seq / W::Q_SLOTS) & 1);
+    return *ws_chunk_slot(p, seq);
+  };
+  WsChunk c = next_chunk(0);
   for (;;) {
-    // S, masks, softmax and P V of each tile of the next chunk; then the chunk's output.
-    const uint32_t ds = q_seq & 1, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
-    ++q_seq;
-    desc_sync();
-    const WsChunk c = descs[ds];
+    // S, masks, softmax and P V of each tile of the chunk; then its output.
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (warp >> 2)) : "memory");
     if (c.chunk < 0) break;
-    fi::mbar_wait(&q_full[qs], q_par);
+    const uint32_t qs = q_seq % W::Q_SLOTS;
+    ++q_seq;
     const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
     const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
     const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
@@ -1491,6 +1500,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       wg_sync(wg);
       if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
     }
+    c = next_chunk(q_seq);
   }
   if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
 #else
@@ -1528,7 +1538,8 @@ cudaError_t prepare_prefill_ws_fp8() {
 inline int ws_grid(const PrefillParams &p, int num_work_units, int sm_count) {
   const long long items = (long long)(num_work_units > 0 ? num_work_units : 1) *
                           p.num_kv_heads * (p.unit_chunks > 1 ? p.unit_chunks : 1);
-  return (int)(items < sm_count ? items : sm_count);
+  const int ctas = sm_count < FI_WS_RING_CTAS ? sm_count : FI_WS_RING_CTAS;  // (ws_chunk_slot)
+  return (int)(items < ctas ? items : ctas);
 }
 
 template <typename DT>

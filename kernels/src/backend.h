@@ -35,6 +35,18 @@ typedef struct fi_work_unit {
   int32_t partial_row; /* -1: direct output */
 } fi_work_unit;
 
+/* The workspace's header (planner.c's layout note): the plan's counts in its first
+ * FI_PLAN_COUNTS_BYTES, then the chunk ring of the warp-specialised prefill kernel: two
+ * descriptor slots of FI_WS_CHUNK_SLOT_BYTES for each of its persistent CTAs (at most
+ * FI_WS_RING_CTAS; prefill_ws.cuh, WsChunk), written by each CTA's producer warp and read
+ * by its consumers. Every layout's arrays start after FI_PLAN_HEADER_BYTES. */
+enum {
+  FI_PLAN_COUNTS_BYTES = 256,
+  FI_WS_CHUNK_SLOT_BYTES = 128,
+  FI_WS_RING_CTAS = 256,
+  FI_PLAN_HEADER_BYTES = FI_PLAN_COUNTS_BYTES + 2 * FI_WS_CHUNK_SLOT_BYTES * FI_WS_RING_CTAS
+};
+
 typedef struct fi_merge_unit {
   int32_t out_row;          /* global query row (decode: the request) */
   int32_t rows;

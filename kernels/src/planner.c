@@ -33,7 +33,9 @@
  *   [4] int32 status {code, index, value, placed} of the device planner (plan_device.cu; zero
  *   from the host planner), [1] int32 the plan's batch (0 when a device plan found an
  *   error; the prefill stage pass reads it, so that a graph replayed after re-planning
- *   stages the current requests); 256 bytes reserved |
+ *   stages the current requests); 256 bytes reserved (FI_PLAN_COUNTS_BYTES) | the chunk
+ *   ring of the warp-specialised prefill kernel (backend.h, FI_PLAN_HEADER_BYTES: two
+ *   descriptor slots per persistent CTA, that kernel's scratch) |
  *   work [U] | mask row extents [E] int32 pairs | merge [M] |
  *   partial o [P, qo_heads, head_dim] f32 | partial lse [P, qo_heads]
  * The CUDA kernels read the counts from the workspace rather than from the plan, so a CUDA
@@ -183,7 +185,7 @@ static caps layout(const fi_attention_params *p, int64_t u, int64_t m, int64_t p
   c.merge = m;
   c.partial = pr;
   c.extents = e;
-  c.off_work = FI_ALIGN; /* after the counts header */
+  c.off_work = FI_PLAN_HEADER_BYTES; /* after the header (counts, chunk ring) */
   c.off_ext = c.off_work + align_up((size_t)u * sizeof(fi_work_unit));
   c.off_merge = c.off_ext + align_up((size_t)e * 2 * sizeof(int32_t));
   c.off_po = c.off_merge + align_up((size_t)m * sizeof(fi_merge_unit));
@@ -940,7 +942,7 @@ static bsr_caps bsr_layout(const fi_attention_params *p, int64_t units, int64_t 
                            int64_t partial) {
   bsr_caps k;
   k.units = units, k.tiles = tiles, k.partial = partial;
-  k.off_merge = FI_ALIGN + align_up((size_t)units * sizeof(fi_work_unit));
+  k.off_merge = FI_PLAN_HEADER_BYTES + align_up((size_t)units * sizeof(fi_work_unit));
   k.off_po = k.off_merge + align_up((size_t)partial * sizeof(fi_merge_unit));
   k.off_plse = k.off_po + align_up((size_t)partial * row_o_bytes(p));
   k.off_bsr = k.off_plse + align_up((size_t)partial * row_lse_bytes(p));
@@ -1151,7 +1153,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   char *base = (char *)workspace;
   fi_status s = fi_cuda_upload(ctx, base, hdr, sizeof hdr);
   if (s == FI_SUCCESS && nw)
-    s = fi_cuda_upload(ctx, base + FI_ALIGN, work, (size_t)nw * sizeof(fi_work_unit));
+    s = fi_cuda_upload(ctx, base + FI_PLAN_HEADER_BYTES, work, (size_t)nw * sizeof(fi_work_unit));
   if (s == FI_SUCCESS && nm)
     s = fi_cuda_upload(ctx, base + k.off_merge, merge, (size_t)nm * sizeof(fi_merge_unit));
   if (s == FI_SUCCESS)
@@ -1169,7 +1171,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   plan->total_kv = n;
   plan->workspace = workspace;
   plan->workspace_bytes = workspace_bytes;
-  plan->private_[FI_PLAN_OFF_WORK] = FI_ALIGN;
+  plan->private_[FI_PLAN_OFF_WORK] = FI_PLAN_HEADER_BYTES;
   plan->private_[FI_PLAN_OFF_MERGE] = k.off_merge;
   plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
   plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;

@@ -3,7 +3,8 @@
  * Random configurations (seeded; FI_TEST_SEED overrides, FI_TEST_CONFIGS the count):
  * ragged and paged forms, f16/bf16 queries, same-dtype or fp8 (e4m3/e5m2) KV with scales,
  * head_dim 64/128/256, GQA groups 1..32 (3, 5, 6, 7, 12: not dividing 128), NHD/HND, page sizes 1..1024, ragged lengths
- * 1..8192 with qo_len <= kv_len and qo_len == kv_len, random page tables, every mask
+ * 1..8192 with qo_len <= kv_len and qo_len == kv_len (without the causal mask also qo_len >
+ * kv_len: the first rows at negative positions, RoPE's among them), random page tables, every mask
  * (none/causal/custom) and variant (RoPE, ALiBi, soft cap, sliding window, sm_scale, LSE)
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
  * FI_TEST_HEAD_DIM=64/128/256 draws that head_dim alone (the longest configs keep <= 128).
@@ -903,6 +904,9 @@ static void draw_config(config *c, int i) {
     int kv = rint_in(1, maxlen);
     int qo = (rnd() % 3 == 0) ? kv : rint_in(1, kv);
     if (maxlen == 8192 && rnd() % 2) qo = rint_in(1, kv < 256 ? kv : 256); /* long KV, short append */
+    /* more query rows than keys (bottom-right aligned: the first rows at negative positions;
+     * the causal mask refuses it) */
+    if (c->mask != FI_MASK_CAUSAL && rnd() % 8 == 0) qo = kv + rint_in(1, 64);
     if (rnd() % 12 == 0) qo = 0; /* an empty request (no query rows) */
     c->qo_len[b] = qo;
     c->kv_len[b] = kv;
