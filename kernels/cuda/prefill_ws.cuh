@@ -124,8 +124,8 @@ static_assert(offsetof(WsMaps, k_run) - offsetof(WsMaps, k) == kRunMapOffset * s
 // item (PrefillParams.unit_chunks).
 
 // One chunk of query rows as the producer hands it to the consumers (in the workspace's
-// chunk ring, ws_chunk_slot): its unit, KV head and ranges, and the number of K/V tiles it loads for them
-// (a variant's EMPTY tiles are not loaded); chunk < 0 ends the walk.
+// chunk ring, ws_chunk_slot): its unit, KV head and ranges, and the number of K/V tiles it
+// loads for them (a variant's EMPTY tiles are not loaded); chunk < 0 ends the walk.
 struct WsChunk {
   fi_work_unit wu;
   int kv_head, q_tok_begin, kv_len, kv_page_begin, kv_tok_begin, q_pos_shift;

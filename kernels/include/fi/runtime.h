@@ -25,7 +25,8 @@
  *    reductions (deterministic), and is CUDA-graph capturable: re-planning into the same
  *    workspace changes what a captured run computes, never where it reads. A workspace
  *    serves one run at a time (runs on one stream, or ordered between streams): split-KV
- *    partial rows and the CUDA prefill kernel's work counter live in it.
+ *    partial rows and the CUDA prefill kernel's work counter and chunk descriptors live in
+ *    it.
  */
 #ifndef FI_RUNTIME_H
 #define FI_RUNTIME_H
