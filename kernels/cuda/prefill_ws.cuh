@@ -800,11 +800,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // rows go out through the last tile's K and V stages (stage_out) or straight from the
   // accumulators.
   constexpr bool Q_EARLY = W::Q_SLOTS == 1;
-  // Chunk `seq`'s descriptor, once its Q has landed: read at the end of the previous chunk,
-  // and the loop's head is a barrier of the warpgroup (register-numbered). Without both
-  // (the wait at the head, or no barrier there, or wg_sync's two branches) ptxas
-  // serialised the fp8 kernel's wgmma (C7520, "WG.AR in divergent path"): the named
-  // barrier of all three roles that this hand-off replaced had been that head.
+  // Chunk `seq`'s descriptor, once its Q has landed: read at the end of the previous chunk
+  // (fp8: before its epilogue, NEXT_EARLY), and the loop's head is a barrier of the
+  // warpgroup (register-numbered). Without both (the wait at the head, or no barrier
+  // there, or wg_sync's two branches) ptxas serialised the fp8 kernel's wgmma (C7520, "WG.AR
+  // in divergent path"): the named barrier of all three roles that this hand-off replaced
+  // had been that head.
   auto next_chunk = [&](uint32_t seq) {
     fi::mbar_wait(&q_full[seq % W::Q_SLOTS], (seq / W::Q_SLOTS) & 1);
     return *ws_chunk_slot(p, seq);
@@ -1349,6 +1350,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // (stage_out: warpgroup 1 keeps the last tile's V stage for its output rows)
       if (lane == 0 && !(stage_out && wg == 1)) fi::mbar_arrive(&v_empty[st_prev]);
     }
+    // fp8: the next chunk's descriptor is read here, before the epilogue (its Q has as a
+    // rule landed during this chunk's tiles): 3 % faster on fp8's rows; the same read made
+    // the 16-bit (32, 512) row 3 % slower, so those instances read it at the end
+    // (bench/NOTES.md).
+    constexpr bool NEXT_EARLY = FP8 && !Q_EARLY;
+    const WsChunk c_next = NEXT_EARLY ? next_chunk(q_seq) : WsChunk{};
 
     // ---- epilogue: row sums, normalise, write; then release the Q slot.
 #pragma unroll
@@ -1500,7 +1507,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       wg_sync(wg);
       if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
     }
-    c = next_chunk(q_seq);
+    c = NEXT_EARLY ? c_next : next_chunk(q_seq);
   }
   if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
 #else
