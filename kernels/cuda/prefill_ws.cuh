@@ -811,6 +811,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     return *ws_chunk_slot(p, seq);
   };
   WsChunk c = next_chunk(0);
+  // Block-sparse chunks are a few tiles long: the warpgroups take turns issuing their GEMMs
+  // (below); warpgroup 1 lets warpgroup 0 go first.
+  constexpr bool TURNS = BSR && !VARIANT;
+  if (TURNS && warp >= 4) asm volatile("bar.arrive 5, 256;\n" ::: "memory");
   for (;;) {
     // S, masks, softmax and P V of each tile of the chunk; then its output.
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (warp >> 2)) : "memory");
@@ -999,7 +1003,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // the tensor cores go on to P V while this warpgroup waits for S; tile 0 commits an
       // empty group so that the wait is unconditional); measured 0-4 % faster there and 0-2 %
       // slower on the 16-bit rows, which keep P V behind S's wait (bench/NOTES.md).
-      constexpr bool AHEAD = FP8;
+      // Block-sparse (TURNS): the same order, and the two warpgroups take turns issuing
+      // (FA3's scheduler barriers, named barriers 5 and 6: one's softmax runs while the
+      // other's GEMMs hold the tensor cores), which pays off where chunks are a few tiles
+      // long (bench/NOTES.md).
+      constexpr bool AHEAD = FP8 || TURNS;
+      if constexpr (TURNS) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
       fi_wgmma::fence();
       wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
@@ -1009,6 +1018,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         }
         fi_wgmma::commit();
+        if constexpr (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - wg) : "memory");
         fi_wgmma::wait<1>();
       } else {
         fi_wgmma::wait<0>();
