@@ -146,7 +146,10 @@ __device__ __forceinline__ bool ws_store_box(const WsMaps &maps, const WsChunk &
 }
 
 // The extras compiled into an instance of the kernel (its XF, a set of these bits).
-enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7 };
+// WS_TURNS is no extra: the plain instance (head_dim <= 128) whose consumer warpgroups take
+// turns issuing their GEMMs, as the block-sparse one always does (for runs of short chunks;
+// prefill.cu picks it).
+enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7, WS_TURNS = 8 };
 
 // tanh on the special-function unit (max relative error 2^-11): soft-capped logits cost
 // one MUFU op beside the softmax's exp2, not tanhf's dozen instructions (the softmax is
@@ -394,8 +397,10 @@ struct WsShape {
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
+  constexpr bool EXTRAS = (XF & WS_X_ALL) != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
+  static_assert(XF != WS_TURNS || (!BSR && !VARIANT && !FP8 && HD <= 128),
+                "the plain instance that takes turns: 16-bit, head_dim <= 128");
   static_assert(!VARIANT || XF == (BSR ? WS_X_MASKS : 0),
                 "variants run in the kernel without the built-in extras (block-sparse: with "
                 "the masks, which hold its halves' bounds)");
@@ -811,9 +816,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     return *ws_chunk_slot(p, seq);
   };
   WsChunk c = next_chunk(0);
-  // Block-sparse chunks are a few tiles long: the warpgroups take turns issuing their GEMMs
-  // (below); warpgroup 1 lets warpgroup 0 go first.
-  constexpr bool TURNS = BSR && !VARIANT;
+  // Block-sparse chunks (and the plain runs prefill.cu picks WS_TURNS for) are a few tiles
+  // long: the warpgroups take turns issuing their GEMMs (below); warpgroup 1 lets warpgroup
+  // 0 go first.
+  constexpr bool TURNS = (BSR && !VARIANT) || XF == WS_TURNS;
   if (TURNS && warp >= 4) asm volatile("bar.arrive 5, 256;\n" ::: "memory");
   for (;;) {
     // S, masks, softmax and P V of each tile of the chunk; then its output.
@@ -1003,10 +1009,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // the tensor cores go on to P V while this warpgroup waits for S; tile 0 commits an
       // empty group so that the wait is unconditional); measured 0-4 % faster there and 0-2 %
       // slower on the 16-bit rows, which keep P V behind S's wait (bench/NOTES.md).
-      // Block-sparse (TURNS): the same order, and the two warpgroups take turns issuing
-      // (FA3's scheduler barriers, named barriers 5 and 6: one's softmax runs while the
-      // other's GEMMs hold the tensor cores), which pays off where chunks are a few tiles
-      // long (bench/NOTES.md).
+      // TURNS (block-sparse; plain runs of short chunks): the same order, and the two
+      // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6:
+      // one's softmax runs while the other's GEMMs hold the tensor cores), which pays off
+      // where chunks are a few tiles long (bench/NOTES.md).
       constexpr bool AHEAD = FP8 || TURNS;
       if constexpr (TURNS) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
       fi_wgmma::fence();
@@ -1576,6 +1582,7 @@ cudaError_t prepare_prefill_ws() {
   constexpr bool BSR_OK = HD <= 128;
   const void *const kernels[] = {
       (const void *)prefill_ws_kernel<HD, DT, 0, false>,
+      (const void *)prefill_ws_kernel<HD, DT, BSR_OK ? WS_TURNS : 0, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_MASKS, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>,
@@ -1591,14 +1598,16 @@ cudaError_t prepare_prefill_ws() {
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
 // extras: soft cap, ALiBi, custom mask or sliding window in use (1: the instance follows
-// the ones `p` asks for; 2: the one with every extra); p.bsr_tiles: block-sparse;
+// the ones `p` asks for; 2: the one with every extra); turns: a run with none, on the
+// instance whose warpgroups take turns (head_dim <= 128); p.bsr_tiles: block-sparse;
 // variant_kernel: a program's variant kernel (variant_kernels.cu, loaded by
 // variant_images.cu) in place of the runtime's own, with the same grid and shared memory.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int extras,
-                              int num_work_units, int sm_count, cudaStream_t stream,
-                              const void *variant_kernel) {
+                              bool turns, int num_work_units, int sm_count,
+                              cudaStream_t stream, const void *variant_kernel) {
   using W = WsShape<HD>;
+  constexpr int PLAIN_TURNS = HD <= 128 ? WS_TURNS : 0;
   using Entry = void (*)(PrefillParams, WsMaps);
   const int grid = ws_grid(p, num_work_units, sm_count);
   const bool all = extras == 2, masks = p.window_left >= 0 || p.custom_mask != 0;
@@ -1607,6 +1616,7 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
   const Entry entry =
       variant_kernel         ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
       : p.bsr_tiles          ? prefill_ws_kernel<HD, DT, WS_X_ALL, (HD <= 128)>
+      : !extras && turns     ? prefill_ws_kernel<HD, DT, PLAIN_TURNS, false>
       : !extras              ? prefill_ws_kernel<HD, DT, 0, false>
       : alibi                ? prefill_ws_kernel<HD, DT, WS_X_ALL, false>
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
