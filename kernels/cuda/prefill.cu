@@ -217,16 +217,6 @@ bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor 
          encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
 
-// Whether a run with no extra takes the plain warp-specialised instance whose warpgroups
-// take turns: causal runs (every row measured 1-8 % faster on an H200) and others whose
-// chunks average at most 1024 keys (8 tiles); a non-causal run of 16-tile chunks measured
-// 1 % slower with them (bench/NOTES.md). The mean is the plan's (KV per request); the
-// tuning knob prefill_ws_turns forces either instance.
-bool ws_turns(const fi_context *ctx, const fi_plan *plan, bool causal) {
-  if (ctx->tuning.prefill_ws_turns >= 0) return ctx->tuning.prefill_ws_turns != 0;
-  return causal || (plan->batch > 0 && plan->total_kv <= (int64_t)1024 * plan->batch);
-}
-
 fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
   const bool bf = a->q_dtype == FI_DTYPE_BF16;
   if (a->head_dim == 64) return bf ? fi_prefill_ws_launch_hd64_bf16 : fi_prefill_ws_launch_hd64_f16;
@@ -625,8 +615,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);
     if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, !extras ? 0 : ctx->tuning.prefill_ws_all_extras == 1 ? 2 : 1,
-                    ws_turns(ctx, plan, p.causal != 0), lay.num_work_units,
-                    ctx->target.sm_count, stream, variant_kernel);
+                    lay.num_work_units, ctx->target.sm_count, stream,
+                    variant_kernel);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;
     e = launch(p, tiles.q_tile, tiles.kv_tile, kvk, extras, tiles.cores == FI_CORES_WGMMA,

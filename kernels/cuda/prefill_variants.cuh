@@ -44,19 +44,18 @@ namespace fi_prefill {
 struct WsMaps;
 }
 // extras: 0 none in use, 1 some (the instance with those), 2 some, on the instance with
-// every extra (the tuning knob prefill_ws_all_extras). turns: a run with no extra on the
-// instance whose warpgroups take turns (short chunks; head_dim <= 128). variant_kernel: a
-// program's variant kernel to launch instead of the runtime's (NULL: none).
+// every extra (the tuning knob prefill_ws_all_extras). variant_kernel: a program's variant
+// kernel to launch instead of the runtime's (NULL: none).
 typedef cudaError_t (*fi_prefill_ws_launch_fn)(const PrefillParams &p,
                                                const fi_prefill::WsMaps &maps, int extras,
-                                               bool turns, int num_work_units, int sm_count,
+                                               int num_work_units, int sm_count,
                                                cudaStream_t stream, const void *variant_kernel);
 // ..._prepare sets the kernel's shared-memory attribute (once per context, sm_90 only).
 #define FI_PREFILL_WS_DECLARE(HD, NAME)                                                    \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
                                                    const fi_prefill::WsMaps &maps,         \
-                                                   int extras, bool turns, int n,          \
-                                                   int sm_count, cudaStream_t stream,      \
+                                                   int extras, int n, int sm_count,        \
+                                                   cudaStream_t stream,                    \
                                                    const void *variant_kernel);            \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME();
 // The dynamic shared memory of head_dim HD's warp-specialised kernel (a variant kernel's
@@ -84,11 +83,11 @@ FI_PREFILL_WS_FP8_DECLARE(bf16)
 #define FI_PREFILL_WS_DEFINE(HD, NAME)                                                     \
   cudaError_t fi_prefill_ws_launch_hd##HD##_##NAME(const PrefillParams &p,                 \
                                                    const fi_prefill::WsMaps &maps,         \
-                                                   int extras, bool turns, int n,          \
-                                                   int sm_count, cudaStream_t stream,      \
+                                                   int extras, int n, int sm_count,        \
+                                                   cudaStream_t stream,                    \
                                                    const void *variant_kernel) {           \
-    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, extras, turns, n, sm_count,    \
-                                                   stream, variant_kernel);                \
+    return fi_prefill::launch_prefill_ws<HD_, DT_>(p, maps, extras, n, sm_count, stream,   \
+                                                   variant_kernel);                        \
   }                                                                                        \
   cudaError_t fi_prefill_ws_prepare_hd##HD##_##NAME() {                                    \
     return fi_prefill::prepare_prefill_ws<HD_, DT_>();                                     \

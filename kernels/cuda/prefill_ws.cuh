@@ -45,7 +45,9 @@
 //     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
 //     online softmax in registers (the accumulator layout of prefill_kernel.cuh), O += P V
 //     with P from registers, issued one tile late so that it runs under the next tile's
-//     softmax (FA3's intra-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
+//     softmax (FA3's intra-warpgroup overlap); at head_dim <= 128 (not the variant kernels)
+//     right behind the next S, the two warpgroups taking turns at issuing on named
+//     barriers 5 and 6 (FA3's inter-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
 //     arrivals) once its S has landed and its V (`v_empty`) once its P V has.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
@@ -146,10 +148,7 @@ __device__ __forceinline__ bool ws_store_box(const WsMaps &maps, const WsChunk &
 }
 
 // The extras compiled into an instance of the kernel (its XF, a set of these bits).
-// WS_TURNS is no extra: the plain instance (head_dim <= 128) whose consumer warpgroups take
-// turns issuing their GEMMs, as the block-sparse one always does (for runs of short chunks;
-// prefill.cu picks it).
-enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7, WS_TURNS = 8 };
+enum WsExtras : int { WS_X_MASKS = 1, WS_X_CAP = 2, WS_X_ALIBI = 4, WS_X_ALL = 7 };
 
 // tanh on the special-function unit (max relative error 2^-11): soft-capped logits cost
 // one MUFU op beside the softmax's exp2, not tanhf's dozen instructions (the softmax is
@@ -397,10 +396,8 @@ struct WsShape {
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  constexpr bool EXTRAS = (XF & WS_X_ALL) != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
+  constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
-  static_assert(XF != WS_TURNS || (!BSR && !VARIANT && !FP8 && HD <= 128),
-                "the plain instance that takes turns: 16-bit, head_dim <= 128");
   static_assert(!VARIANT || XF == (BSR ? WS_X_MASKS : 0),
                 "variants run in the kernel without the built-in extras (block-sparse: with "
                 "the masks, which hold its halves' bounds)");
@@ -816,10 +813,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     return *ws_chunk_slot(p, seq);
   };
   WsChunk c = next_chunk(0);
-  // Block-sparse chunks (and the plain runs prefill.cu picks WS_TURNS for) are a few tiles
-  // long: the warpgroups take turns issuing their GEMMs (below); warpgroup 1 lets warpgroup
-  // 0 go first.
-  constexpr bool TURNS = (BSR && !VARIANT) || XF == WS_TURNS;
+  // TURNS: the warpgroups take turns issuing their GEMMs (below; head_dim <= 128, not the
+  // variant kernels); warpgroup 1 lets warpgroup 0 go first.
+  constexpr bool TURNS = !VARIANT && HD <= 128;
   if (TURNS && warp >= 4) asm volatile("bar.arrive 5, 256;\n" ::: "memory");
   for (;;) {
     // S, masks, softmax and P V of each tile of the chunk; then its output.
@@ -919,7 +915,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
 
     // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
-    // S(tile) has landed (fp8: right behind S(tile)'s issue) and runs on the tensor cores
+    // S(tile) has landed (AHEAD: right behind S(tile)'s issue) and runs on the tensor cores
     // while this warpgroup computes the softmax of tile; the waits stay unconditional
     // (ptxas serialises every wgmma when it cannot match a wait to an issue). The wait for
     // P V and the work behind it (V's stage released, O rescaled) appear twice below, once
@@ -1005,14 +1001,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           tile_class = info.y;
         }
       }
-      // fp8: P(tile-1) V(tile-1) issued right behind S(tile), before S's wait (FA3's order:
-      // the tensor cores go on to P V while this warpgroup waits for S; tile 0 commits an
-      // empty group so that the wait is unconditional); measured 0-4 % faster there and 0-2 %
-      // slower on the 16-bit rows, which keep P V behind S's wait (bench/NOTES.md).
-      // TURNS (block-sparse; plain runs of short chunks): the same order, and the two
-      // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6:
-      // one's softmax runs while the other's GEMMs hold the tensor cores), which pays off
-      // where chunks are a few tiles long (bench/NOTES.md).
+      // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile), before S's wait (FA3's
+      // order: the tensor cores go on to P V while this warpgroup waits for S; tile 0
+      // commits an empty group so that the wait is unconditional). TURNS: besides, the two
+      // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
+      // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
+      // on every 16-bit row at head_dim 128 on an H200, where the order alone had measured
+      // 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep P V behind
+      // S's wait.
       constexpr bool AHEAD = FP8 || TURNS;
       if constexpr (TURNS) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
       fi_wgmma::fence();
@@ -1582,7 +1578,6 @@ cudaError_t prepare_prefill_ws() {
   constexpr bool BSR_OK = HD <= 128;
   const void *const kernels[] = {
       (const void *)prefill_ws_kernel<HD, DT, 0, false>,
-      (const void *)prefill_ws_kernel<HD, DT, BSR_OK ? WS_TURNS : 0, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_MASKS, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP, false>,
       (const void *)prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>,
@@ -1598,16 +1593,14 @@ cudaError_t prepare_prefill_ws() {
 
 // Launches prefill_ws_kernel on min(items, SMs) persistent CTAs (prepared by context.cu).
 // extras: soft cap, ALiBi, custom mask or sliding window in use (1: the instance follows
-// the ones `p` asks for; 2: the one with every extra); turns: a run with none, on the
-// instance whose warpgroups take turns (head_dim <= 128); p.bsr_tiles: block-sparse;
+// the ones `p` asks for; 2: the one with every extra); p.bsr_tiles: block-sparse;
 // variant_kernel: a program's variant kernel (variant_kernels.cu, loaded by
 // variant_images.cu) in place of the runtime's own, with the same grid and shared memory.
 template <int HD, typename DT>
 cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int extras,
-                              bool turns, int num_work_units, int sm_count,
-                              cudaStream_t stream, const void *variant_kernel) {
+                              int num_work_units, int sm_count, cudaStream_t stream,
+                              const void *variant_kernel) {
   using W = WsShape<HD>;
-  constexpr int PLAIN_TURNS = HD <= 128 ? WS_TURNS : 0;
   using Entry = void (*)(PrefillParams, WsMaps);
   const int grid = ws_grid(p, num_work_units, sm_count);
   const bool all = extras == 2, masks = p.window_left >= 0 || p.custom_mask != 0;
@@ -1616,7 +1609,6 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
   const Entry entry =
       variant_kernel         ? reinterpret_cast<Entry>(const_cast<void *>(variant_kernel))
       : p.bsr_tiles          ? prefill_ws_kernel<HD, DT, WS_X_ALL, (HD <= 128)>
-      : !extras && turns     ? prefill_ws_kernel<HD, DT, PLAIN_TURNS, false>
       : !extras              ? prefill_ws_kernel<HD, DT, 0, false>
       : alibi                ? prefill_ws_kernel<HD, DT, WS_X_ALL, false>
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>

@@ -86,7 +86,6 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.prefill_ws_all_extras = env_int("FI_PREFILL_WS_ALL_EXTRAS", -1);
   ctx->tuning.prefill_rows_across = env_int("FI_PREFILL_WS_ROWS_ACROSS", -1);
   ctx->tuning.prefill_bsr_stage = env_int("FI_PREFILL_BSR_STAGE", -1);
-  ctx->tuning.prefill_ws_turns = env_int("FI_PREFILL_WS_TURNS", -1);
   ctx->tuning.decode_one_wave = env_int("FI_DECODE_ONE_WAVE", -1);
 }
 
