@@ -1006,7 +1006,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // commits an empty group so that the wait is unconditional). TURNS: besides, the two
       // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
       // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
-      // on every 16-bit row at head_dim 128 on an H200, where the order alone had measured
+      // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had measured
       // 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep P V behind
       // S's wait.
       constexpr bool AHEAD = FP8 || TURNS;
