@@ -45,10 +45,11 @@
 //     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
 //     online softmax in registers (the accumulator layout of prefill_kernel.cuh), O += P V
 //     with P from registers, issued one tile late so that it runs under the next tile's
-//     softmax (FA3's intra-warpgroup overlap); at head_dim <= 128 (not the variant kernels)
-//     right behind the next S, the two warpgroups taking turns at issuing on named
-//     barriers 5 and 6 (FA3's inter-warpgroup overlap); each warp releases a stage's K (`k_empty`, 8
-//     arrivals) once its S has landed and its V (`v_empty`) once its P V has.
+//     softmax (FA3's intra-warpgroup overlap); at head_dim <= 128 (not the variant
+//     kernels) right behind the next S, the two warpgroups taking turns at issuing on
+//     named barriers 5 and 6 (FA3's inter-warpgroup overlap); each warp releases a stage's
+//     K (`k_empty`, 8 arrivals) once its S has landed and its V (`v_empty`) once its P V
+//     has.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
@@ -1006,9 +1007,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // commits an empty group so that the wait is unconditional). TURNS: besides, the two
       // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
       // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
-      // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had measured
-      // 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep P V behind
-      // S's wait.
+      // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had
+      // measured 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep
+      // P V behind S's wait.
       constexpr bool AHEAD = FP8 || TURNS;
       if constexpr (TURNS) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
       fi_wgmma::fence();
