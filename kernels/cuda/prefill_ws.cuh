@@ -453,6 +453,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     else
       asm volatile("bar.sync 2, 128;\n" ::: "memory");
   };
+  // The turns (TURNS, below): warpgroup wg waits for its turn on named barrier 5 + wg and
+  // passes the turn to the other on 6 - wg (256: both warpgroups' threads).
+  auto turn_wait = [](int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory"); };
+  auto turn_pass = [](int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - wg) : "memory"); };
   if (tid == 0) {
     for (int i = 0; i < W::Q_SLOTS; ++i) {
       fi::mbar_init(&q_full[i], 1);                   // the producer's arrive.expect_tx
@@ -817,7 +821,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   // TURNS: the warpgroups take turns issuing their GEMMs (below; head_dim <= 128, not the
   // variant kernels); warpgroup 1 lets warpgroup 0 go first.
   constexpr bool TURNS = !VARIANT && HD <= 128;
-  if (TURNS && warp >= 4) asm volatile("bar.arrive 5, 256;\n" ::: "memory");
+  if (TURNS && warp >= 4) turn_pass(1);
   for (;;) {
     // S, masks, softmax and P V of each tile of the chunk; then its output.
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (warp >> 2)) : "memory");
@@ -1011,7 +1015,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // measured 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep
       // P V behind S's wait.
       constexpr bool AHEAD = FP8 || TURNS;
-      if constexpr (TURNS) asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory");
+      if constexpr (TURNS) turn_wait(wg);
       fi_wgmma::fence();
       wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
       fi_wgmma::commit();
@@ -1021,7 +1025,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         }
         fi_wgmma::commit();
-        if constexpr (TURNS) asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - wg) : "memory");
+        if constexpr (TURNS) turn_pass(wg);
         fi_wgmma::wait<1>();
       } else {
         fi_wgmma::wait<0>();
