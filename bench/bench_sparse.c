@@ -365,6 +365,7 @@ typedef struct prefix_arg {
   fi_tensor q, o, o_prefix, lse_prefix, o_suffix, lse_suffix;
   fi_paged_kv_cache kv;
   fi_page_table all, pre, suf;
+  fi_page_table pre_l2; /* FI_BENCH_SP_L2: the prefix's chunks all over its first pages */
   int32_t *qo_indptr; /* {0, SP_BATCH} */
   /* the prefix's attention over contiguous K/V (its keys as token rows): the paging's cost */
   fi_plan ragged;
@@ -391,6 +392,12 @@ static void run_prefix_only(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
                                            &a->pre, NULL, &a->o_prefix, &a->lse_prefix));
+}
+
+static void run_prefix_l2(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
+                                           &a->pre_l2, NULL, &a->o_prefix, &a->lse_prefix));
 }
 
 static void run_prefix_ragged(void *p) {
@@ -529,6 +536,21 @@ static void shared_prefix(fi_bench_ctx *b) {
     if (!(d <= max_diff)) max_diff = d;
   }
   const double ms_prefix = fi_bench_time_ms(b, run_prefix_only, &a); /* (after the diff) */
+  /* FI_BENCH_SP_L2=<pages>: the same prefix plan run over a page table that lists pages
+   * 0 .. pages-1 again and again (the same tiles and boxes, but K/V small enough to stay
+   * in L2): what the prefix costs when HBM is out of the way. */
+  const int l2_pages = getenv("FI_BENCH_SP_L2") ? atoi(getenv("FI_BENCH_SP_L2")) : 0;
+  double ms_l2 = 0;
+  if (l2_pages > 0) {
+    int32_t *l2_indices = malloc(sizeof(int32_t) * SP_PREFIX_PAGES);
+    for (int j = 0; j < SP_PREFIX_PAGES; ++j) l2_indices[j] = j % l2_pages;
+    a.pre_l2 = a.pre;
+    a.pre_l2.indices = to_device(l2_indices, SP_PREFIX_PAGES);
+    ms_l2 = fi_bench_time_ms(b, run_prefix_l2, &a);
+    FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+    cudaFree((void *)(uintptr_t)a.pre_l2.indices);
+    free(l2_indices);
+  }
   /* the same attention over contiguous K/V rows (random values: only the time is read) */
   const int32_t pre_tokens = SP_PREFIX_PAGES * SP_PAGE, kv_ind[2] = {0, pre_tokens};
   const int64_t rshape[3] = {pre_tokens, KV_HEADS, HD};
@@ -555,6 +577,7 @@ static void shared_prefix(fi_bench_ctx *b) {
    * and the suffix decode */
   prefix_row(b, "  its prefix (one block row of 64)", &a.prefix, ms_prefix);
   prefix_row(b, "  the prefix over contiguous K/V", &a.ragged, ms_ragged);
+  if (l2_pages > 0) prefix_row(b, "  its prefix, K/V in L2 (FI_BENCH_SP_L2)", &a.prefix, ms_l2);
   fi_tiles_name(a.suffix.tiles, 1, tn, sizeof tn);
   fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix,
                (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
