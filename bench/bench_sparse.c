@@ -16,7 +16,8 @@
  * column gives that ratio. Bytes: q and o once, k and v once per listed block row
  * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix;
  * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size, FI_BENCH_SP_HND=1 puts
- * its cache in HND). FI_BENCH_SP_TILES=<q>x<kv> plans the dense and block-sparse rows on the
+ * its cache in HND, FI_BENCH_SP_L2=<pages> adds a row of its prefix over pages 0 .. pages-1
+ * listed again and again: the same tiles with K/V that fits in L2). FI_BENCH_SP_TILES=<q>x<kv> plans the dense and block-sparse rows on the
  * mma.sync kernel with those tiles (split) instead of the default kernel. */
 #include <math.h>
 #include <string.h>
