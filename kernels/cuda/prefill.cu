@@ -156,9 +156,10 @@ void encode_o_map(fi_prefill::WsMaps *m, const fi_tensor *o, int D, int group, b
 
 // The tensor maps of prefill_ws_kernel (prefill_ws.cuh): q (D, qo heads, tokens) with boxes
 // of (64, group, 128 / group) (encode_q_maps); ragged k/v (D, kv heads, tokens) with (64, 1, ragged_box):
-// 128, or 64 for block-sparse tiles (two halves of 64 keys from their own first keys); paged
-// k/v (D, kv heads, position, page) with (64, 1, box, 1), box the largest of 128/64/32/16
-// that divides the page size, and, where the page size divides the KV tile (not for
+// the KV tile (128, 176 for PrefillParams.ws_wide), or 64 for block-sparse tiles (two halves
+// of 64 keys from their own first keys); paged k/v (D, kv heads, position, page) with (64, 1,
+// box, 1), box the largest power of two that divides both the tile and the page size (at least
+// 16), and, where the page size divides the KV tile (not for
 // block-sparse halves), k_run / v_run with (64, 1, page size, tile / page size): a tile of
 // consecutive pages in one box. False when a tensor cannot be mapped.
 bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &kv, int D,
@@ -181,7 +182,8 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
     if (!(i == 0 ? kv.k_paged : kv.v_paged)) {
       if (!encode_rows_map(map, t, D, 1, ragged_box, 2)) return false;
     } else {
-      int box = ragged_box;  // (block-sparse halves: boxes of at most 64 keys)
+      // (block-sparse halves: boxes of at most 64 keys; a tile of 176 keys: 16)
+      int box = ragged_box & -ragged_box;
       while (page_size % box != 0) box /= 2;
       if (box < 16) return false;
       m->kv_box_rows = box;
@@ -563,9 +565,15 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
   // (K/V boxes of the kernel's KV tile, the plan's (fi_prefill_ws_tiles); block-sparse
   // halves of 64 keys)
+  // head_dim 128 without a causal mask or extras: KV tiles of 176 keys (FA3's non-causal
+  // tile; prefill_ws.cuh WsShape), over token rows or pages that divide the tile (boxes of
+  // 16 keys)
+  p.ws_wide = a->head_dim == 128 && !extras && !p.causal && !p.bsr_tiles && !var &&
+              ((!ws_kv.k_paged && !ws_kv.v_paged) || 176 % p.page_size == 0);
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile, p.bsr_tiles != nullptr))
+                      p.page_size, p.bsr_tiles ? 64 : p.ws_wide ? 176 : plan->tiles.kv_tile,
+                      p.bsr_tiles != nullptr))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles

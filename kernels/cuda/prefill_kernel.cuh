@@ -172,7 +172,10 @@ __device__ __forceinline__ void sincos_reduced(float x, float *s, float *c) {
 // constant indices only, so the array stays in registers).
 template <int N, typename Op>
 __device__ __forceinline__ float tree_reduce(float (&v)[N], Op op) {
-  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "power of two <= 16");
+  static_assert(N >= 1 && N <= 32, "1 .. 32 values");
+#pragma unroll
+  for (int i = 0; i < 16; ++i)  // (N not a power of two: the top ones fold in first)
+    if (i + 16 < N) v[i] = op(v[i], v[i + 16]);
 #pragma unroll
   for (int i = 0; i < 8; ++i)
     if (i + 8 < N) v[i] = op(v[i], v[i + 8]);

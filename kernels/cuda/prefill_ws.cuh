@@ -16,7 +16,8 @@
 // CTA_Q = 128 rows: whole tokens, or, for a group of at most 32 that does not divide 128,
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
-// CTA_KV = 128 tokens (head_dim 256: 64; causal: tiles wholly above the bottom-right diagonal are skipped;
+// CTA_KV = 128 tokens (head_dim 256: 64; head_dim 128 without a causal mask or extras: 176,
+// prefill_ws_wide_kernel; causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
 // two halves of 64 keys, each loaded from its own first key and kept up to its own length
@@ -53,7 +54,7 @@
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
-// warpgroup, WsMaps.o; the consumers go on to the next chunk at once; head_dim 256: staged
+// warpgroup, WsMaps.o; the consumers go on to the next chunk at once; one Q slot: staged
 // in the last tile's K stage (warpgroup 0) and V stage (1), which go back to the producer
 // once the copy engine has read them), a unit's last partial
 // chunk (or a group not dividing 64) staged in the warpgroup's own Q rows and copied out by
@@ -365,21 +366,29 @@ __device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32
 // (64 KB) and two ring stages of K and V (128 KB) fit. The slot is released at a chunk's
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
-template <int HD, int ES = 2>
+// WIDE (head_dim 128 without a causal mask or extras, prefill_ws_wide_kernel): KV tiles of
+// 176 keys, FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer,
+// two stages of 44 KB each for K and V). Measured on an H200 (bench/NOTES.md, session 43):
+// 3.5-4 % faster than 128 keys on a non-causal 16384-token prefill; with a causal mask 3 %
+// faster on one long sequence but 3-15 % slower on batches of shorter ones (the second Q
+// slot and the diagonal's waste), so causal keeps 128.
+template <int HD, int ES = 2, bool WIDE = false>
 struct WsShape {
-  static constexpr int CTA_Q = 128, CTA_KV = HD > 128 ? 64 : 128;
+  static constexpr bool ONE_SLOT = HD > 128 || WIDE;
+  static constexpr int CTA_Q = 128, CTA_KV = WIDE ? 176 : HD > 128 ? 64 : 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
   // Q tiles in flight.
-  static constexpr int Q_SLOTS = HD > 128 ? 1 : 2;
+  static constexpr int Q_SLOTS = ONE_SLOT ? 1 : 2;
   // As many ring stages as fit next to the Q slots (head_dim 256 and 128: 2, 64: 4).
-  static constexpr int STAGES = (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
+  static constexpr int STAGES = WIDE ? 2
+                                : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
   // The output rows of a chunk staged for the copy engine's stores (WsMaps.o_store): their
   // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it
   // (head_dim 256: none, the last tile's stages instead).
-  static constexpr int O_BYTES = HD > 128 ? 0 : CTA_Q * HD * 2;
+  static constexpr int O_BYTES = ONE_SLOT ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the barriers: per ring stage, the first key and mask class of the tile in it,
   // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
@@ -395,7 +404,8 @@ struct WsShape {
 // and `maps` are the kernel's __grid_constant__ parameters.
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
-template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false>
+template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
+          bool WIDE = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
   constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
@@ -406,13 +416,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
+  static_assert(!WIDE || (HD == 128 && XF == 0 && !BSR && !VARIANT && !FP8),
+                "wide tiles run head_dim 128 without extras");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   fi::pdl_enter();
 #if FI_WGMMA_AVAILABLE
   constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
-  using W = WsShape<HD, ES>;
+  using W = WsShape<HD, ES, WIDE>;
   constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
   constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   constexpr int SLAB = 128 / ES;          // elements per 128-byte swizzled row
@@ -1539,6 +1551,15 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
+// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no causal mask, no extras, not
+// block-sparse or a variant (prefill.cu, PrefillParams.ws_wide).
+template <typename DT>
+__global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
+    prefill_ws_wide_kernel(const __grid_constant__ PrefillParams p,
+                           const __grid_constant__ WsMaps maps) {
+  prefill_ws_body<128, DT, 0, false, false, false, true>(p, maps);
+}
+
 // fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT.
 template <typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
@@ -1593,6 +1614,10 @@ cudaError_t prepare_prefill_ws() {
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
     if (e != cudaSuccess) return e;
   }
+  if constexpr (HD == 128)
+    return cudaFuncSetAttribute((const void *)prefill_ws_wide_kernel<DT>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                WsShape<128, 2, true>::SMEM);
   return cudaSuccess;
 }
 
@@ -1619,6 +1644,10 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
+  if constexpr (HD == 128)
+    if (p.ws_wide && !variant_kernel && !p.bsr_tiles && !extras)
+      return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
+                           WsShape<128, 2, true>::SMEM, prefill_ws_wide_kernel<DT>, p, maps);
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);
 }

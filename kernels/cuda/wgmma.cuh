@@ -1,6 +1,6 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
-// m64nNk16 forms the kernel issues (N = 64, 128 or 256; f16 or bf16 in, fp32 accumulate), and
+// m64nNk16 forms the kernel issues (N = 64, 128, 176 or 256; f16 or bf16 in, fp32 accumulate), and
 // m64nNk32 for fp8 e4m3 (below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
@@ -159,6 +159,26 @@ struct Wgmma {
   "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), \
   "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), \
   "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+// m64n176k16 (S over the wide KV tiles of 176 keys): 88 accumulators, the first 64 those
+// of m64n128k16.
+#define FI_WGMMA_D176 \
+  "{" FI_WGMMA_REGS32 ", " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87}"
+#define FI_WGMMA_SS176 "%88, %89"
+#define FI_WGMMA_SS_SCALE176 "%90"
+#define FI_WGMMA_RS176 "{%88, %89, %90, %91}, %92"
+#define FI_WGMMA_RS_SCALE176 "%93"
+#define FI_WGMMA_C176 \
+  FI_WGMMA_C128, \
+  "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), \
+  "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), \
+  "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), \
+  "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), \
+  "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), \
+  "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3])
 // Both forms for one (C type, PTX type, N).
 #define FI_WGMMA_FORMS(CTYPE, PTX, N)                                                        \
   template <>                                                                                \
@@ -214,6 +234,8 @@ FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 64)
 FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 128)
 FI_WGMMA_FORMS(__half, "f16", 256)
 FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 256)
+FI_WGMMA_FORMS(__half, "f16", 176)
+FI_WGMMA_FORMS(__nv_bfloat16, "bf16", 176)
 #undef FI_WGMMA_FORMS
 #else
 template <typename T, int N>
