@@ -9,7 +9,8 @@
  *
  * FLOPs: 4 * head_dim * qo_heads * (unmasked (query, key) pairs), the pairs counted exactly
  * for the bottom-right causal mask: query i of a request with qo_len queries and kv_len
- * keys sees kv_len - qo_len + i + 1 keys. Bytes: q, k, v read once and o written once. */
+ * keys sees kv_len - qo_len + i + 1 keys. Bytes: q, k, v read once and o written once.
+ * FI_BENCH_PREFILL_MASK=none runs the same rows without the causal mask (every pair). */
 #include <string.h>
 
 #include "bench.h"
@@ -59,17 +60,21 @@ static uint32_t page_rng = 24681357u;
 static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
                          int qo_heads, int kv_heads, int hd, int page_size, int sweep) {
   char name[96], hd_tag[16] = "";
+  /* FI_BENCH_PREFILL_MASK=none: the same rows without the causal mask */
+  const char *mask_env = getenv("FI_BENCH_PREFILL_MASK");
+  const int no_mask = mask_env && !strcmp(mask_env, "none");
   if (hd != 128) snprintf(hd_tag, sizeof hd_tag, " hd%d", hd);
   if (paged)
-    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d%s%s", batch, qo_len,
-             kv_len, qo_heads, kv_heads, page_size, hd_tag, paged == 2 ? " pages in order" : "");
+    snprintf(name, sizeof name, "paged append b%d q%d kv%d h%d/%d p%d%s%s%s", batch, qo_len,
+             kv_len, qo_heads, kv_heads, page_size, hd_tag, paged == 2 ? " pages in order" : "",
+             no_mask ? " no mask" : "");
   else
-    snprintf(name, sizeof name, "ragged causal b%d L%d h%d/%d%s", batch, qo_len, qo_heads,
-             kv_heads, hd_tag);
+    snprintf(name, sizeof name, "ragged %s b%d L%d h%d/%d%s", no_mask ? "no mask" : "causal",
+             batch, qo_len, qo_heads, kv_heads, hd_tag);
   if (!fi_bench_selected(b, name)) return;
 
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
-  p.mask_mode = FI_MASK_CAUSAL;
+  p.mask_mode = no_mask ? FI_MASK_NONE : FI_MASK_CAUSAL;
   p.page_size = paged ? page_size : 1;
   int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
   int32_t *kv_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
@@ -129,10 +134,10 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   FI_BENCH_CK(cudaMalloc(&ws, ws_bytes));
   fi_page_table host_pages = {page_indptr, indices, last};
 
-  /* Exact unmasked pairs of the bottom-right causal mask. */
+  /* Exact unmasked pairs of the bottom-right causal mask (no mask: every pair). */
   double pairs = 0;
   for (int i = 0; i < qo_len; ++i) {
-    int seen = kv_len - qo_len + i + 1;
+    int seen = no_mask ? kv_len : kv_len - qo_len + i + 1;
     pairs += seen < 0 ? 0 : seen;
   }
   pairs *= batch;

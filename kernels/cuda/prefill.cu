@@ -29,6 +29,11 @@
 
 namespace {
 
+// The shortest work unit (KV keys) that runs the warp-specialised kernel's KV tiles of 176
+// keys: on an H200 without a causal mask, 512-key rows ran 11 % slower and 2048-key rows
+// 3 % slower on them, 4096 the same, 8192 and longer 3-5 % faster (bench/NOTES.md).
+constexpr int64_t FI_WS_WIDE_MIN_KV = 4096;
+
 int kv_kind_of(const fi_attention_params *p) {
   if (p->kv_dtype == FI_DTYPE_E4M3) return FI_KV_E4M3;
   if (p->kv_dtype == FI_DTYPE_E5M2) return FI_KV_E5M2;
@@ -565,10 +570,16 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
   // (K/V boxes of the kernel's KV tile, the plan's (fi_prefill_ws_tiles); block-sparse
   // halves of 64 keys)
-  // head_dim 128 without a causal mask or extras: KV tiles of 176 keys (FA3's non-causal
-  // tile; prefill_ws.cuh WsShape), over token rows or pages that divide the tile (boxes of
-  // 16 keys)
+  // head_dim 128 without a causal mask or extras, over work units of at least
+  // FI_WS_WIDE_MIN_KV keys (the plan's mean KV length, or its split chunk): KV tiles of 176
+  // keys (FA3's non-causal tile; prefill_ws.cuh WsShape), over token rows or pages that
+  // divide the tile (boxes of 16 keys). Shorter units lose more to the one Q slot than the
+  // longer tile saves (bench/NOTES.md, session 43).
+  const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
+  const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
+  const int64_t unit_kv = chunk > 0 && chunk < mean_kv ? chunk : mean_kv;
   p.ws_wide = a->head_dim == 128 && !extras && !p.causal && !p.bsr_tiles && !var &&
+              unit_kv >= FI_WS_WIDE_MIN_KV &&
               ((!ws_kv.k_paged && !ws_kv.v_paged) || 176 % p.page_size == 0);
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
