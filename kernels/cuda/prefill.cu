@@ -29,11 +29,6 @@
 
 namespace {
 
-// The shortest work unit (KV keys) that runs the warp-specialised kernel's KV tiles of 176
-// keys: on an H200 without a causal mask, 512-key rows ran 11 % slower and 2048-key rows
-// 3 % slower on them, 4096 the same, 8192 and longer 3-5 % faster (bench/NOTES.md).
-constexpr int64_t FI_WS_WIDE_MIN_KV = 4096;
-
 int kv_kind_of(const fi_attention_params *p) {
   if (p->kv_dtype == FI_DTYPE_E4M3) return FI_KV_E4M3;
   if (p->kv_dtype == FI_DTYPE_E5M2) return FI_KV_E5M2;
@@ -570,21 +565,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
   // (K/V boxes of the kernel's KV tile, the plan's (fi_prefill_ws_tiles); block-sparse
   // halves of 64 keys)
-  // head_dim 128 without a causal mask or extras, over work units of at least
-  // FI_WS_WIDE_MIN_KV keys (the plan's mean KV length, or its split chunk): KV tiles of 176
-  // keys (FA3's non-causal tile; prefill_ws.cuh WsShape), over token rows or pages that
-  // divide the tile (boxes of 16 keys). Shorter units lose more to the one Q slot than the
-  // longer tile saves (bench/NOTES.md, session 43).
-  const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
-  const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
-  const int64_t unit_kv = chunk > 0 && chunk < mean_kv ? chunk : mean_kv;
-  p.ws_wide = a->head_dim == 128 && !extras && !p.causal && !p.bsr_tiles && !var &&
-              unit_kv >= FI_WS_WIDE_MIN_KV &&
-              ((!ws_kv.k_paged && !ws_kv.v_paged) || 176 % p.page_size == 0);
+  // The plan's KV tile of 176 keys (api.c widen_ws_tiles; checked by
+  // fi_cuda_check_supported): the kernel's WIDE instance, the maps' boxes of 176 keys.
+  p.ws_wide = plan->tiles.kv_tile == FI_WS_WIDE_KV_TILE;
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles ? 64 : p.ws_wide ? 176 : plan->tiles.kv_tile,
-                      p.bsr_tiles != nullptr))
+                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile, p.bsr_tiles != nullptr))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
@@ -593,8 +579,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // mma.sync kernel loads any key).
   // head_dim 256 has no other wgmma kernel: its plan runs the mma.sync kernel's 128 x 64
   // tiles (the plan's units are the same).
+  // The same for the warp-specialised kernel's tiles of 176 keys (no other kernel has them).
   fi_tiles tiles = plan->tiles;
-  if (ws_refusal && (p.bsr_tiles || a->head_dim > 128) && tiles.cores == FI_CORES_WGMMA)
+  if (ws_refusal && (p.bsr_tiles || a->head_dim > 128 || p.ws_wide) &&
+      tiles.cores == FI_CORES_WGMMA)
     tiles = {128, 64, tiles.split_kv, FI_CORES_TENSOR};
   // (A unit may hold more rows than the other kernels' query tile: a GQA group above
   // q_tile, or a plan whose units pack rows across tokens for the warp-specialised kernel;

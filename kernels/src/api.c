@@ -187,14 +187,23 @@ static int one_of(int32_t v, const int32_t *set, int n) {
 static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int decode) {
   static const int32_t q_tiles[] = {1, 16, 32, 64, 128};
   static const int32_t kv_tiles[] = {16, 32, 64, 128};
-  if (!one_of(t->q_tile, q_tiles, 5) || !one_of(t->kv_tile, kv_tiles, 4) ||
+  if (t->kv_tile == FI_WS_WIDE_KV_TILE &&
+      (decode || t->q_tile != 128 || t->cores != FI_CORES_WGMMA))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "tiles {q_tile %d, kv_tile %d, cores %d}: kv_tile %d is the "
+                        "warp-specialised Hopper prefill kernel's (q_tile 128, cores 2 (wgmma)); "
+                        "pass those or kv_tile 128", (int)t->q_tile, (int)t->kv_tile,
+                        (int)t->cores, FI_WS_WIDE_KV_TILE);
+  if (!one_of(t->q_tile, q_tiles, 5) ||
+      !(one_of(t->kv_tile, kv_tiles, 4) || t->kv_tile == FI_WS_WIDE_KV_TILE) ||
       (t->split_kv != 0 && t->split_kv != 1) ||
       (t->cores != FI_CORES_CUDA && t->cores != FI_CORES_TENSOR &&
        (decode || t->cores != FI_CORES_WGMMA)) ||
       (!decode && t->q_tile == 1))
     return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                         "tiles {q_tile %d, kv_tile %d, split_kv %d, cores %d}: no such %s "
-                        "variant (q_tile in {%s16,32,64,128}, kv_tile in {16,32,64,128}, "
+                        "variant (q_tile in {%s16,32,64,128}, kv_tile in {16,32,64,128} or "
+                        "176 (prefill, wgmma), "
                         "split_kv 0/1, cores 0 (cuda), 1 (tensor)%s)", (int)t->q_tile,
                         (int)t->kv_tile, (int)t->split_kv, (int)t->cores,
                         decode ? "decode" : "prefill", decode ? "1," : "",
@@ -266,6 +275,35 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
   CHECK(fi_plan_build(ctx, pb, params, tiles, workspace, workspace_bytes, plan));
   plan->num_pages = num_pages;
   return FI_SUCCESS;
+}
+
+/* A host prefill plan whose tiles the heuristics chose (none given): the warp-specialised
+ * kernel's 128 x 128 tiles at head_dim 128 become 128 x FI_WS_WIDE_KV_TILE (176 keys, FA3's
+ * non-causal tile; prefill_ws.cuh) where the op has no extras and its work units hold at
+ * least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL): the plan's split chunk
+ * (a fixed split: that alone, so results stay batch-invariant) or the mean KV length.
+ * Measured on H200s (bench/NOTES.md, session 43): without a mask 3.5-5 % faster on units of
+ * 8192 keys and more, the same at 4096, 3 % slower at 2048 and 11 % at 512 (one Q slot);
+ * causal 3 % faster at 8192 and 16384, 1-15 % slower on shorter rows. The plan records
+ * the tile, so a device plan made with its tiles runs the same kernel (bit-identical). */
+static void widen_ws_tiles(const fi_context *ctx, const fi_attention_params *p, int paged,
+                           fi_plan *plan) {
+  const fi_tiles t = plan->tiles;
+  const int sixteen_bit = p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16;
+  const int extras = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
+                     p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0 ||
+                     (p->variant && (p->variant->score_mod || p->variant->mask_mod));
+  if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available || t.cores != FI_CORES_WGMMA ||
+      t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit || extras ||
+      p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16))
+    return;
+  const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
+  const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
+  const int64_t unit_kv = p->fixed_split_size > 0 ? chunk
+                          : chunk > 0 && chunk < mean_kv ? chunk
+                                                         : mean_kv;
+  if (unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV))
+    plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
 }
 
 /* A custom-mask prefill on CUDA: the query rows' kept-key extents for the kernel. */
@@ -536,6 +574,7 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 1);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
+  if (!tiles) widen_ws_tiles(ctx, params, 1, plan);
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
   plan->params.mask_mode = op_mask;
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
@@ -570,6 +609,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 0);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, 0, plan));
+  if (!tiles) widen_ws_tiles(ctx, params, 0, plan);
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
 }
 

@@ -123,6 +123,20 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
                       (int)tiles->kv_tile);
       return 1;
     }
+    /* the warp-specialised kernel's long KV tile (176 keys, prefill_ws.cuh WsShape WIDE):
+     * head_dim 128 without extras */
+    if (tiles->kv_tile == 176) {
+      if (p->head_dim != 128 || tiles->q_tile != 128)
+        return FI_WHY("%s: kv_tile 176 (the warp-specialised Hopper kernel's long KV tile) "
+                      "runs head_dim 128 with q_tile 128, not head_dim %d, q_tile %d; pass "
+                      "kv_tile 128", op, (int)p->head_dim, (int)tiles->q_tile);
+      if (p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
+          p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0 ||
+          (p->variant && (p->variant->score_mod || p->variant->mask_mod)))
+        return FI_WHY("%s: kv_tile 176 runs without a soft cap, ALiBi, custom mask, sliding "
+                      "window or score_mod / mask_mod; pass kv_tile 128", op);
+      return 1;
+    }
     if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))
       return FI_WHY("%s: the wgmma (Hopper) prefill tier has head_dim 64, 128 and 256 (q_tile "
                     "128, kv_tile 64), not %d; use cores = tensor", op, (int)p->head_dim);

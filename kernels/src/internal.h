@@ -161,10 +161,18 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
   return ctx->tuning.prefill_rows_across != 0 && group > 0 && 128 % group != 0 && group <= 32;
 }
 
+/* The warp-specialised Hopper prefill kernel's long KV tile (prefill_ws.cuh, WsShape WIDE):
+ * head_dim 128, 16-bit q, no extras; host plans with chosen tiles take it on work units of
+ * at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL; api.c widen_ws_tiles). */
+enum { FI_WS_WIDE_KV_TILE = 176, FI_WS_WIDE_MIN_KV = 4096, FI_WS_WIDE_MIN_KV_CAUSAL = 8192 };
+
 /* Whether `t` are the CUDA warp-specialised prefill kernel's tiles (prefill_ws.cuh): wgmma
- * 128 x 128, and 128 x 64 at head_dim 256 (the KV tile that fits its shared memory). */
+ * 128 x 128 (head_dim 128 also 128 x FI_WS_WIDE_KV_TILE), and 128 x 64 at head_dim 256 (the
+ * KV tile that fits its shared memory). */
 static inline int fi_prefill_ws_tiles(const fi_attention_params *p, fi_tiles t) {
-  return t.cores == FI_CORES_WGMMA && t.q_tile == 128 && t.kv_tile == (p->head_dim > 128 ? 64 : 128);
+  return t.cores == FI_CORES_WGMMA && t.q_tile == 128 &&
+         (t.kv_tile == (p->head_dim > 128 ? 64 : 128) ||
+          (p->head_dim == 128 && t.kv_tile == FI_WS_WIDE_KV_TILE));
 }
 
 /* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`

@@ -207,6 +207,64 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
   return 0;
 }
 
+/* The warp-specialised kernel's KV tile of 176 keys (api.c widen_ws_tiles): a host plan with
+ * chosen tiles takes it at head_dim 128 without extras on units of >= 4096 keys (causal:
+ * 8192), keeps 128 otherwise; tiles given with it and an extra are refused by name. Hopper
+ * only (other devices plan mma tiles). */
+static int wide_tile_rule(fi_context *cuda) {
+  if (!hopper || ws_off) return 0;
+  struct {
+    const char *what;
+    int len;
+    fi_mask_mode mask;
+    float cap;
+    int want;
+  } rows[] = {{"no mask, 8192 keys", 8192, FI_MASK_NONE, 0.f, 176},
+              {"no mask, 2048 keys", 2048, FI_MASK_NONE, 0.f, 128},
+              {"causal, 8192 keys", 8192, FI_MASK_CAUSAL, 0.f, 176},
+              {"causal, 4096 keys", 4096, FI_MASK_CAUSAL, 0.f, 128},
+              {"no mask, soft cap, 8192 keys", 8192, FI_MASK_NONE, 30.f, 128}};
+  int failures = 0;
+  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r) {
+    fi_attention_params prm = fi_attention_params_default(32, 8, 128);
+    prm.mask_mode = rows[r].mask;
+    prm.logits_soft_cap = rows[r].cap;
+    int32_t ind[2] = {0, rows[r].len};
+    size_t ws = 0;
+    fi_prefill_workspace_size(cuda, &prm, 1, rows[r].len, &ws);
+    void *w = dmalloc(ws);
+    fi_plan pl;
+    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, NULL, w, ws, &pl);
+    cudaFree(w);
+    if (s == FI_SUCCESS && r == 0 && pl.tiles.cores != FI_CORES_WGMMA) {
+      printf("the 176-key tile's rule: skipped (this runtime plans no wgmma tiles)\n");
+      return 0;
+    }
+    if (s != FI_SUCCESS || pl.tiles.kv_tile != rows[r].want) {
+      fprintf(stderr, "FAIL: %s: planned %s with kv_tile %d, expected %d\n", rows[r].what,
+              fi_status_string(s), (int)pl.tiles.kv_tile, rows[r].want);
+      ++failures;
+    }
+  }
+  fi_attention_params prm = fi_attention_params_default(32, 8, 128);
+  prm.logits_soft_cap = 30.f;
+  const fi_tiles wide = {128, 176, 0, FI_CORES_WGMMA};
+  int32_t ind[2] = {0, 256};
+  size_t ws = 0;
+  fi_prefill_workspace_size(cuda, &prm, 1, 256, &ws);
+  void *w = dmalloc(ws);
+  fi_plan pl;
+  fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wide, w, ws, &pl);
+  cudaFree(w);
+  if (s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")) {
+    fprintf(stderr, "FAIL: kv_tile 176 with a soft cap: %s (%s)\n", fi_status_string(s),
+            fi_last_error(cuda));
+    ++failures;
+  }
+  printf("the 176-key tile's rule: %s\n", failures ? "FAILED" : "as planned");
+  return failures;
+}
+
 static const char *mask_name(fi_mask_mode m) {
   return m == FI_MASK_CAUSAL ? "causal" : m == FI_MASK_CUSTOM ? "custom" : "none";
 }
@@ -950,6 +1008,10 @@ static void draw_config(config *c, int i) {
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = c->hd > 128 ? 64 : 128;
+    /* one in three head_dim 128 configs without extras on its tiles of 176 keys */
+    if (c->hd == 128 && c->soft_cap == 0.f && c->pos != FI_POS_ALIBI &&
+        c->mask != FI_MASK_CUSTOM && c->window_left < 0 && rnd() % 3 == 0)
+      c->tiles.kv_tile = 176;
     c->tiles.split_kv = rnd() & 1;
     c->tiles.cores = FI_CORES_WGMMA;
     return;
@@ -1004,6 +1066,7 @@ int main(void) {
   }
   int failures = 0, tile_seen[NUM_TILES] = {0}, wg_seen[NUM_WG_TILES] = {0};
   int ws_tiles_seen = 0; /* configs with the warp-specialised kernel's tiles for their hd */
+  int wide_seen = 0;     /* of those, with its tile of 176 keys */
   int staged[3] = {0, 0, 0}; /* configs that need the stage pass and have one, by head_dim */
   for (int i = 0; i < num; ++i) {
     config c;
@@ -1015,7 +1078,10 @@ int main(void) {
          (c.paged && c.page_size % 16 != 0)))
       ++staged[c.hd == 64 ? 0 : c.hd == 128 ? 1 : 2];
     const int wg = c.tiles.cores == FI_CORES_WGMMA;
-    ws_tiles_seen += wg && c.tiles.q_tile == 128 && c.tiles.kv_tile == (c.hd > 128 ? 64 : 128);
+    ws_tiles_seen += wg && c.tiles.q_tile == 128 &&
+                     (c.tiles.kv_tile == (c.hd > 128 ? 64 : 128) ||
+                      (c.hd == 128 && c.tiles.kv_tile == 176));
+    wide_seen += wg && c.tiles.kv_tile == 176;
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
       const int *pair = wg ? wg_tile_list[t] : tile_list[t];
       if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
@@ -1030,7 +1096,7 @@ int main(void) {
     printf(" wgmma%dx%d:%d", wg_tile_list[t][0], wg_tile_list[t][1], wg_seen[t]);
     wg_missing += wg_seen[t] == 0;
   }
-  printf("\n");
+  printf(" (of the wgmma ones, 128x176: %d)\n", wide_seen);
   printf("  configs with a prefill stage and RoPE, fp8 KV or pages not a multiple of 16 (with "
          "FI_TEST_PREFILL_WS=1 all through the stage pass): head_dim 64: %d, 128: %d, 256: %d\n",
          staged[0], staged[1], staged[2]);
@@ -1047,6 +1113,7 @@ int main(void) {
   failures += graph_test(host, 6, 2);
   failures += graph_test(host, 8, 2);
   failures += stage_refusals(cuda);
+  failures += wide_tile_rule(cuda);
 
   /* Unsupported shapes fail at plan with a message, never run. */
   failures += expect_refused(cuda, 96, NULL, "head_dim 96");

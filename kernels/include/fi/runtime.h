@@ -401,7 +401,12 @@ fi_status fi_decode_plan_device(fi_context *ctx, const fi_attention_params *para
 fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan);
 
 /* Batch paged prefill (append attention): ragged q against the paged cache.
- * qo_indptr [batch+1]; mask may be NULL unless params->mask_mode == FI_MASK_CUSTOM. */
+ * qo_indptr [batch+1]; mask may be NULL unless params->mask_mode == FI_MASK_CUSTOM.
+ * Prefill plans with tiles NULL take the heuristics' tiles (fi_select_prefill_tiles); on a
+ * Hopper CUDA context an op at head_dim 128 with 16-bit q and no soft cap, ALiBi, custom
+ * mask, window or variant whose work units hold at least 4096 keys (causal: 8192; the split
+ * chunk, or with a fixed split that alone) gets the warp-specialised kernel's wgmma 128 x 176
+ * tiles, and plan->tiles says so (a device plan made with them runs the same kernel). */
 fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
                                 int32_t batch, const int32_t *host_qo_indptr,
                                 const fi_page_table *host_pages, int32_t num_pages,
