@@ -47,9 +47,8 @@ struct PrefillParams {
   // rows, request r's token j at row kv_indptr[r] * page_size + j (paged) or kv_indptr[r] + j
   // (ragged), mapped as a ragged tensor.
   int32_t k_staged, v_staged;
-  // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): head_dim
-  // 128 without a causal mask or extras, on long work units (prefill.cu; the tensor maps'
-  // boxes follow).
+  // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): a plan with
+  // wgmma 128 x 176 tiles (head_dim 128 without extras; the tensor maps' boxes follow).
   int32_t ws_wide;
   // The warp-specialised kernel rotates Q (LLaMA RoPE) in shared memory as it lands: each
   // query row once, with no copy of Q (K comes rotated from the stage pass).

@@ -16,8 +16,8 @@
 // CTA_Q = 128 rows: whole tokens, or, for a group of at most 32 that does not divide 128,
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
-// CTA_KV = 128 tokens (head_dim 256: 64; head_dim 128 without a causal mask or extras, on work
-// units of >= 4096 keys: 176, prefill_ws_wide_kernel; causal: tiles wholly above the bottom-right diagonal are skipped;
+// CTA_KV = 128 tokens (head_dim 256: 64; plans with wgmma 128 x 176 tiles, head_dim 128 without
+// extras: 176, prefill_ws_wide_kernel; causal: tiles wholly above the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
 // two halves of 64 keys, each loaded from its own first key and kept up to its own length
@@ -366,13 +366,14 @@ __device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32
 // (64 KB) and two ring stages of K and V (128 KB) fit. The slot is released at a chunk's
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
-// WIDE (prefill_ws_wide_kernel; prefill.cu runs it at head_dim 128 without a causal mask or
-// extras, on work units of >= 4096 keys): KV tiles of 176 keys, FA3's non-causal tile, in
-// head_dim 256's layout (one Q slot, no output buffer, two stages of 44 KB each for K and V).
+// WIDE (prefill_ws_wide_kernel, for plans with wgmma 128 x 176 tiles: head_dim 128 without
+// extras; host plans take them on long units, api.c widen_ws_tiles): KV tiles of 176 keys,
+// FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer, two stages
+// of 44 KB each for K and V).
 // Measured on H200s (bench/NOTES.md, session 43): 3.5-5 % faster than 128 keys on
 // non-causal rows of 8192 and 16384 keys; 11 % slower on 512-key rows and 3 % on 2048 (the
 // second Q slot lands the next chunk's Q early); with a causal mask 3 % faster on one long
-// sequence, 1-15 % slower on batches of shorter ones, so causal keeps 128.
+// sequence, 1-15 % slower on batches of shorter ones (hence the units' length rule).
 template <int HD, int ES = 2, bool WIDE = false>
 struct WsShape {
   static constexpr bool ONE_SLOT = HD > 128 || WIDE;
@@ -1552,8 +1553,8 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
-// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no causal mask, no extras, not
-// block-sparse or a variant (prefill.cu, PrefillParams.ws_wide).
+// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras, not block-sparse or a
+// variant (a plan with wgmma 128 x 176 tiles, PrefillParams.ws_wide).
 template <typename DT>
 __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
     prefill_ws_wide_kernel(const __grid_constant__ PrefillParams p,

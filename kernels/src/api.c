@@ -293,7 +293,8 @@ static void widen_ws_tiles(const fi_context *ctx, const fi_attention_params *p, 
   const int extras = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
                      p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0 ||
                      (p->variant && (p->variant->score_mod || p->variant->mask_mod));
-  if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available || t.cores != FI_CORES_WGMMA ||
+  if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
+      ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit || extras ||
       p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16))
     return;
