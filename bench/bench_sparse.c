@@ -540,7 +540,8 @@ static void shared_prefix(fi_bench_ctx *b) {
   /* FI_BENCH_SP_L2=<pages>: the same prefix plan run over a page table that lists pages
    * 0 .. pages-1 again and again (the same tiles and boxes, but K/V small enough to stay
    * in L2): what the prefix costs when HBM is out of the way. */
-  const int l2_pages = getenv("FI_BENCH_SP_L2") ? atoi(getenv("FI_BENCH_SP_L2")) : 0;
+  int l2_pages = getenv("FI_BENCH_SP_L2") ? atoi(getenv("FI_BENCH_SP_L2")) : 0;
+  if (l2_pages > SP_PREFIX_PAGES) l2_pages = SP_PREFIX_PAGES; /* (the prefix's own pages) */
   double ms_l2 = 0;
   if (l2_pages > 0) {
     int32_t *l2_indices = malloc(sizeof(int32_t) * SP_PREFIX_PAGES);

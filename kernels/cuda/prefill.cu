@@ -416,7 +416,17 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
-  if ((s = check_variant(ctx, plan->family, a, &plan->tiles)) != FI_SUCCESS) return s;
+  // The tiles this run takes: a plan widened to 128 x 176 (api.c widen_ws_tiles) whose run
+  // brings an extra or a variant (compiled code plans from shapes and passes the op's soft
+  // cap, ALiBi, window or variant with the run, mlir_adapters.c) runs 128 x 128; the units
+  // do not depend on the KV tile.
+  fi_tiles run_tiles = plan->tiles;
+  if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE &&
+      (a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
+       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0 || p.bsr_tiles ||
+       (a->variant && (a->variant->score_mod || a->variant->mask_mod))))
+    run_tiles.kv_tile = 128;
+  if ((s = check_variant(ctx, plan->family, a, &run_tiles)) != FI_SUCCESS) return s;
   fi_prefill_launch_fn launch = launcher_for(a);
 
   const fi_plan_layout lay = fi_plan_get_layout(plan);
@@ -450,7 +460,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.group = a->num_qo_heads / a->num_kv_heads;
   p.group_div = fi_make_fastdiv((uint32_t)p.group);
   // Q tiles whose rows pack across tokens: one work item per chunk of the plan's units.
-  const int64_t unit_rows = fi_prefill_rows_per_unit(ctx, plan->family, a, plan->tiles);
+  const int64_t unit_rows = fi_prefill_rows_per_unit(ctx, plan->family, a, run_tiles);
   p.rows_across = fi_prefill_rows_across(ctx, p.group);
   p.unit_chunks = p.rows_across ? (int32_t)((unit_rows * p.group + 127) / 128) : 1;
   p.page_div = fi_make_fastdiv((uint32_t)(p.page_size > 0 ? p.page_size : 1));
@@ -509,7 +519,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const char *ws_refusal = nullptr;
   if (ctx->tuning.prefill_warp_spec == 0)
     ws_refusal = "turned off";  // (before the tensor maps are encoded for nothing)
-  else if (!fi_prefill_ws_tiles(a, plan->tiles))
+  else if (!fi_prefill_ws_tiles(a, run_tiles))
     ws_refusal = "the plan's tiles are not the kernel's (wgmma 128 x 128; head_dim 256: 128 x 64)";
   else if (!ctx->wgmma_available || !counts)
     ws_refusal = "no sm_90a device or no plan counters in the workspace";
@@ -567,10 +577,10 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // halves of 64 keys)
   // The plan's KV tile of 176 keys (api.c widen_ws_tiles; checked by
   // fi_cuda_check_supported): the kernel's WIDE instance, the maps' boxes of 176 keys.
-  p.ws_wide = plan->tiles.kv_tile == FI_WS_WIDE_KV_TILE;
+  p.ws_wide = run_tiles.kv_tile == FI_WS_WIDE_KV_TILE;
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
-                      p.page_size, p.bsr_tiles ? 64 : plan->tiles.kv_tile, p.bsr_tiles != nullptr))
+                      p.page_size, p.bsr_tiles ? 64 : run_tiles.kv_tile, p.bsr_tiles != nullptr))
     ws_refusal = "tensors the driver cannot map (strides or alignment)";
   if (!ws_refusal) encode_o_map(&ws_maps, o, a->head_dim, p.group, p.rows_across != 0);
   // Block-sparse: a plan of mma.sync tiles runs the mma.sync kernel; one of wgmma tiles
@@ -580,7 +590,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // head_dim 256 has no other wgmma kernel: its plan runs the mma.sync kernel's 128 x 64
   // tiles (the plan's units are the same).
   // The same for the warp-specialised kernel's tiles of 176 keys (no other kernel has them).
-  fi_tiles tiles = plan->tiles;
+  fi_tiles tiles = run_tiles;
   if (ws_refusal && (p.bsr_tiles || a->head_dim > 128 || p.ws_wide) &&
       tiles.cores == FI_CORES_WGMMA)
     tiles = {128, 64, tiles.split_kv, FI_CORES_TENSOR};

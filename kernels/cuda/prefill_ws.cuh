@@ -58,7 +58,7 @@
 // in the last tile's K stage (warpgroup 0) and V stage (1), which go back to the producer
 // once the copy engine has read them), a unit's last partial
 // chunk (or a group not dividing 64) staged in the warpgroup's own Q rows and copied out by
-// its threads in 16-byte stores (head_dim 256: stored from the accumulators in 4-byte
+// its threads in 16-byte stores (one Q slot: stored from the accumulators in 4-byte
 // stores, the slot holding the next Q); split-KV units write fp32 partial rows +
 // LSE for the merge kernel. Rows a box reads past a unit's end (other tokens, or zeros past
 // the tensor) are computed and never stored; K rows past the request's end are masked and
@@ -817,7 +817,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   uint32_t q_seq = 0, kv_seq = 0;
-  // One Q slot (head_dim 256): the slot is released at the chunk's last S, and the output
+  // One Q slot (head_dim 256, WIDE): the slot is released at the chunk's last S, and the output
   // rows go out through the last tile's K and V stages (stage_out) or straight from the
   // accumulators.
   constexpr bool Q_EARLY = W::Q_SLOTS == 1;

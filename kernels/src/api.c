@@ -296,7 +296,8 @@ static void widen_ws_tiles(const fi_context *ctx, const fi_attention_params *p, 
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit || extras ||
-      p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16))
+      p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16) ||
+      p->num_kv_heads <= 0 || p->num_qo_heads / p->num_kv_heads > 128)
     return;
   const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
   const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;

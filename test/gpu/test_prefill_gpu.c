@@ -242,7 +242,7 @@ static int wide_tile_rule(fi_context *cuda) {
     }
     if (s != FI_SUCCESS || pl.tiles.kv_tile != rows[r].want) {
       fprintf(stderr, "FAIL: %s: planned %s with kv_tile %d, expected %d\n", rows[r].what,
-              fi_status_string(s), (int)pl.tiles.kv_tile, rows[r].want);
+              fi_status_string(s), s == FI_SUCCESS ? (int)pl.tiles.kv_tile : -1, rows[r].want);
       ++failures;
     }
   }
@@ -1107,6 +1107,11 @@ int main(void) {
     wg_missing = hopper && ws_tiles_seen != num;
   if (hopper && num >= 100 && wg_missing) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
+    ++failures;
+  }
+  if (hopper && ws_mode && num >= 100 && wide_seen == 0) {
+    fprintf(stderr, "FAIL: no configuration ran the warp-specialised kernel's 128 x 176 "
+                    "tiles\n");
     ++failures;
   }
 
