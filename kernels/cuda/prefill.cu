@@ -421,10 +421,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // cap, ALiBi, window or variant with the run, mlir_adapters.c) runs 128 x 128; the units
   // do not depend on the KV tile.
   fi_tiles run_tiles = plan->tiles;
-  if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE &&
-      (a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
-       a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0 || p.bsr_tiles ||
-       (a->variant && (a->variant->score_mod || a->variant->mask_mod))))
+  if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE && (fi_params_modify_scores(a) || p.bsr_tiles))
     run_tiles.kv_tile = 128;
   if ((s = check_variant(ctx, plan->family, a, &run_tiles)) != FI_SUCCESS) return s;
   fi_prefill_launch_fn launch = launcher_for(a);
@@ -482,8 +479,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.rope_log2_theta = log2f(a->rope_theta);
   // (block-sparse tiles: every instance of the mma.sync kernel walks them; the
   // warp-specialised kernel has its own instance, launch_prefill_ws)
-  const bool extras = a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
-                      a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0;
+  const bool extras = fi_params_have_builtin_extras(a);
   // RoPE, fp8 KV and (paged) page sizes that are not a multiple of 16 reach the
   // warp-specialised kernel through the stage pass (prefill_stage.cu), in the context's
   // prefill stage: the layout is 0 bytes when the run needs none.
@@ -609,8 +605,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                           "%s with a score_mod/mask_mod: the variant is compiled into the "
                           "warp-specialised prefill kernel, which cannot take this run: %s",
                           what, ws_refusal);
-    if (a->logits_soft_cap > 0.f || a->pos_encoding == FI_POS_ALIBI ||
-        a->mask_mode == FI_MASK_CUSTOM || a->window_left >= 0)
+    if (extras)
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "%s with a score_mod/mask_mod and a built-in soft cap, ALiBi, custom "
                           "mask or sliding window: the variant kernel has none of those built "

@@ -290,12 +290,10 @@ static void widen_ws_tiles(const fi_context *ctx, const fi_attention_params *p, 
                            fi_plan *plan) {
   const fi_tiles t = plan->tiles;
   const int sixteen_bit = p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16;
-  const int extras = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
-                     p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0 ||
-                     (p->variant && (p->variant->score_mod || p->variant->mask_mod));
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
-      t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit || extras ||
+      t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit ||
+      fi_params_modify_scores(p) ||
       p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16) ||
       p->num_kv_heads <= 0 || p->num_qo_heads / p->num_kv_heads > 128)
     return;

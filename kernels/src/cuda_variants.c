@@ -130,9 +130,7 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
         return FI_WHY("%s: kv_tile 176 (the warp-specialised Hopper kernel's long KV tile) "
                       "runs head_dim 128 with q_tile 128, not head_dim %d, q_tile %d; pass "
                       "kv_tile 128", op, (int)p->head_dim, (int)tiles->q_tile);
-      if (p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
-          p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0 ||
-          (p->variant && (p->variant->score_mod || p->variant->mask_mod)))
+      if (fi_params_modify_scores(p))
         return FI_WHY("%s: kv_tile 176 runs without a soft cap, ALiBi, custom mask, sliding "
                       "window or score_mod / mask_mod; pass kv_tile 128", op);
       return 1;

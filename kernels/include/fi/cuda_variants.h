@@ -33,6 +33,19 @@ extern "C" {
  * paged prefill; not block-sparse). */
 #define FI_CUDA_PREFILL_WS_HD256 256
 
+/* 1 when the run has a built-in extra beyond causal masking: a logits soft cap, ALiBi, a
+ * custom mask or a sliding window (the prefill kernels' EXTRAS instances run them). */
+static inline int fi_params_have_builtin_extras(const fi_attention_params *p) {
+  return p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
+         p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0;
+}
+/* 1 when anything changes the scores or the mask per element beyond causal: a built-in
+ * extra or a variant's score_mod / mask_mod. The 176-key KV tile runs none of them. */
+static inline int fi_params_modify_scores(const fi_attention_params *p) {
+  return fi_params_have_builtin_extras(p) ||
+         (p->variant && (p->variant->score_mod || p->variant->mask_mod));
+}
+
 /* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
  * `tiles` is not NULL, that variant. Otherwise 0, with a sentence in `why` (naming the
  * value and what is supported) when why_len > 0. */
