@@ -372,7 +372,26 @@ typedef struct prefix_arg {
   fi_plan ragged;
   fi_tensor k_rows, v_rows;
   int32_t *kv_indptr; /* {0, prefix tokens} */
+  /* fused: ONE paged prefill whose first request is the prefix (the 64 queries as one block
+   * row) and whose 64 others are the suffixes (block rows of 1), over q written twice; the
+   * two halves of its output merged */
+  fi_plan fused;
+  fi_page_table fused_pages;
+  int32_t *fused_qo_indptr;
+  fi_tensor q2, o2, lse2, o2_head, lse2_head, o2_tail, lse2_tail;
+  cudaStream_t stream;
 } prefix_arg;
+
+static void run_fused(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  const size_t half = (size_t)SP_BATCH * QO_HEADS * HD * 2;
+  FI_BENCH_CK(cudaMemcpyAsync((char *)a->q2.data + half, a->q2.data, half,
+                              cudaMemcpyDeviceToDevice, a->stream));
+  FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->fused, &a->q2, a->fused_qo_indptr, &a->kv,
+                                           &a->fused_pages, NULL, &a->o2, &a->lse2));
+  FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o2_head, &a->lse2_head, &a->o2_tail,
+                                     &a->lse2_tail, &a->o2_head, &a->lse2_head));
+}
 
 static void run_plain(void *p) {
   prefix_arg *a = (prefix_arg *)p;
@@ -568,6 +587,62 @@ static void shared_prefix(fi_bench_ctx *b) {
   FI_BENCH_CK(cudaStreamSynchronize(b->stream));
   cudaFree(a.k_rows.data), cudaFree(a.v_rows.data), cudaFree(a.kv_indptr), cudaFree(ws_ragged);
   const double ms_suffix = fi_bench_time_ms(b, run_suffix_only, &a);
+
+  /* fused: request 0 = the prefix with all 64 queries, request 1 + i = request i's suffix
+   * with its query again (q2's second half) */
+  const int fb = SP_BATCH + 1;
+  int32_t *f_qo = malloc(sizeof(int32_t) * (fb + 1)), *f_indptr = malloc(sizeof(int32_t) * (fb + 1));
+  int32_t *f_last = malloc(sizeof(int32_t) * fb);
+  int32_t *f_indices = malloc(sizeof(int32_t) * (SP_PREFIX_PAGES + SP_BATCH * SP_SUFFIX_PAGES));
+  f_qo[0] = 0, f_indptr[0] = 0;
+  for (int i = 0; i < fb; ++i) {
+    f_qo[i + 1] = SP_BATCH + i;
+    f_indptr[i + 1] = SP_PREFIX_PAGES + i * SP_SUFFIX_PAGES;
+    f_last[i] = SP_PAGE;
+  }
+  for (int j = 0; j < SP_PREFIX_PAGES; ++j) f_indices[j] = pre_indices[j];
+  for (int j = 0; j < SP_BATCH * SP_SUFFIX_PAGES; ++j)
+    f_indices[SP_PREFIX_PAGES + j] = suf_indices[j];
+  const int64_t q2shape[3] = {2 * SP_BATCH, QO_HEADS, HD}, l2shape[2] = {2 * SP_BATCH, QO_HEADS};
+  void *q2d = NULL, *o2d = NULL, *l2d = NULL;
+  FI_BENCH_CK(cudaMalloc(&q2d, 2 * q_bytes));
+  FI_BENCH_CK(cudaMalloc(&o2d, 2 * q_bytes));
+  FI_BENCH_CK(cudaMalloc(&l2d, 2 * l_bytes));
+  FI_BENCH_CK(cudaMemcpy(q2d, a.q.data, q_bytes, cudaMemcpyDeviceToDevice));
+  a.q2 = fi_tensor_contiguous(q2d, FI_DTYPE_F16, 3, q2shape);
+  a.o2 = fi_tensor_contiguous(o2d, FI_DTYPE_F16, 3, q2shape);
+  a.lse2 = fi_tensor_contiguous(l2d, FI_DTYPE_F32, 2, l2shape);
+  a.o2_head = fi_tensor_contiguous(o2d, FI_DTYPE_F16, 3, qshape);
+  a.o2_tail = fi_tensor_contiguous((char *)o2d + q_bytes, FI_DTYPE_F16, 3, qshape);
+  a.lse2_head = fi_tensor_contiguous(l2d, FI_DTYPE_F32, 2, lshape);
+  a.lse2_tail = fi_tensor_contiguous((char *)l2d + l_bytes, FI_DTYPE_F32, 2, lshape);
+  a.stream = b->stream;
+  fi_page_table h_fused = {f_indptr, f_indices, f_last};
+  a.fused_pages.indptr = to_device(f_indptr, fb + 1);
+  a.fused_pages.indices = to_device(f_indices, SP_PREFIX_PAGES + SP_BATCH * SP_SUFFIX_PAGES);
+  a.fused_pages.last_page_len = to_device(f_last, fb);
+  a.fused_qo_indptr = to_device(f_qo, fb + 1);
+  size_t w4 = 0;
+  void *ws_fused = NULL;
+  FI_BENCH_OK(b->ctx, fi_prefill_workspace_size(b->ctx, &p, fb, 2 * SP_BATCH, &w4));
+  FI_BENCH_CK(cudaMalloc(&ws_fused, w4));
+  fi_attention_params pf = p;
+  const char *f_split = getenv("FI_BENCH_SP_FUSED_SPLIT");
+  if (f_split) pf.fixed_split_size = atoi(f_split);
+  /* FI_BENCH_SP_FUSED_TILES=<q>x<kv>: wgmma tiles for the fused plan */
+  fi_tiles ft = {128, 128, 1, FI_CORES_WGMMA};
+  const char *f_tiles = getenv("FI_BENCH_SP_FUSED_TILES");
+  if (f_tiles) sscanf(f_tiles, "%dx%d", &ft.q_tile, &ft.kv_tile);
+  FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &pf, fb, f_qo, &h_fused, num_pages, NULL,
+                                            f_tiles ? &ft : NULL, ws_fused, w4, &a.fused));
+  const double ms_fused = fi_bench_time_ms(b, run_fused, &a);
+  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+  FI_BENCH_CK(cudaMemcpy(h2, o2d, q_bytes, cudaMemcpyDeviceToHost));
+  double fused_diff = 0;
+  for (size_t i = 0; i < q_bytes / 2; ++i) {
+    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
+    if (!(d <= fused_diff)) fused_diff = d;
+  }
   const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
   const double unique_bytes = (double)num_pages * SP_PAGE * KV_HEADS * HD * 2 * 2;
   char tn[64], variant[96];
@@ -575,6 +650,11 @@ static void shared_prefix(fi_bench_ctx *b) {
   fi_bench_row(b, "sparse", plain_name, tn, ms_plain, plain_bytes, 0);
   snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_comp, max_diff);
   fi_bench_row(b, "sparse", comp_name, variant, ms_comp, unique_bytes, 0);
+  fi_tiles_name(a.fused.tiles, 0, tn, sizeof tn);
+  snprintf(variant, sizeof variant, "%s u%d p%d %.1fx plain, |d| %.1e", tn,
+           a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
+  fi_bench_row(b, "sparse", "shared prefix b64 32k+256: fused", variant, ms_fused, unique_bytes,
+               0);
   /* its parts: the prefix (FLOPs of 64 rows x 32768 keys), paged and over contiguous K/V,
    * and the suffix decode */
   prefix_row(b, "  its prefix (one block row of 64)", &a.prefix, ms_prefix);
@@ -584,6 +664,11 @@ static void shared_prefix(fi_bench_ctx *b) {
   fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix,
                (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
   free(h1), free(h2);
+  cudaFree(q2d), cudaFree(o2d), cudaFree(l2d), cudaFree(ws_fused);
+  cudaFree((void *)(uintptr_t)a.fused_pages.indptr);
+  cudaFree((void *)(uintptr_t)a.fused_pages.indices);
+  cudaFree((void *)(uintptr_t)a.fused_pages.last_page_len), cudaFree(a.fused_qo_indptr);
+  free(f_qo), free(f_indptr), free(f_last), free(f_indices);
   cudaFree(kvt.data), cudaFree((void *)(uintptr_t)a.q.data);
   for (int i = 0; i < 5; ++i) cudaFree(bufs[i]);
   for (int i = 0; i < 3; ++i) cudaFree(ws[i]);

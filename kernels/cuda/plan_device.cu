@@ -64,7 +64,8 @@ struct DevicePlanArgs {
   int32_t *status_mirror;         // mapped host memory an error record is also written to
   int32_t *header;                // [0] units, [1] merge units, [2..3] the prefill
                                   // scheduler's counters (left 0), [4..6] status,
-                                  // [7] 1: the plan kernel placed the units, [8] batch
+                                  // [7] 1: the plan kernel placed the units, [8] batch,
+                                  // [9] lead units (0: head-major order)
   fi_work_unit *scratch;          // units in request order
   fi_work_unit *work;             // units in planner order
   fi_merge_unit *merge;
@@ -346,6 +347,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       a.header[6] = value;
       a.header[7] = 1;  // nothing to sort
       a.header[8] = 0;  // no request to stage
+      a.header[9] = 0;
       if (a.status_mirror) {  // code last: the host never reads a partial record
         volatile int32_t *m = a.status_mirror;
         m[1] = idx;
@@ -468,6 +470,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
     a.header[4] = a.header[5] = a.header[6] = 0;
     a.header[7] = placed ? 1 : 0;
     a.header[8] = a.batch;  // the plan's batch (the prefill stage pass reads it)
+    a.header[9] = 0;        // head-major order
   }
 }
 

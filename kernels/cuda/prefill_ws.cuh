@@ -518,15 +518,25 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // (a unit's chunks as their own items where its rows pack across tokens: unit_chunks)
     const int uc = p.unit_chunks > 1 ? p.unit_chunks : 1;
     const int num_items = num_units * kvh * uc;
+    // the plan's lead units go first for every head, then the rest (planner.c lead_units)
+    const int lead = min(max(p.device_num_units[9], 0), num_units);
+    const int lead_items = lead * uc * kvh, rest_items = (num_units - lead) * uc;
     uint32_t q_seq = 0, kv_seq = 0, cls_round = 0;
     int item = blockIdx.x;
     while (item < num_items) {
       int next = 0;  // lane 0 asks for the next item now; the answer is needed at the end
       if (lane == 0) next = atomicAdd(p.sched, 1) + (int)gridDim.x;
       WsChunk c;
-      // head-major: resident CTAs share one head's K/V in L2; then unit, then chunk
-      c.kv_head = item / (num_units * uc);
-      const int unit_item = item - c.kv_head * num_units * uc;
+      // head-major: resident CTAs share one head's K/V in L2; then unit, then chunk (the
+      // lead units of every head first)
+      int unit_item;
+      if (item < lead_items) {
+        c.kv_head = item / (lead * uc);
+        unit_item = item - c.kv_head * lead * uc;
+      } else {
+        c.kv_head = (item - lead_items) / rest_items;
+        unit_item = lead * uc + (item - lead_items) - c.kv_head * rest_items;
+      }
       const int unit = unit_item / uc, unit_chunk = unit_item - unit * uc;
       c.wu = p.work[unit];
       const int req = c.wu.request, group = p.group;

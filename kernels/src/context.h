@@ -81,7 +81,8 @@ struct fi_context {
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
-   * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE. */
+   * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
+   * FI_PREFILL_LEAD_UNITS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -109,6 +110,9 @@ struct fi_context {
                                   boxes of 16 or 32 rows go through the prefill stage when
                                   the context holds one large enough, internal.h
                                   fi_bsr_stage_optional), 0 never (page boxes) */
+    int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
+                                   units for every head first, planner.c lead_units), 0
+                                   head-major order throughout (for A / B runs) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

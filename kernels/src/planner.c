@@ -33,7 +33,9 @@
  *   [4] int32 status {code, index, value, placed} of the device planner (plan_device.cu; zero
  *   from the host planner), [1] int32 the plan's batch (0 when a device plan found an
  *   error; the prefill stage pass reads it, so that a graph replayed after re-planning
- *   stages the current requests); 256 bytes reserved (FI_PLAN_COUNTS_BYTES) | the chunk
+ *   stages the current requests), [1] int32 the lead units (lead_units: the warp-specialised
+ *   prefill kernel hands out these first units of every head before the others; 0 from the
+ *   device planner); 256 bytes reserved (FI_PLAN_COUNTS_BYTES) | the chunk
  *   ring of the warp-specialised prefill kernel (backend.h, FI_PLAN_HEADER_BYTES: two
  *   descriptor slots per persistent CTA, that kernel's scratch) |
  *   work [U] | mask row extents [E] int32 pairs | merge [M] |
@@ -427,6 +429,27 @@ static int compare_units(const void *pa, const void *pb) {
   return 0;
 }
 
+/* The units (sorted, longest first) whose cost is at least twice the mean: the persistent
+ * prefill kernel hands them out for every head before the rest (prefill_ws.cuh). It walks
+ * its items head-major so that resident CTAs share one head's K/V in L2; a batch that mixes
+ * long units with many short ones (a shared prefix's chunks beside the suffixes of 64
+ * requests) then started the last heads' long units only after the earlier heads' short
+ * ones, a tail of one long unit. 0 when no unit qualifies or all do (uniform costs keep the
+ * head-major order). */
+static int32_t lead_units(const fi_context *ctx, const fi_work_unit *work, int64_t nu) {
+  if (nu < 2 || ctx->tuning.prefill_lead_units == 0) return 0;
+  double total = 0;
+  for (int64_t i = 0; i < nu; ++i)
+    total += (double)work[i].qo_len * ((double)(work[i].kv_end - work[i].kv_start) + 1);
+  const double bar = 2.0 * total / (double)nu;
+  int64_t lead = 0;
+  while (lead < nu &&
+         (double)work[lead].qo_len * ((double)(work[lead].kv_end - work[lead].kv_start) + 1) >=
+             bar)
+    ++lead;
+  return lead < nu ? (int32_t)lead : 0;
+}
+
 static const char *size_fn(fi_op_family f) {
   return f == FI_OP_DECODE ? "fi_decode_workspace_size" : "fi_prefill_workspace_size";
 }
@@ -564,7 +587,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 
   counts c = count_for_chunk(pb, rpu, chunk, sharded);
   size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
-                         (size_t)c.merge * sizeof(fi_merge_unit) + 9 * sizeof(int32_t);
+                         (size_t)c.merge * sizeof(fi_merge_unit) + 10 * sizeof(int32_t);
   char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
   if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
   fi_work_unit *work = (fi_work_unit *)scratch;
@@ -599,6 +622,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     }
   }
   qsort(work, (size_t)nu, sizeof(fi_work_unit), compare_units);
+  const int32_t lead = pb->family == FI_OP_DECODE ? 0 : lead_units(ctx, work, nu);
 
   if (workspace) {
     char *base = (char *)workspace;
@@ -610,13 +634,14 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     hdr[2] = hdr[3] = 0; /* scheduler counters (see the layout note) */
     hdr[4] = hdr[5] = hdr[6] = hdr[7] = 0; /* the device planner's status (none here) */
     hdr[8] = pb->batch;
+    hdr[9] = lead;
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = fi_cuda_upload(ctx, base, hdr, 9 * sizeof(int32_t));
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 10 * sizeof(int32_t));
       if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
-      memcpy(base, hdr, 9 * sizeof(int32_t));
+      memcpy(base, hdr, 10 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }
@@ -1149,7 +1174,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
                         k.total, (long long)nw, (long long)nt,
                         workspace ? workspace_bytes : (size_t)0, (long long)m, (long long)n,
                         (int)R, (int)C);
-  int32_t hdr[9] = {(int32_t)nw, (int32_t)nm, 0, 0, 0, 0, 0, 0, 1};
+  int32_t hdr[10] = {(int32_t)nw, (int32_t)nm, 0, 0, 0, 0, 0, 0, 1, 0};
   char *base = (char *)workspace;
   fi_status s = fi_cuda_upload(ctx, base, hdr, sizeof hdr);
   if (s == FI_SUCCESS && nw)

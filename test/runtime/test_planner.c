@@ -667,6 +667,65 @@ static void test_bsr_stage(fi_context *host) {
          "negative max_kv_rows: %s", fi_last_error(host));
 }
 
+/* The lead units (planner.c lead_units, workspace header word 9): a shared prefix's chunks
+ * beside 64 short suffixes lead (the kernel hands them out for every head first); a uniform
+ * batch keeps head-major order (0); the tuning switch turns it off. */
+static int32_t plan_lead(fi_context *ctx, int32_t batch, const int32_t *qo, const int32_t *kv,
+                         int32_t split, fi_plan_layout *lay_out, char **ws_out) {
+  fi_attention_params p = fi_attention_params_default(32, 8, 128);
+  p.page_size = 16;
+  p.fixed_split_size = split;
+  int32_t *indptr = xmalloc(sizeof(int32_t) * (size_t)(batch + 1));
+  int32_t *last = xmalloc(sizeof(int32_t) * (size_t)batch);
+  indptr[0] = 0;
+  for (int32_t i = 0; i < batch; ++i) indptr[i + 1] = indptr[i] + kv[i] / 16, last[i] = 16;
+  int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)indptr[batch]);
+  for (int32_t j = 0; j < indptr[batch]; ++j) indices[j] = j;
+  size_t bytes = 0;
+  EXPECT_OK(fi_prefill_workspace_size(ctx, &p, batch, qo[batch], &bytes), ctx);
+  char *ws = xmalloc(bytes);
+  const fi_tiles t = {128, 128, 1, FI_CORES_TENSOR};
+  fi_page_table pages = {indptr, indices, last};
+  fi_plan plan;
+  EXPECT_OK(fi_paged_prefill_plan(ctx, &p, batch, qo, &pages, indptr[batch], NULL, &t, ws,
+                                  bytes, &plan), ctx);
+  *lay_out = fi_plan_get_layout(&plan);
+  *ws_out = ws;
+  free(indptr), free(last), free(indices);
+  return ((const int32_t *)ws)[9];
+}
+
+static void test_lead_units(fi_context *ctx) {
+  enum { B = 65 };
+  int32_t qo[B + 1], kv[B];
+  qo[0] = 0;
+  for (int i = 0; i < B; ++i) qo[i + 1] = qo[i] + (i == 0 ? 64 : 1), kv[i] = i == 0 ? 32768 : 256;
+  fi_plan_layout lay;
+  char *ws = NULL;
+  const int32_t lead = plan_lead(ctx, B, qo, kv, 4096, &lay, &ws);
+  /* every unit of request 0 (the prefix's 8 chunks of 4096 keys) leads, no suffix does */
+  int prefix_units = 0, misplaced = 0;
+  for (int32_t u = 0; u < lay.num_work_units; ++u) {
+    prefix_units += lay.work[u].request == 0;
+    misplaced += (u < lead) != (lay.work[u].request == 0);
+  }
+  EXPECT(lead > 0 && lead == prefix_units && misplaced == 0,
+         "shared prefix beside suffixes: lead %d, prefix units %d, %d misplaced", (int)lead,
+         prefix_units, misplaced);
+  free(ws);
+  ctx->tuning.prefill_lead_units = 0;
+  EXPECT(plan_lead(ctx, B, qo, kv, 4096, &lay, &ws) == 0, "lead units with the switch off");
+  free(ws);
+  ctx->tuning.prefill_lead_units = -1;
+  int32_t uq[9], ukv[8];
+  uq[0] = 0;
+  for (int i = 0; i < 8; ++i) uq[i + 1] = uq[i] + 2048, ukv[i] = 2048;
+  EXPECT(plan_lead(ctx, 8, uq, ukv, 0, &lay, &ws) == 0, "a uniform batch has lead units");
+  free(ws);
+  printf("lead units: %d of %d (a 32k prefix in chunks of 4096 beside 64 suffixes)\n",
+         (int)lead, (int)prefix_units + (B - 1));
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) return 1;
@@ -680,6 +739,7 @@ int main(void) {
   test_rows_per_unit(ctx);
   test_prefill_stage_head_dims(ctx);
   test_bsr_stage(ctx);
+  test_lead_units(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_planner");
 }
