@@ -36,6 +36,7 @@
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int hopper; /* compute capability 9.0: the wgmma tier can be forced */
 static int device_plans_run; /* configurations also planned on the device, bit-exact */
+static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
 static uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
@@ -534,6 +535,10 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     return 1;
   }
   c->tiles = pd.tiles;
+  int32_t lead = 0;
+  CK(cudaMemcpy(&lead, (const char *)wd + 9 * sizeof(int32_t), sizeof lead,
+                cudaMemcpyDeviceToHost));
+  lead_plans += lead > 0;
 
   /* Host run. */
   fi_tensor tq = fi_tensor_contiguous(q, c->q_dtype, 3, q_shape);
@@ -969,6 +974,16 @@ static void draw_config(config *c, int i) {
     c->qo_len[b] = qo;
     c->kv_len[b] = kv;
   }
+  /* One config in eight: one long request beside short ones (a prefill chunk batched with
+   * decodes): its units cost more than twice the mean and lead (planner.c lead_units). */
+  if (i % 8 == 4 && maxlen >= 512) {
+    if (c->batch < 4) c->batch = 4;
+    c->kv_len[0] = c->qo_len[0] = rint_in(maxlen / 2, maxlen);
+    for (int b = 1; b < c->batch; ++b) {
+      c->qo_len[b] = rint_in(1, 4);
+      c->kv_len[b] = rint_in(c->qo_len[b], 64);
+    }
+  }
   /* An empty request in config 1 and an empty batch (tensors of zero rows) in config 2 on
    * every run, short ones under compute-sanitizer included; more at random. */
   if (i == 1) c->qo_len[0] = 0;
@@ -1107,6 +1122,11 @@ int main(void) {
     wg_missing = hopper && ws_tiles_seen != num;
   if (hopper && num >= 100 && wg_missing) {
     fprintf(stderr, "FAIL: a Hopper device ran no configuration of a wgmma variant\n");
+    ++failures;
+  }
+  printf("  CUDA plans with lead units (a long request beside short ones): %d\n", lead_plans);
+  if (hopper && ws_mode && num >= 100 && lead_plans == 0) {
+    fprintf(stderr, "FAIL: no configuration planned lead units\n");
     ++failures;
   }
   if (hopper && ws_mode && num >= 100 && wide_seen == 0) {
