@@ -18,7 +18,11 @@
  * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size, FI_BENCH_SP_HND=1 puts
  * its cache in HND, FI_BENCH_SP_L2=<pages> adds a row of its prefix over pages 0 .. pages-1
  * listed again and again: the same tiles with K/V that fits in L2). FI_BENCH_SP_TILES=<q>x<kv> plans the dense and block-sparse rows on the
- * mma.sync kernel with those tiles (split) instead of the default kernel. */
+ * mma.sync kernel with those tiles (split) instead of the default kernel. Two more rows: the
+ * shared prefix as one fused paged prefill (FI_BENCH_SP_FUSED_TILES=<q>x<kv>,
+ * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
+ * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <string.h>
 
@@ -380,7 +384,30 @@ typedef struct prefix_arg {
   int32_t *fused_qo_indptr;
   fi_tensor q2, o2, lse2, o2_head, lse2_head, o2_tail, lse2_tail;
   cudaStream_t stream;
+  /* overlapped: the prefix on a context whose warp-specialised kernel keeps to fewer CTAs
+   * (FI_PREFILL_WS_CTAS) and the suffix decode at the same time on a second stream, joined
+   * by events before the merge */
+  fi_context *ctx_pre, *ctx_suf;
+  fi_plan ov_prefix, ov_suffix;
+  cudaStream_t side;
+  cudaEvent_t fork, join;
 } prefix_arg;
+
+static void run_overlapped(void *p) {
+  prefix_arg *a = (prefix_arg *)p;
+  FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
+  FI_BENCH_CK(cudaStreamWaitEvent(a->side, a->fork, 0));
+  /* (the prefix first: its CTAs take their SMs before the decode's fill the rest) */
+  FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
+                                               &a->kv, &a->pre, NULL, &a->o_prefix,
+                                               &a->lse_prefix));
+  FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
+                                        &a->o_suffix, &a->lse_suffix));
+  FI_BENCH_CK(cudaEventRecord(a->join, a->side));
+  FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join, 0));
+  FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
+                                         &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+}
 
 static void run_fused(void *p) {
   prefix_arg *a = (prefix_arg *)p;
@@ -636,6 +663,42 @@ static void shared_prefix(fi_bench_ctx *b) {
   FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &pf, fb, f_qo, &h_fused, num_pages, NULL,
                                             f_tiles ? &ft : NULL, ws_fused, w4, &a.fused));
   const double ms_fused = fi_bench_time_ms(b, run_fused, &a);
+
+  /* overlapped: FI_BENCH_SP_OV_CTAS caps the prefix's persistent CTAs (default: none, one
+   * per SM), FI_BENCH_SP_OV_SPLIT its fixed split (default: the planner's) */
+  const int ov_ctas = getenv("FI_BENCH_SP_OV_CTAS") ? atoi(getenv("FI_BENCH_SP_OV_CTAS")) : 0;
+  const int ov_split = getenv("FI_BENCH_SP_OV_SPLIT") ? atoi(getenv("FI_BENCH_SP_OV_SPLIT")) : 0;
+  char ctas_env[16];
+  snprintf(ctas_env, sizeof ctas_env, "%d", ov_ctas);
+  setenv("FI_PREFILL_WS_CTAS", ctas_env, 1); /* (read at context creation) */
+  FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_pre));
+  unsetenv("FI_PREFILL_WS_CTAS");
+  FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_suf));
+  FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
+  FI_BENCH_CK(cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming));
+  FI_BENCH_CK(cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming));
+  FI_BENCH_OK(a.ctx_pre, fi_context_set_stream(a.ctx_pre, b->stream));
+  FI_BENCH_OK(a.ctx_suf, fi_context_set_stream(a.ctx_suf, a.side));
+  void *ws_ov[2];
+  FI_BENCH_CK(cudaMalloc(&ws_ov[0], w2));
+  FI_BENCH_CK(cudaMalloc(&ws_ov[1], w3));
+  fi_attention_params po = p;
+  po.fixed_split_size = ov_split;
+  FI_BENCH_OK(a.ctx_pre, fi_paged_prefill_plan(a.ctx_pre, &po, 1, qo_indptr, &h_pre, num_pages,
+                                               NULL, NULL, ws_ov[0], w2, &a.ov_prefix));
+  FI_BENCH_OK(a.ctx_suf, fi_decode_plan(a.ctx_suf, &p, SP_BATCH, &h_suf, num_pages, NULL,
+                                        ws_ov[1], w3, &a.ov_suffix));
+  const double ms_ov = fi_bench_time_ms(b, run_overlapped, &a);
+  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
+  double ov_diff = 0;
+  for (size_t i = 0; i < q_bytes / 2; ++i) {
+    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
+    if (!(d <= ov_diff)) ov_diff = d;
+  }
+  cudaFree(ws_ov[0]), cudaFree(ws_ov[1]);
+  cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaStreamDestroy(a.side);
+  fi_context_destroy(a.ctx_pre), fi_context_destroy(a.ctx_suf);
   FI_BENCH_CK(cudaStreamSynchronize(b->stream));
   FI_BENCH_CK(cudaMemcpy(h2, o2d, q_bytes, cudaMemcpyDeviceToHost));
   double fused_diff = 0;
@@ -655,6 +718,11 @@ static void shared_prefix(fi_bench_ctx *b) {
            a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: fused", variant, ms_fused, unique_bytes,
                0);
+  snprintf(variant, sizeof variant, "CTAs %d, split %d, u%d: %.1fx plain, |d| %.1e", ov_ctas,
+           ov_split, a.ov_prefix.num_work_units,
+           ms_plain / ms_ov, ov_diff);
+  fi_bench_row(b, "sparse", "shared prefix b64 32k+256: overlapped", variant, ms_ov,
+               unique_bytes, 0);
   /* its parts: the prefix (FLOPs of 64 rows x 32768 keys), paged and over contiguous K/V,
    * and the suffix decode */
   prefix_row(b, "  its prefix (one block row of 64)", &a.prefix, ms_prefix);

@@ -347,6 +347,13 @@ PrefillStageArgs stage_args_for(const PrefillParams &p, const fi_plan *plan,
 // fp8 attention (q_dtype e4m3): the stage pass writes V^T (and a paged cache's K as token
 // rows), then the warp-specialised kernel runs on fp8 wgmma. No other kernel takes fp8
 // queries: a run it cannot take fails, naming why.
+// The persistent CTAs of the warp-specialised kernels: one per SM, or the context's cap
+// (tuning prefill_ws_ctas) so that kernels on other streams find SMs free.
+static int ws_ctas(const fi_context *ctx) {
+  const int sms = ctx->target.sm_count, cap = ctx->tuning.prefill_ws_ctas;
+  return cap > 0 && cap < sms ? cap : sms;
+}
+
 fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
                   const KvTensors &kv, const fi_stage_layout &stage, int64_t stage_kv_rows,
                   const int32_t *counts, int num_work_units, bool extras, cudaStream_t stream,
@@ -403,7 +410,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   if (e == cudaSuccess)
     e = (a->o_dtype == FI_DTYPE_BF16 ? fi_prefill_ws_fp8_launch_bf16
                                      : fi_prefill_ws_fp8_launch_f16)(
-        p, maps, extras, num_work_units, ctx->target.sm_count, stream);
+        p, maps, extras, num_work_units, ws_ctas(ctx), stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
   return fi_cuda_merge_partials(ctx, plan, counts + 1, o, lse);
 }
@@ -627,8 +634,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
     if (e == cudaSuccess) e = device_mask_extents(ctx, plan, p, counts);
     if (e == cudaSuccess)
       e = ws_launch(p, ws_maps, !extras ? 0 : ctx->tuning.prefill_ws_all_extras == 1 ? 2 : 1,
-                    lay.num_work_units, ctx->target.sm_count, stream,
-                    variant_kernel);
+                    lay.num_work_units, ws_ctas(ctx), stream, variant_kernel);
   } else {
     p.k_staged = p.v_staged = p.rope_q = 0;
     e = launch(p, tiles.q_tile, tiles.kv_tile, kvk, extras, tiles.cores == FI_CORES_WGMMA,

@@ -82,7 +82,7 @@ struct fi_context {
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
-   * FI_PREFILL_LEAD_UNITS. */
+   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -113,6 +113,9 @@ struct fi_context {
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */
+    int32_t prefill_ws_ctas; /* > 0: at most this many persistent CTAs for the
+                                warp-specialised prefill kernel (the rest of the SMs left to
+                                kernels on other streams); 0: one per SM */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it
