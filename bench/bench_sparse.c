@@ -17,7 +17,9 @@
  * (a lower bound of the traffic). Then the shared-prefix decode (see shared_prefix;
  * FI_BENCH_SP_SPLIT=<tokens> sets its prefix plan's fixed_split_size, FI_BENCH_SP_HND=1 puts
  * its cache in HND, FI_BENCH_SP_L2=<pages> adds a row of its prefix over pages 0 .. pages-1
- * listed again and again: the same tiles with K/V that fits in L2). FI_BENCH_SP_TILES=<q>x<kv> plans the dense and block-sparse rows on the
+ * listed again and again: the same tiles with K/V that fits in L2;
+ * FI_BENCH_SP_PRE_TILES=<q>x<kv> gives its prefix plan wgmma tiles). FI_BENCH_SP_TILES=<q>x<kv>
+ * plans the dense and block-sparse rows on the
  * mma.sync kernel with those tiles (split) instead of the default kernel. Two more rows: the
  * shared prefix as one fused paged prefill (FI_BENCH_SP_FUSED_TILES=<q>x<kv>,
  * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
@@ -565,8 +567,12 @@ static void shared_prefix(fi_bench_ctx *b) {
   fi_attention_params pp = p;
   const char *sp_split = getenv("FI_BENCH_SP_SPLIT");
   if (sp_split) pp.fixed_split_size = atoi(sp_split);
+  /* FI_BENCH_SP_PRE_TILES=<q>x<kv>: wgmma tiles for the prefix plan (default: the planner's) */
+  fi_tiles pt = {128, 128, 1, FI_CORES_WGMMA};
+  const char *pre_tiles = getenv("FI_BENCH_SP_PRE_TILES");
+  if (pre_tiles) sscanf(pre_tiles, "%dx%d", &pt.q_tile, &pt.kv_tile);
   FI_BENCH_OK(b->ctx, fi_paged_prefill_plan(b->ctx, &pp, 1, qo_indptr, &h_pre, num_pages, NULL,
-                                            NULL, ws[1], w2, &a.prefix));
+                                            pre_tiles ? &pt : NULL, ws[1], w2, &a.prefix));
   FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws[2], w3,
                                      &a.suffix));
   const double ms_plain = fi_bench_time_ms(b, run_plain, &a);

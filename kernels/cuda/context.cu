@@ -80,6 +80,7 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
   else
     ctx->dram_gbps_per_sm = 0.f;
   ctx->smem_reserved_per_block = (int32_t)prop.reservedSharedMemPerBlock;
+  ctx->l2_bytes = prop.l2CacheSize;
   fi_cuda_merge_prepare(ctx);
   return FI_SUCCESS;
 }

@@ -423,7 +423,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
-  // The tiles this run takes: a plan widened to 128 x 176 (api.c widen_ws_tiles) whose run
+  // The tiles this run takes: a plan widened to 128 x 176 (api.c choose_ws_layout) whose run
   // brings an extra or a variant (compiled code plans from shapes and passes the op's soft
   // cap, ALiBi, window or variant with the run, mlir_adapters.c) runs 128 x 128; the units
   // do not depend on the KV tile.
@@ -578,9 +578,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if (!ws_refusal && !ws_launch) ws_refusal = "a head_dim other than 64, 128 or 256";
   // (K/V boxes of the kernel's KV tile, the plan's (fi_prefill_ws_tiles); block-sparse
   // halves of 64 keys)
-  // The plan's KV tile of 176 keys (api.c widen_ws_tiles; checked by
+  // The plan's KV tile of 176 keys (api.c choose_ws_layout; checked by
   // fi_cuda_check_supported): the kernel's WIDE instance, the maps' boxes of 176 keys.
   p.ws_wide = run_tiles.kv_tile == FI_WS_WIDE_KV_TILE;
+  // The deep ring (one Q slot, three stages) for a host plan whose units stream K/V from
+  // DRAM (FI_PLAN_FLAG_WS_DEEP, api.c choose_ws_layout): the same numbers, bit for bit.
+  p.ws_deep = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_WS_DEEP) != 0;
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
                       p.page_size, p.bsr_tiles ? 64 : run_tiles.kv_tile, p.bsr_tiles != nullptr))

@@ -367,23 +367,31 @@ __device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
 // WIDE (prefill_ws_wide_kernel, for plans with wgmma 128 x 176 tiles: head_dim 128 without
-// extras; host plans take them on long units, api.c widen_ws_tiles): KV tiles of 176 keys,
+// extras; host plans take them on long units, api.c choose_ws_layout): KV tiles of 176 keys,
 // FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer, two stages
 // of 44 KB each for K and V).
 // Measured on H200s (bench/NOTES.md, session 43): 3.5-5 % faster than 128 keys on
 // non-causal rows of 8192 and 16384 keys; 11 % slower on 512-key rows and 3 % on 2048 (the
 // second Q slot lands the next chunk's Q early); with a causal mask 3 % faster on one long
 // sequence, 1-15 % slower on batches of shorter ones (hence the units' length rule).
-template <int HD, int ES = 2, bool WIDE = false>
+// DEEP (prefill_ws_deep_kernel, for host plans flagged FI_PLAN_FLAG_WS_DEEP: head_dim 128
+// without extras, units of at least 4096 keys over K/V larger than twice the L2 cache, api.c
+// choose_ws_layout): 128-key tiles in head_dim 256's layout with three stages instead of
+// two, so that a tile streamed from DRAM has two tiles' time to land (the shared prefix's
+// consumers waited on K's `full` barrier for 16 % of their samples, session 43). The same
+// arithmetic in the same order as the two-slot layout: the same numbers, bit for bit.
+// Measured (bench/NOTES.md, session 45): that prefix 12 % faster, rows whose K/V stays in
+// L2 the same, units of 512 keys 2-6 % slower (one Q slot).
+template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
 struct WsShape {
-  static constexpr bool ONE_SLOT = HD > 128 || WIDE;
+  static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;
   static constexpr int CTA_Q = 128, CTA_KV = WIDE ? 176 : HD > 128 ? 64 : 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
   // Q tiles in flight.
   static constexpr int Q_SLOTS = ONE_SLOT ? 1 : 2;
   // As many ring stages as fit next to the Q slots (head_dim 256 and 128: 2, 64: 4).
-  static constexpr int STAGES = WIDE ? 2
+  static constexpr int STAGES = WIDE ? 2 : DEEP ? 3
                                 : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES) > 4
                                     ? 4
                                     : (200 * 1024 - Q_SLOTS * Q_BYTES) / (2 * KV_BYTES);
@@ -398,6 +406,7 @@ struct WsShape {
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
                               BARRIERS * 8 + STAGES * sizeof(int2) +
                               sizeof(WsClassify);
+  static_assert(SMEM <= 227 * 1024, "a layout fits a Hopper block's shared memory");
 };
 
 // The kernel's body, shared by prefill_ws_kernel (nvcc, the runtime's own instances) and
@@ -407,7 +416,7 @@ struct WsShape {
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
-          bool WIDE = false>
+          bool WIDE = false, bool DEEP = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
   constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                  X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
@@ -426,7 +435,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
 #if FI_WGMMA_AVAILABLE
   constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
-  using W = WsShape<HD, ES, WIDE>;
+  using W = WsShape<HD, ES, WIDE, DEEP>;
   constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
   constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   constexpr int SLAB = 128 / ES;          // elements per 128-byte swizzled row
@@ -1572,6 +1581,15 @@ __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
   prefill_ws_body<128, DT, 0, false, false, false, true>(p, maps);
 }
 
+// head_dim 128 over KV tiles of 128 keys with the deep ring (WsShape DEEP): no extras, not
+// block-sparse or a variant (a plan flagged FI_PLAN_FLAG_WS_DEEP, PrefillParams.ws_deep).
+template <typename DT>
+__global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
+    prefill_ws_deep_kernel(const __grid_constant__ PrefillParams p,
+                           const __grid_constant__ WsMaps maps) {
+  prefill_ws_body<128, DT, 0, false, false, false, false, true>(p, maps);
+}
+
 // fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT.
 template <typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
@@ -1626,10 +1644,15 @@ cudaError_t prepare_prefill_ws() {
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<HD>::SMEM);
     if (e != cudaSuccess) return e;
   }
-  if constexpr (HD == 128)
+  if constexpr (HD == 128) {
+    const cudaError_t e = cudaFuncSetAttribute((const void *)prefill_ws_deep_kernel<DT>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               WsShape<128, 2, false, true>::SMEM);
+    if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute((const void *)prefill_ws_wide_kernel<DT>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 WsShape<128, 2, true>::SMEM);
+  }
   return cudaSuccess;
 }
 
@@ -1657,10 +1680,15 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
   // (run_prefill sets ws_wide only for runs without extras, variant or block-sparse tiles)
-  if constexpr (HD == 128)
+  if constexpr (HD == 128) {
     if (p.ws_wide)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, true>::SMEM, prefill_ws_wide_kernel<DT>, p, maps);
+    if (p.ws_deep && !variant_kernel && !p.bsr_tiles && !extras)  // (plain runs alone)
+      return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
+                           WsShape<128, 2, false, true>::SMEM, prefill_ws_deep_kernel<DT>, p,
+                           maps);
+  }
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);
 }

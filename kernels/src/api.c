@@ -277,33 +277,50 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
   return FI_SUCCESS;
 }
 
-/* A host prefill plan whose tiles the heuristics chose (none given): the warp-specialised
- * kernel's 128 x 128 tiles at head_dim 128 become 128 x FI_WS_WIDE_KV_TILE (176 keys, FA3's
- * non-causal tile; prefill_ws.cuh) where the op has no extras and its work units hold at
- * least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL): the plan's split chunk
- * (a fixed split: that alone, so results stay batch-invariant) or the mean KV length.
- * Measured on H200s (bench/NOTES.md, session 43): without a mask 3.5-5 % faster on units of
- * 8192 keys and more, the same at 4096, 3 % slower at 2048 and 11 % at 512 (one Q slot);
- * causal 3 % faster at 8192 and 16384, 1-15 % slower on shorter rows. The plan records
- * the tile, so a device plan made with its tiles runs the same kernel (bit-identical). */
-static void widen_ws_tiles(const fi_context *ctx, const fi_attention_params *p, int paged,
-                           fi_plan *plan) {
+/* The warp-specialised kernel's layout for a host prefill plan at head_dim 128, 16-bit q,
+ * without extras (prefill_ws.cuh WsShape), from its work units' KV length: the plan's split
+ * chunk (a fixed split: that alone, so results stay batch-invariant) or the mean KV length.
+ *   - Units of at least FI_WS_WIDE_MIN_KV keys over K and V of more than FI_WS_DEEP_L2_TIMES
+ *     times the L2 cache (streamed from DRAM, not re-read from L2): 128 x 128 tiles with the
+ *     deep ring (one Q slot, three stages; FI_PLAN_FLAG_WS_DEEP). Measured on H200s
+ *     (bench/NOTES.md, session 45): the shared prefix's 64 rows over 32768 keys (134 MB)
+ *     74-76 us against 85 with 176-key tiles and 85.5 with the two-slot ring; paged rows over
+ *     consecutive pages 3-8 % faster, over shuffled pages 1-2 % slower; rows whose K/V stays
+ *     in L2 the same, short units 2-6 % slower (one Q slot: hence the length rule).
+ *   - Otherwise, with no tiles given: 128 x FI_WS_WIDE_KV_TILE (176 keys, FA3's non-causal
+ *     tile) on units of at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL;
+ *     session 43: without a mask 3.5-5 % faster on units of 8192 keys and more, the same at
+ *     4096, 3 % slower at 2048 and 11 % at 512; causal 3 % faster at 8192 and 16384, 1-15 %
+ *     slower on shorter rows), token rows or pages of 16.
+ * The plan records both (the tile in its tiles: a device plan made with them runs the same
+ * kernel, bit-identical; the deep ring computes the same numbers as the two-slot one, so
+ * device plans, which never take it, still match). Tuning prefill_ws_deep: 0 never deep,
+ * 1 deep on every such plan that keeps 128 x 128 tiles. */
+static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p, int paged,
+                             int tiles_given, fi_plan *plan) {
   const fi_tiles t = plan->tiles;
   const int sixteen_bit = p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16;
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit ||
-      fi_params_modify_scores(p) ||
-      p->kv_shards > 0 || (paged && p->page_size % 16 == 0 && p->page_size != 16) ||
-      p->num_kv_heads <= 0 || p->num_qo_heads / p->num_kv_heads > 128)
+      fi_params_modify_scores(p) || p->kv_shards > 0 || p->num_kv_heads <= 0 ||
+      p->num_qo_heads / p->num_kv_heads > 128)
     return;
   const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
   const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
   const int64_t unit_kv = p->fixed_split_size > 0 ? chunk
                           : chunk > 0 && chunk < mean_kv ? chunk
                                                          : mean_kv;
-  if (unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV))
+  const double kv_bytes = (double)plan->total_kv * p->num_kv_heads * p->head_dim * 2 * 2;
+  const int deep_rule = unit_kv >= FI_WS_WIDE_MIN_KV && ctx->l2_bytes > 0 &&
+                        kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
+  const int deep = ctx->tuning.prefill_ws_deep < 0 ? deep_rule : ctx->tuning.prefill_ws_deep > 0;
+  if (!deep_rule && !tiles_given && !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
+      unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV)) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
+    return;
+  }
+  if (deep) plan->private_[FI_PLAN_FLAGS] |= FI_PLAN_FLAG_WS_DEEP;
 }
 
 /* A custom-mask prefill on CUDA: the query rows' kept-key extents for the kernel. */
@@ -574,7 +591,7 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 1);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
-  if (!tiles) widen_ws_tiles(ctx, params, 1, plan);
+  choose_ws_layout(ctx, params, 1, tiles != NULL, plan);
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
   plan->params.mask_mode = op_mask;
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
@@ -609,7 +626,7 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 0);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, 0, plan));
-  if (!tiles) widen_ws_tiles(ctx, params, 0, plan);
+  choose_ws_layout(ctx, params, 0, tiles != NULL, plan);
   return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
 }
 

@@ -89,6 +89,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.decode_one_wave = env_int("FI_DECODE_ONE_WAVE", -1);
   ctx->tuning.prefill_lead_units = env_int("FI_PREFILL_LEAD_UNITS", -1);
   ctx->tuning.prefill_ws_ctas = env_int("FI_PREFILL_WS_CTAS", 0);
+  ctx->tuning.prefill_ws_deep = env_int("FI_PREFILL_WS_DEEP", -1);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

@@ -33,6 +33,9 @@ struct fi_context {
   /* CUDA backend: the device memory's peak bandwidth per SM in GB/s, from its clock and bus
    * width (0: unknown, the host backend). The decode planner's one-wave rule reads it. */
   float dram_gbps_per_sm;
+  /* CUDA backend: the device's L2 cache in bytes (0: unknown, the host backend). The prefill
+   * plans' deep-ring rule reads it (api.c choose_ws_layout). */
+  int64_t l2_bytes;
   /* CUDA backend: blocks per SM of the split-KV merge's 8-chunk instance for o in f16,
    * bf16 and f32 (merge.cu picks it for grids of at most one wave of those). */
   int32_t merge_wave_blocks_per_sm[3];
@@ -82,7 +85,7 @@ struct fi_context {
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
-   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS. */
+   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -116,6 +119,10 @@ struct fi_context {
     int32_t prefill_ws_ctas; /* > 0: at most this many persistent CTAs for the
                                 warp-specialised prefill kernel (the rest of the SMs left to
                                 kernels on other streams); 0: one per SM */
+    int32_t prefill_ws_deep; /* -1 default (host prefill plans whose units stream their K/V
+                                from DRAM take the deep ring, api.c choose_ws_layout), 0 never,
+                                1 every host plan that keeps wgmma 128 x 128 tiles (A / B runs,
+                                tests) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -59,8 +59,9 @@
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
  *    (A host plan then widens them to 128 x 176 at head_dim 128 without extras where its
- *    work units hold at least 4096 keys, causal 8192: api.c widen_ws_tiles, which knows the
- *    mask and the split; these heuristics do not.)
+ *    work units hold at least 4096 keys, causal 8192, or keeps 128 x 128 with a deeper
+ *    K/V ring where such units stream K/V from DRAM: api.c choose_ws_layout, which knows
+ *    the mask, the split and the L2 cache; these heuristics do not.)
  *    head_dim 256 on the fast path (16-bit q, a group of at most 128; RoPE, fp8 KV and odd
  *    page sizes through the stage pass as above): q_tile 128, kv_tile
  *    FI_WS_HD256_KV_TILE (64) on wgmma, the same kernel with the KV tile that fits beside

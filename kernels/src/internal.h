@@ -163,8 +163,11 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
 
 /* The warp-specialised Hopper prefill kernel's long KV tile (prefill_ws.cuh, WsShape WIDE):
  * head_dim 128, 16-bit q, no extras; host plans with chosen tiles take it on work units of
- * at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL; api.c widen_ws_tiles). */
+ * at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL; api.c choose_ws_layout). */
 enum { FI_WS_WIDE_KV_TILE = 176, FI_WS_WIDE_MIN_KV = 4096, FI_WS_WIDE_MIN_KV_CAUSAL = 8192 };
+/* The deep ring instead (FI_PLAN_FLAG_WS_DEEP, tiles kept at 128 x 128): units of at least
+ * FI_WS_WIDE_MIN_KV keys over K and V larger than FI_WS_DEEP_L2_TIMES times the L2 cache. */
+enum { FI_WS_DEEP_L2_TIMES = 2 };
 
 /* Whether `t` are the CUDA warp-specialised prefill kernel's tiles (prefill_ws.cuh): wgmma
  * 128 x 128 (head_dim 128 also 128 x FI_WS_WIDE_KV_TILE), and 128 x 64 at head_dim 256 (the
@@ -294,7 +297,14 @@ fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_pa
 static inline int64_t fi_fp8_vt_pitch(int64_t kv_rows) {
   return ((kv_rows > 0 ? kv_rows : 1) + 127) / 128 * 128;
 }
-enum { FI_PLAN_FLAG_DEVICE = 1 }; /* made by the device planner: counts live on the device */
+enum {
+  FI_PLAN_FLAG_DEVICE = 1, /* made by the device planner: counts live on the device */
+  /* The warp-specialised prefill kernel runs this plan's 128 x 128 tiles with one Q slot and
+   * three K/V stages (prefill_ws.cuh, WsShape DEEP): host plans whose units stream K/V
+   * from DRAM (api.c choose_ws_layout). The same numbers as the two-slot layout, bit for
+   * bit, so device plans (which never set it) still match host plans exactly. */
+  FI_PLAN_FLAG_WS_DEEP = 2
+};
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so
  * that both launch identical kernels and their outputs are bit-identical): the batch when

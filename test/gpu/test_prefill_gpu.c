@@ -208,10 +208,11 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
   return 0;
 }
 
-/* The warp-specialised kernel's KV tile of 176 keys (api.c widen_ws_tiles): a host plan with
+/* The warp-specialised kernel's KV tile of 176 keys (api.c choose_ws_layout): a host plan with
  * chosen tiles takes it at head_dim 128 without extras on units of >= 4096 keys (causal:
- * 8192), keeps 128 otherwise; tiles given with it and an extra are refused by name. Hopper
- * only (other devices plan mma tiles). */
+ * 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where those units' K and V
+ * exceed twice the L2 cache (134 and 268 MB here; an H100 or H200 has 50 MB); tiles given
+ * with it and an extra are refused by name. Hopper only (other devices plan mma tiles). */
 static int wide_tile_rule(fi_context *cuda) {
   if (!hopper || ws_off) return 0;
   struct {
@@ -224,7 +225,9 @@ static int wide_tile_rule(fi_context *cuda) {
               {"no mask, 2048 keys", 2048, FI_MASK_NONE, 0.f, 128},
               {"causal, 8192 keys", 8192, FI_MASK_CAUSAL, 0.f, 176},
               {"causal, 4096 keys", 4096, FI_MASK_CAUSAL, 0.f, 128},
-              {"no mask, soft cap, 8192 keys", 8192, FI_MASK_NONE, 30.f, 128}};
+              {"no mask, soft cap, 8192 keys", 8192, FI_MASK_NONE, 30.f, 128},
+              {"no mask, 65536 keys (K/V streamed from DRAM)", 65536, FI_MASK_NONE, 0.f, 128},
+              {"causal, 32768 keys (K/V streamed from DRAM)", 32768, FI_MASK_CAUSAL, 0.f, 128}};
   int failures = 0;
   for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r) {
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
