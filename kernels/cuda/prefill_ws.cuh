@@ -375,13 +375,13 @@ __device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32
 // second Q slot lands the next chunk's Q early); with a causal mask 3 % faster on one long
 // sequence, 1-15 % slower on batches of shorter ones (hence the units' length rule).
 // DEEP (prefill_ws_deep_kernel, for host plans flagged FI_PLAN_FLAG_WS_DEEP: head_dim 128
-// without extras, units of at least 4096 keys over K/V larger than twice the L2 cache, api.c
-// choose_ws_layout): 128-key tiles in head_dim 256's layout with three stages instead of
-// two, so that a tile streamed from DRAM has two tiles' time to land (the shared prefix's
-// consumers waited on K's `full` barrier for 16 % of their samples, session 43). The same
-// arithmetic in the same order as the two-slot layout: the same numbers, bit for bit.
-// Measured (bench/NOTES.md, session 45): that prefix 12 % faster, rows whose K/V stays in
-// L2 the same, units of 512 keys 2-6 % slower (one Q slot).
+// without extras, a few query tiles per request over units of at least 4096 keys and K/V
+// larger than twice the L2 cache, api.c choose_ws_layout): 128-key tiles in head_dim 256's
+// layout with three stages instead of two, so that a tile streamed from DRAM has two tiles'
+// time to land (the shared prefix's consumers waited on K's `full` barrier for 16 % of their
+// samples, session 43). The same arithmetic in the same order as the two-slot layout: the
+// same numbers, bit for bit. Measured (bench/NOTES.md, session 45): that prefix 12 % faster;
+// rows whose K/V is re-read from L2 the same or slower, units of 512 keys 2-6 % slower.
 template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
 struct WsShape {
   static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;

@@ -278,15 +278,19 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
 }
 
 /* The warp-specialised kernel's layout for a host prefill plan at head_dim 128, 16-bit q,
- * without extras (prefill_ws.cuh WsShape), from its work units' KV length: the plan's split
- * chunk (a fixed split: that alone, so results stay batch-invariant) or the mean KV length.
- *   - Units of at least FI_WS_WIDE_MIN_KV keys over K and V of more than FI_WS_DEEP_L2_TIMES
- *     times the L2 cache (streamed from DRAM, not re-read from L2): 128 x 128 tiles with the
- *     deep ring (one Q slot, three stages; FI_PLAN_FLAG_WS_DEEP). Measured on H200s
- *     (bench/NOTES.md, session 45): the shared prefix's 64 rows over 32768 keys (134 MB)
- *     74-76 us against 85 with 176-key tiles and 85.5 with the two-slot ring; paged rows over
- *     consecutive pages 3-8 % faster, over shuffled pages 1-2 % slower; rows whose K/V stays
- *     in L2 the same, short units 2-6 % slower (one Q slot: hence the length rule).
+ * without extras (prefill_ws.cuh WsShape), from its work units' KV length (the plan's split
+ * chunk; a fixed split: that alone, so results stay batch-invariant; or the mean KV length)
+ * and its requests' mean query rows (GQA-packed).
+ *   - A few query tiles per request (at most FI_WS_DEEP_MAX_ROWS rows) over units of at
+ *     least FI_WS_WIDE_MIN_KV keys, with K and V of more than FI_WS_DEEP_L2_TIMES times the
+ *     L2 cache: each K/V tile is read by few CTAs and streams from DRAM, not from L2. Then
+ *     128 x 128 tiles with the deep ring (one Q slot, three stages; FI_PLAN_FLAG_WS_DEEP).
+ *     Measured on H200s (bench/NOTES.md, session 45): the shared prefix's 64 queries (256
+ *     rows) over 32768 keys (134 MB) 74 us against 85 with 176-key tiles and 85.5 with the
+ *     two-slot ring; long causal sequences (1-2 requests of 16k-64k tokens, K/V 134-268 MB,
+ *     mostly re-read from L2) 1-4 % slower than with 176 keys (hence the rows' rule); 2048
+ *     rows over 4096 keys: consecutive pages 5-14 % faster, shuffled pages up to 4 % slower;
+ *     units of 512 keys 2-6 % slower (one Q slot: hence the length rule).
  *   - Otherwise, with no tiles given: 128 x FI_WS_WIDE_KV_TILE (176 keys, FA3's non-causal
  *     tile) on units of at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL;
  *     session 43: without a mask 3.5-5 % faster on units of 8192 keys and more, the same at
@@ -294,8 +298,9 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
  *     slower on shorter rows), token rows or pages of 16.
  * The plan records both (the tile in its tiles: a device plan made with them runs the same
  * kernel, bit-identical; the deep ring computes the same numbers as the two-slot one, so
- * device plans, which never take it, still match). Tuning prefill_ws_deep: 0 never deep,
- * 1 deep on every such plan that keeps 128 x 128 tiles. */
+ * device plans, which never take it, still match). Tuning prefill_ws_deep (A / B runs,
+ * tests): 0 never deep (widened as by the second rule alone), 1 deep on every such plan that
+ * the second rule leaves at 128 x 128. */
 static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p, int paged,
                              int tiles_given, fi_plan *plan) {
   const fi_tiles t = plan->tiles;
@@ -312,10 +317,15 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
                           : chunk > 0 && chunk < mean_kv ? chunk
                                                          : mean_kv;
   const double kv_bytes = (double)plan->total_kv * p->num_kv_heads * p->head_dim * 2 * 2;
-  const int deep_rule = unit_kv >= FI_WS_WIDE_MIN_KV && ctx->l2_bytes > 0 &&
+  const int64_t group = p->num_qo_heads / p->num_kv_heads;
+  const int64_t rows = plan->batch > 0 ? plan->total_qo_rows * group / plan->batch : 0;
+  const int deep_rule = unit_kv >= FI_WS_WIDE_MIN_KV && rows <= FI_WS_DEEP_MAX_ROWS &&
+                        ctx->l2_bytes > 0 &&
                         kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
-  const int deep = ctx->tuning.prefill_ws_deep < 0 ? deep_rule : ctx->tuning.prefill_ws_deep > 0;
-  if (!deep_rule && !tiles_given && !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
+  const int by_rule = ctx->tuning.prefill_ws_deep < 0;
+  const int deep = by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0;
+  if (!(by_rule && deep_rule) && !tiles_given &&
+      !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
       unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV)) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
     return;

@@ -210,35 +210,43 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
 
 /* The warp-specialised kernel's KV tile of 176 keys (api.c choose_ws_layout): a host plan with
  * chosen tiles takes it at head_dim 128 without extras on units of >= 4096 keys (causal:
- * 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where those units' K and V
- * exceed twice the L2 cache (134 and 268 MB here; an H100 or H200 has 50 MB); tiles given
- * with it and an extra are refused by name. Hopper only (other devices plan mma tiles). */
+ * 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where a request's few query
+ * rows (at most 512, GQA-packed) meet long units over K and V of more than twice the L2 cache
+ * (134 and 268 MB here; an H100 or H200 has 50 MB); tiles given with it and an extra are
+ * refused by name. Hopper only (other devices plan mma tiles). */
 static int wide_tile_rule(fi_context *cuda) {
   if (!hopper || ws_off) return 0;
   struct {
     const char *what;
-    int len;
+    int len, qo;  /* keys; query tokens (0: as many as keys) */
     fi_mask_mode mask;
     float cap;
     int want;
-  } rows[] = {{"no mask, 8192 keys", 8192, FI_MASK_NONE, 0.f, 176},
-              {"no mask, 2048 keys", 2048, FI_MASK_NONE, 0.f, 128},
-              {"causal, 8192 keys", 8192, FI_MASK_CAUSAL, 0.f, 176},
-              {"causal, 4096 keys", 4096, FI_MASK_CAUSAL, 0.f, 128},
-              {"no mask, soft cap, 8192 keys", 8192, FI_MASK_NONE, 30.f, 128},
-              {"no mask, 65536 keys (K/V streamed from DRAM)", 65536, FI_MASK_NONE, 0.f, 128},
-              {"causal, 32768 keys (K/V streamed from DRAM)", 32768, FI_MASK_CAUSAL, 0.f, 128}};
+  } rows[] = {{"no mask, 8192 keys", 8192, 0, FI_MASK_NONE, 0.f, 176},
+              {"no mask, 2048 keys", 2048, 0, FI_MASK_NONE, 0.f, 128},
+              {"causal, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 0.f, 176},
+              {"causal, 4096 keys", 4096, 0, FI_MASK_CAUSAL, 0.f, 128},
+              {"no mask, soft cap, 8192 keys", 8192, 0, FI_MASK_NONE, 30.f, 128},
+              {"no mask, 65536 keys", 65536, 0, FI_MASK_NONE, 0.f, 176},
+              {"no mask, 64 queries, 65536 keys (K/V streamed)", 65536, 64, FI_MASK_NONE, 0.f, 128},
+              {"causal, 128 queries, 32768 keys (K/V streamed)", 32768, 128, FI_MASK_CAUSAL, 0.f, 128},
+              {"no mask, 512 queries, 8192 keys (K/V in L2)", 8192, 512, FI_MASK_NONE, 0.f, 176}};
+  /* (FI_PREFILL_WS_DEEP=0 / 1: no deep-ring rule, those rows widened as the others) */
+  const char *deep_env = getenv("FI_PREFILL_WS_DEEP");
+  const int deep_rule = !deep_env || atoi(deep_env) < 0;
   int failures = 0;
   for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r) {
+    if (!deep_rule && strstr(rows[r].what, "streamed")) rows[r].want = 176;
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
     prm.mask_mode = rows[r].mask;
     prm.logits_soft_cap = rows[r].cap;
-    int32_t ind[2] = {0, rows[r].len};
+    const int qo = rows[r].qo > 0 ? rows[r].qo : rows[r].len;
+    int32_t ind[2] = {0, rows[r].len}, qind[2] = {0, qo};
     size_t ws = 0;
-    fi_prefill_workspace_size(cuda, &prm, 1, rows[r].len, &ws);
+    fi_prefill_workspace_size(cuda, &prm, 1, qo, &ws);
     void *w = dmalloc(ws);
     fi_plan pl;
-    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, NULL, w, ws, &pl);
+    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, qind, ind, NULL, NULL, w, ws, &pl);
     cudaFree(w);
     if (s == FI_SUCCESS && r == 0 && pl.tiles.cores != FI_CORES_WGMMA) {
       printf("the 176-key tile's rule: skipped (this runtime plans no wgmma tiles)\n");
