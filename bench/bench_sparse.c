@@ -23,8 +23,11 @@
  * mma.sync kernel with those tiles (split) instead of the default kernel. Two more rows: the
  * shared prefix as one fused paged prefill (FI_BENCH_SP_FUSED_TILES=<q>x<kv>,
  * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
- * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT). */
+ * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
+ * decode each in a green context of its own, the prefix's with that many SMs, the decode's
+ * with the rest, so that neither takes the other's SMs). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include <cuda.h> /* green contexts (FI_BENCH_SP_OV_GREEN) */
 #include <math.h>
 #include <string.h>
 
@@ -391,13 +394,14 @@ typedef struct prefix_arg {
    * by events before the merge */
   fi_context *ctx_pre, *ctx_suf;
   fi_plan ov_prefix, ov_suffix;
-  cudaStream_t side;
-  cudaEvent_t fork, join;
+  cudaStream_t side, pre_stream; /* pre_stream: the prefix's (stream, or a green context's) */
+  cudaEvent_t fork, join, join_pre;
 } prefix_arg;
 
 static void run_overlapped(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
+  if (a->pre_stream != a->stream) FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->fork, 0));
   FI_BENCH_CK(cudaStreamWaitEvent(a->side, a->fork, 0));
   /* (the prefix first: its CTAs take their SMs before the decode's fill the rest) */
   FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
@@ -406,9 +410,41 @@ static void run_overlapped(void *p) {
   FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
                                         &a->o_suffix, &a->lse_suffix));
   FI_BENCH_CK(cudaEventRecord(a->join, a->side));
-  FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join, 0));
+  FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->join, 0));
   FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
                                          &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+  if (a->pre_stream != a->stream) {
+    FI_BENCH_CK(cudaEventRecord(a->join_pre, a->pre_stream));
+    FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
+  }
+}
+
+/* FI_BENCH_SP_OV_GREEN: two green contexts over disjoint SMs (the first of at least `sms`,
+ * the second the rest) and a stream in each; 0 with a note where the driver refuses. */
+static int green_streams(int sms, CUgreenCtx g[2], cudaStream_t s[2], int got[2]) {
+  CUdevice dev;
+  CUdevResource all, part, rest;
+  CUdevResourceDesc desc[2];
+  unsigned int groups = 1;
+  CUresult r = cuCtxGetDevice(&dev);
+  if (r == CUDA_SUCCESS) r = cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM);
+  if (r == CUDA_SUCCESS) r = cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, sms);
+  if (r == CUDA_SUCCESS) r = cuDevResourceGenerateDesc(&desc[0], &part, 1);
+  if (r == CUDA_SUCCESS) r = cuDevResourceGenerateDesc(&desc[1], &rest, 1);
+  for (int i = 0; i < 2 && r == CUDA_SUCCESS; ++i) {
+    r = cuGreenCtxCreate(&g[i], desc[i], dev, CU_GREEN_CTX_DEFAULT_STREAM);
+    if (r == CUDA_SUCCESS)
+      r = cuGreenCtxStreamCreate((CUstream *)&s[i], g[i], CU_STREAM_NON_BLOCKING, 0);
+  }
+  if (r != CUDA_SUCCESS) {
+    const char *why = NULL;
+    cuGetErrorString(r, &why);
+    fprintf(stderr, "note: FI_BENCH_SP_OV_GREEN=%d: green contexts refused (%s)\n", sms,
+            why ? why : "?");
+    return 0;
+  }
+  got[0] = (int)part.sm.smCount, got[1] = (int)rest.sm.smCount;
+  return 1;
 }
 
 static void run_fused(void *p) {
@@ -672,18 +708,30 @@ static void shared_prefix(fi_bench_ctx *b) {
 
   /* overlapped: FI_BENCH_SP_OV_CTAS caps the prefix's persistent CTAs (default: none, one
    * per SM), FI_BENCH_SP_OV_SPLIT its fixed split (default: the planner's) */
-  const int ov_ctas = getenv("FI_BENCH_SP_OV_CTAS") ? atoi(getenv("FI_BENCH_SP_OV_CTAS")) : 0;
+  int ov_ctas = getenv("FI_BENCH_SP_OV_CTAS") ? atoi(getenv("FI_BENCH_SP_OV_CTAS")) : 0;
   const int ov_split = getenv("FI_BENCH_SP_OV_SPLIT") ? atoi(getenv("FI_BENCH_SP_OV_SPLIT")) : 0;
+  const int ov_green = getenv("FI_BENCH_SP_OV_GREEN") ? atoi(getenv("FI_BENCH_SP_OV_GREEN")) : 0;
+  CUgreenCtx green[2] = {NULL, NULL};
+  cudaStream_t green_s[2] = {NULL, NULL};
+  int green_sms[2] = {0, 0};
+  const int use_green = ov_green > 0 && green_streams(ov_green, green, green_s, green_sms);
+  if (use_green && ov_ctas <= 0) ov_ctas = green_sms[0]; /* (the prefix's persistent CTAs) */
   char ctas_env[16];
   snprintf(ctas_env, sizeof ctas_env, "%d", ov_ctas);
   setenv("FI_PREFILL_WS_CTAS", ctas_env, 1); /* (read at context creation) */
   FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_pre));
   unsetenv("FI_PREFILL_WS_CTAS");
   FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_suf));
-  FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
+  if (use_green) {
+    a.pre_stream = green_s[0], a.side = green_s[1];
+  } else {
+    a.pre_stream = b->stream;
+    FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
+  }
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming));
-  FI_BENCH_OK(a.ctx_pre, fi_context_set_stream(a.ctx_pre, b->stream));
+  FI_BENCH_CK(cudaEventCreateWithFlags(&a.join_pre, cudaEventDisableTiming));
+  FI_BENCH_OK(a.ctx_pre, fi_context_set_stream(a.ctx_pre, a.pre_stream));
   FI_BENCH_OK(a.ctx_suf, fi_context_set_stream(a.ctx_suf, a.side));
   void *ws_ov[2];
   FI_BENCH_CK(cudaMalloc(&ws_ov[0], w2));
@@ -703,7 +751,12 @@ static void shared_prefix(fi_bench_ctx *b) {
     if (!(d <= ov_diff)) ov_diff = d;
   }
   cudaFree(ws_ov[0]), cudaFree(ws_ov[1]);
-  cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaStreamDestroy(a.side);
+  cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaEventDestroy(a.join_pre);
+  cudaStreamDestroy(a.side);
+  if (use_green) {
+    cudaStreamDestroy(a.pre_stream);
+    cuGreenCtxDestroy(green[0]), cuGreenCtxDestroy(green[1]);
+  }
   fi_context_destroy(a.ctx_pre), fi_context_destroy(a.ctx_suf);
   FI_BENCH_CK(cudaStreamSynchronize(b->stream));
   FI_BENCH_CK(cudaMemcpy(h2, o2d, q_bytes, cudaMemcpyDeviceToHost));
@@ -724,9 +777,12 @@ static void shared_prefix(fi_bench_ctx *b) {
            a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: fused", variant, ms_fused, unique_bytes,
                0);
-  snprintf(variant, sizeof variant, "CTAs %d, split %d, u%d: %.1fx plain, |d| %.1e", ov_ctas,
-           ov_split, a.ov_prefix.num_work_units,
-           ms_plain / ms_ov, ov_diff);
+  snprintf(variant, sizeof variant, "%sCTAs %d, split %d, u%d: %.1fx plain, |d| %.1e",
+           use_green ? "green " : "", ov_ctas, ov_split,
+           a.ov_prefix.num_work_units, ms_plain / ms_ov, ov_diff);
+  if (use_green)
+    fprintf(stderr, "note: overlapped in green contexts of %d and %d SMs\n", green_sms[0],
+            green_sms[1]);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: overlapped", variant, ms_ov,
                unique_bytes, 0);
   /* its parts: the prefix (FLOPs of 64 rows x 32768 keys), paged and over contiguous K/V,
