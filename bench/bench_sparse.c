@@ -25,7 +25,8 @@
  * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
  * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
  * decode each in a green context of its own, the prefix's with that many SMs, the decode's
- * with the rest, so that neither takes the other's SMs). */
+ * with the rest, so that neither takes the other's SMs; two more rows time each alone in its
+ * context). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda.h> /* green contexts (FI_BENCH_SP_OV_GREEN) */
 #include <math.h>
@@ -419,6 +420,25 @@ static void run_overlapped(void *p) {
   }
 }
 
+/* The overlapped row's halves alone, each on its own stream (FI_BENCH_SP_OV_GREEN: in its
+ * green context), forked from and joined to the timed stream. */
+static void run_ov_part(prefix_arg *a, int part) {
+  cudaStream_t s = part == 0 ? a->pre_stream : a->side;
+  FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
+  FI_BENCH_CK(cudaStreamWaitEvent(s, a->fork, 0));
+  if (part == 0)
+    FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
+                                                 &a->kv, &a->pre, NULL, &a->o_prefix,
+                                                 &a->lse_prefix));
+  else
+    FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
+                                          &a->o_suffix, &a->lse_suffix));
+  FI_BENCH_CK(cudaEventRecord(a->join_pre, s));
+  FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
+}
+static void run_ov_prefix(void *p) { run_ov_part((prefix_arg *)p, 0); }
+static void run_ov_suffix(void *p) { run_ov_part((prefix_arg *)p, 1); }
+
 /* FI_BENCH_SP_OV_GREEN: two green contexts over disjoint SMs (the first of at least `sms`,
  * the second the rest) and a stream in each; 0 with a note where the driver refuses. */
 static int green_streams(int sms, CUgreenCtx g[2], cudaStream_t s[2], int got[2]) {
@@ -750,6 +770,11 @@ static void shared_prefix(fi_bench_ctx *b) {
     const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
     if (!(d <= ov_diff)) ov_diff = d;
   }
+  double ms_ov_parts[2] = {0, 0}; /* (after the check: they leave the halves unmerged) */
+  if (use_green) {
+    ms_ov_parts[0] = fi_bench_time_ms(b, run_ov_prefix, &a);
+    ms_ov_parts[1] = fi_bench_time_ms(b, run_ov_suffix, &a);
+  }
   cudaFree(ws_ov[0]), cudaFree(ws_ov[1]);
   cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaEventDestroy(a.join_pre);
   cudaStreamDestroy(a.side);
@@ -785,6 +810,12 @@ static void shared_prefix(fi_bench_ctx *b) {
             green_sms[1]);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: overlapped", variant, ms_ov,
                unique_bytes, 0);
+  if (use_green) { /* (the halves alone, each in its green context) */
+    prefix_row(b, "  overlapped: its prefix alone", &a.ov_prefix, ms_ov_parts[0]);
+    snprintf(variant, sizeof variant, "green context of %d SMs", green_sms[1]);
+    fi_bench_row(b, "sparse", "  overlapped: its suffixes alone", variant, ms_ov_parts[1],
+                 (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
+  }
   /* its parts: the prefix (FLOPs of 64 rows x 32768 keys), paged and over contiguous K/V,
    * and the suffix decode */
   prefix_row(b, "  its prefix (one block row of 64)", &a.prefix, ms_prefix);
