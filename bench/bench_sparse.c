@@ -399,17 +399,25 @@ typedef struct prefix_arg {
   cudaEvent_t fork, join, join_pre;
 } prefix_arg;
 
+/* The overlapped row's halves, each on its context's stream. */
+static void ov_prefix_run(prefix_arg *a) {
+  FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
+                                               &a->kv, &a->pre, NULL, &a->o_prefix,
+                                               &a->lse_prefix));
+}
+static void ov_suffix_run(prefix_arg *a) {
+  FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
+                                        &a->o_suffix, &a->lse_suffix));
+}
+
 static void run_overlapped(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
   if (a->pre_stream != a->stream) FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->fork, 0));
   FI_BENCH_CK(cudaStreamWaitEvent(a->side, a->fork, 0));
   /* (the prefix first: its CTAs take their SMs before the decode's fill the rest) */
-  FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
-                                               &a->kv, &a->pre, NULL, &a->o_prefix,
-                                               &a->lse_prefix));
-  FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
-                                        &a->o_suffix, &a->lse_suffix));
+  ov_prefix_run(a);
+  ov_suffix_run(a);
   FI_BENCH_CK(cudaEventRecord(a->join, a->side));
   FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->join, 0));
   FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
@@ -427,12 +435,9 @@ static void run_ov_part(prefix_arg *a, int part) {
   FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
   FI_BENCH_CK(cudaStreamWaitEvent(s, a->fork, 0));
   if (part == 0)
-    FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
-                                                 &a->kv, &a->pre, NULL, &a->o_prefix,
-                                                 &a->lse_prefix));
+    ov_prefix_run(a);
   else
-    FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
-                                          &a->o_suffix, &a->lse_suffix));
+    ov_suffix_run(a);
   FI_BENCH_CK(cudaEventRecord(a->join_pre, s));
   FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
 }

@@ -344,9 +344,6 @@ PrefillStageArgs stage_args_for(const PrefillParams &p, const fi_plan *plan,
   return sa;
 }
 
-// fp8 attention (q_dtype e4m3): the stage pass writes V^T (and a paged cache's K as token
-// rows), then the warp-specialised kernel runs on fp8 wgmma. No other kernel takes fp8
-// queries: a run it cannot take fails, naming why.
 // The persistent CTAs of the warp-specialised kernels: one per SM, or the context's cap
 // (tuning prefill_ws_ctas) so that kernels on other streams find SMs free.
 static int ws_ctas(const fi_context *ctx) {
@@ -354,6 +351,9 @@ static int ws_ctas(const fi_context *ctx) {
   return cap > 0 && cap < sms ? cap : sms;
 }
 
+// fp8 attention (q_dtype e4m3): the stage pass writes V^T (and a paged cache's K as token
+// rows), then the warp-specialised kernel runs on fp8 wgmma. No other kernel takes fp8
+// queries: a run it cannot take fails, naming why.
 fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const fi_tensor *q,
                   const KvTensors &kv, const fi_stage_layout &stage, int64_t stage_kv_rows,
                   const int32_t *counts, int num_work_units, bool extras, cudaStream_t stream,
@@ -423,13 +423,15 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   fi_status s;
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
-  // The tiles this run takes: a plan widened to 128 x 176 (api.c choose_ws_layout) whose run
-  // brings an extra or a variant (compiled code plans from shapes and passes the op's soft
-  // cap, ALiBi, window or variant with the run, mlir_adapters.c) runs 128 x 128; the units
-  // do not depend on the KV tile.
+  // The plan's layout for plain runs (api.c choose_ws_layout): a plan widened to 128 x 176
+  // whose run brings an extra or a variant (compiled code plans from shapes and passes the
+  // op's soft cap, ALiBi, window or variant with the run, mlir_adapters.c) runs 128 x 128
+  // (the units do not depend on the KV tile), and such a run of a plan flagged for the deep
+  // ring takes the two-slot one (the same numbers).
+  const bool plain_run = !fi_params_modify_scores(a) && !p.bsr_tiles;
   fi_tiles run_tiles = plan->tiles;
-  if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE && (fi_params_modify_scores(a) || p.bsr_tiles))
-    run_tiles.kv_tile = 128;
+  if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE && !plain_run) run_tiles.kv_tile = 128;
+  p.ws_deep = plain_run && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_WS_DEEP) != 0;
   if ((s = check_variant(ctx, plan->family, a, &run_tiles)) != FI_SUCCESS) return s;
   fi_prefill_launch_fn launch = launcher_for(a);
 
@@ -581,9 +583,6 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // The plan's KV tile of 176 keys (api.c choose_ws_layout; checked by
   // fi_cuda_check_supported): the kernel's WIDE instance, the maps' boxes of 176 keys.
   p.ws_wide = run_tiles.kv_tile == FI_WS_WIDE_KV_TILE;
-  // The deep ring (one Q slot, three stages) for a host plan whose units stream K/V from
-  // DRAM (FI_PLAN_FLAG_WS_DEEP, api.c choose_ws_layout): the same numbers, bit for bit.
-  p.ws_deep = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_WS_DEEP) != 0;
   if (!ws_refusal &&
       !encode_ws_maps(&ws_maps, q, ws_kv, a->head_dim, p.group, p.rows_across != 0,
                       p.page_size, p.bsr_tiles ? 64 : run_tiles.kv_tile, p.bsr_tiles != nullptr))

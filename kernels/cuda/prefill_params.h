@@ -50,8 +50,9 @@ struct PrefillParams {
   // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): a plan with
   // wgmma 128 x 176 tiles (head_dim 128 without extras; the tensor maps' boxes follow).
   int32_t ws_wide;
-  // Its deep ring (prefill_ws_deep_kernel: one Q slot, three stages) for the plain 128 x 128
-  // runs of a plan flagged FI_PLAN_FLAG_WS_DEEP (its units stream K/V from DRAM).
+  // Its deep ring (prefill_ws_deep_kernel: one Q slot, three stages) for the 128 x 128 runs
+  // without extras, variant or block-sparse tiles of a plan flagged FI_PLAN_FLAG_WS_DEEP (its
+  // units stream K/V from DRAM).
   int32_t ws_deep;
   // The warp-specialised kernel rotates Q (LLaMA RoPE) in shared memory as it lands: each
   // query row once, with no copy of Q (K comes rotated from the stage pass).

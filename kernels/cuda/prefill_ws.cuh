@@ -1679,12 +1679,13 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
-  // (run_prefill sets ws_wide only for runs without extras, variant or block-sparse tiles)
+  // (run_prefill sets ws_wide and ws_deep only for runs without extras, variant or
+  // block-sparse tiles)
   if constexpr (HD == 128) {
     if (p.ws_wide)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, true>::SMEM, prefill_ws_wide_kernel<DT>, p, maps);
-    if (p.ws_deep && !variant_kernel && !p.bsr_tiles && !extras)  // (plain runs alone)
+    if (p.ws_deep)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, false, true>::SMEM, prefill_ws_deep_kernel<DT>, p,
                            maps);
