@@ -23,7 +23,8 @@
  * mma.sync kernel with those tiles (split) instead of the default kernel. Two more rows: the
  * shared prefix as one fused paged prefill (FI_BENCH_SP_FUSED_TILES=<q>x<kv>,
  * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
- * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
+ * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT, FI_BENCH_SP_OV_DECODE_CTAS: at most that many
+ * CTAs for the decode, FI_DECODE_MAX_CTAS; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
  * decode each in a green context of its own, the prefix's with that many SMs, the decode's
  * with the rest, so that neither takes the other's SMs; two more rows time each alone in its
  * context). */
@@ -746,7 +747,11 @@ static void shared_prefix(fi_bench_ctx *b) {
   setenv("FI_PREFILL_WS_CTAS", ctas_env, 1); /* (read at context creation) */
   FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_pre));
   unsetenv("FI_PREFILL_WS_CTAS");
+  const char *ov_dec = getenv("FI_BENCH_SP_OV_DECODE_CTAS");
+  const int ov_dec_ctas = ov_dec ? atoi(ov_dec) : 0;
+  if (ov_dec) setenv("FI_DECODE_MAX_CTAS", ov_dec, 1);
   FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_suf));
+  if (ov_dec) unsetenv("FI_DECODE_MAX_CTAS");
   if (use_green) {
     a.pre_stream = green_s[0], a.side = green_s[1];
   } else {
@@ -807,8 +812,8 @@ static void shared_prefix(fi_bench_ctx *b) {
            a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: fused", variant, ms_fused, unique_bytes,
                0);
-  snprintf(variant, sizeof variant, "%sCTAs %d, split %d, u%d: %.1fx plain, |d| %.1e",
-           use_green ? "green " : "", ov_ctas, ov_split,
+  snprintf(variant, sizeof variant, "%sCTAs %d+%d, split %d, u%d: %.1fx plain, |d| %.1e",
+           use_green ? "green " : "", ov_ctas, ov_dec_ctas, ov_split,
            a.ov_prefix.num_work_units, ms_plain / ms_ov, ov_diff);
   if (use_green)
     fprintf(stderr, "note: overlapped in green contexts of %d and %d SMs\n", green_sms[0],

@@ -205,6 +205,7 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
                    encode_kv_map(&tws_maps.v, kv->v, kv->layout, D, kv_es, p.page_size);
   p.tws_maps = tws ? &tws_maps : NULL;
   p.tws_slots = ctx->tuning.tws_slots;
+  p.max_ctas = ctx->tuning.decode_max_ctas;
   // An attention variant (runtime.h, fi_variant): the warp-specialised kernel of the
   // program's device image, with the program's hooks compiled in and the op's captured
   // values as its third parameter.

@@ -62,9 +62,10 @@ struct DecodeParams {
   int32_t heads_n;    // 1: decode_tcw_kernel puts the heads on the mma N side where
                       // heads_per_cta <= 8 (tcn_scores, tcn_pv)
   // Launch-side only (the kernels ignore them): the device's SM count, the warps per CTA
-  // of decode_tcw_kernel / decode_tws_kernel (0: chosen by tcw_warps_for / launch_tws) and
-  // a cap on decode_tws_kernel's ring slots (0: as many as fit).
-  int32_t sm_count, tcw_warps, tws_slots;
+  // of decode_tcw_kernel / decode_tws_kernel (0: chosen by tcw_warps_for / launch_tws), a
+  // cap on decode_tws_kernel's ring slots (0: as many as fit) and on the CTAs of the launch
+  // (0: none; the CTAs then loop over the unit slots, see block_coords).
+  int32_t sm_count, tcw_warps, tws_slots, max_ctas;
   int32_t smem_per_sm, smem_reserved;  // the device's shared memory per SM, reserved per block
   int32_t pdl;         // 1: launched with programmatic stream serialization (pdl_enter)
   // Not NULL: heads-on-N plans with page sizes a multiple of 16 run decode_tws_kernel with

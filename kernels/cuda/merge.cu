@@ -235,6 +235,45 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
   }
 }
 
+// The same merge with a warp per (unit, row, head) (merge_chunk_list_warp: the same bits):
+// warp w of the grid takes items w, w + warps, ... of (unit, row slot, head), heads
+// innermost, so a block's warps read adjacent partial rows. For plans whose units have
+// few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spent more
+// on its barriers and CTA launches than on its loads.
+template <typename T, int D>
+__global__ void __launch_bounds__(128)
+merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
+                            int num_units, int row_slots, const float *po, const float *plse,
+                            int heads, T *o, int64_t o_sb, int64_t o_sh, float *lse,
+                            int64_t lse_sb, int64_t lse_sh, int host_plan) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  // (as merge_partials_kernel: a host plan's count and first unit are read before the wait)
+  int n_units = 0;
+  fi_merge_unit first = {};
+  auto read_plan = [&] {
+    n_units = device_num_units ? *device_num_units : num_units;
+    if (warp0 < (int64_t)n_units * row_slots * heads) first = units[warp0 / heads / row_slots];
+  };
+  if (host_plan) read_plan();
+  pdl_enter();  // the partials are the kernel before this one's writes
+  if (!host_plan) read_plan();
+  const int64_t items = (int64_t)n_units * row_slots * heads;
+  for (int64_t w = warp0; w < items; w += warps) {
+    const int64_t pair = w / heads;
+    const int h = (int)(w - pair * heads);
+    const int u = (int)(pair / row_slots), slot = (int)(pair - (int64_t)u * row_slots);
+    const fi_merge_unit mu = w == warp0 ? first : units[u];
+    for (int r = slot; r < mu.rows; r += row_slots) {
+      const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h, D};
+      const int64_t row = (int64_t)mu.out_row + r;
+      merge_chunk_list_warp<T, D>(loc, mu.num_chunks, lane, o + row * o_sb + h * o_sh,
+                                  lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+    }
+  }
+}
+
 }  // namespace fi
 
 using namespace fi;
@@ -357,23 +396,35 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 
 // One launch of the split-KV merge for output element type T.
 // one_wave_blocks: the blocks of one wave of the BATCH 8 instance
-// (ctx->merge_wave_blocks_per_sm x SMs).
+// (ctx->merge_wave_blocks_per_sm x SMs). warps_grid > 0: the warp-per-row kernel on that
+// many blocks instead (head_dim 64, 128 or 256).
 template <typename T>
 static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long one_wave_blocks,
-                                         int row_slots, bool host_plan, const fi_plan_layout &l,
+                                         int warps_grid, int row_slots, bool host_plan,
+                                         const fi_plan_layout &l,
                                          const int32_t *device_num_merge_units,
                                          const fi_tensor *o, int heads, int D, float *lse,
                                          int64_t lse_stride_row, int64_t lse_stride_head) {
+  const fi_merge_unit *units = (const fi_merge_unit *)l.merge;
+  const float *po = (const float *)l.partial_o, *plse = (const float *)l.partial_lse;
+  const int nu = (int)l.num_merge_units;
+  T *out = (T *)o->data;
+  const int64_t osb = o->strides[0], osh = o->strides[1];
+  if (warps_grid > 0) {
+    auto kernel = D == 64    ? merge_partials_warps_kernel<T, 64>
+                  : D == 128 ? merge_partials_warps_kernel<T, 128>
+                             : merge_partials_warps_kernel<T, 256>;
+    return fi_cuda_launch(ctx, dim3(warps_grid), dim3(128), 0, kernel, units,
+                          device_num_merge_units, nu, row_slots, po, plse, heads, out, osb, osh,
+                          lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0);
+  }
   // The BATCH 8 instance where the grid fits in one wave of its blocks, else BATCH 2 (more
   // blocks per SM: a wave of latency saved outweighs the fewer loads in flight per thread).
   const bool one_wave = (long long)grid.x * grid.y <= one_wave_blocks;
   return fi_cuda_launch(ctx, grid, dim3(128), 0,
                         one_wave ? merge_partials_kernel<T, 8> : merge_partials_kernel<T, 2>,
-                        (const fi_merge_unit *)l.merge, device_num_merge_units,
-                        (int)l.num_merge_units, row_slots, (const float *)l.partial_o,
-                        (const float *)l.partial_lse, heads, D, (T *)o->data,
-                        (int64_t)o->strides[0], (int64_t)o->strides[1], lse, lse_stride_row,
-                        lse_stride_head, host_plan ? 1 : 0);
+                        units, device_num_merge_units, nu, row_slots, po, plse, heads, D, out,
+                        osb, osh, lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0);
 }
 
 extern "C" void fi_cuda_merge_prepare(fi_context *ctx) {
@@ -430,6 +481,16 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   long long grid_x = (l.num_merge_units > 0 ? (long long)l.num_merge_units : 1) * row_slots;
   if (grid_x > fill) grid_x = fill;
   dim3 grid((unsigned)grid_x, heads);
+  // A host plan whose units have few chunks each: a warp per (unit, row, head) (the same
+  // bits as the block form), up to 16 blocks of 4 warps per SM.
+  int warps_grid = 0;
+  if (host_plan && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_FEW_CHUNKS) &&
+      ctx->tuning.merge_warps != 0) {
+    const long long warps = (long long)l.num_merge_units * row_slots * heads;
+    long long blocks = (warps + 3) / 4;
+    if (blocks > sms * 16) blocks = sms * 16;
+    warps_grid = (int)(blocks > 0 ? blocks : 1);
+  }
   float *lp = lse ? (float *)lse->data : NULL;
   int64_t lsb = lse ? lse->strides[0] : 0, lsh = lse ? lse->strides[1] : 0;
   // one wave of the 8-chunk instance for o type t (fi_cuda_merge_prepare: >= 1 per SM)
@@ -437,13 +498,13 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, wave(0), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, wave(0), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, wave(1), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, wave(1), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, wave(2), row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, wave(2), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",

@@ -1,14 +1,63 @@
 // kernels/cuda/merge_row.cuh -- the merge of one query row's chunk list (split-KV partial
-// states, fp32 o rows and natural-log lse) for one head, by a block of 128 threads: thread
-// (lane, dg) takes dims [8 dg, 8 dg + 8) of chunks lane, lane + L, ... (L = 128 / (D/8)
-// chunk lanes) with an online state; the L states then combine in shared memory in lane
-// order. The split-KV merge of a plan (merge.cu) and the rank-order merge of a KV-sharded
-// run (shard.cu) both call it, so the same chunk list always gives the same bits.
+// states, fp32 o rows and natural-log lse) for one head, in two forms that give the same
+// bits for the same chunk list:
+//   - merge_chunk_list, by a block of 128 threads: thread (lane, dg) takes dims
+//     [8 dg, 8 dg + 8) of chunks lane, lane + L, ... (L = 128 / (D/8) chunk lanes) with an
+//     online state; the L states then combine in shared memory in lane order;
+//   - merge_chunk_list_warp, by one warp: each thread takes D / 32 dims of every chunk and
+//     runs the L chunk lanes' states itself (registers), then the same combine. No shared
+//     memory and no block barrier: for lists of a few chunks over many (row, head) pairs
+//     (a prefill's split), where the block form's barriers and CTAs per pair cost more than
+//     its loads (bench/NOTES.md).
+// Both round through merge_lane_add and merge_lanes_combine (explicit fmaf), so a plan's
+// merge may take either; the split-KV merge of a plan (merge.cu) and the rank-order merge of
+// a KV-sharded run (shard.cu) call them, so the same chunk list always gives the same bits.
 #pragma once
 
 #include "common.cuh"
 
 namespace fi {
+
+// One chunk lane's online state (m, d, acc) taking the chunk (l, x): a chunk with no keys
+// (l = -inf) leaves it as it is.
+template <int NV>
+__device__ __forceinline__ void merge_lane_add(float &m, float &d, float (&acc)[NV], float l,
+                                               const float (&x)[NV]) {
+  if (l == -INFINITY) return;
+  const float mn = fmaxf(m, l);
+  const float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l - mn);
+  d = fmaf(d, a, b);
+#pragma unroll
+  for (int e = 0; e < NV; ++e) acc[e] = fmaf(b, x[e], acc[e] * a);
+  m = mn;
+}
+
+// The chunk lanes' states combined in lane order (State k: m(k), d(k), acc(k, e)) into the
+// normalised row `out` and its lse.
+template <int NV, typename States>
+__device__ __forceinline__ void merge_lanes_combine(int lanes, const States &st, float (&out)[NV],
+                                                    float &lse) {
+  float M = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < lanes; ++k) M = fmaxf(M, st.m(k));
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < NV; ++e) out[e] = 0.f;
+  if (M != -INFINITY) {
+#pragma unroll
+    for (int k = 0; k < lanes; ++k) {
+      const float mk = st.m(k);
+      const float wgt = mk == -INFINITY ? 0.f : __expf(mk - M);
+      sum = fmaf(st.d(k), wgt, sum);
+#pragma unroll
+      for (int e = 0; e < NV; ++e) out[e] = fmaf(wgt, st.acc(k, e), out[e]);
+    }
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int e = 0; e < NV; ++e) out[e] *= inv;
+  lse = sum > 0.f ? M + __logf(sum) : -INFINITY;
+}
 
 // Loc: `const float *row(int c)` (the fp32 o row of chunk c for this head, dims from 0) and
 // `float lse(int c)`. BATCH: the chunks a thread loads before it combines them (8 hides the
@@ -40,42 +89,97 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
       }
     }
 #pragma unroll
-    for (int j = 0; j < BATCH; ++j) {
-      if (l[j] == -INFINITY) continue;
-      float mn = fmaxf(m, l[j]);
-      float a = m == -INFINITY ? 0.f : __expf(m - mn), b = __expf(l[j] - mn);
-      d = d * a + b;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = acc[e] * a + b * x[j][e];
-      m = mn;
-    }
+    for (int j = 0; j < BATCH; ++j) merge_lane_add<8>(m, d, acc, l[j], x[j]);
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) red_o[threadIdx.x * 8 + e] = acc[e];
   red_md[threadIdx.x] = make_float2(m, d);
   __syncthreads();
   if (lane == 0) {
-    float M = -INFINITY;
-    for (int k = 0; k < lanes; ++k) M = fmaxf(M, red_md[k * groups + dg].x);
-    float sum = 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-    if (M != -INFINITY) {
-      for (int k = 0; k < lanes; ++k) {
-        float2 md = red_md[k * groups + dg];
-        float wgt = md.x == -INFINITY ? 0.f : __expf(md.x - M);
-        sum += md.y * wgt;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wgt, red_o[(k * groups + dg) * 8 + e], acc[e]);
-      }
-    }
-    float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] *= inv;
-    vec8<T>::store(o_row + d0, acc);
-    if (lse_out && d0 == 0) *lse_out = sum > 0.f ? M + __logf(sum) : -INFINITY;
+    struct {  // the chunk lanes' states in shared memory
+      const float *o;
+      const float2 *md;
+      int dg, groups;
+      __device__ float m(int k) const { return md[k * groups + dg].x; }
+      __device__ float d(int k) const { return md[k * groups + dg].y; }
+      __device__ float acc(int k, int e) const { return o[(k * groups + dg) * 8 + e]; }
+    } st = {red_o, red_md, dg, groups};
+    float out[8], l_out;
+    merge_lanes_combine<8>(lanes, st, out, l_out);
+    vec8<T>::store(o_row + d0, out);
+    if (lse_out && d0 == 0) *lse_out = l_out;
   }
   __syncthreads();
+}
+
+// The same merge by one warp (lane 0 .. 31): this thread's dims [NV lane, NV lane + NV) of
+// every chunk, NV = D / 32, the L = 1024 / D chunk lanes of merge_chunk_list as register
+// sets; a round's L chunks are loaded before any is used.
+template <typename T, int D, typename Loc>
+__device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_chunks, int lane,
+                                                      T *o_row, float *lse_out) {
+  constexpr int L = 1024 / D, NV = D / 32;
+  static_assert(NV == 2 || NV == 4 || NV == 8, "head_dim 64, 128 or 256");
+  struct States {
+    float m_[L], d_[L], acc_[L][NV];
+    __device__ float m(int k) const { return m_[k]; }
+    __device__ float d(int k) const { return d_[k]; }
+    __device__ float acc(int k, int e) const { return acc_[k][e]; }
+  } st;
+#pragma unroll
+  for (int k = 0; k < L; ++k) {
+    st.m_[k] = -INFINITY;
+    st.d_[k] = 0.f;
+#pragma unroll
+    for (int e = 0; e < NV; ++e) st.acc_[k][e] = 0.f;
+  }
+  for (int c0 = 0; c0 < num_chunks; c0 += L) {
+    float l[L], x[L][NV];
+#pragma unroll
+    for (int k = 0; k < L; ++k) {
+      const int c = c0 + k;
+      l[k] = c < num_chunks ? loc.lse(c) : -INFINITY;
+      if (c < num_chunks) {
+        const float *src = loc.row(c) + lane * NV;
+        if constexpr (NV == 2) {
+          const float2 f = *reinterpret_cast<const float2 *>(src);
+          x[k][0] = f.x, x[k][1] = f.y;
+        } else {
+#pragma unroll
+          for (int v = 0; v < NV; v += 4) {
+            const float4 f = *reinterpret_cast<const float4 *>(src + v);
+            x[k][v] = f.x, x[k][v + 1] = f.y, x[k][v + 2] = f.z, x[k][v + 3] = f.w;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < NV; ++e) x[k][e] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < L; ++k) merge_lane_add<NV>(st.m_[k], st.d_[k], st.acc_[k], l[k], x[k]);
+  }
+  float out[NV], l_out;
+#pragma unroll
+  for (int e = 0; e < NV; ++e) out[e] = 0.f;
+  merge_lanes_combine<NV>(L, st, out, l_out);
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int v = 0; v < NV; v += 2)
+      *reinterpret_cast<float2 *>(o_row + lane * NV + v) = make_float2(out[v], out[v + 1]);
+  } else {
+    uint32_t packed[NV / 2];
+#pragma unroll
+    for (int v = 0; v < NV; v += 2) packed[v / 2] = pack2<T>(out[v], out[v + 1]);
+    if constexpr (NV == 2)
+      *reinterpret_cast<uint32_t *>(o_row + lane * NV) = packed[0];
+    else if constexpr (NV == 4)
+      *reinterpret_cast<uint2 *>(o_row + lane * NV) = make_uint2(packed[0], packed[1]);
+    else
+      *reinterpret_cast<uint4 *>(o_row + lane * NV) =
+          make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  }
+  if (lse_out && lane == 0) *lse_out = l_out;
 }
 
 }  // namespace fi

@@ -81,7 +81,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.heads_n = env_int("FI_DECODE_HEADS_N", -1);
   ctx->tuning.single_slots = env_int("FI_DECODE_SINGLE_SLOTS", -1);
   ctx->tuning.warp_spec = env_int("FI_DECODE_WARP_SPEC", -1);
-  ctx->tuning.tws_slots = env_int("FI_DECODE_TWS_SLOTS", 0);
+  ctx->tuning.tws_slots = env_int("FI_DECODE_TWS_SLOTS", -1);
   ctx->tuning.prefill_warp_spec = env_int("FI_PREFILL_WARP_SPEC", -1);
   ctx->tuning.prefill_ws_all_extras = env_int("FI_PREFILL_WS_ALL_EXTRAS", -1);
   ctx->tuning.prefill_rows_across = env_int("FI_PREFILL_WS_ROWS_ACROSS", -1);
@@ -90,6 +90,8 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.prefill_lead_units = env_int("FI_PREFILL_LEAD_UNITS", -1);
   ctx->tuning.prefill_ws_ctas = env_int("FI_PREFILL_WS_CTAS", 0);
   ctx->tuning.prefill_ws_deep = env_int("FI_PREFILL_WS_DEEP", -1);
+  ctx->tuning.merge_warps = env_int("FI_MERGE_WARPS", -1);
+  ctx->tuning.decode_max_ctas = env_int("FI_DECODE_MAX_CTAS", 0);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

@@ -85,7 +85,7 @@ struct fi_context {
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
-   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP. */
+   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS, FI_DECODE_MAX_CTAS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -97,7 +97,10 @@ struct fi_context {
     int32_t single_slots; /* -1 default (on), 0/1: its single K/V slots per warp */
     int32_t warp_spec;   /* -1 default (on, sm_90), 0: no warp-specialised decode kernel */
     int32_t tws_slots;   /* cap on that kernel's ring slots, rounded down to a multiple of
-                            its consumer warps (at least one each); 0: as many as fit */
+                            its consumer warps (at least one each); 0: as many as fit; -1
+                            (default): the rule (decode.cuh launch_tws: one slot per consumer
+                            for MHA over a 16-bit cache at four CTAs per SM, else as many as
+                            fit) */
     int32_t prefill_warp_spec; /* -1 default (on, sm_90), 0: no warp-specialised prefill */
     int32_t decode_one_wave;   /* -1 default (by the memory bandwidth per SM), 0: split
                                   one-wave per-warp decode plans, 1: keep them unsplit */
@@ -123,6 +126,12 @@ struct fi_context {
                                 from DRAM take the deep ring, api.c choose_ws_layout), 0 never
                                 (such plans widened to 176-key tiles as other long ones), 1
                                 every host plan left at wgmma 128 x 128 (A / B runs, tests) */
+    int32_t merge_warps; /* -1 default (the split-KV merge of host plans with few chunks per
+                            unit runs a warp per row, FI_PLAN_FLAG_FEW_CHUNKS), 0 the block
+                            per row throughout (the same bits; A / B runs) */
+    int32_t decode_max_ctas; /* > 0: at most this many CTAs for a decode launch (whole unit
+                                slots; its CTAs loop over the rest), the other SMs left to
+                                kernels on other streams; 0: the plan's launch size */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -304,8 +304,13 @@ enum {
    * three K/V stages (prefill_ws.cuh, WsShape DEEP): host plans whose units stream K/V
    * from DRAM (api.c choose_ws_layout). The same numbers as the two-slot layout, bit for
    * bit, so device plans (which never set it) still match host plans exactly. */
-  FI_PLAN_FLAG_WS_DEEP = 2
+  FI_PLAN_FLAG_WS_DEEP = 2,
+  /* Every split-KV merge unit of this host plan has at most FI_MERGE_FEW_CHUNKS chunks: its
+   * merge runs a warp per (row, head) (merge.cu; the same bits as the block-per-row form
+   * that device plans, whose units only the device knows, run). */
+  FI_PLAN_FLAG_FEW_CHUNKS = 4
 };
+enum { FI_MERGE_FEW_CHUNKS = 16 };
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so
  * that both launch identical kernels and their outputs are bit-identical): the batch when

@@ -456,6 +456,14 @@ static const char *size_fn(fi_op_family f) {
 
 /* What a host and a device plan share: the problem, the workspace and its offsets, the
  * magic word. Each planner then sets the counts it knows. */
+/* FI_PLAN_FLAG_FEW_CHUNKS where the plan splits and no merge unit has more than
+ * FI_MERGE_FEW_CHUNKS chunks (its merge then runs a warp per row, merge.cu). */
+static uint64_t few_chunks_flag(const fi_merge_unit *merge, int64_t nm) {
+  for (int64_t i = 0; i < nm; ++i)
+    if (merge[i].num_chunks > FI_MERGE_FEW_CHUNKS) return 0;
+  return nm > 0 ? FI_PLAN_FLAG_FEW_CHUNKS : 0;
+}
+
 static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_problem *pb,
                       const fi_attention_params *params, fi_tiles tiles, const caps *k,
                       void *workspace, size_t workspace_bytes) {
@@ -653,6 +661,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   plan->total_qo_rows = total_qo;
   plan->total_kv = total_kv;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
+  plan->private_[FI_PLAN_FLAGS] |= few_chunks_flag(merge, nm);
   plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
   if (pb->family == FI_OP_DECODE) {
@@ -1201,6 +1210,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
   plan->private_[FI_PLAN_OFF_PARTIAL_O] = k.off_po;
   plan->private_[FI_PLAN_OFF_PARTIAL_LSE] = k.off_plse;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
+  plan->private_[FI_PLAN_FLAGS] |= few_chunks_flag(merge, nm);
   plan->private_[FI_PLAN_OFF_BSR] = k.off_bsr;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] =
       (uint64_t)bsr_unit_rows(params, bsr->row_offsets ? INT32_MAX : R);
