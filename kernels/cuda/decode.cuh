@@ -146,10 +146,11 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
          (long long)decode_tws_smem(D, kvb, nw, slots, split, variant) > per_cta)
     slots -= consumers;
   // The ring's depth: as many slots as fit, except one per consumer for MHA over a 16-bit
-  // cache at four CTAs per SM (one head per CTA: little math per slot; 3 slots read 0.4-2.5 %
-  // more GB/s than 6 on every MHA row measured, where the deeper ring read below
-  // FlashInfer's; on GQA rows the gains and losses were mixed, bench/NOTES.md, session 46).
-  // p.tws_slots >= consumers (FI_DECODE_TWS_SLOTS) caps it instead, 0 keeps it full.
+  // cache at four CTAs per SM (one head per CTA: little math per slot): on an H200, 3 slots
+  // against 6 read 0.4-2.5 % more GB/s on the MHA rows measured, where the deeper ring read
+  // below FlashInfer's; GQA rows gained and lost, and at two CTAs per SM a grid of 1.45 CTAs
+  // per SM lost 6 % (bench/NOTES.md, session 46). p.tws_slots >= consumers
+  // (FI_DECODE_TWS_SLOTS) caps it instead, 0 keeps it full.
   int cap = p.tws_slots;
   if (cap < 0) cap = kvb == 2 && per_sm == 4 && p.group == 1 ? consumers : 0;
   if (cap >= consumers && cap < slots) slots = cap / consumers * consumers;
@@ -181,6 +182,7 @@ static cudaError_t decode_launch(DecodeParams p, bool tc, int grid_x, size_t sme
                                  size_t smem_limit, cudaStream_t stream) {
   int grid_y = p.num_kv_heads * (p.group / p.heads_per_cta);
   p.grid_heads = grid_y;
+  // (a cap below grid_y still launches one unit slot: grid_y CTAs)
   if (p.max_ctas > 0 && (long long)grid_x * grid_y > p.max_ctas)
     grid_x = p.max_ctas / grid_y > 0 ? p.max_ctas / grid_y : 1;
   dim3 grid(grid_x, grid_y);

@@ -130,8 +130,9 @@ struct fi_context {
                             unit runs a warp per row, FI_PLAN_FLAG_FEW_CHUNKS), 0 the block
                             per row throughout (the same bits; A / B runs) */
     int32_t decode_max_ctas; /* > 0: at most this many CTAs for a decode launch (whole unit
-                                slots; its CTAs loop over the rest), the other SMs left to
-                                kernels on other streams; 0: the plan's launch size */
+                                slots, at least one; its CTAs loop over the rest), the other
+                                SMs left to kernels on other streams; 0: the plan's launch
+                                size */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

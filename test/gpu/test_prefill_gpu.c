@@ -703,9 +703,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
         }
         qn = sqrt(s2) > qn ? sqrt(s2) : qn;
       }
-      double ks = c->k_scale;
-      if (hs_kv)
-        for (int h = 0; h < Hk; ++h) ks = c->k_scale * hs_kv[h] > ks ? c->k_scale * hs_kv[h] : ks;
+      const double ks = c->k_scale; /* (per-head scales come with fp8 attention only) */
       for (size_t r = 0; r < kv_elems / (size_t)hd; ++r) {
         double s2 = 0;
         for (int d = 0; d < hd; ++d) {
