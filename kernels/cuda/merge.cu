@@ -238,8 +238,8 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
 // The same merge with a warp per (unit, row, head) (merge_chunk_list_warp: the same bits):
 // warp w of the grid takes items w, w + warps, ... of (unit, row slot, head), heads
 // innermost, so a block's warps read adjacent partial rows. For plans whose units have
-// few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spent more
-// on its barriers and CTA launches than on its loads.
+// few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spends more on
+// its barriers and CTA launches than on its loads; opt-in (tuning merge_warps).
 template <typename T, int D>
 __global__ void __launch_bounds__(128)
 merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
@@ -481,11 +481,12 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   long long grid_x = (l.num_merge_units > 0 ? (long long)l.num_merge_units : 1) * row_slots;
   if (grid_x > fill) grid_x = fill;
   dim3 grid((unsigned)grid_x, heads);
-  // A host plan whose units have few chunks each: a warp per (unit, row, head) (the same
-  // bits as the block form), up to 16 blocks of 4 warps per SM.
+  // With the merge_warps knob (FI_MERGE_WARPS=1), a host plan whose units have few chunks
+  // each: a warp per (unit, row, head) (the same bits as the block form), up to 16 blocks of
+  // 4 warps per SM.
   int warps_grid = 0;
   if (host_plan && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_FEW_CHUNKS) &&
-      ctx->tuning.merge_warps != 0) {
+      ctx->tuning.merge_warps > 0) {
     const long long warps = (long long)l.num_merge_units * row_slots * heads;
     long long blocks = (warps + 3) / 4;
     if (blocks > sms * 16) blocks = sms * 16;

@@ -85,7 +85,8 @@ struct fi_context {
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
-   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS, FI_DECODE_MAX_CTAS. */
+   * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
+   * FI_DECODE_MAX_CTAS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -126,9 +127,11 @@ struct fi_context {
                                 from DRAM take the deep ring, api.c choose_ws_layout), 0 never
                                 (such plans widened to 176-key tiles as other long ones), 1
                                 every host plan left at wgmma 128 x 128 (A / B runs, tests) */
-    int32_t merge_warps; /* -1 default (the split-KV merge of host plans with few chunks per
-                            unit runs a warp per row, FI_PLAN_FLAG_FEW_CHUNKS), 0 the block
-                            per row throughout (the same bits; A / B runs) */
+    int32_t merge_warps; /* 1: the split-KV merge of host plans with few chunks per unit
+                            runs a warp per row (FI_PLAN_FLAG_FEW_CHUNKS; the same bits);
+                            0 (default): a block per row throughout. Opt-in while a two-stream
+                            run's rare difference with it on is not explained (bench/NOTES.md,
+                            session 46) */
     int32_t decode_max_ctas; /* > 0: at most this many CTAs for a decode launch (whole unit
                                 slots, at least one; its CTAs loop over the rest), the other
                                 SMs left to kernels on other streams; 0: the plan's launch
