@@ -473,6 +473,18 @@ static int green_streams(int sms, CUgreenCtx g[2], cudaStream_t s[2], int got[2]
   return 1;
 }
 
+/* A CUDA context created with the tuning variable `name` (read at context creation) set to
+ * `cap` (0: none). */
+static fi_context *context_with_cap(const char *name, int cap) {
+  char value[16];
+  snprintf(value, sizeof value, "%d", cap);
+  setenv(name, value, 1);
+  fi_context *ctx = NULL;
+  FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &ctx));
+  unsetenv(name);
+  return ctx;
+}
+
 static void run_fused(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   const size_t half = (size_t)SP_BATCH * QO_HEADS * HD * 2;
@@ -742,16 +754,11 @@ static void shared_prefix(fi_bench_ctx *b) {
   int green_sms[2] = {0, 0};
   const int use_green = ov_green > 0 && green_streams(ov_green, green, green_s, green_sms);
   if (use_green && ov_ctas <= 0) ov_ctas = green_sms[0]; /* (the prefix's persistent CTAs) */
-  char ctas_env[16];
-  snprintf(ctas_env, sizeof ctas_env, "%d", ov_ctas);
-  setenv("FI_PREFILL_WS_CTAS", ctas_env, 1); /* (read at context creation) */
-  FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_pre));
-  unsetenv("FI_PREFILL_WS_CTAS");
-  const char *ov_dec = getenv("FI_BENCH_SP_OV_DECODE_CTAS");
-  const int ov_dec_ctas = ov_dec ? atoi(ov_dec) : 0;
-  if (ov_dec) setenv("FI_DECODE_MAX_CTAS", ov_dec, 1);
-  FI_BENCH_OK(NULL, fi_context_create(FI_BACKEND_CUDA, &a.ctx_suf));
-  if (ov_dec) unsetenv("FI_DECODE_MAX_CTAS");
+  const int ov_dec_ctas = getenv("FI_BENCH_SP_OV_DECODE_CTAS")
+                              ? atoi(getenv("FI_BENCH_SP_OV_DECODE_CTAS"))
+                              : 0;
+  a.ctx_pre = context_with_cap("FI_PREFILL_WS_CTAS", ov_ctas);
+  a.ctx_suf = context_with_cap("FI_DECODE_MAX_CTAS", ov_dec_ctas);
   if (use_green) {
     a.pre_stream = green_s[0], a.side = green_s[1];
   } else {

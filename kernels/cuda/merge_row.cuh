@@ -160,8 +160,6 @@ __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_ch
     for (int k = 0; k < L; ++k) merge_lane_add<NV>(st.m_[k], st.d_[k], st.acc_[k], l[k], x[k]);
   }
   float out[NV], l_out;
-#pragma unroll
-  for (int e = 0; e < NV; ++e) out[e] = 0.f;
   merge_lanes_combine<NV>(L, st, out, l_out);
   if constexpr (sizeof(T) == 4) {
 #pragma unroll

@@ -454,16 +454,16 @@ static const char *size_fn(fi_op_family f) {
   return f == FI_OP_DECODE ? "fi_decode_workspace_size" : "fi_prefill_workspace_size";
 }
 
-/* What a host and a device plan share: the problem, the workspace and its offsets, the
- * magic word. Each planner then sets the counts it knows. */
 /* FI_PLAN_FLAG_FEW_CHUNKS where the plan splits and no merge unit has more than
- * FI_MERGE_FEW_CHUNKS chunks (its merge then runs a warp per row, merge.cu). */
+ * FI_MERGE_FEW_CHUNKS chunks (its merge may then run a warp per row, merge.cu). */
 static uint64_t few_chunks_flag(const fi_merge_unit *merge, int64_t nm) {
   for (int64_t i = 0; i < nm; ++i)
     if (merge[i].num_chunks > FI_MERGE_FEW_CHUNKS) return 0;
   return nm > 0 ? FI_PLAN_FLAG_FEW_CHUNKS : 0;
 }
 
+/* What a host and a device plan share: the problem, the workspace and its offsets, the
+ * magic word. Each planner then sets the counts it knows. */
 static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_problem *pb,
                       const fi_attention_params *params, fi_tiles tiles, const caps *k,
                       void *workspace, size_t workspace_bytes) {
