@@ -27,7 +27,9 @@
  * CTAs for the decode, FI_DECODE_MAX_CTAS; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
  * decode each in a green context of its own, the prefix's with that many SMs, the decode's
  * with the rest, so that neither takes the other's SMs; two more rows time each alone in its
- * context). */
+ * context). FI_BENCH_SP_STRESS=<n>[,<every>]: the composed and overlapped steps n more times
+ * each, their results snapshotted every `every` runs and compared bit for bit with the
+ * composed step's (stress_row). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda.h> /* green contexts (FI_BENCH_SP_OV_GREEN) */
 #include <math.h>
@@ -556,6 +558,76 @@ static float half_to_float(uint16_t h) {
   return f;
 }
 
+/* FI_BENCH_SP_STRESS=<n>[,<every>]: run `fn` n more times back to back and snapshot the
+ * step's outputs (D2D copies on the timed stream) after every `every`-th run (default 1),
+ * then compare each snapshot with the reference bit for bit: a step whose result differs
+ * between runs of the same inputs reads or writes out of order. Reports the differing
+ * snapshots on stderr, per output. Outputs: `what` (fp16 [SP_BATCH, QO_HEADS, HD]) and its
+ * name, the last one NULL. */
+typedef struct stress_out {
+  const char *name;
+  const void *dev;
+  const uint16_t *ref;
+} stress_out;
+
+static void stress_row(fi_bench_ctx *b, const char *name, void (*fn)(void *), void *arg,
+                       const stress_out *outs) {
+  const char *env = getenv("FI_BENCH_SP_STRESS");
+  if (!env) return;
+  int n = 0, every = 1, nout = 0;
+  if (sscanf(env, "%d,%d", &n, &every) < 1 || n <= 0) return;
+  if (every < 1) every = 1;
+  const int snaps = n / every;
+  if (snaps < 1) return;
+  while (outs[nout].name) ++nout;
+  const size_t bytes = (size_t)SP_BATCH * QO_HEADS * HD * 2;
+  char *dev = NULL;
+  FI_BENCH_CK(cudaMalloc((void **)&dev, bytes * (size_t)snaps * nout));
+  for (int i = 0; i < snaps * every; ++i) {
+    fn(arg);
+    if ((i + 1) % every == 0)
+      for (int k = 0; k < nout; ++k)
+        FI_BENCH_CK(cudaMemcpyAsync(dev + bytes * ((size_t)(i / every) * nout + k), outs[k].dev,
+                                    bytes, cudaMemcpyDeviceToDevice, b->stream));
+  }
+  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+  uint16_t *h = malloc(bytes);
+  for (int k = 0; k < nout; ++k) {
+    int bad = 0;
+    for (int s = 0; s < snaps; ++s) {
+      FI_BENCH_CK(cudaMemcpy(h, dev + bytes * ((size_t)s * nout + k), bytes,
+                             cudaMemcpyDeviceToHost));
+      size_t diff = 0, first = 0, last = 0;
+      double worst = 0;
+      for (size_t i = 0; i < bytes / 2; ++i) {
+        if (h[i] == outs[k].ref[i]) continue;
+        if (!diff++) first = i;
+        last = i;
+        const double d =
+            fabs((double)half_to_float(h[i]) - (double)half_to_float(outs[k].ref[i]));
+        if (!(d <= worst)) worst = d;
+      }
+      if (diff && bad == 0 && getenv("FI_BENCH_SP_STRESS_DUMP")) /* the first one's elements */
+        for (size_t i = first, shown = 0; i <= last && shown < 128; ++i)
+          if (h[i] != outs[k].ref[i]) {
+            fprintf(stderr, "  %s row %zu head %zu dim %zu: %.6f (ref %.6f)\n", outs[k].name,
+                    i / (QO_HEADS * HD), i / HD % QO_HEADS, i % HD, half_to_float(h[i]),
+                    half_to_float(outs[k].ref[i]));
+            ++shown;
+          }
+      if (diff && bad++ < 6)
+        fprintf(stderr, "stress %s, %s: run %d differs in %zu elements (|d| <= %.1e), rows "
+                "%zu..%zu (heads %zu..%zu)\n", name, outs[k].name, (s + 1) * every, diff, worst,
+                first / (QO_HEADS * HD), last / (QO_HEADS * HD), first / HD % QO_HEADS,
+                last / HD % QO_HEADS);
+    }
+    fprintf(stderr, "stress %s, %s: %d of %d snapshots (every %d of %d runs) differ\n", name,
+            outs[k].name, bad, snaps, every, snaps * every);
+  }
+  free(h);
+  cudaFree(dev);
+}
+
 /* A row of the shared prefix's attention (64 query rows x the prefix's keys). */
 static void prefix_row(fi_bench_ctx *b, const char *name, const fi_plan *plan, double ms) {
   char tn[64], variant[96];
@@ -662,6 +734,12 @@ static void shared_prefix(fi_bench_ctx *b) {
     const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
     if (!(d <= max_diff)) max_diff = d;
   }
+  /* the composed step's result and its suffix decode's, bit for bit (FI_BENCH_SP_STRESS) */
+  uint16_t *h_comp = malloc(q_bytes), *h_suf_out = malloc(q_bytes);
+  memcpy(h_comp, h2, q_bytes);
+  FI_BENCH_CK(cudaMemcpy(h_suf_out, bufs[4], q_bytes, cudaMemcpyDeviceToHost));
+  const stress_out outs[3] = {{"o", bufs[2], h_comp}, {"o_suffix", bufs[4], h_suf_out}, {NULL}};
+  stress_row(b, "composed", run_composed, &a, outs);
   const double ms_prefix = fi_bench_time_ms(b, run_prefix_only, &a); /* (after the diff) */
   /* FI_BENCH_SP_L2=<pages>: the same prefix plan run over a page table that lists pages
    * 0 .. pages-1 again and again (the same tiles and boxes, but K/V small enough to stay
@@ -787,6 +865,7 @@ static void shared_prefix(fi_bench_ctx *b) {
     const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
     if (!(d <= ov_diff)) ov_diff = d;
   }
+  stress_row(b, "overlapped", run_overlapped, &a, outs);
   double ms_ov_parts[2] = {0, 0}; /* (after the check: they leave the halves unmerged) */
   if (use_green) {
     ms_ov_parts[0] = fi_bench_time_ms(b, run_ov_prefix, &a);
@@ -841,7 +920,7 @@ static void shared_prefix(fi_bench_ctx *b) {
   fi_tiles_name(a.suffix.tiles, 1, tn, sizeof tn);
   fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix,
                (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
-  free(h1), free(h2);
+  free(h1), free(h2), free(h_comp), free(h_suf_out);
   cudaFree(q2d), cudaFree(o2d), cudaFree(l2d), cudaFree(ws_fused);
   cudaFree((void *)(uintptr_t)a.fused_pages.indptr);
   cudaFree((void *)(uintptr_t)a.fused_pages.indices);

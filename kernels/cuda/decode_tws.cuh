@@ -302,6 +302,12 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
           __syncwarp();
         }
         tcn_pv<T, D, RC, true, KV8T>(st, vb, pb, lane);
+        // Every lane's reads of the slot (ldmatrix: the generic proxy) performed before the
+        // slot goes back to the copy engine (the async proxy). Without the fence ptxas
+        // issued the arrive while the last two V loads were in flight (their MMAs came after
+        // it), and a refill that landed first replaced a 16-dim block of V now and then
+        // (one CTA in ~10^3 runs beside other kernels; bench/NOTES.md, session 47).
+        fence_proxy_async_smem();
         __syncwarp();  // every lane has read the slot
         if (lane == 0) mbar_arrive(&empty[slot]);
         slot += NC;

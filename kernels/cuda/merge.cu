@@ -239,7 +239,7 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
 // warp w of the grid takes items w, w + warps, ... of (unit, row slot, head), heads
 // innermost, so a block's warps read adjacent partial rows. For plans whose units have
 // few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spends more on
-// its barriers and CTA launches than on its loads; opt-in (tuning merge_warps).
+// its barriers and CTA launches than on its loads (tuning merge_warps, on by default).
 template <typename T, int D>
 __global__ void __launch_bounds__(128)
 merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
@@ -481,9 +481,9 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   long long grid_x = (l.num_merge_units > 0 ? (long long)l.num_merge_units : 1) * row_slots;
   if (grid_x > fill) grid_x = fill;
   dim3 grid((unsigned)grid_x, heads);
-  // With the merge_warps knob (FI_MERGE_WARPS=1), a host plan whose units have few chunks
-  // each: a warp per (unit, row, head) (the same bits as the block form), up to 16 blocks of
-  // 4 warps per SM.
+  // A host plan whose units have few chunks each, unless the merge_warps knob is 0
+  // (FI_MERGE_WARPS=0): a warp per (unit, row, head) (the same bits as the block form), up to
+  // 16 blocks of 4 warps per SM.
   int warps_grid = 0;
   if (host_plan && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_FEW_CHUNKS) &&
       ctx->tuning.merge_warps > 0) {

@@ -8,7 +8,7 @@
 //     runs the L chunk lanes' states itself (registers), then the same combine. No shared
 //     memory and no block barrier: for lists of a few chunks over many (row, head) pairs
 //     (a prefill's split), where the block form's barriers and CTAs per pair cost more than
-//     its loads (merge.cu, opt-in; bench/NOTES.md, session 46).
+//     its loads (merge.cu; bench/NOTES.md, sessions 46 and 47).
 // Both round through merge_lane_add and merge_lanes_combine (explicit fmaf), so a plan's
 // merge may take either; the split-KV merge of a plan (merge.cu) and the rank-order merge of
 // a KV-sharded run (shard.cu) call them, so the same chunk list always gives the same bits.

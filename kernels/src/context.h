@@ -127,11 +127,9 @@ struct fi_context {
                                 from DRAM take the deep ring, api.c choose_ws_layout), 0 never
                                 (such plans widened to 176-key tiles as other long ones), 1
                                 every host plan left at wgmma 128 x 128 (A / B runs, tests) */
-    int32_t merge_warps; /* 1: the split-KV merge of host plans with few chunks per unit
-                            runs a warp per row (FI_PLAN_FLAG_FEW_CHUNKS; the same bits);
-                            0 (default): a block per row throughout. Opt-in while a two-stream
-                            run's rare difference with it on is not explained (bench/NOTES.md,
-                            session 46) */
+    int32_t merge_warps; /* 1 (default): the split-KV merge of host plans with few chunks
+                            per unit runs a warp per row (FI_PLAN_FLAG_FEW_CHUNKS; the same
+                            bits); 0: a block per row throughout (A / B runs) */
     int32_t decode_max_ctas; /* > 0: at most this many CTAs for a decode launch (whole unit
                                 slots, at least one; its CTAs loop over the rest), the other
                                 SMs left to kernels on other streams; 0: the plan's launch
