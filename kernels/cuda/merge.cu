@@ -486,7 +486,7 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   // 16 blocks of 4 warps per SM.
   int warps_grid = 0;
   if (host_plan && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_FEW_CHUNKS) &&
-      ctx->tuning.merge_warps > 0) {
+      ctx->tuning.merge_warps != 0) {
     const long long warps = (long long)l.num_merge_units * row_slots * heads;
     long long blocks = (warps + 3) / 4;
     if (blocks > sms * 16) blocks = sms * 16;

@@ -80,7 +80,8 @@ struct fi_context {
   size_t mask_scratch_bytes;
 
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
-   * context is created (never on the run path); 0 / -1 mean "the measured default".
+   * context is created (never on the run path); -1, or 0 where a knob's own comment says
+   * so, means "the measured default" (FI_MERGE_WARPS: 1).
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,

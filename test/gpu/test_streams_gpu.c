@@ -8,6 +8,7 @@
  * and beside another kernel about one round in 10^3 lost a 16-dim block of V in one CTA
  * (bench/NOTES.md, session 47); a single stream never showed it. f16, 32 / 8 heads, head_dim
  * 128, pages of 16 in a shuffled table, outputs poisoned. */
+#include "fi/heuristics.h" /* fi_tiles_name */
 #include "gpu_common.h"
 
 enum { QO_HEADS = 32, KV_HEADS = 8, HD = 128, PAGE = 16, BATCH = 64, PREFIX_PAGES = 512,
@@ -92,6 +93,9 @@ int main(void) {
   FI_CK(dec, fi_decode_workspace_size(dec, &p, BATCH, &w));
   GPU_CK(cudaMalloc(&ws_dec, w));
   FI_CK(dec, fi_decode_plan(dec, &p, BATCH, &h_suf, num_pages, NULL, ws_dec, w, &dec_plan));
+  /* (the uploads and poisons above went through the legacy stream, which the two
+   * non-blocking streams do not wait for) */
+  GPU_CK(cudaDeviceSynchronize());
 
   /* The host backend's outputs, then each CUDA run alone on its stream. */
   unsigned char *ref = malloc(ROUND_BYTES), *alone = malloc(ROUND_BYTES);
@@ -132,6 +136,7 @@ int main(void) {
   GPU_CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
   unsigned char *ring = gpu_alloc_poisoned((size_t)RING * ROUND_BYTES);
   unsigned char *h_ring = malloc((size_t)RING * ROUND_BYTES);
+  GPU_CK(cudaDeviceSynchronize()); /* (the ring's poison, on the legacy stream) */
   const char *const names[4] = {"prefill o", "prefill lse", "decode o", "decode lse"};
   const size_t bytes[4] = {O_BYTES, L_BYTES, O_BYTES, L_BYTES};
   long long differ[4] = {0, 0, 0, 0}, rounds_differ = 0;
@@ -169,11 +174,15 @@ int main(void) {
       rounds_differ += any;
     }
   }
-  printf("streams: %d rounds of a paged prefill (%d rows x %d keys) beside a decode (%d x %d "
-         "keys) on two streams: %lld differ from the runs alone (prefill o %lld, lse %lld, "
-         "decode o %lld, lse %lld); the runs alone against the host: %lld of %lld elements "
-         "off, max rel %.3g, max lse %.3g\n",
-         rounds, BATCH, PREFIX_PAGES * PAGE, BATCH, SUFFIX_PAGES * PAGE, rounds_differ,
+  char pre_tiles[64], dec_tiles[64]; /* (what ran: the plans' kernels and the prefill's split) */
+  fi_tiles_name(pre_plan.tiles, 0, pre_tiles, sizeof pre_tiles);
+  fi_tiles_name(dec_plan.tiles, 1, dec_tiles, sizeof dec_tiles);
+  printf("streams: %d rounds of a paged prefill (%d rows x %d keys; %s, %d units, %d partial "
+         "rows) beside a decode (%d x %d keys; %s) on two streams: %lld differ from the runs "
+         "alone (prefill o %lld, lse %lld, decode o %lld, lse %lld); the runs alone against "
+         "the host: %lld of %lld elements off, max rel %.3g, max lse %.3g\n",
+         rounds, BATCH, PREFIX_PAGES * PAGE, pre_tiles, pre_plan.num_work_units,
+         pre_plan.num_partial_rows, BATCH, SUFFIX_PAGES * PAGE, dec_tiles, rounds_differ,
          differ[0], differ[1], differ[2], differ[3], bad, e.elements, e.max_rel, e.max_lse);
   const int failed = bad > 0 || rounds_differ > 0;
   printf("test_streams_gpu: %s\n", failed ? "FAILED" : "passed");
