@@ -22,13 +22,13 @@ nvidia-smi -L
 for w in $what; do
   case $w in
     tests)
-      for t in test_merge_gpu test_append_gpu test_decode_gpu; do
+      for t in test_merge_gpu test_append_gpu test_decode_gpu test_streams_gpu; do
         start=$(date +%s)
         ./$t > "$OUT/cur.log" 2>&1
         rc=$?
         cat "$OUT/cur.log" >> "$OUT/tests.log"
         echo "$t: rc $rc ($(( $(date +%s) - start )) s)"
-        grep -E "configs|graph|plan hd|passed|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -40
+        grep -E "configs|graph|plan hd|streams:|passed|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -40
       done
       # Page-aligned plans (the warp-specialised kernel on sm_90): default CTA shapes, then
       # 10-warp CTAs with a 9-slot ring (other shapes, ring wrap-around every few tiles).
