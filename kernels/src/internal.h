@@ -306,7 +306,7 @@ enum {
    * bit, so device plans (which never set it) still match host plans exactly. */
   FI_PLAN_FLAG_WS_DEEP = 2,
   /* Every split-KV merge unit of this host plan has at most FI_MERGE_FEW_CHUNKS chunks: its
-   * merge may run a warp per (row, head) (merge.cu, with the merge_warps knob; the same bits
+   * merge runs a warp per (row, head) (merge.cu, unless the merge_warps knob is 0; the same bits
    * as the block-per-row form that device plans, whose units only the device knows, run). */
   FI_PLAN_FLAG_FEW_CHUNKS = 4
 };

@@ -95,14 +95,40 @@ static inline uint16_t gpu_f32_to_bf16(float f) {
 }
 static inline float gpu_bf16_to_f32(uint16_t b) { return gpu_bits_f32((uint32_t)b << 16); }
 
-/* Element i of a buffer of dtype dt (f16, bf16, f32) as float. */
+/* An e4m3 code's value (0x7f and 0xff: NaN, the poison of cache rows no kernel reads). */
+static inline float gpu_e4m3_to_f32(uint8_t b) {
+  if ((b & 0x7f) == 0x7f) return NAN;
+  const int ex = (b >> 3) & 15, m = b & 7;
+  const float mag = ex == 0 ? ldexpf((float)m / 8.f, -6) : ldexpf(1.f + (float)m / 8.f, ex - 7);
+  return (b & 0x80) ? -mag : mag;
+}
+
+/* Element i of a buffer of dtype dt (f16, bf16, f32, or fp8 codes before any scale) as
+ * float. */
 static inline float gpu_load(const void *buf, fi_dtype dt, int64_t i) {
   switch (dt) {
     case FI_DTYPE_F16: return gpu_f16_to_f32(((const uint16_t *)buf)[i]);
     case FI_DTYPE_BF16: return gpu_bf16_to_f32(((const uint16_t *)buf)[i]);
     case FI_DTYPE_F32: return ((const float *)buf)[i];
+    case FI_DTYPE_E4M3: return gpu_e4m3_to_f32(((const uint8_t *)buf)[i]);
+    case FI_DTYPE_E5M2: return gpu_f16_to_f32((uint16_t)(((const uint8_t *)buf)[i] << 8));
     default: return NAN;
   }
+}
+
+/* The largest L2 norm of `rows` rows of hd elements (rows holding NaN, the poison of cache
+ * rows no kernel reads, left out): the |q| and |k| of the tests' RoPE rounding bounds. */
+static inline double gpu_max_row_norm(const void *buf, fi_dtype dt, size_t rows, int hd) {
+  double best = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    double s2 = 0;
+    for (int i = 0; i < hd; ++i) {
+      const double x = gpu_load(buf, dt, (int64_t)(r * (size_t)hd + (size_t)i));
+      s2 += x * x;
+    }
+    if (s2 == s2 && sqrt(s2) > best) best = sqrt(s2);
+  }
+  return best;
 }
 
 /* Random values in [-1, 1] (fp8: random finite codes of moderate magnitude); nonzero

@@ -332,34 +332,6 @@ static int device_plan_matches(fi_context *dctx, const decode_case *c, decode_da
   return differs;
 }
 
-/* An element of a host buffer (q, or the cache: fp8 codes decoded, before k_scale). */
-static double kv_value(const void *buf, fi_dtype dt, size_t i) {
-  const uint8_t b = ((const uint8_t *)buf)[i];
-  if (dt == FI_DTYPE_E4M3) {
-    if ((b & 0x7f) == 0x7f) return NAN; /* (the poison of unread rows) */
-    const int ex = (b >> 3) & 15, m = b & 7;
-    const double mag = ex == 0 ? ldexp(m / 8.0, -6) : ldexp(1.0 + m / 8.0, ex - 7);
-    return (b & 0x80) ? -mag : mag;
-  }
-  if (dt == FI_DTYPE_E5M2) return gpu_f16_to_f32((uint16_t)(b << 8));
-  return gpu_load(buf, dt, (int64_t)i);
-}
-
-/* The largest L2 norm of `rows` rows of hd elements (rows holding NaN, the poison of cache
- * rows no kernel reads, left out). */
-static double max_row_norm(const void *buf, fi_dtype dt, size_t rows, int hd) {
-  double best = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    double s2 = 0;
-    for (int i = 0; i < hd; ++i) {
-      const double x = kv_value(buf, dt, r * hd + i);
-      s2 += x * x;
-    }
-    if (s2 == s2 && sqrt(s2) > best) best = sqrt(s2);
-  }
-  return best;
-}
-
 /* With RoPE the kernels round the rotated q and k to the 16-bit type of their MMA (f16 for
  * an fp8 cache) where the host keeps fp32: each logit moves by at most (2u + u^2) x
  * sm_scale x k_scale x |q| |k| (u that type's unit roundoff; Cauchy-Schwarz, the rotation
@@ -371,8 +343,8 @@ static double rope_lse_slack(const decode_case *c, const decode_data *d) {
   const size_t q_rows = (size_t)c->batch * p->num_qo_heads;
   const size_t kv_rows = d->kv_bytes / fi_dtype_size(p->kv_dtype) / (size_t)hd;
   /* (K and V rows alike: a bound) */
-  const double qn = max_row_norm(d->q_h, p->q_dtype, q_rows, hd),
-               kn = max_row_norm(d->kv_h, p->kv_dtype, kv_rows, hd);
+  const double qn = gpu_max_row_norm(d->q_h, p->q_dtype, q_rows, hd),
+               kn = gpu_max_row_norm(d->kv_h, p->kv_dtype, kv_rows, hd);
   const int f16_math = p->q_dtype == FI_DTYPE_F16 || fi_dtype_size(p->kv_dtype) == 1;
   const double u = f16_math ? 0x1p-11 : 0x1p-8;
   return (2 * u + u * u) * fabs((double)p->sm_scale) * fabs((double)p->k_scale) * qn * kn;

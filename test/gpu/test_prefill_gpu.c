@@ -21,6 +21,7 @@
 
 #include "fi/cuda_variants.h"
 #include "fi/runtime.h"
+#include "gpu_common.h" /* gpu_max_row_norm */
 
 #define CK(call)                                                                         \
   do {                                                                                   \
@@ -118,24 +119,6 @@ static float fi_test_e4m3(uint8_t b) {
 static float load_elem(const void *buf, fi_dtype dt, size_t i) {
   return dt == FI_DTYPE_F16 ? f16_to_f32(((const uint16_t *)buf)[i])
                             : bf16_to_f32(((const uint16_t *)buf)[i]);
-}
-
-/* The largest L2 norm of `rows` rows of hd elements of dtype dt (16-bit or fp8 codes). */
-static double max_row_norm(const void *buf, fi_dtype dt, size_t rows, int hd) {
-  const uint8_t *b8 = (const uint8_t *)buf;
-  double best = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    double s2 = 0;
-    for (int d = 0; d < hd; ++d) {
-      const size_t i = r * (size_t)hd + (size_t)d;
-      const double x = dt == FI_DTYPE_E4M3   ? fi_test_e4m3(b8[i])
-                       : dt == FI_DTYPE_E5M2 ? f16_to_f32((uint16_t)(b8[i] << 8))
-                                             : load_elem(buf, dt, i);
-      s2 += x * x;
-    }
-    if (sqrt(s2) > best) best = sqrt(s2);
-  }
-  return best;
 }
 
 /* The device's output rows (rows of row_bytes, pad_bytes apart) into dst, packed; returns
@@ -712,8 +695,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
      * norms; k as dequantized), so the LSE by at most the largest such move. */
     double lse_slack = 0;
     if (c->pos == FI_POS_ROPE_LLAMA && !fp8) {
-      const double qn = max_row_norm(q, c->q_dtype, (size_t)nnz_qo * Hq, hd),
-                   kn = max_row_norm(kbuf, c->kv_dtype, kv_elems / (size_t)hd, hd);
+      const double qn = gpu_max_row_norm(q, c->q_dtype, (size_t)nnz_qo * Hq, hd),
+                   kn = gpu_max_row_norm(kbuf, c->kv_dtype, kv_elems / (size_t)hd, hd);
       const double ks = c->k_scale; /* (per-head scales come with fp8 attention only) */
       const double u = c->q_dtype == FI_DTYPE_BF16 ? 0x1p-8 : 0x1p-11;
       lse_slack = (2 * u + u * u) * fabs((double)c->sm_scale) * qn * kn * ks;
