@@ -146,13 +146,22 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
          (long long)decode_tws_smem(D, kvb, nw, slots, split, variant) > per_cta)
     slots -= consumers;
   // The ring's depth: as many slots as fit, except one per consumer for MHA over a 16-bit
-  // cache at four CTAs per SM (one head per CTA: little math per slot): on an H200, 3 slots
-  // against 6 read 0.4-2.5 % more GB/s on the MHA rows measured, where the deeper ring read
-  // below FlashInfer's; GQA rows gained and lost, and at two CTAs per SM a grid of 1.45 CTAs
-  // per SM lost 6 % (bench/NOTES.md, session 46). p.tws_slots >= consumers
-  // (FI_DECODE_TWS_SLOTS) caps it instead, 0 keeps it full.
+  // cache (one head per CTA: little math per slot) where the CTAs with work fill at least
+  // 2.5 per SM at four CTAs per SM, or 1.5 at two: on an H200, 3 slots against 6 read
+  // 0.4-2.5 % more GB/s on the MHA rows at four per SM, where the deeper ring read below
+  // FlashInfer's (GQA rows gained and lost); 6 against 12 at two per SM read 2-5 % more on
+  // (7 and 8, 8192, 32, 32) but 6 % less on a grid of 1.45 CTAs per SM; and split plans
+  // whose units busy 1.7-1.9 CTAs per SM of a four-per-SM launch lost 13-17 % with 3
+  // (bench/NOTES.md, sessions 46 and 48). p.tws_slots >= consumers (FI_DECODE_TWS_SLOTS)
+  // caps it instead, 0 keeps it full. (The slots never change the bits: a consumer's
+  // sub-tiles are the same whatever the ring's depth.)
+  const long long busy = p.num_units > 0 && (long long)p.num_units * p.grid_heads < ctas
+                             ? (long long)p.num_units * p.grid_heads
+                             : ctas;
+  const bool shallow = kvb == 2 && p.group == 1 &&
+                       ((per_sm == 4 && 2 * busy >= 5 * sms) || (per_sm == 2 && 2 * busy >= 3 * sms));
   int cap = p.tws_slots;
-  if (cap < 0) cap = kvb == 2 && per_sm == 4 && p.group == 1 ? consumers : 0;
+  if (cap < 0) cap = shallow ? consumers : 0;
   if (cap >= consumers && cap < slots) slots = cap / consumers * consumers;
   const size_t smem = decode_tws_smem(D, kvb, nw, slots, split, variant);
   if (smem > smem_limit) return cudaErrorInvalidConfiguration;

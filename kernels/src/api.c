@@ -249,7 +249,11 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
     t.sm_version = 80;
   const fi_variant *v = p->variant;
   tp->variant = ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod);
-  return fi_select_decode_tiles(&t, tp);
+  fi_tiles tiles = fi_select_decode_tiles(&t, tp);
+  /* (the planner still splits only where the unsplit units are fewer than its target) */
+  if (ctx->tuning.decode_split == 0 || ctx->tuning.decode_split == 1)
+    tiles.split_kv = ctx->tuning.decode_split;
+  return tiles;
 }
 
 /* The heuristics' prefill choice for this context: a device or build without the Hopper tier

@@ -87,7 +87,7 @@ struct fi_context {
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
-   * FI_DECODE_MAX_CTAS. */
+   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -135,6 +135,9 @@ struct fi_context {
                                 slots, at least one; its CTAs loop over the rest), the other
                                 SMs left to kernels on other streams; 0: the plan's launch
                                 size */
+    int32_t decode_split; /* -1 default (the heuristics' rule, fi_select_decode_tiles), 0:
+                             decode plans never split the KV, 1: split wherever the KV is
+                             long enough (FI_SPLIT_MIN_AVG_KV; A / B runs) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -73,7 +73,8 @@
  *      ctas = batch * num_kv_heads * ceil(packed / q_tile)
  *    cannot fill the SMs (ctas < sm_count) and the KV is long (avg_kv_len >= 512).
  *    Unknown batch or KV length (0, compile time) -> on: the planner then decides with
- *    the real lengths and splits only when the same two conditions hold.
+ *    the real lengths and splits only when the same two conditions hold. Decode on the
+ *    Hopper fast path also splits below two unsplit CTAs per SM (fi_select_decode_tiles).
  */
 #include "fi/heuristics.h"
 
@@ -195,14 +196,24 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * both core kinds, split or not (2 stages, 6 CTAs per SM: resident CTAs beat pipeline
    * depth; the planner makes enough split units for them). */
   tiles.split_kv = fi_select_split_kv(t, p, tiles.q_tile);
-  /* fp8 KV on the Hopper fast path splits up to two CTAs per SM: the unsplit grid of
-   * between one and two CTAs per SM read 9-17 % slower than the split plan on 3 of the 4
-   * such rows of the e4m3 sweep (bench/sweeps/decode_h200_fp8.csv; the 4th 2.6 % faster),
-   * where 16-bit KV reads the same either way (decode v16). */
-  if (!tiles.split_kv && t->sm_version == 90 && p->fast_path && p->kv_dtype_bytes == 1 &&
+  /* The Hopper fast path splits grids that leave most SMs one CTA of the warp-specialised
+   * kernel, short of the bytes in flight that the SM's share of the bandwidth needs.
+   * fp8 KV, below two unsplit CTAs per SM: the unsplit grid read 9-17 % slower than the
+   * split plan on 3 of the 4 such rows of the e4m3 sweep (bench/sweeps/
+   * decode_h200_fp8.csv; the 4th 2.6 % faster). 16-bit KV at head_dim 128 (the shape
+   * measured), up to 1.5 per SM: H200, decode_vs_fi, session 48: (17, 8192, 32, 8) 0.87 ->
+   * 1.11x FlashInfer's better path, (20, 8192, 32, 8) pages of 8 0.69 -> 0.99x, (40, 4096,
+   * 32, 4) 0.94 -> 0.99x, (5, 8192, 32, 32) 0.88 -> 0.95x (bench/NOTES.md). Above 1.5 the
+   * planner's target (3 CTAs per SM) leaves requests of equal lengths unsplit, and a split
+   * plan launches its target all the same: idle CTAs and fewer warps per busy one
+   * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep). */
+  const int64_t unsplit_ctas =
+      (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+  if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
       tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
       p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
-      (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1) < 2LL * t->sm_count)
+      (p->kv_dtype_bytes == 1 ? unsplit_ctas < 2LL * t->sm_count
+                              : p->head_dim == 128 && 2 * unsplit_ctas <= 3LL * t->sm_count))
     tiles.split_kv = 1;
   tiles.kv_tile = 32;
   /* A variant on the fast path: tensor cores whatever the group (its kernel is the
