@@ -117,8 +117,11 @@ static int deepest_stages(SmemOf smem_of, size_t budget) {
 // most one CTA per SM, 2 up to two per SM, else 4 (four CTAs per SM: one CTA's unit
 // boundary, when its ring drains for the merge, is covered by the other three). Each CTA
 // takes 1/k of the SM's shared memory for its ring and NW warps with NW - 1 consumers: 14
-// at k = 1 (a single CTA must consume at the SM's share of the bandwidth), 7 at k = 2, 4 at
-// k = 4 (16 warps of <= 128 registers fill the register file). The ring's slot count R is a
+// at k = 1 (a single CTA must consume at the SM's share of the bandwidth), 7 at k = 2 (8 at
+// head_dim 128 for grids of at least 1.6 CTAs per SM: H200, 2-5 % more GB/s on such rows
+// of 1.7-1.9 per SM, 3 % less at 1.5; bench/NOTES.md, session 48), 4 at k = 4 (16 warps of
+// <= 128 registers fill the register file). NW follows the grid alone: host and device
+// plans of one problem launch the same grid and so compute the same bits. The ring's slot count R is a
 // multiple of the consumers: within a unit a consumer then waits on a slot whose previous
 // phase it consumed itself, so the phase it waits for is never two ahead of the barrier's
 // (parity waits would alias); across units the block barrier at each unit's end orders
@@ -131,7 +134,7 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   const long long ctas = (long long)grid.x * grid.y;
   const long long sms = p.sm_count > 0 ? p.sm_count : 1;
   int per_sm = ctas <= sms ? 1 : (ctas <= 2 * sms ? 2 : 4);
-  int nw = per_sm == 1 ? 14 : (per_sm == 2 ? 7 : 4);
+  int nw = per_sm == 1 ? 14 : (per_sm == 2 ? (D == 128 && 5 * ctas >= 8 * sms ? 8 : 7) : 4);
   if (p.tcw_warps >= 2 && p.tcw_warps <= kTcw1MaxWarps) nw = p.tcw_warps;
   if (per_sm > kTcw1MaxWarps / nw) per_sm = kTcw1MaxWarps / nw;  // registers
   const int consumers = nw - 1;

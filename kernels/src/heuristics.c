@@ -204,9 +204,10 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * measured), up to 1.5 per SM: H200, decode_vs_fi, session 48: (17, 8192, 32, 8) 0.87 ->
    * 1.11x FlashInfer's better path, (20, 8192, 32, 8) pages of 8 0.69 -> 0.99x, (40, 4096,
    * 32, 4) 0.94 -> 0.99x, (5, 8192, 32, 32) 0.88 -> 0.95x (bench/NOTES.md). Above 1.5 the
-   * planner's target (3 CTAs per SM) leaves requests of equal lengths unsplit, and a split
-   * plan launches its target all the same: idle CTAs and fewer warps per busy one
-   * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep). */
+   * planner's target for GQA (3 CTAs per SM) leaves requests of equal lengths unsplit, and
+   * a split plan launches its target all the same: idle CTAs and fewer warps per busy one
+   * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep); unsplit, such grids run 8 warps
+   * per CTA (decode.cuh launch_tws). */
   const int64_t unsplit_ctas =
       (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
   if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
