@@ -231,6 +231,7 @@ static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_pa
                  (ctx->prefill_stage_bytes > 0 &&
                   fi_prefill_stage_layout(ctx, p, paged, 1).total > 0);
   tp.variant = 0; /* (decode: select_decode_tiles) */
+  tp.page_size = 0; /* (decode: select_decode_tiles) */
   return tp;
 }
 
@@ -249,6 +250,7 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
     t.sm_version = 80;
   const fi_variant *v = p->variant;
   tp->variant = ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod);
+  tp->page_size = p->page_size;
   fi_tiles tiles = fi_select_decode_tiles(&t, tp);
   /* (the planner still splits only where the unsplit units are fewer than its target) */
   if (ctx->tuning.decode_split == 0 || ctx->tuning.decode_split == 1)

@@ -103,6 +103,7 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
   if (info.family == PlanFamily::decode) {
     p.avg_qo_len = 1;
     p.variant = variant;
+    p.page_size = info.bsr ? static_cast<int32_t>(info.bsr.getBlockCols()) : 0;
     return fi_select_decode_tiles(&target, &p);
   }
   if (info.staticBatch > 0 && info.staticQoRows >= 0)

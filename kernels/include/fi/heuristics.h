@@ -58,6 +58,8 @@ typedef struct fi_tile_problem {
   /* Decode: 1 when the op has a score_mod / mask_mod compiled for the CUDA backend, which
    * runs in the warp-specialised (tensor-core) decode kernel alone. */
   int32_t variant;
+  /* Paged decode: tokens per page (0: not paged, or not known). */
+  int32_t page_size;
 } fi_tile_problem;
 
 /* Smallest query tile of {1,16,32,64,128} that covers the average query length (counting
