@@ -398,3 +398,33 @@ func.func @prefill_static_fp8_kv(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
        mask_mode = #fi.mask_mode<causal>} -> tensor<512x32x128xf16>
   return %r : tensor<512x32x128xf16>
 }
+
+// -----
+
+// Decode on the fast path with a static batch of 7 and the hint fi.avg_kv_len = 8192, MHA
+// at head_dim 128 (32 KV heads): 224 unsplit CTAs, 1.7 per SM of the default target's 132.
+// Pages of 16 tokens split only up to 1.5 per SM -> no split; pages of 8 (the block_cols
+// of #fi.bsr) up to 2 per SM -> split (heuristics.c, fi_select_decode_tiles).
+// CHECK-LABEL: func.func @decode_sparse_grid_pages
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = false, cores = tensor>
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
+func.func @decode_sparse_grid_pages(%q: tensor<7x32x128xf16>, %k: tensor<?x16x32x128xf16>,
+    %v: tensor<?x16x32x128xf16>, %k8: tensor<?x8x32x128xf16>, %v8: tensor<?x8x32x128xf16>,
+    %p: tensor<8xi32>, %i: tensor<?xi32>, %l: tensor<7xi32>, %o: tensor<7x32x128xf16>)
+    -> (tensor<7x32x128xf16>, tensor<7x32x128xf16>) {
+  %r = fi.paged_decode q(%q : tensor<7x32x128xf16>)
+      kv(%k, %v : tensor<?x16x32x128xf16>, tensor<?x16x32x128xf16>)
+      pages(%p, %i, %l : tensor<8xi32>, tensor<?xi32>, tensor<7xi32>)
+      outs(%o : tensor<7x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 8192 : i64}
+      -> tensor<7x32x128xf16>
+  %r8 = fi.paged_decode q(%q : tensor<7x32x128xf16>)
+      kv(%k8, %v8 : tensor<?x8x32x128xf16>, tensor<?x8x32x128xf16>)
+      pages(%p, %i, %l : tensor<8xi32>, tensor<?xi32>, tensor<7xi32>)
+      outs(%o : tensor<7x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = nhd>, fi.avg_kv_len = 8192 : i64}
+      -> tensor<7x32x128xf16>
+  return %r, %r8 : tensor<7x32x128xf16>, tensor<7x32x128xf16>
+}

@@ -102,6 +102,37 @@ int main(void) {
     EXPECT(fi_select_split_kv(&h100, &p, 128) == 1, "unknown shape leaves the split to the planner");
   }
 
+  /* 4b. decode on the Hopper fast path also splits sparse grids: 16-bit KV at head_dim 128
+   * up to 1.5 unsplit CTAs per SM (2 with pages of 4 or 8), fp8 KV below 2 */
+  {
+    struct { int batch, hq, hkv, hd, kvb, page, want; const char *why; } dt[] = {
+        {20, 32, 8, 128, 2, 16, 1, "160 ctas (1.2 per SM)"},
+        {24, 32, 8, 128, 2, 16, 1, "192 ctas (1.45 per SM)"},
+        {28, 32, 8, 128, 2, 16, 0, "224 ctas (1.7 per SM)"},
+        {28, 32, 8, 128, 2, 8, 1, "224 ctas, pages of 8"},
+        {28, 32, 8, 128, 2, 4, 1, "224 ctas, pages of 4"},
+        {33, 32, 8, 128, 2, 8, 0, "264 ctas (two per SM), pages of 8"},
+        {28, 32, 8, 128, 1, 16, 1, "224 ctas of fp8 KV"},
+        {5, 32, 32, 128, 2, 16, 1, "MHA, 160 ctas"},
+        {20, 32, 8, 64, 2, 16, 0, "head_dim 64 (not measured)"},
+        {64, 32, 8, 128, 2, 16, 0, "512 ctas"}};
+    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
+      fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, dt[i].kvb, 1, 8192);
+      p.fast_path = 1;
+      p.page_size = dt[i].page;
+      fi_tiles t = fi_select_decode_tiles(&h100, &p);
+      EXPECT(t.split_kv == dt[i].want, "hopper decode %s: split_kv %d, want %d", dt[i].why,
+             t.split_kv, dt[i].want);
+      p.fast_path = 0; /* off the fast path: fi_select_split_kv's rule alone */
+      t = fi_select_decode_tiles(&h100, &p);
+      EXPECT(t.split_kv == 0, "decode off the fast path %s: split_kv %d", dt[i].why, t.split_kv);
+      p.fast_path = 1;
+      p.avg_kv_len = 256; /* short KV never splits */
+      t = fi_select_decode_tiles(&h100, &p);
+      EXPECT(t.split_kv == 0, "decode of 256 keys %s: split_kv %d", dt[i].why, t.split_kv);
+    }
+  }
+
   /* whole choices and names */
   {
     fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 8192);
