@@ -110,11 +110,13 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
  * "3 CTAs per SM"): (1, 32768, 32, 8) 70.5 -> 74.0 % of copy, (1, 16384, 32, 8) 53.8 ->
  * 57.2 %, (1, 32768, 32, 4) 49.7 -> 54.1 %, the other split rows within 0.3 % or better
  * (pages of 8 alike, but for MHA -1 %). Over fp8 caches it was a wash, -5 to +3 % by row:
- * they stay at 4, and so do MHA and pages of 4 or 8 tokens (H200, session 48, FlashInfer's
- * better path: (5, 8192, 32, 32) 0.93 -> 0.97x, (5, 4096, 32, 32) 0.96 -> 1.00x; (25, 8192,
- * 32, 8) pages of 8 0.81 -> 0.95x, (30, 4096, 32, 8) pages of 4 0.64 -> 0.95x, two such rows
- * 1-2 % slower; bench/NOTES.md). The knob
- * FI_DECODE_CTAS_PER_SM overrides both. */
+ * they stay at 4, and so do MHA, pages of 4 tokens, and pages of 8 where 3 per SM would
+ * leave fewer than 2.5 busy CTAs per SM for requests of equal lengths (H200, session 48,
+ * FlashInfer's better path, 3 -> 4: (5, 8192, 32, 32) 0.93 -> 0.97x, (2, 32768, 32, 32)
+ * pages of 4 0.93 -> 1.00x, (12, 8192, 32, 8) pages of 4 1.01 -> 1.04x, (30, 4096, 32, 8)
+ * pages of 4 0.64 -> 0.95x; pages of 8: (25, 8192, 32, 8) 0.81 -> 0.94x, (20, 8192, 32, 8)
+ * 1.00 -> 1.04x, but (1, 32768, 32, 8) 1.11 -> 1.06x, (1, 32768, 32, 4) 1.13 -> 1.04x;
+ * bench/NOTES.md). The knob FI_DECODE_CTAS_PER_SM overrides both. */
 enum { FI_DECODE_TCW_CTAS_PER_SM = 4, FI_DECODE_TWS_CTAS_PER_SM = 3 };
 
 /* Whether the per-warp kernel (or, for fp8 KV at head_dim 128, the warp-specialised one,
@@ -167,10 +169,16 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
                                  !fi_decode_boxes_per_page(p->page_size);
   if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
   const int mha = p->num_qo_heads == kvh;
-  const int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&
-                             !fi_decode_boxes_per_page(p->page_size)
-                         ? FI_DECODE_TWS_CTAS_PER_SM
-                         : FI_DECODE_TCW_CTAS_PER_SM;
+  int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&
+                       p->page_size != 4
+                   ? FI_DECODE_TWS_CTAS_PER_SM
+                   : FI_DECODE_TCW_CTAS_PER_SM;
+  if (per_sm == FI_DECODE_TWS_CTAS_PER_SM && p->page_size == 8) {
+    /* the units that target gives requests of equal lengths (whole chunks per request) */
+    const int64_t t3 = per_sm * sms / kvh, b = unsplit_units > 0 ? unsplit_units : 1;
+    const int64_t u3 = b <= t3 ? t3 / b * b : b;
+    if (2 * u3 * kvh < 5 * sms) per_sm = FI_DECODE_TCW_CTAS_PER_SM;
+  }
   int64_t u = per_sm * sms / kvh;
   return u < 1 ? 1 : (u < t ? u : t);
 }
