@@ -605,6 +605,84 @@ static int split_rule_test(fi_context *dctx) {
   return failed;
 }
 
+/* The Hopper fast path's split rules (heuristics.c fi_select_decode_tiles, planner.c
+ * decode_target_units), checked on an sm_90 device from its SM count: 16-bit KV at
+ * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (2 with pages of 8); split
+ * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA, and 4 with GQA over
+ * pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests of 8192 (32768
+ * for one request) tokens; the planner's units per KV head u then satisfy
+ * lo < u <= hi for the target it aims at. On a device of at most 30 GB/s of memory
+ * bandwidth per SM (an H100) grids over pages of 16 covering 9/10 of the SMs stay unsplit
+ * (split_rule_test). Skipped off sm_90 or with a decode knob set. */
+static int hopper_split_rule_test(fi_context *dctx) {
+  int major = 0, sms = 0;
+  GPU_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const char *knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE", "FI_DECODE_ONE_WAVE",
+                         "FI_DECODE_SPLIT", "FI_DECODE_WARP_SPEC", "FI_DECODE_HEADS_N"};
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; ++i)
+    if (getenv(knobs[i])) {
+      printf("hopper split rule: skipped (%s is set)\n", knobs[i]);
+      return 0;
+    }
+  if (major != 9) {
+    printf("hopper split rule: skipped (not an sm_90 device)\n");
+    return 0;
+  }
+  struct { int batch, kvh, page, len, per_sm; const char *what; } cases[] = {
+      /* 1.2 CTAs per SM: split, 3 per SM (GQA, pages of 16) */
+      {(12 * sms) / (10 * 8), 8, 16, 8192, 3, "GQA, 1.2 CTAs per SM, pages of 16"},
+      /* 1.7 per SM: unsplit with pages of 16 (per_sm 0), split with pages of 8 */
+      {(17 * sms + 79) / (10 * 8), 8, 16, 8192, 0, "GQA, 1.7 CTAs per SM, pages of 16"},
+      {(17 * sms + 79) / (10 * 8), 8, 8, 8192, 4, "GQA, 1.7 CTAs per SM, pages of 8"},
+      {1, 8, 8, 32768, 3, "GQA, one request, pages of 8"},
+      {1, 32, 16, 32768, 4, "MHA, one request"}};
+  int mem_khz = 0, bus_bits = 0;
+  GPU_CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
+  GPU_CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+  const double gbps_per_sm = 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 / sms;
+  int failed = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int batch = cases[c].batch, kvh = cases[c].kvh;
+    if (cases[c].page == 16 && batch * kvh * 10 >= sms * 9 && !(gbps_per_sm > 30.0))
+      cases[c].per_sm = 0; /* one CTA per SM, unsplit */
+    int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+    for (int i = 0; i < batch; ++i) lens[i] = cases[c].len;
+    gpu_pages pg = gpu_make_pages(batch, lens, cases[c].page, 0);
+    fi_attention_params p = fi_attention_params_default(32, kvh, 128);
+    p.page_size = cases[c].page;
+    size_t ws = 0;
+    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
+    void *w = NULL;
+    GPU_CK(cudaMalloc(&w, ws));
+    fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
+    fi_plan plan;
+    FI_CK(dctx, fi_decode_plan(dctx, &p, batch, &pt, pg.num_pages, NULL, w, ws, &plan));
+    const int units = plan.num_work_units;
+    int ok;
+    if (cases[c].per_sm == 0) {
+      ok = plan.num_partial_rows == 0 && units == batch;
+    } else {
+      /* at most the target's units; more than the next lower target's (whole chunks per
+       * request: the largest multiple of the batch within the target) */
+      const int hi = cases[c].per_sm * sms / kvh, lower = (cases[c].per_sm - 1) * sms / kvh;
+      const int lo = lower / batch * batch;
+      ok = plan.num_partial_rows > 0 && units <= hi && units > lo;
+    }
+    printf("hopper split rule: %s: batch %d x %d kv heads on %d SMs -> %d work units, %d "
+           "partial rows (%s): %s\n",
+           cases[c].what, batch, kvh, sms, units, plan.num_partial_rows,
+           cases[c].per_sm ? (cases[c].per_sm == 3 ? "split, 3 per SM" : "split, 4 per SM")
+                           : "unsplit",
+           ok ? "ok" : "FAIL");
+    failed |= !ok;
+    cudaFree(w);
+    gpu_free_pages(&pg);
+    free(lens);
+  }
+  return failed;
+}
+
 /* Bad page tables given to the device planner: each is reported by fi_plan_device_status
  * with a message naming the array, and the run computes nothing (outputs stay poisoned). */
 static int device_plan_errors(fi_context *dctx) {
@@ -759,6 +837,7 @@ int main(void) {
   failed |= graph_test(hctx);
   failed |= unsupported_test(dctx);
   failed |= split_rule_test(dctx);
+  failed |= hopper_split_rule_test(dctx);
   fi_context_destroy(dctx);
   fi_context_destroy(hctx);
   printf("test_decode_gpu: %s\n", failed ? "FAILED" : "passed");
