@@ -152,8 +152,9 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
   // cache (one head per CTA: little math per slot) where the CTAs with work fill at least
   // 2.5 per SM at four CTAs per SM, or 1.5 at two: on an H200, 3 slots against 6 read
   // 0.4-2.5 % more GB/s on the MHA rows at four per SM, where the deeper ring read below
-  // FlashInfer's (GQA rows gained and lost); 6 against 12 at two per SM read 2-5 % more on
-  // (7 and 8, 8192, 32, 32) but 6 % less on a grid of 1.45 CTAs per SM; and split plans
+  // FlashInfer's (GQA rows gained and lost); 6 against 12 at two per SM (7 warps) read 2-5 %
+  // more on (7 and 8, 8192, 32, 32) but 6 % less on a grid of 1.45 CTAs per SM (those two
+  // rows now run 8 warps: 7 slots against a full ring read the same); and split plans
   // whose units busy 1.7-1.9 CTAs per SM of a four-per-SM launch lost 13-17 % with 3
   // (bench/NOTES.md, sessions 46 and 48). p.tws_slots >= consumers (FI_DECODE_TWS_SLOTS)
   // caps it instead, 0 keeps it full. (The slots never change the bits: a consumer's

@@ -101,8 +101,8 @@ struct fi_context {
     int32_t tws_slots;   /* cap on that kernel's ring slots, rounded down to a multiple of
                             its consumer warps (at least one each); 0: as many as fit; -1
                             (default): the rule (decode.cuh launch_tws: one slot per consumer
-                            for MHA over a 16-bit cache at four CTAs per SM, else as many as
-                            fit) */
+                            for MHA over a 16-bit cache where the CTAs with work fill 2.5 per
+                            SM at four CTAs per SM or 1.5 at two, else as many as fit) */
     int32_t prefill_warp_spec; /* -1 default (on, sm_90), 0: no warp-specialised prefill */
     int32_t decode_one_wave;   /* -1 default (by the memory bandwidth per SM), 0: split
                                   one-wave per-warp decode plans, 1: keep them unsplit */
@@ -135,9 +135,11 @@ struct fi_context {
                                 slots, at least one; its CTAs loop over the rest), the other
                                 SMs left to kernels on other streams; 0: the plan's launch
                                 size */
-    int32_t decode_split; /* -1 default (the heuristics' rule, fi_select_decode_tiles), 0:
-                             decode plans never split the KV, 1: split wherever the KV is
-                             long enough (FI_SPLIT_MIN_AVG_KV; A / B runs) */
+    int32_t decode_split; /* -1 default (the heuristics' rule, fi_select_decode_tiles);
+                             0 / 1: split_kv off / on in the tiles the runtime chooses for a
+                             host decode plan (the planner still splits only below its
+                             target; given tiles, device plans and compiled #fi.tiles keep
+                             theirs; A / B runs) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

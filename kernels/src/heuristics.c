@@ -74,7 +74,10 @@
  *    cannot fill the SMs (ctas < sm_count) and the KV is long (avg_kv_len >= 512).
  *    Unknown batch or KV length (0, compile time) -> on: the planner then decides with
  *    the real lengths and splits only when the same two conditions hold. Decode on the
- *    Hopper fast path also splits below two unsplit CTAs per SM (fi_select_decode_tiles).
+ *    Hopper fast path (fi_select_decode_tiles) also splits sparser grids with long KV:
+ *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
+ *    or below two with pages of 4 or 8 tokens (fi_tile_problem.page_size); other 16-bit
+ *    head dims keep the rule above.
  */
 #include "fi/heuristics.h"
 
@@ -206,9 +209,9 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * 32, 4) 0.94 -> 0.99x, (5, 8192, 32, 32) 0.88 -> 0.95x (bench/NOTES.md). Above 1.5 the
    * planner's target for GQA (3 CTAs per SM) leaves requests of equal lengths unsplit, and
    * a split plan launches its target all the same: idle CTAs and fewer warps per busy one
-   * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep); unsplit, such grids run 8 warps
-   * per CTA (decode.cuh launch_tws). Pages of 4 or 8 tokens split up to two per SM, as fp8
-   * KV does: their producer issues a copy per page, and one or two CTAs per SM issue too
+   * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep); unsplit, such grids run from 1.6
+   * per SM 8 warps per CTA (decode.cuh launch_tws). Pages of 4 or 8 tokens split below two
+   * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per SM issue too
    * few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages of 4 0.58 ->
    * 0.98x; GQA rows with pages of 8 within their spread). */
   const int64_t unsplit_ctas =

@@ -563,7 +563,7 @@ static int graph_test(fi_context *hctx) {
  * Skipped when a decode tuning knob in the environment changes the planner's target. */
 static int split_rule_test(fi_context *dctx) {
   if (getenv("FI_DECODE_CTAS_PER_SM") || getenv("FI_DECODE_WARP_PIPE") ||
-      getenv("FI_DECODE_ONE_WAVE")) {
+      getenv("FI_DECODE_ONE_WAVE") || getenv("FI_DECODE_SPLIT")) {
     printf("split rule: skipped (a decode tuning knob is set)\n");
     return 0;
   }
@@ -608,12 +608,13 @@ static int split_rule_test(fi_context *dctx) {
 /* The Hopper fast path's split rules (heuristics.c fi_select_decode_tiles, planner.c
  * decode_target_units), checked on an sm_90 device from its SM count: 16-bit KV at
  * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (2 with pages of 8); split
- * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA, and 4 with GQA over
- * pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests of 8192 (32768
+ * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA or pages of 4, and 4
+ * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests of 8192 (32768
  * for one request) tokens; the planner's units per KV head u then satisfy
  * lo < u <= hi for the target it aims at. On a device of at most 30 GB/s of memory
  * bandwidth per SM (an H100) grids over pages of 16 covering 9/10 of the SMs stay unsplit
- * (split_rule_test). Skipped off sm_90 or with a decode knob set. */
+ * (split_rule_test). Skipped off sm_90, in a build without sm_90a code (no Hopper tier)
+ * or with a decode knob set. */
 static int hopper_split_rule_test(fi_context *dctx) {
   int major = 0, sms = 0;
   GPU_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -629,6 +630,10 @@ static int hopper_split_rule_test(fi_context *dctx) {
     printf("hopper split rule: skipped (not an sm_90 device)\n");
     return 0;
   }
+#ifndef FI_CUDA_HAS_SM90A
+  printf("hopper split rule: skipped (a build without sm_90a code)\n");
+  return 0;
+#endif
   struct { int batch, kvh, page, len, per_sm; const char *what; } cases[] = {
       /* 1.2 CTAs per SM: split, 3 per SM (GQA, pages of 16) */
       {(12 * sms) / (10 * 8), 8, 16, 8192, 3, "GQA, 1.2 CTAs per SM, pages of 16"},
@@ -636,6 +641,7 @@ static int hopper_split_rule_test(fi_context *dctx) {
       {(17 * sms + 79) / (10 * 8), 8, 16, 8192, 0, "GQA, 1.7 CTAs per SM, pages of 16"},
       {(17 * sms + 79) / (10 * 8), 8, 8, 8192, 4, "GQA, 1.7 CTAs per SM, pages of 8"},
       {1, 8, 8, 32768, 3, "GQA, one request, pages of 8"},
+      {1, 8, 4, 32768, 4, "GQA, one request, pages of 4"},
       {1, 32, 16, 32768, 4, "MHA, one request"}};
   int mem_khz = 0, bus_bits = 0;
   GPU_CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));

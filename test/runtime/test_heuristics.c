@@ -103,11 +103,13 @@ int main(void) {
   }
 
   /* 4b. decode on the Hopper fast path also splits sparse grids: 16-bit KV at head_dim 128
-   * up to 1.5 unsplit CTAs per SM (2 with pages of 4 or 8), fp8 KV below 2 */
+   * up to 1.5 unsplit CTAs per SM (below 2 with pages of 4 or 8), fp8 KV below 2 */
   {
     struct { int batch, hq, hkv, hd, kvb, page, want; const char *why; } dt[] = {
         {20, 32, 8, 128, 2, 16, 1, "160 ctas (1.2 per SM)"},
         {24, 32, 8, 128, 2, 16, 1, "192 ctas (1.45 per SM)"},
+        {99, 8, 2, 128, 2, 16, 1, "198 ctas (1.5 per SM)"},
+        {100, 8, 2, 128, 2, 16, 0, "200 ctas"},
         {28, 32, 8, 128, 2, 16, 0, "224 ctas (1.7 per SM)"},
         {28, 32, 8, 128, 2, 8, 1, "224 ctas, pages of 8"},
         {28, 32, 8, 128, 2, 4, 1, "224 ctas, pages of 4"},

@@ -60,7 +60,7 @@ typedef struct fi_tile_problem {
   int32_t variant;
   /* Paged decode: tokens per page (0: not paged, or not known). */
   int32_t page_size;
-} fi_tile_problem;
+} fi_tile_problem; /* zero-initialise it: fields added later read 0 ("not known") */
 
 /* Smallest query tile of {1,16,32,64,128} that covers the average query length (counting
  * GQA heads packed into the tile when the query is short). */

@@ -38,8 +38,9 @@ def FiSelectTiles : Pass<"fi-select-tiles", "ModuleOp"> {
     (nnz_qo / batch), else from the hint attribute `fi.avg_qo_len = N : i64` on the op.
     Without either, the choice is left to the plan step, visibly: the op gets the unit
     attribute `fi.tiles_at_plan_time` and keeps no `tiles`. `fi.avg_kv_len = N : i64`
-    (optional) and a static batch feed the split-KV decision (unknown -> split allowed,
-    the planner decides with the real lengths).
+    (optional), a static batch and, for decode, the page size (`#fi.bsr`'s block_cols)
+    feed the split-KV decision (unknown -> split allowed, the planner decides with the
+    real lengths).
 
     A plan made on the device never sees the lengths on the host, so a prefill op whose
     plan is `on_device` (or every prefill op, with `device-plans`, as fi-to-llvm's
