@@ -317,10 +317,32 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
  * median time, for the heuristics' replay test (test/runtime/test_decode_sweep.c, which
  * checks the variant fi_select_decode_tiles picks against the fastest of each shape). The
  * variants: CUDA cores with kv_tile 16/32/64, tensor cores (q16) with kv_tile 32/64/128,
- * each with and without split-KV; the whole grid twice (100 repeats each). */
+ * each with and without split-KV; the whole grid twice (100 repeats each).
+ * FI_BENCH_GRID_BATCHES=<b,b,...> (at most 16) replaces the batches. */
 static void decode_grid(fi_bench_ctx *b, const char *path) {
-  static const int batches[] = {1, 8, 64, 128}, lens[] = {2048, 16384};
+  int batches[16] = {1, 8, 64, 128}, num_batches = 4;
+  static const int lens[] = {2048, 16384};
   static const int heads[][2] = {{32, 32}, {32, 8}, {32, 4}, {64, 8}};
+  const char *bl = getenv("FI_BENCH_GRID_BATCHES");
+  if (bl && *bl) {
+    num_batches = 0;
+    for (const char *c = bl; *c && num_batches < 16;) {
+      char *end = NULL;
+      const long v = strtol(c, &end, 10);
+      if (end == c || v < 1 || v > 4096) {
+        fprintf(stderr, "decode grid: FI_BENCH_GRID_BATCHES=%s: want batches 1..4096 "
+                "separated by commas\n", bl);
+        return;
+      }
+      batches[num_batches++] = (int)v;
+      c = *end == ',' ? end + 1 : end;
+      if (*end && *end != ',') {
+        fprintf(stderr, "decode grid: FI_BENCH_GRID_BATCHES=%s: want batches 1..4096 "
+                "separated by commas\n", bl);
+        return;
+      }
+    }
+  }
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "decode grid: cannot write %s\n", path);
@@ -329,14 +351,16 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
   /* FI_BENCH_GRID_KV=e4m3: the grid over an e4m3 KV cache (f16 q) */
   const char *kv = getenv("FI_BENCH_GRID_KV");
   const int extras = kv && !strcmp(kv, "e4m3") ? DECODE_FP8 : 0;
-  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, %s\n",
-          b->gpu, b->copy_gbps, extras ? "f16 q, e4m3 KV" : "fp16");
+  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, %s; "
+          "batches", b->gpu, b->copy_gbps, extras ? "f16 q, e4m3 KV" : "fp16");
+  for (int i = 0; i < num_batches; ++i) fprintf(f, " %d", batches[i]);
+  fprintf(f, "\n");
   fprintf(f, "batch,kv_len,qo_heads,kv_heads,variant,us\n");
   const int reps = b->reps;
   b->reps = 100;
   for (int pass = 0; pass < 2; ++pass) /* the grid twice: the replay averages the two */
   for (size_t h = 0; h < sizeof heads / sizeof heads[0]; ++h)
-    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; ++bi)
+    for (int bi = 0; bi < num_batches; ++bi)
       for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
         const int batch = batches[bi], len = lens[li];
         if ((long long)batch * len * heads[h][1] > (1LL << 24)) continue; /* <= 8.6 GB of KV */

@@ -25,7 +25,9 @@
  *      backend runs those plans on its warp-specialised decode kernel (TMA copies, heads on
  *      the mma N side), which read 1-10 % faster than the CUDA-core kernel on every group-1
  *      row of a sweep and 7-104 % faster on groups 2 and 3 (bench/NOTES.md, decode v15,
- *      H100). head_dim 64 was not measured and keeps the group rule. fp8 KV is on the
+ *      H100) -- but for MHA over a 16-bit cache with 4-5 unsplit CTAs per SM (a second,
+ *      mostly empty wave of that kernel; CUDA cores 8 % faster in the H200 sweep).
+ *      head_dim 64 was not measured and keeps the group rule. fp8 KV is on the
  *      fast path too (the kernel's fp8 instance, decode v16).
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
@@ -186,7 +188,17 @@ int32_t fi_select_split_kv(const fi_target *t, const fi_tile_problem *p, int32_t
 fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   fi_tiles tiles;
   tiles.cores = fi_select_decode_cores(p);
-  if (t->sm_version == 90 && p->fast_path && p->head_dim == 128)
+  const int64_t unsplit_ctas =
+      (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+  /* MHA over a 16-bit cache whose unsplit grid holds 4-5 CTAs per SM keeps the CUDA-core
+   * kernel: the warp-specialised one runs 4 per SM, so such a grid takes a second, mostly
+   * empty wave (H200 sweep, bench/sweeps/decode_h200_band.csv: (20, 2048 / 16384, 32, 32)
+   * 178.8 / 1361.4 us on CUDA cores against 194.5 / 1475.6 on tensor cores; at 6.8 per SM,
+   * (28, *, 32, 32), tensor cores lead by 18-19 %). */
+  const int mha_second_wave = group_size(p) == 1 && p->kv_dtype_bytes == 2 && p->batch > 0 &&
+                              unsplit_ctas > 4LL * t->sm_count &&
+                              unsplit_ctas <= 5LL * t->sm_count;
+  if (t->sm_version == 90 && p->fast_path && p->head_dim == 128 && !mha_second_wave)
     tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
@@ -214,8 +226,6 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per SM issue too
    * few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages of 4 0.58 ->
    * 0.98x; GQA rows with pages of 8 within their spread). */
-  const int64_t unsplit_ctas =
-      (int64_t)p->batch * (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
   if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
       tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
       p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&

@@ -117,7 +117,8 @@ int main(void) {
         {28, 32, 8, 128, 1, 16, 1, "224 ctas of fp8 KV"},
         {5, 32, 32, 128, 2, 16, 1, "MHA, 160 ctas"},
         {20, 32, 8, 64, 2, 16, 0, "head_dim 64 (not measured)"},
-        {64, 32, 8, 128, 2, 16, 0, "512 ctas"}};
+        {64, 32, 8, 128, 2, 16, 0, "512 ctas"},
+        {20, 32, 32, 128, 2, 16, 0, "MHA, 640 ctas (CUDA cores)"}};
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
       fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, dt[i].kvb, 1, 8192);
       p.fast_path = 1;
@@ -125,6 +126,14 @@ int main(void) {
       fi_tiles t = fi_select_decode_tiles(&h100, &p);
       EXPECT(t.split_kv == dt[i].want, "hopper decode %s: split_kv %d, want %d", dt[i].why,
              t.split_kv, dt[i].want);
+      /* tensor cores on the fast path at head_dim 128 but for MHA over a 16-bit cache at
+       * 4-5 unsplit CTAs per SM (a second wave of the warp-specialised kernel) */
+      const long long ctas = (long long)dt[i].batch * dt[i].hkv;
+      const int want_cc = dt[i].hd == 128 && dt[i].hq == dt[i].hkv && dt[i].kvb == 2 &&
+                          ctas > 4 * 132 && ctas <= 5 * 132;
+      if (dt[i].hd == 128)
+        EXPECT(t.cores == (want_cc ? FI_CORES_CUDA : FI_CORES_TENSOR),
+               "hopper decode %s: cores %d", dt[i].why, (int)t.cores);
       p.fast_path = 0; /* off the fast path: fi_select_split_kv's rule alone */
       t = fi_select_decode_tiles(&h100, &p);
       EXPECT(t.split_kv == 0, "decode off the fast path %s: split_kv %d", dt[i].why, t.split_kv);
