@@ -2,7 +2,8 @@
  * sweep (no GPU needed). bench/sweeps/decode_h100.csv holds the median time of every decode
  * variant on a grid of shapes, measured on an H100 by `FI_BENCH_GRID_OUT=<csv> fi_bench
  * decode` (bench/bench_decode.c: batch 1-128, KV 2k / 16k tokens, groups 1-8, head_dim 128,
- * page 16, fp16, or with FI_BENCH_GRID_KV=e4m3 an e4m3 cache (FI_SWEEP_KV_BYTES 1); the
+ * page 16, fp16, or with FI_BENCH_GRID_KV=e4m3 an e4m3 cache (FI_SWEEP_KV_BYTES 1), or
+ * with FI_BENCH_GRID_BATCHES other batches (decode_h200_band.csv: 5, 20, 28, 40); the
  * grid twice, each variant's time the mean of its lines). For every
  * shape the test asks fi_select_decode_tiles for the variant the
  * runtime would plan (the problem as api.c builds it for such a decode on an H100) and
