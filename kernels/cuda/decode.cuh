@@ -121,12 +121,12 @@ static int deepest_stages(SmemOf smem_of, size_t budget) {
 // head_dim 128 for grids of at least 1.6 CTAs per SM: H200, 2-5 % more GB/s on such rows
 // of 1.7-1.9 per SM, 3 % less at 1.5; bench/NOTES.md, session 48), 4 at k = 4 (16 warps of
 // <= 128 registers fill the register file). NW follows the grid alone: host and device
-// plans of one problem launch the same grid and so compute the same bits. The ring's slot count R is a
-// multiple of the consumers: within a unit a consumer then waits on a slot whose previous
-// phase it consumed itself, so the phase it waits for is never two ahead of the barrier's
-// (parity waits would alias); across units the block barrier at each unit's end orders
-// every earlier fill. FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS (p.tws_slots)
-// override NW and cap R for sweeps and tests.
+// plans of one problem launch the same grid and so compute the same bits. The ring's slot
+// count R is a multiple of the consumers: within a unit a consumer then waits on a slot
+// whose previous phase it consumed itself, so the phase it waits for is never two ahead of
+// the barrier's (parity waits would alias); across units the block barrier at each unit's
+// end orders every earlier fill. FI_DECODE_TCW_WARPS (2..16) and FI_DECODE_TWS_SLOTS
+// (p.tws_slots) override NW and cap R for sweeps and tests.
 template <typename T, int D, typename KVT>
 static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
                               cudaStream_t stream) {
@@ -163,7 +163,8 @@ static cudaError_t launch_tws(DecodeParams p, dim3 grid, size_t smem_limit,
                              ? (long long)p.num_units * p.grid_heads
                              : ctas;
   const bool shallow = kvb == 2 && p.group == 1 &&
-                       ((per_sm == 4 && 2 * busy >= 5 * sms) || (per_sm == 2 && 2 * busy >= 3 * sms));
+                       ((per_sm == 4 && 2 * busy >= 5 * sms) ||
+                        (per_sm == 2 && 2 * busy >= 3 * sms));
   int cap = p.tws_slots;
   if (cap < 0) cap = shallow ? consumers : 0;
   if (cap >= consumers && cap < slots) slots = cap / consumers * consumers;

@@ -223,16 +223,17 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * a split plan launches its target all the same: idle CTAs and fewer warps per busy one
    * ((64, 2048, 32, 4): 1.11x slower in the H200 sweep); unsplit, such grids run from 1.6
    * per SM 8 warps per CTA (decode.cuh launch_tws). Pages of 4 or 8 tokens split below two
-   * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per SM issue too
-   * few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages of 4 0.58 ->
-   * 0.98x; GQA rows with pages of 8 within their spread). */
+   * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per
+   * SM issue too few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages
+   * of 4 0.58 -> 0.98x; GQA rows with pages of 8 within their spread). */
+  const int fp8_kv = p->kv_dtype_bytes == 1,
+            small_pages = p->page_size == 4 || p->page_size == 8;
+  const int sparse_grid = fp8_kv || (p->head_dim == 128 && small_pages)
+                              ? unsplit_ctas < 2LL * t->sm_count
+                              : p->head_dim == 128 && 2 * unsplit_ctas <= 3LL * t->sm_count;
   if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
       tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
-      p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
-      (p->kv_dtype_bytes == 1 ? unsplit_ctas < 2LL * t->sm_count
-       : p->head_dim != 128   ? 0
-       : p->page_size == 4 || p->page_size == 8 ? unsplit_ctas < 2LL * t->sm_count
-                                                 : 2 * unsplit_ctas <= 3LL * t->sm_count))
+      p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV && sparse_grid)
     tiles.split_kv = 1;
   tiles.kv_tile = 32;
   /* A variant on the fast path: tensor cores whatever the group (its kernel is the

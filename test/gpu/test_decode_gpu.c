@@ -554,6 +554,42 @@ static int graph_test(fi_context *hctx) {
   return failed;
 }
 
+/* The first of `n` tuning knobs set in the environment, or NULL. */
+static const char *first_knob_set(const char *const *knobs, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (getenv(knobs[i])) return knobs[i];
+  return NULL;
+}
+
+/* Peak DRAM bandwidth per SM of device 0, as the runtime computes it (context.cu). */
+static double device_gbps_per_sm(int sms) {
+  int mem_khz = 0, bus_bits = 0;
+  GPU_CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
+  GPU_CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+  return 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 / sms;
+}
+
+/* The host plan of a decode of `batch` requests of `len` tokens each (32 query heads, `kvh`
+ * KV heads, head_dim 128, pages of `page`); only its counts are read afterwards. */
+static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page, int len) {
+  int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+  for (int i = 0; i < batch; ++i) lens[i] = len;
+  gpu_pages pg = gpu_make_pages(batch, lens, page, 0);
+  fi_attention_params p = fi_attention_params_default(32, kvh, 128);
+  p.page_size = page;
+  size_t ws = 0;
+  FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
+  void *w = NULL;
+  GPU_CK(cudaMalloc(&w, ws));
+  fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
+  fi_plan plan;
+  FI_CK(dctx, fi_decode_plan(dctx, &p, batch, &pt, pg.num_pages, NULL, w, ws, &plan));
+  cudaFree(w);
+  gpu_free_pages(&pg);
+  free(lens);
+  return plan;
+}
+
 /* The planner's split rule for the per-warp tensor-core kernel (planner.c,
  * decode_target_units): a 16-bit GQA decode whose (request, kv head) CTAs cover at
  * least 9/10 of the SMs is not split (one CTA of up to 16 warps per SM runs it) on a device
@@ -562,34 +598,21 @@ static int graph_test(fi_context *hctx) {
  * device's SM count and bandwidth, computed here from its attributes as the runtime does.
  * Skipped when a decode tuning knob in the environment changes the planner's target. */
 static int split_rule_test(fi_context *dctx) {
-  if (getenv("FI_DECODE_CTAS_PER_SM") || getenv("FI_DECODE_WARP_PIPE") ||
-      getenv("FI_DECODE_ONE_WAVE") || getenv("FI_DECODE_SPLIT")) {
+  static const char *const knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE",
+                                      "FI_DECODE_ONE_WAVE", "FI_DECODE_SPLIT"};
+  if (first_knob_set(knobs, sizeof knobs / sizeof knobs[0])) {
     printf("split rule: skipped (a decode tuning knob is set)\n");
     return 0;
   }
   int sms = 0;
   GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int kvh = 8, fill = (9 * sms + 10 * kvh - 1) / (10 * kvh);  /* ceil(0.9 sms / kvh) */
-  int mem_khz = 0, bus_bits = 0;
-  GPU_CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
-  GPU_CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
-  const double gbps_per_sm = 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 / sms;
+  const double gbps_per_sm = device_gbps_per_sm(sms);
   printf("split rule: %.1f GB/s of memory bandwidth per SM\n", gbps_per_sm);
   int failed = 0;
   for (int batch = fill - 1; batch <= fill; ++batch) {
     if (batch < 1) continue;
-    int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-    for (int i = 0; i < batch; ++i) lens[i] = 4096;
-    gpu_pages pg = gpu_make_pages(batch, lens, 16, 0);
-    fi_attention_params p = fi_attention_params_default(32, kvh, 128);
-    p.page_size = 16;
-    size_t ws = 0;
-    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
-    void *w = NULL;
-    GPU_CK(cudaMalloc(&w, ws));
-    fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
-    fi_plan plan;
-    FI_CK(dctx, fi_decode_plan(dctx, &p, batch, &pt, pg.num_pages, NULL, w, ws, &plan));
+    const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, 16, 4096);
     const int unsplit = plan.num_partial_rows == 0 && plan.num_work_units == batch;
     const int want_unsplit = batch == fill && !(gbps_per_sm > 30.0);
     const int ok = unsplit == want_unsplit;
@@ -598,9 +621,6 @@ static int split_rule_test(fi_context *dctx) {
            batch, kvh, sms, plan.num_work_units, plan.num_partial_rows,
            want_unsplit ? "unsplit" : "split", ok ? "ok" : "FAIL");
     failed |= !ok;
-    cudaFree(w);
-    gpu_free_pages(&pg);
-    free(lens);
   }
   return failed;
 }
@@ -609,8 +629,8 @@ static int split_rule_test(fi_context *dctx) {
  * decode_target_units), checked on an sm_90 device from its SM count: 16-bit KV at
  * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (2 with pages of 8); split
  * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA or pages of 4, and 4
- * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests of 8192 (32768
- * for one request) tokens; the planner's units per KV head u then satisfy
+ * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests
+ * of 8192 (32768 for one request) tokens; the planner's units per KV head u then satisfy
  * lo < u <= hi for the target it aims at. On a device of at most 30 GB/s of memory
  * bandwidth per SM (an H100) grids over pages of 16 covering 9/10 of the SMs stay unsplit
  * (split_rule_test). Skipped off sm_90, in a build without sm_90a code (no Hopper tier)
@@ -619,13 +639,14 @@ static int hopper_split_rule_test(fi_context *dctx) {
   int major = 0, sms = 0;
   GPU_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const char *knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE", "FI_DECODE_ONE_WAVE",
-                         "FI_DECODE_SPLIT", "FI_DECODE_WARP_SPEC", "FI_DECODE_HEADS_N"};
-  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; ++i)
-    if (getenv(knobs[i])) {
-      printf("hopper split rule: skipped (%s is set)\n", knobs[i]);
-      return 0;
-    }
+  static const char *const knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE",
+                                      "FI_DECODE_ONE_WAVE",    "FI_DECODE_SPLIT",
+                                      "FI_DECODE_WARP_SPEC",   "FI_DECODE_HEADS_N"};
+  const char *knob = first_knob_set(knobs, sizeof knobs / sizeof knobs[0]);
+  if (knob) {
+    printf("hopper split rule: skipped (%s is set)\n", knob);
+    return 0;
+  }
   if (major != 9) {
     printf("hopper split rule: skipped (not an sm_90 device)\n");
     return 0;
@@ -643,27 +664,13 @@ static int hopper_split_rule_test(fi_context *dctx) {
       {1, 8, 8, 32768, 3, "GQA, one request, pages of 8"},
       {1, 8, 4, 32768, 4, "GQA, one request, pages of 4"},
       {1, 32, 16, 32768, 4, "MHA, one request"}};
-  int mem_khz = 0, bus_bits = 0;
-  GPU_CK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0));
-  GPU_CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
-  const double gbps_per_sm = 2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 / sms;
+  const double gbps_per_sm = device_gbps_per_sm(sms);
   int failed = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const int batch = cases[c].batch, kvh = cases[c].kvh;
     if (cases[c].page == 16 && batch * kvh * 10 >= sms * 9 && !(gbps_per_sm > 30.0))
       cases[c].per_sm = 0; /* one CTA per SM, unsplit */
-    int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-    for (int i = 0; i < batch; ++i) lens[i] = cases[c].len;
-    gpu_pages pg = gpu_make_pages(batch, lens, cases[c].page, 0);
-    fi_attention_params p = fi_attention_params_default(32, kvh, 128);
-    p.page_size = cases[c].page;
-    size_t ws = 0;
-    FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
-    void *w = NULL;
-    GPU_CK(cudaMalloc(&w, ws));
-    fi_page_table pt = {pg.indptr, pg.indices, pg.last_page_len};
-    fi_plan plan;
-    FI_CK(dctx, fi_decode_plan(dctx, &p, batch, &pt, pg.num_pages, NULL, w, ws, &plan));
+    const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, cases[c].page, cases[c].len);
     const int units = plan.num_work_units;
     int ok;
     if (cases[c].per_sm == 0) {
@@ -682,9 +689,6 @@ static int hopper_split_rule_test(fi_context *dctx) {
                            : "unsplit",
            ok ? "ok" : "FAIL");
     failed |= !ok;
-    cudaFree(w);
-    gpu_free_pages(&pg);
-    free(lens);
   }
   return failed;
 }
