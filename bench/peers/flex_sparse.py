@@ -6,32 +6,42 @@
 # fi rows do; "x dense" is over FlexAttention's own dense run (no block mask) of the same call.
 # Each sparse result is checked against a float32 masked reference built from the same BSR
 # arrays on the first 512 query rows (every element; bound 5e-3 on fp16 outputs).
-# Run on the GPU machine: python3 flex_sparse.py [block ...] (default: 64 128)
-import sys, time, random
+# Run on the GPU machine: python3 flex_sparse.py [block ...] (default: 64 128).
+# FI_FLEX_SEQ=<n> FI_FLEX_DEVICE=cpu: a small dry run of the script itself (no timing value).
+import os, sys, time, random
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 from torch.nn.attention.flex_attention import flex_attention, BlockMask
 
-SEQ, HQ, HK, HD = 16384, 32, 8, 128
+SEQ, HQ, HK, HD = int(os.environ.get("FI_FLEX_SEQ", "16384")), 32, 8, 128
+DEV = os.environ.get("FI_FLEX_DEVICE", "cuda")
 blocks_arg = [int(a) for a in sys.argv[1:]] or [64, 128]
 flex = torch.compile(flex_attention, dynamic=False)
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
 
 
 def bench(fn, iters=30):
     for _ in range(3):
         fn()
-    torch.cuda.synchronize()
+    sync()
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < 0.05:
         fn()
-    torch.cuda.synchronize()
+    sync()
     ts = []
     for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
+        if DEV == "cuda":
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record(); fn(); b.record(); b.synchronize()
+            ts.append(a.elapsed_time(b))
+        else:
+            t = time.perf_counter(); fn(); ts.append((time.perf_counter() - t) * 1e3)
     ts.sort()
     return ts[len(ts) // 2]
 
@@ -44,8 +54,8 @@ def random_bsr(nb, sparsity, rng):
 
 def block_mask_of(rows, nb, block):
     # every listed block is whole: pass them as FlexAttention's "full" blocks (no mask_mod call)
-    num = torch.tensor([len(r) for r in rows], dtype=torch.int32, device="cuda").view(1, 1, nb)
-    idx = torch.zeros(1, 1, nb, nb, dtype=torch.int32, device="cuda")
+    num = torch.tensor([len(r) for r in rows], dtype=torch.int32, device=DEV).view(1, 1, nb)
+    idx = torch.zeros(1, 1, nb, nb, dtype=torch.int32, device=DEV)
     for i, r in enumerate(rows):
         idx[0, 0, i, :len(r)] = torch.tensor(r, dtype=torch.int32)
     zero_num = torch.zeros_like(num)
@@ -59,7 +69,7 @@ def check(o, q, k, v, rows, block, nq=512):
     kk = k.float().repeat_interleave(g, 1)
     vv = v.float().repeat_interleave(g, 1)
     s = q[:, :, :nq].float() @ kk.transpose(-1, -2) / HD ** 0.5
-    allow = torch.zeros(nq, SEQ, dtype=torch.bool, device="cuda")
+    allow = torch.zeros(nq, SEQ, dtype=torch.bool, device=DEV)
     for i in range(nq // block):
         for c in rows[i]:
             allow[i * block:(i + 1) * block, c * block:(c + 1) * block] = True
@@ -69,11 +79,11 @@ def check(o, q, k, v, rows, block, nq=512):
     return err
 
 
-print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+print(torch.cuda.get_device_name() if DEV == "cuda" else DEV, "torch", torch.__version__, flush=True)
 torch.manual_seed(1)
-q = torch.randn(1, HQ, SEQ, HD, device="cuda", dtype=torch.float16)
-k = torch.randn(1, HK, SEQ, HD, device="cuda", dtype=torch.float16)
-v = torch.randn(1, HK, SEQ, HD, device="cuda", dtype=torch.float16)
+q = torch.randn(1, HQ, SEQ, HD, device=DEV, dtype=torch.float16)
+k = torch.randn(1, HK, SEQ, HD, device=DEV, dtype=torch.float16)
+v = torch.randn(1, HK, SEQ, HD, device=DEV, dtype=torch.float16)
 dense_flops = 4.0 * HD * HQ * SEQ * SEQ
 for name, be in [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]:
     try:
