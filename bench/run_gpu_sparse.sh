@@ -1,0 +1,45 @@
+#!/bin/bash
+# Device-machine script for block-sparse attention and its peers (issue 16): runs binaries
+# built on the dev machine and carried in $CARRY (default .gpu-carry-sparse/:
+# libfi_runtime.so or .so.xz, libfi_bsr_torch_shim.so, fi_bench, and bsr_vs_fi from
+# bench/peers/build_bsr_vs_fi.sh), in the order asked:
+#   oracle  test_block_sparse_torch.py: fi against a dense masked reference PyTorch builds
+#           from the same BSR arrays (FI_TEST_CONFIGS, default 200)
+#   peer    bsr_vs_fi: FlashInfer's block-sparse path (its FA3 paged prefill) and fi on the
+#           same arrays, blocks of 64 and 128 at 0 / 50 / 90 / 98 %
+#   bench   fi_bench sparse: the dense row and the random rows (ceilings in the same run)
+#   flex    bench/peers/flex_sparse.py: PyTorch FlexAttention on the same rows
+# Logs under $OUT; a short summary on stdout.
+set -o pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+CARRY=${CARRY:-.gpu-carry-sparse}
+cd "$root/$CARRY" || exit 1
+[ -f libfi_runtime.so.xz ] && [ ! -f libfi_runtime.so ] && xz -d -k libfi_runtime.so.xz
+export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi -L
+for w in ${*:-oracle peer bench flex}; do
+  start=$(date +%s)
+  case $w in
+    oracle)
+      python3 "$root/test/gpu/test_block_sparse_torch.py" --shim ./libfi_bsr_torch_shim.so \
+        > "$OUT/oracle.log" 2>&1
+      echo "test_block_sparse_torch rc $?"
+      grep -E "FAIL|configurations" "$OUT/oracle.log" | tail -8 ;;
+    peer)
+      ./bsr_vs_fi > "$OUT/bsr_vs_fi.log" 2>&1
+      echo "bsr_vs_fi rc $?"
+      cat "$OUT/bsr_vs_fi.log" ;;
+    bench)
+      ./fi_bench sparse --filter "dense prefill" > "$OUT/sparse_dense.log" 2>&1
+      ./fi_bench sparse --filter "random" > "$OUT/sparse_random.log" 2>&1
+      echo "fi_bench rc $?"
+      grep -E "copy|GEMM|^\| sparse" "$OUT/sparse_dense.log" "$OUT/sparse_random.log" | head -30 ;;
+    flex)
+      python3 "$root/bench/peers/flex_sparse.py" > "$OUT/flex.log" 2>&1
+      echo "flex_sparse rc $?"
+      grep "^|" "$OUT/flex.log" ;;
+  esac
+  echo "[$w: $(( $(date +%s) - start )) s]"
+done
