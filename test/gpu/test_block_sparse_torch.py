@@ -169,8 +169,10 @@ def main():
         nbr, nbc = len(row_b) - 1, len(col_b) - 1
         indptr, indices = make_bsr(rng, pattern, nbr, nbc)
         page = rng.choice([1, 8, 16, 24, 32, 64, 128]) if rng.random() < 1 / 3 else 0
-        mma = use_cuda and rng.random() < 0.25
-        q_tile, kv_tile = rng.choice(MMA_TILES) if mma else (0, 0)
+        # (drawn on the host too, so that a seed gives the same shapes on both backends)
+        mma_draw, mma_pick = rng.random() < 0.25, rng.choice(MMA_TILES)
+        mma = use_cuda and mma_draw
+        q_tile, kv_tile = mma_pick if mma else (0, 0)
         mma_count += mma
 
         # The dense mask of the listed blocks, then the causal diagonal and the window.
