@@ -329,18 +329,13 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
     for (const char *c = bl; *c && num_batches < 16;) {
       char *end = NULL;
       const long v = strtol(c, &end, 10);
-      if (end == c || v < 1 || v > 4096) {
+      if (end == c || v < 1 || v > 4096 || (*end && *end != ',')) {
         fprintf(stderr, "decode grid: FI_BENCH_GRID_BATCHES=%s: want batches 1..4096 "
                 "separated by commas\n", bl);
         return;
       }
       batches[num_batches++] = (int)v;
-      c = *end == ',' ? end + 1 : end;
-      if (*end && *end != ',') {
-        fprintf(stderr, "decode grid: FI_BENCH_GRID_BATCHES=%s: want batches 1..4096 "
-                "separated by commas\n", bl);
-        return;
-      }
+      c = *end ? end + 1 : end;
     }
   }
   FILE *f = fopen(path, "w");

@@ -3,11 +3,10 @@
 // block row's listed column blocks as pages of C keys, as flashinfer/sparse.py plans it)
 // against fi_block_sparse_plan / fi_block_sparse_run, on the same q, k, v and the same BSR
 // arrays in one binary: TFLOP/s over the listed pairs (4 * hd * qo_heads * blocks * R * C),
-// cross-checked outputs. Built by build_bsr_vs_fi.sh beside ../shared/anchor's build.
+// cross-checked outputs. Built by build_bsr_vs_fi.sh (peer_nvcc.sh).
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +21,7 @@
 extern "C" {
 #include "fi/runtime.h"
 }
+#include "peer_common.cuh"
 
 using namespace flashinfer;
 using DTypeQ = cutlass_dtype_t<half>;
@@ -49,27 +49,11 @@ struct PagedParams {  // mirrors csrc/batch_prefill_sm90_customize_config.jinja 
   bool causal;
 };
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define FK(x) do { fi_status s_ = (x); if (s_ != FI_SUCCESS) { fprintf(stderr, "fi: %s\n", fi_last_error(ctx)); exit(1); } } while (0)
-
 __global__ void fill(half* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     uint32_t x = (uint32_t)i * 2654435761u ^ seed; x ^= x >> 13; x *= 0x5bd1e995; x ^= x >> 15;
     p[i] = __float2half(((x & 0xffff) / 65535.f - 0.5f) * 2.f);
   }
-}
-
-template <typename F> static double time_ms(F f, cudaStream_t s) {
-  auto t0 = std::chrono::steady_clock::now();
-  do { f(); CK(cudaStreamSynchronize(s)); } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < 50);
-  const int n = 50; std::vector<cudaEvent_t> ev(2 * n);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int i = 0; i < n; ++i) { CK(cudaEventRecord(ev[2 * i], s)); f(); CK(cudaEventRecord(ev[2 * i + 1], s)); }
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t(n);
-  for (int i = 0; i < n; ++i) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end()); return t[n / 2];
 }
 
 template <bool SAME> static cudaError_t run_fa3(PagedParams& p, cudaStream_t s) {

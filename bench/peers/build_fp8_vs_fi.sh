@@ -1,18 +1,7 @@
 #!/usr/bin/env bash
 # Builds fp8_vs_fi (FlashInfer's fp8 sm90 ragged prefill against fi's fp8 attention, one
-# binary) with the FlashInfer, CUTLASS and CCCL sources that ../shared/anchor/build.sh
-# extracts into OUT_DIR/src (run that first, with the same OUT_DIR).
-#   FI_SRC   the fi source tree;  FI_LIB  the directory of libfi_runtime.so (sm_90a)
+# binary) with peer_nvcc.sh (FI_SRC, FI_LIB and OUT_DIR as there).
 # Run on the GPU machine: LD_LIBRARY_PATH=$FI_LIB OUT_DIR/fp8_vs_fi [b,len,qo_h,kv_h ...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-: "${FI_SRC:?set FI_SRC}" "${FI_LIB:?set FI_LIB}"
-OUT_DIR=${OUT_DIR:-anchor-build}
-src=$OUT_DIR/src
-[ -d "$src/flashinfer/include" ] || { echo "run ../shared/anchor/build.sh first (OUT_DIR=$OUT_DIR)" >&2; exit 1; }
-nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr --expt-extended-lambda \
-  -DNDEBUG -DFLASHINFER_ENABLE_F16 -DFLASHINFER_ENABLE_FP8_E4M3 -DCUTLASS_ENABLE_GDC_FOR_SM90 \
-  -I"$src/cccl/libcudacxx/include" -I"$src/cccl/cub" -I"$src/cccl/thrust" -I"$src/flashinfer/include" \
-  -I"$src/cutlass/include" -I"$src/cutlass/tools/util/include" -I"$FI_SRC/kernels/include" \
-  "$here/fp8_vs_fi.cu" -o "$OUT_DIR/fp8_vs_fi" -L"$FI_LIB" -lfi_runtime
-echo "built $OUT_DIR/fp8_vs_fi"
+"$here/peer_nvcc.sh" "$here/fp8_vs_fi.cu" "${OUT_DIR:-anchor-build}/fp8_vs_fi" -DFLASHINFER_ENABLE_FP8_E4M3

@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 extern "C" {
 #include "fi/runtime.h"
 }
+#include "peer_common.cuh"
 
 using namespace flashinfer;
 using DTypeQ = cutlass::float_e4m3_t;
@@ -46,28 +46,12 @@ struct RaggedParams {  // the fp16 anchor's argument block with e4m3 inputs
   bool causal;
 };
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define FK(x) do { fi_status s_ = (x); if (s_ != FI_SUCCESS) { fprintf(stderr, "fi: %s\n", fi_last_error(ctx)); exit(1); } } while (0)
-
 // Finite e4m3 codes of magnitude 1/8 .. 1.875 with random signs.
 __global__ void fill_e4m3(uint8_t* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     uint32_t x = (uint32_t)i * 2654435761u ^ seed; x ^= x >> 13; x *= 0x5bd1e995; x ^= x >> 15;
     p[i] = (uint8_t)(((x >> 8) & 0x80) | ((4 + (x & 3)) << 3) | ((x >> 4) & 7));
   }
-}
-
-template <typename F> static double time_ms(F f, cudaStream_t s) {
-  auto t0 = std::chrono::steady_clock::now();
-  do { f(); CK(cudaStreamSynchronize(s)); } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < 50);
-  const int n = 50; std::vector<cudaEvent_t> ev(2 * n);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int i = 0; i < n; ++i) { CK(cudaEventRecord(ev[2 * i], s)); f(); CK(cudaEventRecord(ev[2 * i + 1], s)); }
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t(n);
-  for (int i = 0; i < n; ++i) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end()); return t[n / 2];
 }
 
 // Usage: fp8_vs_fi [batch,len,qo_heads,kv_heads ...] (e4m3 q, k, v; f16 o; head_dim 128;
