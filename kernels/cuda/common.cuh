@@ -34,6 +34,15 @@ static constexpr float kLn2 = 0.6931471805599453f;
 
 template <typename T> struct elem_size { static constexpr int value = sizeof(T); };
 
+// The calling thread's warp in its block, as a value the compiler knows to be the same in
+// every lane (threadIdx.x / 32 is, but the compiler cannot tell): role branches become
+// uniform branches and what derives from the warp (a warpgroup's wgmma descriptors, its
+// shared-memory rows) lives in uniform registers instead of one vector register per lane
+// (CUTLASS's canonical_warp_idx_sync). Call it where every lane of the warp is active.
+__device__ __forceinline__ int warp_index() {
+  return __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 5), 0);
+}
+
 // float <-> 16-bit pairs.
 template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
 template <> __device__ __forceinline__ uint32_t pack2<f16>(float a, float b) {

@@ -101,7 +101,7 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
   constexpr int SLOT = decode_tws_slot_bytes(D, KV8 ? 1 : 2);  // K then V of one sub-tile
   constexpr int V_OFF = SLOT / 2;
   const int NW = blockDim.x / 32, NC = NW - 1, R = p.stages;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = fi::warp_index(), lane = tid % 32;
   const bool producer = warp == NC;
   const BlockCoords bc = block_coords(p);
   const CtaHeads ch = cta_heads(p, bc);

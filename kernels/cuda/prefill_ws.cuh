@@ -463,7 +463,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   int2 *const stage_info = reinterpret_cast<int2 *>(v_empty + STAGES);  // per ring stage
   WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
 
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int warp = fi::warp_index();  // (uniform: the wgmma descriptors in uniform registers)
   // GQA-packed rows of a chunk: CTA_Q (rows_across), or the whole tokens that fit (a
   // larger group that does not divide CTA_Q leaves the tile's last rows computed but never
   // stored).
