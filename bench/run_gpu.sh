@@ -14,6 +14,7 @@ cd "$(dirname "$0")/../$CARRY" || exit 1
 for v in base new; do  # unpack compressed runtimes of an A/B carry
   [ -f $v/libfi_runtime.so.xz ] && (cd $v && xz -d -k -f libfi_runtime.so.xz)
 done
+[ -f libfi_runtime.so.xz ] && [ ! -f libfi_runtime.so ] && xz -d -k libfi_runtime.so.xz
 export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

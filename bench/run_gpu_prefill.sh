@@ -13,6 +13,7 @@
 set -o pipefail
 CARRY=${CARRY:-.gpu-carry-prefill}
 cd "$(dirname "$0")/../$CARRY" || exit 1
+[ -f libfi_runtime.so.xz ] && [ ! -f libfi_runtime.so ] && xz -d -k libfi_runtime.so.xz
 export LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

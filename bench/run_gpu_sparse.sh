@@ -25,16 +25,17 @@ for w in ${*:-oracle peer bench flex}; do
     oracle)
       python3 "$root/test/gpu/test_block_sparse_torch.py" --shim ./libfi_bsr_torch_shim.so \
         > "$OUT/oracle.log" 2>&1
-      echo "test_block_sparse_torch rc $?"
-      grep -E "FAIL|configurations" "$OUT/oracle.log" | tail -8 ;;
+      echo "test_block_sparse_torch rc $? (77: skipped)"
+      grep -E "FAIL|configurations|skipped|Error" "$OUT/oracle.log" | tail -8 ;;
     peer)
       ./bsr_vs_fi > "$OUT/bsr_vs_fi.log" 2>&1
       echo "bsr_vs_fi rc $?"
       cat "$OUT/bsr_vs_fi.log" ;;
     bench)
       ./fi_bench sparse --filter "dense prefill" > "$OUT/sparse_dense.log" 2>&1
+      rc_dense=$?
       ./fi_bench sparse --filter "random" > "$OUT/sparse_random.log" 2>&1
-      echo "fi_bench rc $?"
+      echo "fi_bench rc $rc_dense (dense) $? (random)"
       grep -E "copy|GEMM|^\| sparse" "$OUT/sparse_dense.log" "$OUT/sparse_random.log" | head -30 ;;
     flex)
       python3 "$root/bench/peers/flex_sparse.py" > "$OUT/flex.log" 2>&1
