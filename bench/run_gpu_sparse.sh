@@ -9,6 +9,10 @@
 #           same arrays, blocks of 64 and 128 at 0 / 50 / 90 / 98 %
 #   bench   fi_bench sparse: the dense row and the random rows (ceilings in the same run)
 #   flex    bench/peers/flex_sparse.py: PyTorch FlexAttention on the same rows
+#   ncu     Nsight Compute on one launch each of the dense row and the 128 x 128 98 % row:
+#           the warp-state stalls (details page) and the per-SASS-instruction stall samples
+#           (source page, CSV: read offline beside the runtime's SASS) -- where a chunk's
+#           fixed cost goes at 3 tiles a chunk (bench/NOTES.md, session 50)
 # Logs under $OUT; a short summary on stdout.
 set -o pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +41,20 @@ for w in ${*:-oracle peer bench flex}; do
       ./fi_bench sparse --filter "random" > "$OUT/sparse_random.log" 2>&1
       echo "fi_bench rc $rc_dense (dense) $? (random)"
       grep -E "copy|GEMM|^\| sparse" "$OUT/sparse_dense.log" "$OUT/sparse_random.log" | head -30 ;;
+    ncu)
+      for f in "dense prefill" "bsr 128x128 random 98% sparse"; do
+        tag=$(echo "$f" | tr -c 'a-z0-9\n' '_')
+        ncu --clock-control none --set full --import-source no -k regex:prefill_ws --launch-skip 3 \
+          --launch-count 1 --page details ./fi_bench sparse --filter "$f" --reps 5 \
+          > "$OUT/ncu_$tag.log" 2>&1
+        echo "ncu [$f] rc $?"
+        grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Eligible Warps|Stall|No Eligible" \
+          "$OUT/ncu_$tag.log" | head -30
+        ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:prefill_ws \
+          --launch-skip 3 --launch-count 1 --page source --csv --print-source sass \
+          ./fi_bench sparse --filter "$f" --reps 5 > "$OUT/ncu_src_$tag.csv" 2>&1
+        echo "ncu source [$f] rc $?"; gzip -f "$OUT/ncu_src_$tag.csv"
+      done ;;
     flex)
       python3 "$root/bench/peers/flex_sparse.py" > "$OUT/flex.log" 2>&1
       echo "flex_sparse rc $?"
