@@ -2,11 +2,12 @@
 # Fills one carry directory for the device scripts (bench/run_gpu.sh, run_gpu_prefill.sh,
 # run_gpu_sparse.sh: CARRY=<dir>) from this machine's CUDA build, so that a device call
 # builds nothing: the runtime (stripped, xz: the scripts unpack it), the GPU tests, the
-# block-sparse test's PyTorch shim, fi_bench and the probes, and with FI_PEERS=1 the peers
-# built against FlashInfer (../shared/anchor's fa3_vs_fi and decode_vs_fi, and bsr_vs_fi,
-# fp8_vs_fi from bench/peers). The directory must be named in the device call's `carry`
-# (64 MiB in all; the runtime alone is ~44 MB compressed). A fresh checkout has no carry:
-# run this after scripts/setup.sh (the CUDA build takes ~25 minutes on 2 cores).
+# block-sparse test's PyTorch shim, fi_bench, the probes, the programs scripts/gpu-e2e.sh
+# runs (e2e/), and with FI_PEERS=1 the peers built against FlashInfer (../shared/anchor's
+# fa3_vs_fi and decode_vs_fi, and bsr_vs_fi, fp8_vs_fi from bench/peers). The directory must
+# be named in the device call's `carry` (64 MiB in all; the runtime alone is ~44 MB
+# compressed). A fresh checkout has no carry: run this after scripts/setup.sh (the CUDA
+# build takes ~25 minutes on 2 cores).
 #   bench/prepare_gpu_carry.sh [DIR]              (default .gpu-carry)
 #   FI_BUILD_DIR   the build with the CUDA backend (default build)
 #   FI_PEERS=1     also the peers; FI_MIRROR, CUTLASS_MIRROR, CCCL_MIRROR: the git
@@ -28,6 +29,13 @@ for t in "$build"/test/gpu/test_*_gpu "$build"/test/gpu/libfi_bsr_torch_shim.so 
          "$build"/bench/fi_bench "$build"/bench/decode_read_probe "$build"/bench/wgmma_layout_probe; do
   [ -f "$t" ] && cp "$t" "$carry/"
 done
+# The compiled programs of scripts/gpu-e2e.sh (needs fi-opt: a build with MLIR), in e2e/:
+# on the device, `FI_RUNTIME_LIB_DIR=$CARRY scripts/gpu-e2e.sh $CARRY/e2e` once the
+# runtime is unpacked (any of the bench/run_gpu*.sh scripts does that).
+if [ -x "$build/bin/fi-opt" ]; then
+  scripts/gpu-e2e.sh --prepare "$build" > /dev/null
+  rm -rf "$carry/e2e" && cp -r "$build/gpu-carry" "$carry/e2e"
+fi
 if [ "${FI_PEERS:-0}" = 1 ]; then
   : "${FI_MIRROR:?set FI_MIRROR}" "${CUTLASS_MIRROR:?set CUTLASS_MIRROR}" "${CCCL_MIRROR:?set CCCL_MIRROR}"
   out=${ANCHOR_OUT:-/tmp/anchor-build}
