@@ -711,17 +711,21 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         // kv_len or a half's kept keys: masked, and V zeroed).
         const int box = maps.kv_box_rows, boxes = CTA_KV / box;
         const bool page_boxes = p.paged && !(p.k_staged && p.v_staged);
+        // (block-sparse: a second half that keeps nothing has its key's sign bit set and
+        // is not loaded -- the consumers skip its P V steps -- keys being < 2^31; a field
+        // of its own cost the producer's 40 registers a spill per tile)
         struct TileSrc {
           int half_key[2], page, in_page;
         };
         auto lookup = [&](int tile) {
           TileSrc t = {{0, 0}, 0, 0};
           if (BSR) {
-            t.half_key[0] = p.bsr_tiles[4 * (kv_lo + tile)];
-            t.half_key[1] = p.bsr_tiles[4 * (kv_lo + tile) + 2];
+            const int32_t *const bt = p.bsr_tiles + 4 * (kv_lo + tile);
+            t.half_key[0] = bt[0];
+            t.half_key[1] = bt[3] == 0 ? bt[2] | INT_MIN : bt[2];
           }
           if (page_boxes && lane < boxes) {
-            const int j = BSR ? t.half_key[lane / (64 / box)] + lane % (64 / box) * box
+            const int j = BSR ? (t.half_key[lane / (64 / box)] & INT_MAX) + lane % (64 / box) * box
                               : kv_lo + tile * CTA_KV + lane * box;
             const int pg = (int)p.page_div.div((uint32_t)j);
             t.page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
@@ -739,6 +743,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
           const int kv0 = kv_lo + tile * CTA_KV;
           const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
+          const bool one_half = BSR && src.half_key[1] < 0;
           // Token rows (ragged, or staged): the request's first row.
           const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
           // A tile of consecutive pages goes as one box over them (checked once K's stage
@@ -756,7 +761,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
               fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
               // (the consumers read it once K has landed, before they release the stage)
               if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
-              fi::mbar_arrive_expect_tx(full, W::KV_BYTES);
+              fi::mbar_arrive_expect_tx(full, one_half ? W::KV_BYTES / 2 : W::KV_BYTES);
             }
             __syncwarp();  // the expected bytes are set before any lane's copy lands
             // (the boxes' lanes: page - lane all equal, each box at its page's start)
@@ -771,7 +776,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
             const bool staged = part == 0 ? p.k_staged : p.v_staged;
             if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
-              if (lane < 2)
+              if (lane < (one_half ? 1 : 2))
 #pragma unroll
                 for (int h = 0; h < HD / 64; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
@@ -784,7 +789,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 for (int h = 0; h < HD / SLAB; ++h)
                   fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, kv_head, row0 + kv0,
                                   full);
-            } else if (lane < issuers) {  // a box per page, or (a run) one box over all
+            } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
+              // a box per page, or (a run) one box over all (block-sparse: half 0's alone
+              // where half 1 keeps nothing)
 #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
                 fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
@@ -963,6 +970,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
     uint32_t pa_prev[KB][4];
     uint32_t v_prev_lo = 0, st_prev = 0;
+    // Block-sparse: the previous tile was one half (its keys 64-127 not loaded: P V skips
+    // their steps, whose V rows are stale, not zeroed).
+    bool one_half_prev = false;
     // A custom mask: each row's first bit, and the request's bytes of the packed mask.
     int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
     // A dense chunk (every row keeps one run of keys): each row's run from the plan's
@@ -1056,7 +1066,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if constexpr (AHEAD) {
         if (tile > 0) {
 #pragma unroll
-          for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+          for (int kb = 0; kb < KB; ++kb)
+            if (!(BSR && one_half_prev && kb >= KB / 2))
+              fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         }
         fi_wgmma::commit();
         if constexpr (TURNS) turn_pass(wg);
@@ -1075,7 +1087,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if (!AHEAD && tile > 0) {
         fi_wgmma::fence();
 #pragma unroll
-        for (int kb = 0; kb < KB; ++kb) fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+        for (int kb = 0; kb < KB; ++kb)
+          if (!(BSR && one_half_prev && kb >= KB / 2))
+            fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
         fi_wgmma::commit();
       }
       // VARIANT with a score_mod: the program's logit for every pair, before any mask (the
@@ -1348,10 +1362,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       } else if (BSR) {
         // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
         // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
-        if (bsr_half.y < 64 || bsr_half.w < 64) {
+        // A half with no keys (w = 0) was not loaded, and P V skips its rows.
+        if (bsr_half.y < 64 || (bsr_half.w > 0 && bsr_half.w < 64)) {
           for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
             const int row = idx / CH, ch = idx % CH;
-            if ((row & 63) >= (row < 64 ? bsr_half.y : bsr_half.w))
+            if (row < 64 ? row >= bsr_half.y : bsr_half.w > 0 && row - 64 >= bsr_half.w)
               *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
                   make_uint4(0, 0, 0, 0);
           }
@@ -1387,13 +1402,15 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       }
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
       st_prev = st;
+      one_half_prev = BSR && bsr_half.w == 0;
     }
     if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
       fi_wgmma::fence();
 #pragma unroll
       for (int kb = 0; kb < KB; ++kb)
-        fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
+        if (!(BSR && one_half_prev && kb >= KB / 2))
+          fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
       fi_wgmma::commit();
       fi_wgmma::wait<0>();
       fi_wgmma::fence_regs(o);
