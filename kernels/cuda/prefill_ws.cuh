@@ -708,7 +708,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
         // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
         // rule); boxes past the request's last page read its last page again (rows past
-        // kv_len or a half's kept keys: masked, and V zeroed).
+        // kv_len or a half's kept keys: masked, and V zeroed; a second half that keeps
+        // nothing is not loaded at all: masked, and P V skips it).
         const int box = maps.kv_box_rows, boxes = CTA_KV / box;
         const bool page_boxes = p.paged && !(p.k_staged && p.v_staged);
         // (block-sparse: a second half that keeps nothing has its key's sign bit set and
