@@ -73,6 +73,10 @@ struct PrefillParams {
   const fi_work_unit *work;
   const int32_t *device_num_units;  // the plan's unit count in the workspace (may be null)
   int32_t num_units;                // host count, used when device_num_units is null
+  // Block-sparse: a tile's second half that keeps nothing is not loaded and P V skips it
+  // (1, the default; 0: loaded, zeroed and multiplied as any short half -- the tuning
+  // knob FI_PREFILL_BSR_HALF_SKIP, for A / B runs, which must give the same bits).
+  int32_t bsr_half_skip;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
   int32_t *sched;

@@ -723,7 +723,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           if (BSR) {
             const int32_t *const bt = p.bsr_tiles + 4 * (kv_lo + tile);
             t.half_key[0] = bt[0];
-            t.half_key[1] = bt[3] == 0 ? bt[2] | INT_MIN : bt[2];
+            t.half_key[1] = p.bsr_half_skip && bt[3] == 0 ? bt[2] | INT_MIN : bt[2];
           }
           if (page_boxes && lane < boxes) {
             const int j = BSR ? (t.half_key[lane / (64 / box)] & INT_MAX) + lane % (64 / box) * box
@@ -1363,11 +1363,12 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       } else if (BSR) {
         // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
         // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
-        // A half with no keys (w = 0) was not loaded, and P V skips its rows.
-        if (bsr_half.y < 64 || (bsr_half.w > 0 && bsr_half.w < 64)) {
+        // A half with no keys (w = 0) was not loaded, and P V skips its rows (bsr_half_skip).
+        const bool skip = p.bsr_half_skip && bsr_half.w == 0;
+        if (bsr_half.y < 64 || (!skip && bsr_half.w < 64)) {
           for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
             const int row = idx / CH, ch = idx % CH;
-            if (row < 64 ? row >= bsr_half.y : bsr_half.w > 0 && row - 64 >= bsr_half.w)
+            if (row < 64 ? row >= bsr_half.y : !skip && row - 64 >= bsr_half.w)
               *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
                   make_uint4(0, 0, 0, 0);
           }
@@ -1403,7 +1404,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       }
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
       st_prev = st;
-      one_half_prev = BSR && bsr_half.w == 0;
+      one_half_prev = BSR && p.bsr_half_skip && bsr_half.w == 0;
     }
     if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);

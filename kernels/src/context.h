@@ -81,13 +81,13 @@ struct fi_context {
 
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); -1, or 0 where a knob's own comment says
-   * so, means "the measured default" (FI_MERGE_WARPS: 1).
+   * so, means "the measured default" (FI_MERGE_WARPS and FI_PREFILL_BSR_HALF_SKIP: 1).
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
-   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT. */
+   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -118,6 +118,10 @@ struct fi_context {
                                   boxes of 16 or 32 rows go through the prefill stage when
                                   the context holds one large enough, internal.h
                                   fi_bsr_stage_optional), 0 never (page boxes) */
+    int32_t prefill_bsr_half_skip; /* 1 (default): a block-sparse tile's second half that
+                                      keeps nothing is neither loaded nor multiplied
+                                      (prefill_ws.cuh); 0: as any short half (A / B runs,
+                                      the same bits) */
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */

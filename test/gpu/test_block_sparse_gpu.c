@@ -22,14 +22,21 @@
  * without the Hopper tier) forces mma.sync tiles (cores = tensor, a random (q, kv) pair of
  * the compiled list), head_dim 64, 128 or 256, over pages of any size without a stage; a
  * wgmma plan that needs a stage (RoPE, fp8 KV, pages not a multiple of 16) runs a third
- * time without it, on the mma.sync kernel, against the host's output. Then the CUDA
+ * time without it, on the mma.sync kernel, against the host's output. Every wgmma run is
+ * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
+ * loaded and multiplied as before the skip) and must give the same bits. Then the CUDA
  * backend's refusals. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
 #include "gpu_common.h"
 
 #include "fi/cuda_variants.h"
 
 static fi_context *host, *cuda;
+/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0: a tile's empty second half
+ * loaded, zeroed and multiplied as any short half; every wgmma run must give the bits it
+ * gives with the default (the skipped steps add exactly 0). */
+static fi_context *cuda_full;
 
 enum { PAT_LOCAL, PAT_GLOBAL_LOCAL, PAT_RANDOM, PAT_BANDED, PAT_EMPTY_ROWS, PAT_FULL, PAT_COUNT };
 static const char *const pattern_names[PAT_COUNT] = {"local", "global+local", "random",
@@ -114,6 +121,7 @@ static int paged_configs; /* configurations over a paged cache */
 static int unstaged_configs; /* of those, pages staged by choice run again without it */
 static int mma_configs; /* planned on the mma.sync kernel */
 static int fallback_configs; /* wgmma plans run again without their stage: mma.sync */
+static int half_ab_configs; /* wgmma runs again with FI_PREFILL_BSR_HALF_SKIP=0: same bits */
 static int all_mma;     /* FI_TEST_BSR_MMA=1 */
 
 static int run_config(int idx, int maxlen, long long *elements) {
@@ -380,6 +388,48 @@ static int run_config(int idx, int maxlen, long long *elements) {
     gpu_download(pass ? ld2 : ld, dlse, lb);
   }
 
+  if (!failed && cp.tiles.cores != FI_CORES_TENSOR) { /* the empty halves' skip: same bits */
+    FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, stage, stage_bytes));
+    GPU_CK(cudaMemset(dout, 0xff, qb));
+    GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
+    s = paged ? fi_block_sparse_paged_run(cuda_full, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
+                                          with_lse ? &dtl : NULL)
+              : fi_block_sparse_run(cuda_full, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
+                                    with_lse ? &dtl : NULL);
+    GPU_CK(cudaDeviceSynchronize());
+    FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, NULL, 0));
+    if (s != FI_SUCCESS) {
+      fprintf(stderr, "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0: %s\n", idx,
+              desc, fi_last_error(cuda_full));
+      failed = 1;
+    } else {
+      gpu_download(od2, dout, qb);
+      gpu_download(ld2, dlse, lb);
+      if (memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0)) {
+        fprintf(stderr, "FAIL config %d: %s\n  the run with FI_PREFILL_BSR_HALF_SKIP=0 "
+                "differs from the default's\n", idx, desc);
+        failed = 1;
+      }
+      /* (the second run's own bits, compared below, again) */
+      GPU_CK(cudaMemset(dout, 0xff, qb));
+      GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
+      FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
+      s = paged ? fi_block_sparse_paged_run(cuda, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
+                                            with_lse ? &dtl : NULL)
+                : fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
+                                      with_lse ? &dtl : NULL);
+      GPU_CK(cudaDeviceSynchronize());
+      if (s != FI_SUCCESS) {
+        fprintf(stderr, "FAIL config %d: %s\n  run: %s\n", idx, desc, fi_last_error(cuda));
+        failed = 1;
+      } else {
+        gpu_download(od2, dout, qb);
+        gpu_download(ld2, dlse, lb);
+      }
+    }
+    ++half_ab_configs;
+  }
+
   if (!failed) {
     /* Every element */
     size_t first = 0, lbad = 0;
@@ -522,6 +572,9 @@ int main(void) {
   gpu_require_device("test_block_sparse_gpu");
   FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &host));
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
+  setenv("FI_PREFILL_BSR_HALF_SKIP", "0", 1); /* (read once, when the context is created) */
+  FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda_full));
+  unsetenv("FI_PREFILL_BSR_HALF_SKIP");
   all_mma = gpu_env_u64("FI_TEST_BSR_MMA", 0) != 0;
   gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
   const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
@@ -533,8 +586,9 @@ int main(void) {
          "unless reported; %d plans split long rows, %d over a paged cache (%d of them also "
          "run through page boxes, bit-identical to the staged run), %d on the mma.sync "
          "kernel; %d wgmma plans also run without the stage they need (on the mma.sync "
-         "kernel)\n", n, failed, elements, split_configs, paged_configs, unstaged_configs,
-         mma_configs, fallback_configs);
+         "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0\n", n, failed,
+         elements, split_configs, paged_configs, unstaged_configs, mma_configs,
+         fallback_configs, half_ab_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
     printf("FAIL: no plan split a long row\n");
     ++failed;
@@ -544,6 +598,7 @@ int main(void) {
     ++failed;
   }
   failed += refusals();
+  fi_context_destroy(cuda_full);
   fi_context_destroy(cuda);
   fi_context_destroy(host);
   printf("test_block_sparse_gpu: %s\n", failed ? "FAILED" : "passed");
