@@ -124,6 +124,23 @@ static int fallback_configs; /* wgmma plans run again without their stage: mma.s
 static int half_ab_configs; /* wgmma runs again with FI_PREFILL_BSR_HALF_SKIP=0: same bits */
 static int all_mma;     /* FI_TEST_BSR_MMA=1 */
 
+/* One CUDA run of plan cp: over the paged cache (paged) or contiguous k, v. */
+typedef struct bsr_run_args {
+  const fi_plan *plan;
+  const fi_tensor *q, *k, *v;
+  const fi_paged_kv_cache *cache;
+  const fi_page_table *pages;
+  const fi_bsr_matrix *bsr;
+  fi_tensor *o, *lse;
+  int paged;
+} bsr_run_args;
+
+static fi_status bsr_run(fi_context *ctx, const bsr_run_args *a) {
+  return a->paged ? fi_block_sparse_paged_run(ctx, a->plan, a->q, a->cache, a->pages, a->bsr,
+                                              a->o, a->lse)
+                  : fi_block_sparse_run(ctx, a->plan, a->q, a->k, a->v, a->bsr, a->o, a->lse);
+}
+
 static int run_config(int idx, int maxlen, long long *elements) {
   static const int32_t rs[] = {16, 32, 48, 64, 100, 128, 256};
   static const int32_t cs[] = {16, 32, 64, 96, 128, 200, 256};
@@ -335,16 +352,15 @@ static int run_config(int idx, int maxlen, long long *elements) {
   fi_tensor dtq = tensor3(dq, p.q_dtype, m, hq, hd), dtk = tensor3(dk, p.kv_dtype, n, hkv, hd);
   fi_tensor dtv = tensor3(dv, p.kv_dtype, n, hkv, hd), dto = tensor3(dout, p.q_dtype, m, hq, hd);
   fi_tensor dtl = fi_tensor_contiguous(dlse, FI_DTYPE_F32, 2, lshape);
+  const bsr_run_args ra = {&cp, &dtq, &dtk, &dtv, &dcache, &dev_pt, &dbsr,
+                           &dto, with_lse ? &dtl : NULL, paged};
   for (int pass = 0; pass < 2 + (optional_stage || fallback) && !failed; ++pass) {
     if (pass >= 1) { /* poisoned again: the second run must write every element itself */
       GPU_CK(cudaMemset(dout, 0xff, qb));
       GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
     }
     if (pass == 2) FI_CK(cuda, fi_context_set_prefill_stage(cuda, NULL, 0));
-    s = paged ? fi_block_sparse_paged_run(cuda, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
-                                          with_lse ? &dtl : NULL)
-              : fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
-                                    with_lse ? &dtl : NULL);
+    s = bsr_run(cuda, &ra);
     if (s != FI_SUCCESS) {
       fprintf(stderr, "FAIL config %d: %s\n  run: %s\n", idx, desc, fi_last_error(cuda));
       failed = 1;
@@ -392,10 +408,7 @@ static int run_config(int idx, int maxlen, long long *elements) {
     FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, stage, stage_bytes));
     GPU_CK(cudaMemset(dout, 0xff, qb));
     GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
-    s = paged ? fi_block_sparse_paged_run(cuda_full, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
-                                          with_lse ? &dtl : NULL)
-              : fi_block_sparse_run(cuda_full, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
-                                    with_lse ? &dtl : NULL);
+    s = bsr_run(cuda_full, &ra);
     GPU_CK(cudaDeviceSynchronize());
     FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, NULL, 0));
     if (s != FI_SUCCESS) {
@@ -414,10 +427,7 @@ static int run_config(int idx, int maxlen, long long *elements) {
       GPU_CK(cudaMemset(dout, 0xff, qb));
       GPU_CK(cudaMemset(dlse, 0xff, lb + 4));
       FI_CK(cuda, fi_context_set_prefill_stage(cuda, stage, stage_bytes));
-      s = paged ? fi_block_sparse_paged_run(cuda, &cp, &dtq, &dcache, &dev_pt, &dbsr, &dto,
-                                            with_lse ? &dtl : NULL)
-                : fi_block_sparse_run(cuda, &cp, &dtq, &dtk, &dtv, &dbsr, &dto,
-                                      with_lse ? &dtl : NULL);
+      s = bsr_run(cuda, &ra);
       GPU_CK(cudaDeviceSynchronize());
       if (s != FI_SUCCESS) {
         fprintf(stderr, "FAIL config %d: %s\n  run: %s\n", idx, desc, fi_last_error(cuda));
