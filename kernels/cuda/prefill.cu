@@ -475,6 +475,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.pos_encoding = a->pos_encoding;
   p.window_left = a->window_left;
   p.pdl = fi_cuda_pdl(ctx);
+  p.bsr_half_skip = ctx->tuning.prefill_bsr_half_skip != 0;
   const int kvk = kv_kind_of(a);
   // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend; an fp8
   // q's q_scale scales the logits too.
@@ -681,7 +682,6 @@ fi_status run_paged(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
   p.paged = 1;
   p.page_size = plan->params.page_size;
   p.bsr_tiles = bsr_tiles;
-  p.bsr_half_skip = ctx->tuning.prefill_bsr_half_skip != 0;
   const KvTensors kvt = {&kv->k, &kv->v, true, true, kv->layout};
   return run_prefill(ctx, plan, p, q, kvt, qo_indptr, mask, o, lse, what);
 }
@@ -717,7 +717,6 @@ fi_status run_ragged(fi_context *ctx, const fi_plan *plan, const fi_tensor *q,
   p.v_stride_head = v->strides[1];
   p.kv_indptr = kv_indptr;
   p.bsr_tiles = bsr_tiles;
-  p.bsr_half_skip = ctx->tuning.prefill_bsr_half_skip != 0;
   p.paged = 0;
   p.page_size = 1;
   const KvTensors kvt = {k, v, false, false, FI_LAYOUT_NHD};

@@ -1020,6 +1020,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       int4 bsr_half = make_int4(0, 0, 0, 0);
       if (BSR)
         bsr_half = reinterpret_cast<const int4 *>(p.bsr_tiles)[kv_lo + tile];
+      // Its second half keeps nothing: not loaded, its V rows neither zeroed nor multiplied.
+      const bool half_empty = BSR && p.bsr_half_skip && bsr_half.w == 0;
       // A custom mask's bits of this tile, loaded before the K wait so that the loads run
       // under it and under S = Q K^T.
       uint32_t mask_w[2][CTA_KV / 32];
@@ -1363,12 +1365,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       } else if (BSR) {
         // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
         // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
-        // A half with no keys (w = 0) was not loaded, and P V skips its rows (bsr_half_skip).
-        const bool skip = p.bsr_half_skip && bsr_half.w == 0;
-        if (bsr_half.y < 64 || (!skip && bsr_half.w < 64)) {
+        // (an empty second half: half_empty)
+        if (bsr_half.y < 64 || (!half_empty && bsr_half.w < 64)) {
           for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
             const int row = idx / CH, ch = idx % CH;
-            if (row < 64 ? row >= bsr_half.y : !skip && row - 64 >= bsr_half.w)
+            if (row < 64 ? row >= bsr_half.y : !half_empty && row - 64 >= bsr_half.w)
               *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
                   make_uint4(0, 0, 0, 0);
           }
@@ -1404,7 +1405,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       }
       v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
       st_prev = st;
-      one_half_prev = BSR && p.bsr_half_skip && bsr_half.w == 0;
+      one_half_prev = half_empty;
     }
     if (num_tiles > 0) {  // the last tile's P V
       fi_wgmma::fence_regs(o);
