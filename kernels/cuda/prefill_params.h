@@ -77,6 +77,11 @@ struct PrefillParams {
   // (1, the default; 0: loaded, zeroed and multiplied as any short half -- the tuning
   // knob FI_PREFILL_BSR_HALF_SKIP, for A / B runs, which must give the same bits).
   int32_t bsr_half_skip;
+  // The warp-specialised kernel with two Q slots: the next chunk's Q copied after the
+  // chunk's first tile, into a slot released at the last S where the epilogue allows (1,
+  // the default; 0: after the last tile, the slot released at the chunk's end -- the
+  // tuning knob FI_PREFILL_Q_AHEAD, for A / B runs, which must give the same bits).
+  int32_t q_ahead;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
   int32_t *sched;

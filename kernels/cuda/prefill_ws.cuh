@@ -38,7 +38,10 @@
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
 //     waits only for a slot to be released, so the next chunk's Q and first K/V tiles land
 //     while the consumers finish the current chunk -- the prologue that the short units of
-//     the one-CTA-per-unit kernel paid in full.
+//     the one-CTA-per-unit kernel paid in full. With two Q slots the next chunk's Q goes out
+//     right after the current chunk's first tile, once the consumers release the chunk
+//     before's slot (at its last S unless its epilogue stages rows there), so that it lands
+//     under a whole chunk; one Q slot: after the chunk's last tile.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
@@ -401,11 +404,11 @@ struct WsShape {
   static constexpr int O_BYTES = ONE_SLOT ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the barriers: per ring stage, the first key and mask class of the tile in it,
-  // and the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the
-  // producer's walk skips tiles, see WsClassify).
+  // the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the producer's
+  // walk skips tiles, see WsClassify), and two chunks of the producer's walk.
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
                               BARRIERS * 8 + STAGES * sizeof(int2) +
-                              sizeof(WsClassify);
+                              sizeof(WsClassify) + 2 * sizeof(WsChunk);
   static_assert(SMEM <= 227 * 1024, "a layout fits a Hopper block's shared memory");
 };
 
@@ -462,6 +465,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
   uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
   int2 *const stage_info = reinterpret_cast<int2 *>(v_empty + STAGES);  // per ring stage
   WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
+  // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
+  WsChunk *const walk = reinterpret_cast<WsChunk *>(job + 1);
 
   const int tid = threadIdx.x, lane = tid & 31;
   const int warp = fi::warp_index();  // (uniform: the wgmma descriptors in uniform registers)
@@ -532,301 +537,373 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     const int lead = min(max(p.device_num_units[9], 0), num_units);
     const int lead_items = lead * uc * kvh, rest_items = (num_units - lead) * uc;
     uint32_t q_seq = 0, kv_seq = 0, cls_round = 0;
-    int item = blockIdx.x;
-    while (item < num_items) {
-      int next = 0;  // lane 0 asks for the next item now; the answer is needed at the end
-      if (lane == 0) next = atomicAdd(p.sched, 1) + (int)gridDim.x;
-      WsChunk c;
-      // head-major: resident CTAs share one head's K/V in L2; then unit, then chunk (the
-      // lead units of every head first)
-      int unit_item;
-      if (item < lead_items) {
-        c.kv_head = item / (lead * uc);
-        unit_item = item - c.kv_head * lead * uc;
-      } else {
-        c.kv_head = (item - lead_items) / rest_items;
-        unit_item = lead * uc + (item - lead_items) - c.kv_head * rest_items;
+    // A variant's mask: which of a range's span tiles the classifiers kept (bit i of `kept` /
+    // `full` for tile 32 g + i, WsClassify).
+    auto group_bits = [&](int g, int span_tiles, uint32_t &kept, uint32_t &full) {
+      if (g < WS_KEPT_GROUPS) {
+        kept = 0, full = ~0u;
+        if (lane == 0)
+#pragma unroll
+          for (int w = 0; w < WS_CLASSIFY_PARTS; ++w)
+            if (w < parts) kept |= job->kept[w][g], full &= job->full[w][g];
+        kept = __shfl_sync(0xffffffffu, kept, 0), full = __shfl_sync(0xffffffffu, full, 0);
+      } else {  // (no classifier call past WS_KEPT_GROUPS)
+        const int rest = span_tiles - 32 * g;
+        kept = rest >= 32 ? 0xffffffffu : (1u << rest) - 1u, full = 0;
       }
-      const int unit = unit_item / uc, unit_chunk = unit_item - unit * uc;
-      c.wu = p.work[unit];
-      const int req = c.wu.request, group = p.group;
-      c.q_tok_begin = p.qo_indptr[req];
-      const int qo_len = p.qo_indptr[req + 1] - c.q_tok_begin;
-      c.kv_page_begin = 0;
-      c.kv_tok_begin = 0;
-      if (p.paged) {
-        c.kv_page_begin = p.kv_indptr[req];
-        const int pages = p.kv_indptr[req + 1] - c.kv_page_begin;
-        c.kv_len = pages > 0 ? (pages - 1) * p.page_size + p.kv_last_page_len[req] : 0;
-      } else {
-        c.kv_tok_begin = p.kv_indptr[req];
-        c.kv_len = p.kv_indptr[req + 1] - c.kv_tok_begin;
-      }
-      c.q_pos_shift = c.kv_len - qo_len;  // bottom-right alignment
-      c.packed_end = (c.wu.qo_start + c.wu.qo_len) * group;
-      const int packed_begin = c.wu.qo_start * group + unit_chunk * chunk_rows;
-      const int packed_stop = uc > 1 ? min(packed_begin + chunk_rows, c.packed_end) : c.packed_end;
-      for (c.chunk = packed_begin; c.chunk < packed_stop; c.chunk += chunk_rows) {
-        const int last_pr = min(c.chunk + chunk_rows, c.packed_end) - 1;
-        c.t_lo = (int)p.group_div.div((uint32_t)c.chunk);
-        c.t_hi = (int)p.group_div.div((uint32_t)last_pr);
-        c.kv_lo = c.wu.kv_start;
-        c.kv_hi = c.wu.kv_end;
-        c.dense = 0;
-        c.kv_first = c.kv_lo;
-        if (BSR) {  // block-sparse: kv_lo .. kv_hi index the plan's tiles
-          c.num_tiles = c.kv_hi - c.kv_lo;
+    };
+    // The walk's state: the last chunk generated (`walk`, in shared memory: the producer's
+    // 40 registers hold the current chunk's fields while the next one is generated), whether
+    // its item has more chunks, and (lane 0) the scheduler's answer for the item after it.
+    bool in_item = false;
+    int next_item = blockIdx.x;
+    // The walk's next chunk: its descriptor (into `walk` and the chunk ring) and its Q, into
+    // the next Q slot once that is free; past the last item, the end: a descriptor without
+    // a chunk (its Q slot's `full` phase completed by a plain arrive). Whether there was one.
+    auto advance = [&]() -> bool {
+      const int group = p.group;
+      // (built in place: every lane writes each field once, the same value, so that no
+      // lane's write can overtake another's, and the producer's registers need not hold
+      // the descriptor whole)
+      WsChunk &c = walk[1];
+      int chunk;
+      for (;;) {
+        if (in_item) {  // the item's next chunk (a unit's chunks as items, unit_chunks: one)
+          chunk = c.chunk + chunk_rows;
+          if (uc == 1 && chunk < c.packed_end) break;
+          in_item = false;
+        }
+        const int item = __shfl_sync(0xffffffffu, next_item, 0);
+        if (item >= num_items) {
+          if (lane == 0) {
+            const uint32_t qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
+            fi::mbar_wait(&q_empty[qs], q_par ^ 1);
+            ws_chunk_slot(p, q_seq)->chunk = -1;
+            fi::mbar_arrive(&q_full[qs]);
+          }
+          return false;
+        }
+        // lane 0 asks for the item after this one now; the answer is needed at its end
+        if (lane == 0) next_item = atomicAdd(p.sched, 1) + (int)gridDim.x;
+        // head-major: resident CTAs share one head's K/V in L2; then unit, then chunk (the
+        // lead units of every head first)
+        int kv_head, unit_item;
+        if (item < lead_items) {
+          kv_head = item / (lead * uc);
+          unit_item = item - kv_head * lead * uc;
         } else {
-          if (ws_causal<VARIANT>(p)) c.kv_hi = min(c.kv_hi, c.q_pos_shift + c.t_hi + 1);
-          // Sliding window: tiles wholly left of every row's window are never loaded (paged:
-          // the range starts on a tile boundary, so each box stays inside one page).
-          if (X_MASKS && p.window_left >= 0) {
-            int lo = c.q_pos_shift + c.t_lo - p.window_left;
+          kv_head = (item - lead_items) / rest_items;
+          unit_item = lead * uc + (item - lead_items) - kv_head * rest_items;
+        }
+        const int unit = unit_item / uc, unit_chunk = unit_item - unit * uc;
+        const fi_work_unit wu = p.work[unit];
+        const int req = wu.request, q_tok_begin = p.qo_indptr[req];
+        const int qo_len = p.qo_indptr[req + 1] - q_tok_begin;
+        int kv_page_begin = 0, kv_tok_begin = 0, kv_len;
+        if (p.paged) {
+          kv_page_begin = p.kv_indptr[req];
+          const int pages = p.kv_indptr[req + 1] - kv_page_begin;
+          kv_len = pages > 0 ? (pages - 1) * p.page_size + p.kv_last_page_len[req] : 0;
+        } else {
+          kv_tok_begin = p.kv_indptr[req];
+          kv_len = p.kv_indptr[req + 1] - kv_tok_begin;
+        }
+        const int packed_end = (wu.qo_start + wu.qo_len) * group;
+        __syncwarp();  // (every lane has read the last chunk's fields)
+        c.wu = wu;
+        c.kv_head = kv_head;
+        c.q_tok_begin = q_tok_begin;
+        c.kv_page_begin = kv_page_begin;
+        c.kv_tok_begin = kv_tok_begin;
+        c.kv_len = kv_len;
+        c.q_pos_shift = kv_len - qo_len;  // bottom-right alignment
+        c.packed_end = packed_end;
+        chunk = wu.qo_start * group + unit_chunk * chunk_rows;
+        if (chunk < packed_end) {
+          in_item = true;
+          break;
+        }
+      }
+      __syncwarp();  // (every lane has read the last chunk's first row)
+      c.chunk = chunk;
+      const int last_pr = min(chunk + chunk_rows, c.packed_end) - 1;
+      const int t_lo = (int)p.group_div.div((uint32_t)chunk);
+      const int t_hi = (int)p.group_div.div((uint32_t)last_pr);
+      c.t_lo = t_lo;
+      c.t_hi = t_hi;
+      int kv_lo = c.wu.kv_start, kv_hi = c.wu.kv_end, num_tiles, dense = 0, in_lo = 0, in_hi = 0;
+      if (BSR) {  // block-sparse: kv_lo .. kv_hi index the plan's tiles
+        c.kv_first = kv_lo;
+        num_tiles = kv_hi - kv_lo;
+      } else {
+        const int q_pos_shift = c.q_pos_shift;
+        if (ws_causal<VARIANT>(p)) kv_hi = min(kv_hi, q_pos_shift + t_hi + 1);
+        // Sliding window: tiles wholly left of every row's window are never loaded (paged:
+        // the range starts on a tile boundary, so each box stays inside one page).
+        if (X_MASKS && p.window_left >= 0) {
+          int lo = q_pos_shift + t_lo - p.window_left;
+          if (p.paged) lo &= ~(CTA_KV - 1);
+          kv_lo = max(kv_lo, lo);
+        }
+        // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
+        // its rows, reduced over the warp; the start on a tile boundary as above).
+        if (X_MASKS && !BSR && p.mask_extent) {
+          int lo = INT_MAX, hi = 0;
+          in_lo = 0, in_hi = INT_MAX, dense = 1;
+          for (int t = t_lo + lane; t <= t_hi; t += 32) {
+            const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
+            const int e_hi = e.y < 0 ? -e.y : e.y;  // negative: the run has holes
+            dense &= e.y >= 0;
+            lo = min(lo, e.x);
+            hi = max(hi, e_hi);
+            in_lo = max(in_lo, e.x);
+            in_hi = min(in_hi, e_hi);
+          }
+          for (int off = 16; off > 0; off >>= 1) {
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+            in_lo = max(in_lo, __shfl_xor_sync(0xffffffffu, in_lo, off));
+            in_hi = min(in_hi, __shfl_xor_sync(0xffffffffu, in_hi, off));
+            dense &= __shfl_xor_sync(0xffffffffu, dense, off);
+          }
+          if (lo < hi) {
             if (p.paged) lo &= ~(CTA_KV - 1);
-            c.kv_lo = max(c.kv_lo, lo);
+            kv_lo = max(kv_lo, lo);
+            kv_hi = min(kv_hi, hi);
+          } else {
+            kv_hi = kv_lo;  // no row of the chunk keeps a key: no tile
           }
-          // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
-          // its rows, reduced over the warp; the start on a tile boundary as above).
-          if (X_MASKS && !BSR && p.mask_extent) {
-            int lo = INT_MAX, hi = 0, in_lo = 0, in_hi = INT_MAX, dense = 1;
-            for (int t = c.t_lo + lane; t <= c.t_hi; t += 32) {
-              const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[c.q_tok_begin + t];
-              const int e_hi = e.y < 0 ? -e.y : e.y;  // negative: the run has holes
-              dense &= e.y >= 0;
-              lo = min(lo, e.x);
-              hi = max(hi, e_hi);
-              in_lo = max(in_lo, e.x);
-              in_hi = min(in_hi, e_hi);
-            }
-            for (int off = 16; off > 0; off >>= 1) {
-              lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
-              hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
-              in_lo = max(in_lo, __shfl_xor_sync(0xffffffffu, in_lo, off));
-              in_hi = min(in_hi, __shfl_xor_sync(0xffffffffu, in_hi, off));
-              dense &= __shfl_xor_sync(0xffffffffu, dense, off);
-            }
-            c.dense = dense;
-            c.in_lo = in_lo;
-            c.in_hi = in_hi;
-            if (lo < hi) {
-              if (p.paged) lo &= ~(CTA_KV - 1);
-              c.kv_lo = max(c.kv_lo, lo);
-              c.kv_hi = min(c.kv_hi, hi);
-            } else {
-              c.kv_hi = c.kv_lo;  // no row of the chunk keeps a key: no tile
-            }
-          }
-          c.kv_first = c.kv_lo;
-          // fp8: tiles start on a 32-key group of the staged rows (V^T's key order is
-          // permuted within those groups); the keys before kv_first are masked.
-          if (FP8 && c.kv_hi > c.kv_lo)
-            c.kv_lo -= ((p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin) + c.kv_lo) & 31;
-          c.num_tiles = c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
         }
-        // A variant's mask: which of the range's tiles it keeps (bit i of `kept` / `full`
-        // for tile 32 g + i, WsClassify), and how many the consumers will see.
-        const int span_tiles = c.num_tiles;
-        auto group_bits = [&](int g, uint32_t &kept, uint32_t &full) {
-          if (g < WS_KEPT_GROUPS) {
-            kept = 0, full = ~0u;
-            if (lane == 0)
+        c.kv_first = kv_lo;
+        // fp8: tiles start on a 32-key group of the staged rows (V^T's key order is
+        // permuted within those groups); the keys before kv_first are masked.
+        if (FP8 && kv_hi > kv_lo)
+          kv_lo -= ((p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin) + kv_lo) & 31;
+        num_tiles = kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
+      }
+      c.kv_lo = kv_lo;
+      c.kv_hi = kv_hi;
+      c.dense = dense;
+      c.in_lo = in_lo;
+      c.in_hi = in_hi;
+      const int span_tiles = num_tiles;
+      if (classify && span_tiles > 0) {
+        const WsClassifyChunk ch = {c.wu.request, c.kv_head * group, c.q_pos_shift + t_lo,
+                                    c.q_pos_shift + t_hi, kv_lo, kv_hi, span_tiles};
+        if (parts > 1 && lane == 0) {
+          job->chunk = ch;
+          fi::mbar_arrive(&job->posted);
+        }
+        ws_classify_part<VARIANT, CTA_KV>(p, ch, job, 0, parts, lane);
+        if (parts > 1) fi::mbar_wait(&job->done, cls_round++ & 1);
+        int loads = 0;
+        for (int g = 0; 32 * g < span_tiles; ++g) {
+          uint32_t kept, full;
+          group_bits(g, span_tiles, kept, full);
+          loads += __popc(kept);
+        }
+        num_tiles = loads;
+      }
+      c.num_tiles = num_tiles;
+      // The descriptor (the lanes copy it into the chunk ring once Q slot qs is free), and Q.
+      __syncwarp();
+      const uint32_t seq = q_seq, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
+      ++q_seq;
+      const int kv_head = c.kv_head;
+      unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
+      if (lane == 0) fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
+      __syncwarp();
+      if (lane < (int)(sizeof(WsChunk) / 4))
+        reinterpret_cast<int *>(ws_chunk_slot(p, seq))[lane] =
+            reinterpret_cast<const int *>(walk + 1)[lane];
+      __syncwarp();  // (lane 0's arrive below releases every lane's word)
+      if (lane == 0) {
+        fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
+        if (!rows_across)
 #pragma unroll
-              for (int w = 0; w < WS_CLASSIFY_PARTS; ++w)
-                if (w < parts) kept |= job->kept[w][g], full &= job->full[w][g];
-            kept = __shfl_sync(0xffffffffu, kept, 0), full = __shfl_sync(0xffffffffu, full, 0);
-          } else {  // (no classifier call past WS_KEPT_GROUPS)
-            const int rest = span_tiles - 32 * g;
-            kept = rest >= 32 ? 0xffffffffu : (1u << rest) - 1u, full = 0;
+          for (int h = 0; h < HD / SLAB; ++h)
+            fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
+                            c.q_tok_begin + c.t_lo, &q_full[qs]);
+      }
+      if (rows_across) {  // CTA_Q rows from head h0 of token t_lo: box b by lane b % 32
+        __syncwarp();     // (the bytes expected before any box lands)
+        const int h0 = c.chunk - c.t_lo * group;
+        const int first = h0 > 0 ? group - h0 : 0;  // rows of the first, partial token
+        const int whole = (CTA_Q - first) / group, last = CTA_Q - first - whole * group;
+        const int runs = whole / 8, singles = whole % 8;  // whole tokens: 8 per box, then 1
+        const int t1 = c.t_lo + (h0 > 0);  // the first whole token
+        for (int b = lane; b < first + runs + singles + last; b += 32) {
+          int row, head = 0, tok;
+          const CUtensorMap *map = &maps.q_row;
+          if (b < first) {
+            row = b, head = h0 + b, tok = c.t_lo;
+          } else if (b < first + runs) {
+            tok = t1 + 8 * (b - first), row = first + (tok - t1) * group;
+            map = &maps.q_run;
+          } else if (b < first + runs + singles) {
+            tok = t1 + 8 * runs + (b - first - runs), row = first + (tok - t1) * group;
+            map = &maps.q;
+          } else {
+            row = first + whole * group + (b - first - runs - singles);
+            head = b - first - runs - singles, tok = t1 + whole;
           }
-        };
-        if (classify && span_tiles > 0) {
-          const WsClassifyChunk ch = {c.wu.request, c.kv_head * p.group,
-                                      c.q_pos_shift + c.t_lo, c.q_pos_shift + c.t_hi,
-                                      c.kv_lo, c.kv_hi, span_tiles};
-          if (parts > 1 && lane == 0) {
-            job->chunk = ch;
-            fi::mbar_arrive(&job->posted);
-          }
-          ws_classify_part<VARIANT, CTA_KV>(p, ch, job, 0, parts, lane);
-          if (parts > 1) fi::mbar_wait(&job->done, cls_round++ & 1);
-          int loads = 0;
-          for (int g = 0; 32 * g < span_tiles; ++g) {
-            uint32_t kept, full;
-            group_bits(g, kept, full);
-            loads += __popc(kept);
-          }
-          c.num_tiles = loads;
-        }
-        // (Q slot qs, its phase q_par)
-        const uint32_t seq = q_seq, qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
-        ++q_seq;
-        // The descriptor and Q of the chunk, then K and V of each tile as stages free up.
-        const int kv_head = c.kv_head, kv_len = c.kv_len, kv_lo = c.kv_lo;
-        unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
-        if (lane == 0) {
-          fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
-          *ws_chunk_slot(p, seq) = c;              // (the arrive below releases it)
-          fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
-          if (!rows_across)
+          // (a row lands at its own place of the slot: the swizzle follows the address)
 #pragma unroll
-            for (int h = 0; h < HD / SLAB; ++h)
-              fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
-                              c.q_tok_begin + c.t_lo, &q_full[qs]);
+          for (int h = 0; h < HD / SLAB; ++h)
+            fi::tma_load_3d(q_tile + h * (CTA_Q * 128) + row * 128, map, SLAB * h,
+                            kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
         }
-        if (rows_across) {  // CTA_Q rows from head h0 of token t_lo: box b by lane b % 32
-          __syncwarp();     // (the bytes expected before any box lands)
-          const int h0 = c.chunk - c.t_lo * group;
-          const int first = h0 > 0 ? group - h0 : 0;  // rows of the first, partial token
-          const int whole = (CTA_Q - first) / group, last = CTA_Q - first - whole * group;
-          const int runs = whole / 8, singles = whole % 8;  // whole tokens: 8 per box, then 1
-          const int t1 = c.t_lo + (h0 > 0);  // the first whole token
-          for (int b = lane; b < first + runs + singles + last; b += 32) {
-            int row, head = 0, tok;
-            const CUtensorMap *map = &maps.q_row;
-            if (b < first) {
-              row = b, head = h0 + b, tok = c.t_lo;
-            } else if (b < first + runs) {
-              tok = t1 + 8 * (b - first), row = first + (tok - t1) * group;
-              map = &maps.q_run;
-            } else if (b < first + runs + singles) {
-              tok = t1 + 8 * runs + (b - first - runs), row = first + (tok - t1) * group;
-              map = &maps.q;
-            } else {
-              row = first + whole * group + (b - first - runs - singles);
-              head = b - first - runs - singles, tok = t1 + whole;
-            }
-            // (a row lands at its own place of the slot: the swizzle follows the address)
-#pragma unroll
-            for (int h = 0; h < HD / SLAB; ++h)
-              fi::tma_load_3d(q_tile + h * (CTA_Q * 128) + row * 128, map, SLAB * h,
-                              kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
-          }
+      }
+      __syncwarp();  // (`walk` written before any lane reads it)
+      return true;
+    };
+    // Each chunk's K and V tiles as ring stages free up. With two Q slots (and tiles not
+    // classified, whose bits the next chunk's classifying would overwrite) the next chunk's
+    // descriptor and Q go out after the first of the chunk's tiles by which the chunk
+    // before has released its slot, so that they land under this chunk (a chunk of few
+    // tiles, as block-sparse rows and short units have, waited for its Q); else, and with
+    // one Q slot (released at this chunk's last S), after the chunk's last tile.
+    const bool q_ahead = W::Q_SLOTS > 1 && !classify && p.q_ahead;
+    bool more = advance();
+    while (more) {
+      // The chunk's fields its tiles need, read from shared memory at each use rather than
+      // held in the producer's 40 registers across the next chunk's walk (advance).
+      if (lane < (int)(sizeof(WsChunk) / 4))
+        reinterpret_cast<int *>(walk)[lane] = reinterpret_cast<const int *>(walk + 1)[lane];
+      __syncwarp();
+      const volatile WsChunk &c = walk[0];
+      // (classify: the range's tiles; c.num_tiles counts the kept ones)
+      const int span_tiles =
+          !classify ? c.num_tiles
+          : c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
+      // Tile `tile` of the range into the next ring stage (cls: its mask class, for the
+      // consumers).
+      // Where tile `tile`'s keys are. Block-sparse: the first keys of its two halves.
+      // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
+      // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
+      // rule); boxes past the request's last page read its last page again (rows past
+      // kv_len or a half's kept keys: masked, and V zeroed; a second half that keeps
+      // nothing is not loaded at all: masked, and P V skips it).
+      const int box = maps.kv_box_rows, boxes = CTA_KV / box;
+      const bool page_boxes = p.paged && !(p.k_staged && p.v_staged);
+      // (block-sparse: a second half that keeps nothing has its key's sign bit set and
+      // is not loaded -- the consumers skip its P V steps -- keys being < 2^31; a field
+      // of its own cost the producer's 40 registers a spill per tile)
+      struct TileSrc {
+        int half_key[2], page, in_page;
+      };
+      auto lookup = [&](int tile) {
+        TileSrc t = {{0, 0}, 0, 0};
+        if (BSR) {
+          const int32_t *const bt = p.bsr_tiles + 4 * (c.kv_lo + tile);
+          t.half_key[0] = bt[0];
+          t.half_key[1] = p.bsr_half_skip && bt[3] == 0 ? bt[2] | INT_MIN : bt[2];
         }
-        // Tile `tile` of the range into the next ring stage (cls: its mask class, for the
-        // consumers).
-        // Where tile `tile`'s keys are. Block-sparse: the first keys of its two halves.
-        // Paged: lane b copies box b (BOX tokens of one page; block-sparse: box b % (64 /
-        // BOX) of half b / (64 / BOX), BOX <= 64 and halves starting on boxes by the plan's
-        // rule); boxes past the request's last page read its last page again (rows past
-        // kv_len or a half's kept keys: masked, and V zeroed; a second half that keeps
-        // nothing is not loaded at all: masked, and P V skips it).
-        const int box = maps.kv_box_rows, boxes = CTA_KV / box;
-        const bool page_boxes = p.paged && !(p.k_staged && p.v_staged);
-        // (block-sparse: a second half that keeps nothing has its key's sign bit set and
-        // is not loaded -- the consumers skip its P V steps -- keys being < 2^31; a field
-        // of its own cost the producer's 40 registers a spill per tile)
-        struct TileSrc {
-          int half_key[2], page, in_page;
-        };
-        auto lookup = [&](int tile) {
-          TileSrc t = {{0, 0}, 0, 0};
-          if (BSR) {
-            const int32_t *const bt = p.bsr_tiles + 4 * (kv_lo + tile);
-            t.half_key[0] = bt[0];
-            t.half_key[1] = p.bsr_half_skip && bt[3] == 0 ? bt[2] | INT_MIN : bt[2];
-          }
-          if (page_boxes && lane < boxes) {
-            const int j = BSR ? (t.half_key[lane / (64 / box)] & INT_MAX) + lane % (64 / box) * box
-                              : kv_lo + tile * CTA_KV + lane * box;
-            const int pg = (int)p.page_div.div((uint32_t)j);
-            t.page = p.kv_indices[c.kv_page_begin + min(pg, (kv_len - 1) / p.page_size)];
-            t.in_page = j - pg * p.page_size;
-          }
-          return t;
-        };
-        // Looked up one tile ahead (after the previous tile's copies): the loads' latency
-        // then runs under the wait for the next free stage instead of after it.
-        int ahead_tile = -1;
-        TileSrc ahead = {{0, 0}, 0, 0};
-        auto issue_tile = [&](int tile, int cls) {
-          const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
-          ++kv_seq;
-          unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
-          const int kv0 = kv_lo + tile * CTA_KV;
-          const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
-          const bool one_half = BSR && src.half_key[1] < 0;
-          // Token rows (ragged, or staged): the request's first row.
-          const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
-          // A tile of consecutive pages goes as one box over them (checked once K's stage
-          // is free, so that the page ids' loads stay under that wait; pages past the
-          // request's last read it again, so a tile reaching past its end is never a run
-          // and a run box reads only the request's pages).
-          int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
-          // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
-          // unrolled: the producer's 40 registers.)
+        if (page_boxes && lane < boxes) {
+          const int j = BSR ? (t.half_key[lane / (64 / box)] & INT_MAX) + lane % (64 / box) * box
+                            : c.kv_lo + tile * CTA_KV + lane * box;
+          const int pg = (int)p.page_div.div((uint32_t)j);
+          t.page = p.kv_indices[c.kv_page_begin + min(pg, (c.kv_len - 1) / p.page_size)];
+          t.in_page = j - pg * p.page_size;
+        }
+        return t;
+      };
+      // Looked up one tile ahead (after the previous tile's copies): the loads' latency
+      // then runs under the wait for the next free stage instead of after it.
+      int ahead_tile = -1;
+      TileSrc ahead = {{0, 0}, 0, 0};
+      auto issue_tile = [&](int tile, int cls) {
+        const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+        ++kv_seq;
+        unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
+        const int kv0 = c.kv_lo + tile * CTA_KV;
+        const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
+        const bool one_half = BSR && src.half_key[1] < 0;
+        // Token rows (ragged, or staged): the request's first row.
+        const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
+        // A tile of consecutive pages goes as one box over them (checked once K's stage
+        // is free, so that the page ids' loads stay under that wait; pages past the
+        // request's last read it again, so a tile reaching past its end is never a run
+        // and a run box reads only the request's pages).
+        int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
+        // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
+        // unrolled: the producer's 40 registers.)
 #pragma unroll 1
-          for (int part = 0; part < 2; ++part) {
-            uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
-            unsigned char *const dst = k_dst + part * W::KV_BYTES;
-            if (lane == 0) {
-              fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
-              // (the consumers read it once K has landed, before they release the stage)
-              if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
-              fi::mbar_arrive_expect_tx(full, one_half ? W::KV_BYTES / 2 : W::KV_BYTES);
-            }
-            __syncwarp();  // the expected bytes are set before any lane's copy lands
-            // (the boxes' lanes: page - lane all equal, each box at its page's start)
-            if (!BSR && part == 0 && page_boxes && maps.kv_run_pages == boxes && lane < boxes) {
-              int all_equal = 0;
-              __match_all_sync((1u << boxes) - 1u,
-                               src.in_page == 0 ? src.page - lane : INT_MIN + lane, &all_equal);
-              if (all_equal) issuers = 1;
-            }
-            // (k_run and v_run lie as far past k and v: kRunMapOffset)
-            const CUtensorMap *const map =
-                (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
-            const bool staged = part == 0 ? p.k_staged : p.v_staged;
-            if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
-              if (lane < (one_half ? 1 : 2))
-#pragma unroll
-                for (int h = 0; h < HD / 64; ++h)
-                  fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
-                                  kv_head, row0 + src.half_key[lane], full);
-            } else if (!p.paged || staged) {  // token rows (ragged, or staged)
-              if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
-                fi::tma_load_3d(dst, map, row0 + kv0, 0, kv_head, full);
-              else if (lane == 0)
-#pragma unroll
-                for (int h = 0; h < HD / SLAB; ++h)
-                  fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, kv_head, row0 + kv0,
-                                  full);
-            } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
-              // a box per page, or (a run) one box over all (block-sparse: half 0's alone
-              // where half 1 keeps nothing)
+        for (int part = 0; part < 2; ++part) {
+          uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
+          unsigned char *const dst = k_dst + part * W::KV_BYTES;
+          if (lane == 0) {
+            fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
+            // (the consumers read it once K has landed, before they release the stage)
+            if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
+            fi::mbar_arrive_expect_tx(full, one_half ? W::KV_BYTES / 2 : W::KV_BYTES);
+          }
+          __syncwarp();  // the expected bytes are set before any lane's copy lands
+          // (the boxes' lanes: page - lane all equal, each box at its page's start)
+          if (!BSR && part == 0 && page_boxes && maps.kv_run_pages == boxes && lane < boxes) {
+            int all_equal = 0;
+            __match_all_sync((1u << boxes) - 1u,
+                             src.in_page == 0 ? src.page - lane : INT_MIN + lane, &all_equal);
+            if (all_equal) issuers = 1;
+          }
+          // (k_run and v_run lie as far past k and v: kRunMapOffset)
+          const CUtensorMap *const map =
+              (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
+          const bool staged = part == 0 ? p.k_staged : p.v_staged;
+          if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
+            if (lane < (one_half ? 1 : 2))
 #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
-                fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
-                                kv_head, src.in_page, src.page, full);
-            }
+                fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
+                                c.kv_head, row0 + src.half_key[lane], full);
+          } else if (!p.paged || staged) {  // token rows (ragged, or staged)
+            if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
+              fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full);
+            else if (lane == 0)
+#pragma unroll
+              for (int h = 0; h < HD / SLAB; ++h)
+                fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
+                                full);
+          } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
+            // a box per page, or (a run) one box over all (block-sparse: half 0's alone
+            // where half 1 keeps nothing)
+#pragma unroll
+            for (int h = 0; h < HD / 64; ++h)
+              fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
+                              c.kv_head, src.in_page, src.page, full);
           }
-          if ((BSR || page_boxes) && tile + 1 < span_tiles) {
-            ahead = lookup(tile + 1);
-            ahead_tile = tile + 1;
-          }
-        };
+        }
+        if ((BSR || page_boxes) && tile + 1 < span_tiles) {
+          ahead = lookup(tile + 1);
+          ahead_tile = tile + 1;
+        }
+      };
+      // The tiles in order (a variant's mask: the kept ones), the next chunk in between as
+      // soon as its Q slot is free (q_ahead) or after the last.
+      auto next_slot_free = [&]() {
+        uint32_t free = 0;
+        if (lane == 0)
+          free = fi::mbar_test(&q_empty[q_seq % W::Q_SLOTS], ((q_seq / W::Q_SLOTS) & 1) ^ 1);
+        return __shfl_sync(0xffffffffu, free, 0) != 0;
+      };
+      bool next_out = false;
+      int g = -1;
+      uint32_t kept = 0, full = 0;  // (classify: group g's bits not yet issued)
+      for (int i = 0;; ++i) {
+        if (!next_out && (i == c.num_tiles || (q_ahead && i > 0 && next_slot_free()))) {
+          more = advance();
+          next_out = true;
+        }
+        if (i >= c.num_tiles) break;
         if (classify) {
-          for (int g = 0; 32 * g < span_tiles; ++g) {
-            uint32_t kept, full;
-            group_bits(g, kept, full);
-            for (; kept; kept &= kept - 1) {
-              const int b = __ffs(kept) - 1;
-              issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);
-            }
-          }
+          while (kept == 0) group_bits(++g, span_tiles, kept, full);
+          const int b = __ffs(kept) - 1;
+          kept &= kept - 1;
+          issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);
         } else {
-          for (int tile = 0; tile < span_tiles; ++tile) issue_tile(tile, FI_MASK_TILE_FULL);
+          issue_tile(i, FI_MASK_TILE_FULL);
         }
       }
-      item = __shfl_sync(0xffffffffu, next, 0);
-    }
-    // The end: a descriptor without a chunk (its Q slot's `full` phase completed by a
-    // plain arrive), then the scheduler's reset by the last CTA (every CTA has taken its
-    // last item before it counts itself done).
-    if (lane == 0) {
-      const uint32_t qs = q_seq % W::Q_SLOTS, q_par = (q_seq / W::Q_SLOTS) & 1;
-      fi::mbar_wait(&q_empty[qs], q_par ^ 1);
-      ws_chunk_slot(p, q_seq)->chunk = -1;
-      fi::mbar_arrive(&q_full[qs]);
     }
     if (parts > 1) {  // the classifying warps' end
       if (lane == 0) {
@@ -879,6 +956,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // One Q slot: a whole chunk of the unit's rows goes out through the last tile's K and V
     // stages as boxes of o (WsMaps.o), else straight from the accumulators.
     const bool stage_out = Q_EARLY && num_tiles > 0 && ws_store_box<CTA_Q>(maps, c);
+    // The Q slot is released at the chunk's last S where the epilogue does not stage its
+    // rows there (one Q slot; boxes of o, staged in the output buffer; split-KV's partial
+    // rows, stored from the accumulators), so that the producer's copy of the chunk after
+    // next lands under this one's last softmax, P V and stores; else at the chunk's end.
+    const bool q_free_at_last_s =
+        num_tiles > 0 &&
+        (Q_EARLY || (p.q_ahead && (ws_store_box<CTA_Q>(maps, c) || c.wu.partial_row >= 0)));
     unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
     const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
     const int g = lane >> 2, t4 = lane & 3;
@@ -1084,9 +1168,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
       if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
         fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
-      // One Q slot (Q_EARLY): released at the chunk's last S, so that the next chunk's Q
-      // lands under this chunk's last softmax, P V and stores.
-      if (Q_EARLY && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
+      if (q_free_at_last_s && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
       if (!AHEAD && tile > 0) {
         fi_wgmma::fence();
 #pragma unroll
@@ -1571,9 +1653,9 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + th.y] = row_lse(hh);
       }
     }
-    // Every generic access to the slot precedes the producer's next copy into it (Q_EARLY:
-    // released at the last S, unless the chunk had no tile).
-    if (!Q_EARLY || num_tiles == 0) {
+    // Every generic access to the slot precedes the producer's next copy into it (unless
+    // released at the last S).
+    if (!q_free_at_last_s) {
       fi::fence_proxy_async_smem();
       wg_sync(wg);
       if (lane == 0) fi::mbar_arrive(&q_empty[qs]);

@@ -24,8 +24,9 @@
  * wgmma plan that needs a stage (RoPE, fp8 KV, pages not a multiple of 16) runs a third
  * time without it, on the mma.sync kernel, against the host's output. Every wgmma run is
  * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
- * loaded and multiplied as before the skip) and must give the same bits. Then the CUDA
- * backend's refusals. */
+ * loaded and multiplied as before the skip) and FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
+ * copied after the chunk's last tile, into a slot released at its end) and must give the
+ * same bits. Then the CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
 #include "gpu_common.h"
@@ -33,9 +34,10 @@
 #include "fi/cuda_variants.h"
 
 static fi_context *host, *cuda;
-/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0: a tile's empty second half
- * loaded, zeroed and multiplied as any short half; every wgmma run must give the bits it
- * gives with the default (the skipped steps add exactly 0). */
+/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0 and FI_PREFILL_Q_AHEAD=0: a
+ * tile's empty second half loaded, zeroed and multiplied as any short half, and each
+ * chunk's Q copied late; every wgmma run must give the bits it gives with the default (the
+ * skipped steps add exactly 0; the order of the copies changes no arithmetic). */
 static fi_context *cuda_full;
 
 enum { PAT_LOCAL, PAT_GLOBAL_LOCAL, PAT_RANDOM, PAT_BANDED, PAT_EMPTY_ROWS, PAT_FULL, PAT_COUNT };
@@ -121,7 +123,7 @@ static int paged_configs; /* configurations over a paged cache */
 static int unstaged_configs; /* of those, pages staged by choice run again without it */
 static int mma_configs; /* planned on the mma.sync kernel */
 static int fallback_configs; /* wgmma plans run again without their stage: mma.sync */
-static int half_ab_configs; /* wgmma runs again with FI_PREFILL_BSR_HALF_SKIP=0: same bits */
+static int half_ab_configs; /* wgmma runs again with both knobs at 0: same bits */
 static int all_mma;     /* FI_TEST_BSR_MMA=1 */
 
 /* One CUDA run of plan cp: over the paged cache (paged) or contiguous k, v. */
@@ -412,15 +414,17 @@ static int run_config(int idx, int maxlen, long long *elements) {
     GPU_CK(cudaDeviceSynchronize());
     FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, NULL, 0));
     if (s != FI_SUCCESS) {
-      fprintf(stderr, "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0: %s\n", idx,
-              desc, fi_last_error(cuda_full));
+      fprintf(stderr,
+              "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0 FI_PREFILL_Q_AHEAD=0: "
+              "%s\n",
+              idx, desc, fi_last_error(cuda_full));
       failed = 1;
     } else {
       gpu_download(od2, dout, qb);
       gpu_download(ld2, dlse, lb);
       if (memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0)) {
         fprintf(stderr, "FAIL config %d: %s\n  the run with FI_PREFILL_BSR_HALF_SKIP=0 "
-                "differs from the default's\n", idx, desc);
+                "FI_PREFILL_Q_AHEAD=0 differs from the default's\n", idx, desc);
         failed = 1;
       }
       /* (the second run's own bits, compared below, again) */
@@ -583,8 +587,10 @@ int main(void) {
   FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &host));
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
   setenv("FI_PREFILL_BSR_HALF_SKIP", "0", 1); /* (read once, when the context is created) */
+  setenv("FI_PREFILL_Q_AHEAD", "0", 1);
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda_full));
   unsetenv("FI_PREFILL_BSR_HALF_SKIP");
+  unsetenv("FI_PREFILL_Q_AHEAD");
   all_mma = gpu_env_u64("FI_TEST_BSR_MMA", 0) != 0;
   gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
   const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
@@ -596,7 +602,8 @@ int main(void) {
          "unless reported; %d plans split long rows, %d over a paged cache (%d of them also "
          "run through page boxes, bit-identical to the staged run), %d on the mma.sync "
          "kernel; %d wgmma plans also run without the stage they need (on the mma.sync "
-         "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0\n", n, failed,
+         "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0 and "
+         "FI_PREFILL_Q_AHEAD=0\n", n, failed,
          elements, split_configs, paged_configs, unstaged_configs, mma_configs,
          fallback_configs, half_ab_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */
