@@ -768,6 +768,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     while (more) {
       // The chunk's fields its tiles need, read from shared memory at each use rather than
       // held in the producer's 40 registers across the next chunk's walk (advance).
+      __syncwarp();  // (every lane is done with the last chunk's fields)
       if (lane < (int)(sizeof(WsChunk) / 4))
         reinterpret_cast<int *>(walk)[lane] = reinterpret_cast<const int *>(walk + 1)[lane];
       __syncwarp();

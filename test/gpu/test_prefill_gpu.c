@@ -9,7 +9,9 @@
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
  * FI_TEST_HEAD_DIM=64/128/256 draws that head_dim alone (the longest configs keep <= 128).
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
- * compared with the host backend's result on the same inputs. Exit 77 without a GPU.
+ * compared with the host backend's result on the same inputs; a second run of the plan,
+ * the same problem planned on the device and the plan run in a context with
+ * FI_PREFILL_Q_AHEAD=0 must give the same bits. Exit 77 without a GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
@@ -37,6 +39,12 @@
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int hopper; /* compute capability 9.0: the wgmma tier can be forced */
 static int device_plans_run; /* configurations also planned on the device, bit-exact */
+/* A second CUDA context created with FI_PREFILL_Q_AHEAD=0 (the warp-specialised kernel
+ * copies each chunk's Q after the chunk before's last tile, into a slot released at that
+ * chunk's end): every configuration's plan runs in it too and must give the same bits (the
+ * order of the copies changes no arithmetic). */
+static fi_context *cuda_q_late;
+static int q_late_runs;
 static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
 static uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
@@ -606,6 +614,31 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int rerun_differs =
       memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
+  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0: the same bits. */
+  int q_late_differs = 0;
+  if (cuda_q_late) {
+    CK(cudaMemset(dout, 0xff, o_dev_bytes));
+    CK(cudaMemset(dlse, 0xff, l_bytes + 4));
+    s = fi_context_set_prefill_stage(cuda_q_late, stage, stage_bytes);
+    if (s == FI_SUCCESS)
+      s = run_on(cuda_q_late, &pd, c, &dtq, dk, dv, kv_dims, dqo, dkv, &dpages, dmask_p, &dto,
+                 &dtl);
+    CK(cudaDeviceSynchronize());
+    fi_context_set_prefill_stage(cuda_q_late, NULL, 0);
+    if (s != FI_SUCCESS) {
+      fprintf(stderr, "config %d: run with FI_PREFILL_Q_AHEAD=0: %s\n", idx,
+              fi_last_error(cuda_q_late));
+      q_late_differs = 1;
+    } else {
+      pad_touched += fetch_rows(od2, dout, o_dev_host, nnz_qo, (size_t)Hq * hd * ob,
+                                (size_t)c->o_pad * ob);
+      CK(cudaMemcpy(ld2, dlse, l_bytes, cudaMemcpyDeviceToHost));
+      q_late_differs = memcmp(od, od2, o_bytes) != 0 ||
+                       (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
+      ++q_late_runs;
+    }
+  }
+
   /* The same problem planned on the device (fi_*_prefill_plan_device, with the variant
    * of the host plan) into a poisoned workspace, run into poisoned outputs: bit-identical
    * to the host-planned run. Custom masks need a host plan (refused with a message). */
@@ -712,7 +745,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     }
   }
   int fail = bad > 0 || lbad > 0 || !(rel <= rms_tol) || rerun_differs || device_differs ||
-             pad_touched > 0;
+             q_late_differs || pad_touched > 0;
   if (fail) {
     fprintf(stderr, "FAIL config %d: %s\n  o: %zu/%zu elements off (first %zu: gpu %g host %g), rel %.3g; lse: %zu off",
             idx, desc, bad, n, first_bad, bad ? load_elem(od, odt, first_bad) : 0.0,
@@ -720,6 +753,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (lbad) fprintf(stderr, " (first %zu: gpu %g host %g)", first_lbad, ld[first_lbad], lh[first_lbad]);
     if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
     if (device_differs) fprintf(stderr, "; the device-planned run differs from the host-planned one");
+    if (q_late_differs) fprintf(stderr, "; the run with FI_PREFILL_Q_AHEAD=0 differs");
     if (pad_touched) fprintf(stderr, "; %zu bytes written between o's rows", pad_touched);
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
@@ -1098,6 +1132,17 @@ int main(void) {
     return 1;
   }
   {
+    const char *saved = getenv("FI_PREFILL_Q_AHEAD");
+    char keep[16] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    setenv("FI_PREFILL_Q_AHEAD", "0", 1); /* (read once, when the context is created) */
+    if (fi_context_create(FI_BACKEND_CUDA, &cuda_q_late)) {
+      fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
+      return 1;
+    }
+    if (saved) setenv("FI_PREFILL_Q_AHEAD", keep, 1); else unsetenv("FI_PREFILL_Q_AHEAD");
+  }
+  {
     int dev = 0, major = 0, minor = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -1128,7 +1173,8 @@ int main(void) {
     }
   }
   printf("test_prefill_gpu: %d configs, %d failed; %d also planned on the device "
-         "(bit-exact); tiles run:", num, failures, device_plans_run);
+         "(bit-exact); %d also run with FI_PREFILL_Q_AHEAD=0 (bit-exact); tiles run:", num,
+         failures, device_plans_run, q_late_runs);
   for (int t = 0; t < NUM_TILES; ++t)
     printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
   int wg_missing = 0;
@@ -1173,5 +1219,6 @@ int main(void) {
   failures += expect_refused(cuda, 256, &wg, "wgmma head_dim 256");
   fi_context_destroy(host);
   fi_context_destroy(cuda);
+  fi_context_destroy(cuda_q_late);
   return failures ? 1 : 0;
 }
