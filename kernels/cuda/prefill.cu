@@ -477,6 +477,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.pdl = fi_cuda_pdl(ctx);
   p.bsr_half_skip = ctx->tuning.prefill_bsr_half_skip != 0;
   p.q_ahead = ctx->tuning.prefill_q_ahead != 0;
+  p.exp2_fma = ctx->tuning.prefill_exp2_fma != 0;
   const int kvk = kv_kind_of(a);
   // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend; an fp8
   // q's q_scale scales the logits too.

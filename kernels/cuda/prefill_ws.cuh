@@ -1003,6 +1003,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     float c_log2 = p.sm_scale_log2;
     if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
+    const bool cap_exp2_fma = X_CAP && !FP8 && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
     // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
     float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
     if constexpr (FP8) {
@@ -1382,17 +1383,23 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         }
       }
 
-      // Online softmax (log2 domain; c_log2 folded into the FFMA).
+      // Online softmax (log2 domain; c_log2 folded into the FFMA). A soft cap's tanh is a
+      // second SFU op per logit: half of the exponentials then go to the FMA pipe
+      // (exp2_fma; PrefillParams.exp2_fma).
       float row_scale[2];
       bool any_rescale = false;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        row_scale[hh] = score_slope ? online_softmax_row<true>(s, hh, m_run[hh], l_run[hh],
-                                                               c_log2, P_LOG2, alibi_off[hh],
-                                                               SLACK)
-                                    : online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
-                                                                  FP8 ? row_c_log2[hh] : c_log2,
-                                                                  P_LOG2, alibi_off[hh], SLACK);
+        if (score_slope)
+          row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
+                                                   alibi_off[hh], SLACK);
+        else if (X_CAP && !FP8 && cap_exp2_fma)
+          row_scale[hh] = online_softmax_row<X_ALIBI, true>(s, hh, m_run[hh], l_run[hh], c_log2,
+                                                            P_LOG2, alibi_off[hh], SLACK);
+        else
+          row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                      FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
+                                                      alibi_off[hh], SLACK);
         any_rescale |= row_scale[hh] != 1.f;
       }
       // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).

@@ -81,14 +81,15 @@ struct fi_context {
 
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); -1, or 0 where a knob's own comment says
-   * so, means "the measured default" (FI_MERGE_WARPS, FI_PREFILL_BSR_HALF_SKIP and
-   * FI_PREFILL_Q_AHEAD: 1).
+   * so, means "the measured default" (FI_MERGE_WARPS, FI_PREFILL_BSR_HALF_SKIP,
+   * FI_PREFILL_Q_AHEAD and FI_PREFILL_EXP2_FMA: 1).
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
-   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD. */
+   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD,
+   * FI_PREFILL_EXP2_FMA. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -123,6 +124,10 @@ struct fi_context {
                                       keeps nothing is neither loaded nor multiplied
                                       (prefill_ws.cuh); 0: as any short half (A / B runs,
                                       the same bits) */
+    int32_t prefill_exp2_fma; /* 1 (default): with a soft cap, half of the warp-specialised
+                                 prefill kernel's exponentials on the FMA pipe
+                                 (prefill_kernel.cuh exp2_fma); 0: all on the SFU (A / B
+                                 runs; outputs within P's rounding of each other) */
     int32_t prefill_q_ahead; /* 1 (default): the warp-specialised prefill kernel with two Q
                                 slots copies the next chunk's Q after the chunk's first
                                 tile, into a slot released at the last S where the
