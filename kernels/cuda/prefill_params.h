@@ -77,15 +77,15 @@ struct PrefillParams {
   // (1, the default; 0: loaded, zeroed and multiplied as any short half -- the tuning
   // knob FI_PREFILL_BSR_HALF_SKIP, for A / B runs, which must give the same bits).
   int32_t bsr_half_skip;
-  // The warp-specialised kernel with two Q slots: the next chunk's Q copied after the
-  // chunk's first tile, into a slot released at the last S where the epilogue allows (1,
-  // the default; 0: after the last tile, the slot released at the chunk's end -- the
-  // tuning knob FI_PREFILL_Q_AHEAD, for A / B runs, which must give the same bits).
+  // The warp-specialised kernel with two Q slots: 1, the next chunk's Q copied between
+  // the chunk's tiles once its slot is free, into a slot released at the last S where the
+  // epilogue allows; 0, after the chunk's last tile, the slot released at the chunk's end
+  // (the tuning knob FI_PREFILL_Q_AHEAD; the same bits either way).
   int32_t q_ahead;
-  // With a soft cap (whose tanh is an SFU op per logit), half of the softmax's
+  // With a soft cap (whose tanh is an SFU op per logit): 1, half of the softmax's
   // exponentials on the FMA pipe (prefill_kernel.cuh exp2_fma; the warp-specialised
-  // kernel's 16-bit instances): 1, the default; 0: all on the SFU (the tuning knob
-  // FI_PREFILL_EXP2_FMA, for A / B runs; the outputs differ within P's rounding).
+  // kernel's 16-bit instances); 0, all on the SFU (the tuning knob FI_PREFILL_EXP2_FMA; the
+  // outputs differ within P's rounding).
   int32_t exp2_fma;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).

@@ -38,10 +38,11 @@
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
 //     waits only for a slot to be released, so the next chunk's Q and first K/V tiles land
 //     while the consumers finish the current chunk -- the prologue that the short units of
-//     the one-CTA-per-unit kernel paid in full. With two Q slots the next chunk's Q goes out
-//     right after the current chunk's first tile, once the consumers release the chunk
-//     before's slot (at its last S unless its epilogue stages rows there), so that it lands
-//     under a whole chunk; one Q slot: after the chunk's last tile.
+//     the one-CTA-per-unit kernel paid in full. With two Q slots and PrefillParams.q_ahead
+//     the next chunk's Q goes out between the current chunk's tiles, as soon as the
+//     consumers have released the chunk before's slot (at its last S unless its epilogue
+//     stages rows there), so that it lands under the current chunk; else after the
+//     chunk's last tile.
 //   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
 //     S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
@@ -757,12 +758,13 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       __syncwarp();  // (`walk` written before any lane reads it)
       return true;
     };
-    // Each chunk's K and V tiles as ring stages free up. With two Q slots (and tiles not
-    // classified, whose bits the next chunk's classifying would overwrite) the next chunk's
-    // descriptor and Q go out after the first of the chunk's tiles by which the chunk
-    // before has released its slot, so that they land under this chunk (a chunk of few
-    // tiles, as block-sparse rows and short units have, waited for its Q); else, and with
-    // one Q slot (released at this chunk's last S), after the chunk's last tile.
+    // Each chunk's K and V tiles as ring stages free up. With two Q slots and p.q_ahead
+    // (and tiles not classified, whose bits the next chunk's classifying would overwrite)
+    // the next chunk's descriptor and Q go out after the first of the chunk's tiles by
+    // which the chunk before has released its slot, so that they land under this chunk (a
+    // chunk of few tiles, as block-sparse rows and short units have, waited for its Q,
+    // bench/NOTES.md session 50); else, and with one Q slot (released at this chunk's last
+    // S), after the chunk's last tile.
     const bool q_ahead = W::Q_SLOTS > 1 && !classify && p.q_ahead;
     bool more = advance();
     while (more) {
@@ -958,9 +960,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     // stages as boxes of o (WsMaps.o), else straight from the accumulators.
     const bool stage_out = Q_EARLY && num_tiles > 0 && ws_store_box<CTA_Q>(maps, c);
     // The Q slot is released at the chunk's last S where the epilogue does not stage its
-    // rows there (one Q slot; boxes of o, staged in the output buffer; split-KV's partial
-    // rows, stored from the accumulators), so that the producer's copy of the chunk after
-    // next lands under this one's last softmax, P V and stores; else at the chunk's end.
+    // rows there (one Q slot; with p.q_ahead also boxes of o, staged in the output buffer,
+    // and split-KV's partial rows, stored from the accumulators), so that the producer's
+    // copy of the chunk after next lands under this one's last softmax, P V and stores;
+    // else at the chunk's end.
     const bool q_free_at_last_s =
         num_tiles > 0 &&
         (Q_EARLY || (p.q_ahead && (ws_store_box<CTA_Q>(maps, c) || c.wu.partial_row >= 0)));

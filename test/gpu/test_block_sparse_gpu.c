@@ -25,8 +25,9 @@
  * time without it, on the mma.sync kernel, against the host's output. Every wgmma run is
  * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
  * loaded and multiplied as before the skip) and FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
- * copied after the chunk's last tile, into a slot released at its end) and must give the
- * same bits. Then the CUDA backend's refusals. */
+ * copied after the chunk's last tile, into a slot released at its end; the main context
+ * runs with it at 1 unless the environment sets it) and must give the same bits. Then the
+ * CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
 #include "gpu_common.h"
@@ -585,6 +586,8 @@ static int refusals(void) {
 int main(void) {
   gpu_require_device("test_block_sparse_gpu");
   FI_CK(NULL, fi_context_create(FI_BACKEND_HOST, &host));
+  const int q_ahead_env = getenv("FI_PREFILL_Q_AHEAD") != NULL;
+  if (!q_ahead_env) setenv("FI_PREFILL_Q_AHEAD", "1", 1); /* (read at context creation) */
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
   setenv("FI_PREFILL_BSR_HALF_SKIP", "0", 1); /* (read once, when the context is created) */
   setenv("FI_PREFILL_Q_AHEAD", "0", 1);

@@ -39,10 +39,11 @@
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static int hopper; /* compute capability 9.0: the wgmma tier can be forced */
 static int device_plans_run; /* configurations also planned on the device, bit-exact */
-/* A second CUDA context created with FI_PREFILL_Q_AHEAD=0 (the warp-specialised kernel
- * copies each chunk's Q after the chunk before's last tile, into a slot released at that
- * chunk's end) and FI_PREFILL_EXP2_FMA=0 (every exponential on the SFU): every
- * configuration's plan runs in it too. Without a soft cap it must give the same bits (the
+/* The CUDA context runs with FI_PREFILL_Q_AHEAD=1 and FI_PREFILL_EXP2_FMA=1 (unless the
+ * environment sets them), a second one created with both at 0 (the warp-specialised
+ * kernel copies each chunk's Q after the chunk before's last tile, into a slot released
+ * at that chunk's end; every exponential on the SFU): every configuration's plan runs in
+ * it too. Without a soft cap it must give the same bits (the
  * order of the copies changes no arithmetic); with one, outputs within two roundings of
  * P of each other (the FMA pipe's 2^x differs from ex2.approx by at most 1.02e-4 relative)
  * -- a tolerance the host comparison's cannot replace: it is ~10x tighter. */
@@ -1148,10 +1149,17 @@ int main(void) {
   }
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
+  /* (both knobs' paths: on in `cuda`, off in cuda_q_late; read at context creation) */
+  const int q_ahead_env = getenv("FI_PREFILL_Q_AHEAD") != NULL,
+            exp2_fma_env = getenv("FI_PREFILL_EXP2_FMA") != NULL;
+  if (!q_ahead_env) setenv("FI_PREFILL_Q_AHEAD", "1", 1);
+  if (!exp2_fma_env) setenv("FI_PREFILL_EXP2_FMA", "1", 1);
   if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
     return 1;
   }
+  if (!q_ahead_env) unsetenv("FI_PREFILL_Q_AHEAD");
+  if (!exp2_fma_env) unsetenv("FI_PREFILL_EXP2_FMA");
   {
     const char *saved = getenv("FI_PREFILL_Q_AHEAD");
     char keep[16] = "";
