@@ -364,6 +364,14 @@ __device__ __forceinline__ WsChunk *ws_chunk_slot(const PrefillParams &p, uint32
                                                 FI_WS_CHUNK_SLOT_BYTES);
 }
 
+// A chunk descriptor copied by the producer warp, a 4-byte word per lane (the caller's
+// __syncwarp orders the lanes' words).
+__device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, int lane) {
+  static_assert(sizeof(WsChunk) % 4 == 0 && sizeof(WsChunk) <= 128, "a word per lane");
+  if (lane < (int)(sizeof(WsChunk) / 4))
+    reinterpret_cast<int *>(dst)[lane] = reinterpret_cast<const int *>(src)[lane];
+}
+
 // ES: bytes per Q/K/V element (2; fp8 1). A Q slot always holds 2-byte rows: the epilogue
 // stages O there.
 // head_dim 256 (Gemma's): KV tiles of 64 keys, one Q slot and no output buffer, so that Q
@@ -538,6 +546,8 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     const int lead = min(max(p.device_num_units[9], 0), num_units);
     const int lead_items = lead * uc * kvh, rest_items = (num_units - lead) * uc;
     uint32_t q_seq = 0, kv_seq = 0, cls_round = 0;
+    // The tiles over keys [lo, hi).
+    auto tiles_over = [](int lo, int hi) { return hi > lo ? (hi - lo + CTA_KV - 1) / CTA_KV : 0; };
     // A variant's mask: which of a range's span tiles the classifiers kept (bit i of `kept` /
     // `full` for tile 32 g + i, WsClassify).
     auto group_bits = [&](int g, int span_tiles, uint32_t &kept, uint32_t &full) {
@@ -680,7 +690,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         // permuted within those groups); the keys before kv_first are masked.
         if (FP8 && kv_hi > kv_lo)
           kv_lo -= ((p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin) + kv_lo) & 31;
-        num_tiles = kv_hi > kv_lo ? (kv_hi - kv_lo + CTA_KV - 1) / CTA_KV : 0;
+        num_tiles = tiles_over(kv_lo, kv_hi);
       }
       c.kv_lo = kv_lo;
       c.kv_hi = kv_hi;
@@ -714,9 +724,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
       if (lane == 0) fi::mbar_wait(&q_empty[qs], q_par ^ 1);  // (a fresh slot passes at once)
       __syncwarp();
-      if (lane < (int)(sizeof(WsChunk) / 4))
-        reinterpret_cast<int *>(ws_chunk_slot(p, seq))[lane] =
-            reinterpret_cast<const int *>(walk + 1)[lane];
+      ws_copy_chunk(ws_chunk_slot(p, seq), &walk[1], lane);
       __syncwarp();  // (lane 0's arrive below releases every lane's word)
       if (lane == 0) {
         fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
@@ -771,14 +779,11 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       // The chunk's fields its tiles need, read from shared memory at each use rather than
       // held in the producer's 40 registers across the next chunk's walk (advance).
       __syncwarp();  // (every lane is done with the last chunk's fields)
-      if (lane < (int)(sizeof(WsChunk) / 4))
-        reinterpret_cast<int *>(walk)[lane] = reinterpret_cast<const int *>(walk + 1)[lane];
+      ws_copy_chunk(&walk[0], &walk[1], lane);
       __syncwarp();
       const volatile WsChunk &c = walk[0];
       // (classify: the range's tiles; c.num_tiles counts the kept ones)
-      const int span_tiles =
-          !classify ? c.num_tiles
-          : c.kv_hi > c.kv_lo ? (c.kv_hi - c.kv_lo + CTA_KV - 1) / CTA_KV : 0;
+      const int span_tiles = !classify ? c.num_tiles : tiles_over(c.kv_lo, c.kv_hi);
       // Tile `tile` of the range into the next ring stage (cls: its mask class, for the
       // consumers).
       // Where tile `tile`'s keys are. Block-sparse: the first keys of its two halves.
@@ -1006,7 +1011,10 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
     float c_log2 = p.sm_scale_log2;
     if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
     const float cap_in = p.sm_scale * p.soft_cap_rcp;
-    const bool cap_exp2_fma = X_CAP && !FP8 && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
+    // (head_dim 256: not compiled -- the second softmax form raised its consumers' spills
+    // from 18 to 34 stores, the cap's form being Gemma's)
+    constexpr bool EXP2_FMA_FORM = X_CAP && !FP8 && HD <= 128;
+    const bool cap_exp2_fma = EXP2_FMA_FORM && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
     // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
     float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
     if constexpr (FP8) {
@@ -1396,7 +1404,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         if (score_slope)
           row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
                                                    alibi_off[hh], SLACK);
-        else if (X_CAP && !FP8 && cap_exp2_fma)
+        else if (EXP2_FMA_FORM && cap_exp2_fma)
           row_scale[hh] = online_softmax_row<X_ALIBI, true>(s, hh, m_run[hh], l_run[hh], c_log2,
                                                             P_LOG2, alibi_off[hh], SLACK);
         else

@@ -49,6 +49,27 @@ static int device_plans_run; /* configurations also planned on the device, bit-e
  * -- a tolerance the host comparison's cannot replace: it is ~10x tighter. */
 static fi_context *cuda_q_late;
 static int q_late_runs, q_late_capped;
+
+/* A CUDA context created with FI_PREFILL_Q_AHEAD and FI_PREFILL_EXP2_FMA at `value` (the
+ * tuning knobs are read at context creation; overwrite 0: where the environment sets none),
+ * the environment put back as it was. */
+static fi_status create_cuda_with_knobs(fi_context **ctx, const char *value, int overwrite) {
+  static const char *const names[2] = {"FI_PREFILL_Q_AHEAD", "FI_PREFILL_EXP2_FMA"};
+  char saved[2][32];
+  int had[2];
+  for (int i = 0; i < 2; ++i) {
+    const char *v = getenv(names[i]);
+    had[i] = v != NULL;
+    if (v) snprintf(saved[i], sizeof saved[i], "%s", v);
+    setenv(names[i], value, overwrite);
+  }
+  const fi_status s = fi_context_create(FI_BACKEND_CUDA, ctx);
+  for (int i = 0; i < 2; ++i) {
+    if (had[i]) setenv(names[i], saved[i], 1);
+    else unsetenv(names[i]);
+  }
+  return s;
+}
 static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
 static uint32_t rnd(void) {
   rng_state ^= rng_state << 13;
@@ -1149,32 +1170,12 @@ int main(void) {
   }
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
-  /* (both knobs' paths: on in `cuda`, off in cuda_q_late; read at context creation) */
-  const int q_ahead_env = getenv("FI_PREFILL_Q_AHEAD") != NULL,
-            exp2_fma_env = getenv("FI_PREFILL_EXP2_FMA") != NULL;
-  if (!q_ahead_env) setenv("FI_PREFILL_Q_AHEAD", "1", 1);
-  if (!exp2_fma_env) setenv("FI_PREFILL_EXP2_FMA", "1", 1);
-  if (fi_context_create(FI_BACKEND_HOST, &host) || fi_context_create(FI_BACKEND_CUDA, &cuda)) {
+  /* (both knobs' paths: on in `cuda` unless the environment says otherwise, off in
+   * cuda_q_late) */
+  if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0) ||
+      create_cuda_with_knobs(&cuda_q_late, "0", 1)) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
     return 1;
-  }
-  if (!q_ahead_env) unsetenv("FI_PREFILL_Q_AHEAD");
-  if (!exp2_fma_env) unsetenv("FI_PREFILL_EXP2_FMA");
-  {
-    const char *saved = getenv("FI_PREFILL_Q_AHEAD");
-    char keep[16] = "";
-    if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    const char *saved_fma = getenv("FI_PREFILL_EXP2_FMA");
-    char keep_fma[16] = "";
-    if (saved_fma) snprintf(keep_fma, sizeof keep_fma, "%s", saved_fma);
-    setenv("FI_PREFILL_Q_AHEAD", "0", 1); /* (read once, when the context is created) */
-    setenv("FI_PREFILL_EXP2_FMA", "0", 1);
-    if (fi_context_create(FI_BACKEND_CUDA, &cuda_q_late)) {
-      fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
-      return 1;
-    }
-    if (saved) setenv("FI_PREFILL_Q_AHEAD", keep, 1); else unsetenv("FI_PREFILL_Q_AHEAD");
-    if (saved_fma) setenv("FI_PREFILL_EXP2_FMA", keep_fma, 1); else unsetenv("FI_PREFILL_EXP2_FMA");
   }
   {
     int dev = 0, major = 0, minor = 0;
