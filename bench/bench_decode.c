@@ -1,5 +1,5 @@
 /* bench/bench_decode.c -- the memory-bound family: batch paged decode (fp16, head_dim 128,
- * page 16, NHD, shuffled page tables), merge_states and append_paged_kv.
+ * page 16, NHD, shuffled page tables; other head_dims and pages below), merge_states and append_paged_kv.
  *
  * Bytes counted per decode row: q read + the K and V of every token read (kv_len tokens
  * x kv_heads x head_dim x 2 bytes, twice) + o written; the page table, the split-KV
@@ -9,7 +9,8 @@
  * same bytes. Environment: FI_BENCH_DECODE_TILES=cores:kv_tile (cores cc or
  * tc) forces every decode row's variant; FI_BENCH_DECODE_ROWS (fi_bench_decode) times other
  * rows ("batch,kv_len,qo_heads,kv_heads", ",e4m3" at the end for an e4m3 KV cache);
- * FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16); FI_BENCH_DECODE_HND=1
+ * FI_BENCH_DECODE_PAGE=n sets the decode rows' page size (default 16), FI_BENCH_DECODE_HEAD_DIM
+ * their head_dim (64, 128 or 256; default 128); FI_BENCH_DECODE_HND=1
  * stores the caches in HND instead of NHD; FI_BENCH_DECODE_SPLIT=n plans the decode rows
  * with a fixed split of n tokens. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -46,6 +47,18 @@ typedef struct decode_result {
 
 enum { DECODE_ROPE = 1, DECODE_FP8 = 2, DECODE_BF16 = 4 }; /* decode_case's extras */
 
+/* FI_BENCH_DECODE_PAGE (default 16) and FI_BENCH_DECODE_HEAD_DIM (64, 128 or 256; default
+ * 128): every decode row's page size and head_dim. */
+static int decode_page_size(void) {
+  const char *env = getenv("FI_BENCH_DECODE_PAGE");
+  return env && atoi(env) > 0 ? atoi(env) : 16;
+}
+static int decode_head_dim(void) {
+  const char *env = getenv("FI_BENCH_DECODE_HEAD_DIM");
+  const int d = env ? atoi(env) : 128;
+  return d == 64 || d == 256 ? d : 128;
+}
+
 /* Times one decode row (extras: DECODE_ROPE, DECODE_FP8 for an e4m3 KV cache, its bytes
  * counted at one per element, DECODE_BF16 for bf16 q and o); returns the core kind its plan ran (FI_CORES_CUDA when
  * skipped), and its time and variant in *out when out is not NULL. */
@@ -58,8 +71,7 @@ static fi_core_kind decode_case(fi_bench_ctx *b, int batch, int kv_len, int qo_h
   snprintf(name, sizeof(name), "decode (%d, %d, %d, %d)%s", batch, kv_len, qo_heads, kv_heads, tag);
   if (out) out->ms = 0, out->variant[0] = '\0';
   if (!fi_bench_selected(b, name)) return FI_CORES_CUDA;
-  const char *page_env = getenv("FI_BENCH_DECODE_PAGE");
-  const int D = 128, page = page_env && atoi(page_env) > 0 ? atoi(page_env) : 16;
+  const int D = decode_head_dim(), page = decode_page_size();
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, D);
   p.page_size = page;
   if (rope) {
@@ -313,12 +325,15 @@ static void decode_sweep(fi_bench_ctx *b, const char *spec) {
 }
 
 /* FI_BENCH_GRID_OUT=<csv>: every decode variant on a grid of shapes (batch 1-128, KV 2k and
- * 16k tokens, groups 1-8; head_dim 128, page 16, fp16), one line per (shape, variant) with its
- * median time, for the heuristics' replay test (test/runtime/test_decode_sweep.c, which
- * checks the variant fi_select_decode_tiles picks against the fastest of each shape). The
- * variants: CUDA cores with kv_tile 16/32/64, tensor cores (q16) with kv_tile 32/64/128,
- * each with and without split-KV; the whole grid twice (100 repeats each).
- * FI_BENCH_GRID_BATCHES=<b,b,...> (at most 16) replaces the batches. */
+ * 16k tokens, groups 1-8), one line per (shape, variant) with its median time, for the
+ * heuristics' replay test (test/runtime/test_decode_sweep.c, which checks the variant
+ * fi_select_decode_tiles picks against the fastest of each shape). The variants: CUDA cores
+ * with kv_tile 16/32/64, tensor cores (q16) with kv_tile 32/64/128, each with and without
+ * split-KV (those a plan refuses are left out); the whole grid twice (100 repeats each).
+ * What the grid holds fixed goes on the file's first line, which the replay reads: head_dim
+ * and page (FI_BENCH_DECODE_HEAD_DIM, FI_BENCH_DECODE_PAGE; default 128 and 16) and the
+ * dtypes (fp16; FI_BENCH_GRID_KV=bf16 for bf16 q and KV, =e4m3 for f16 q over an e4m3 KV
+ * cache). FI_BENCH_GRID_BATCHES=<b,b,...> (at most 16) replaces the batches. */
 static void decode_grid(fi_bench_ctx *b, const char *path) {
   int batches[16] = {1, 8, 64, 128}, num_batches = 4;
   static const int lens[] = {2048, 16384};
@@ -343,11 +358,17 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
     fprintf(stderr, "decode grid: cannot write %s\n", path);
     return;
   }
-  /* FI_BENCH_GRID_KV=e4m3: the grid over an e4m3 KV cache (f16 q) */
   const char *kv = getenv("FI_BENCH_GRID_KV");
-  const int extras = kv && !strcmp(kv, "e4m3") ? DECODE_FP8 : 0;
-  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim 128, page 16, %s; "
-          "batches", b->gpu, b->copy_gbps, extras ? "f16 q, e4m3 KV" : "fp16");
+  const int extras = !kv || !*kv ? 0 : !strcmp(kv, "e4m3") ? DECODE_FP8
+                                     : !strcmp(kv, "bf16") ? DECODE_BF16 : -1;
+  if (extras < 0) {
+    fprintf(stderr, "decode grid: FI_BENCH_GRID_KV=%s: want e4m3 or bf16 (unset: fp16)\n", kv);
+    fclose(f);
+    return;
+  }
+  fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s); head_dim %d, page %d, %s; "
+          "batches", b->gpu, b->copy_gbps, decode_head_dim(), decode_page_size(),
+          extras == DECODE_FP8 ? "f16 q, e4m3 KV" : extras == DECODE_BF16 ? "bf16" : "fp16");
   for (int i = 0; i < num_batches; ++i) fprintf(f, " %d", batches[i]);
   fprintf(f, "\n");
   fprintf(f, "batch,kv_len,qo_heads,kv_heads,variant,us\n");
@@ -358,7 +379,8 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
     for (int bi = 0; bi < num_batches; ++bi)
       for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
         const int batch = batches[bi], len = lens[li];
-        if ((long long)batch * len * heads[h][1] > (1LL << 24)) continue; /* <= 8.6 GB of KV */
+        if ((long long)batch * len * heads[h][1] * decode_head_dim() > (1LL << 31))
+          continue; /* <= 8.6 GB of 16-bit KV */
         for (int v = 0; v < 12; ++v) {
           fi_tiles t;
           t.cores = v < 6 ? FI_CORES_CUDA : FI_CORES_TENSOR;

@@ -2,12 +2,18 @@
 # Device-machine script for the memory-bound family (issue 4): runs the carried binaries
 # (libfi_runtime.so, GPU tests, fi_bench built on the dev machine), the GPU tests,
 # compute-sanitizer memcheck/racecheck on small configurations, the benchmark, and
-# optional extras. Logs: $OUT/tests.log, san.log, bench.log, extra.log, ab.log, sweep.log.
-# Usage: [CARRY=.gpu-carry] bash bench/run_gpu.sh [tests|sanitize|bench|ncu|variants|ab|sweep]...
+# optional extras. Logs: $OUT/tests.log, san.log, bench.log, extra.log, ab.log, sweep.log,
+# grids.log.
+# Usage: [CARRY=.gpu-carry] bash bench/run_gpu.sh [tests|sanitize|bench|ncu|variants|ab|sweep|grids]...
 #   ab:    A/B of two builds carried as $CARRY/base and $CARRY/new (each its own
 #          libfi_runtime.so, or .so.xz when two runtimes would exceed the carry limit),
 #          the decode rows of each timed alternately, two rounds (bench/NOTES.md, v8/v9).
 #   sweep: FI_BENCH_SWEEP="$SWEEP" (knob tokens, see bench_decode.c) in one process.
+#   grids: the decode grid (every variant on 30 shapes, twice; bench_decode.c decode_grid)
+#          for each of GRIDS (default "hd64 hd256 page8 bf16": head_dim 64 / 256 at page
+#          16 fp16, page 8 / bf16 at head_dim 128), into $OUT/sweeps/decode_<gpu>_<grid>.csv;
+#          copied into bench/sweeps/, each becomes a replay test (test/runtime/CMakeLists.txt).
+#          GRID_SECONDS (default 240) bounds each grid.
 set -o pipefail
 CARRY=${CARRY:-.gpu-carry}
 cd "$(dirname "$0")/../$CARRY" || exit 1
@@ -82,6 +88,22 @@ for w in $what; do
       done ;;
     sweep)
       FI_BENCH_SWEEP="${SWEEP:?set SWEEP}" ./fi_bench decode --reps 50 2>&1 | tee -a "$OUT/sweep.log" | grep "^| decode" ;;
+    grids)
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')
+      mkdir -p "$OUT/sweeps"
+      for g in ${GRIDS:-hd64 hd256 page8 bf16}; do
+        hd=128 page=16 kv=
+        case $g in
+          hd64) hd=64 ;; hd256) hd=256 ;; page*) page=${g#page} ;; bf16|e4m3) kv=$g ;;
+          *) echo "grids: unknown grid $g (hd64, hd256, page<n>, bf16, e4m3)"; continue ;;
+        esac
+        csv="$OUT/sweeps/decode_${gpu:-gpu}_$g.csv"
+        start=$(date +%s)
+        FI_BENCH_DECODE_HEAD_DIM=$hd FI_BENCH_DECODE_PAGE=$page FI_BENCH_GRID_KV=$kv \
+          FI_BENCH_GRID_OUT="$csv" timeout "${GRID_SECONDS:-240}" ./fi_bench decode \
+          >> "$OUT/grids.log" 2>&1
+        echo "grid $g: rc $? ($(( $(date +%s) - start )) s), $(grep -c , "$csv" 2>/dev/null) lines"
+      done ;;
     ncu)
       ncu --clock-control none -k regex:"decode|merge" --launch-count 4 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \

@@ -1,27 +1,22 @@
 /* test/runtime/test_decode_sweep.c -- the decode heuristics replayed against a measured
- * sweep (no GPU needed). bench/sweeps/decode_h100.csv holds the median time of every decode
- * variant on a grid of shapes, measured on an H100 by `FI_BENCH_GRID_OUT=<csv> fi_bench
- * decode` (bench/bench_decode.c: batch 1-128, KV 2k / 16k tokens, groups 1-8, head_dim 128,
- * page 16, fp16, or with FI_BENCH_GRID_KV=e4m3 an e4m3 cache (FI_SWEEP_KV_BYTES 1), or
- * with FI_BENCH_GRID_BATCHES other batches (decode_h200_band.csv: 5, 20, 28, 40); the
- * grid twice, each variant's time the mean of its lines). For every
- * shape the test asks fi_select_decode_tiles for the variant the
- * runtime would plan (the problem as api.c builds it for such a decode on an H100) and
- * requires its recorded time to be within 3 % of the shape's fastest variant. */
+ * sweep (no GPU needed): `test_decode_sweep <csv>`, one ctest per bench/sweeps/decode_*.csv.
+ * Each file holds the median time of every decode variant on a grid of shapes, measured by
+ * `FI_BENCH_GRID_OUT=<csv> fi_bench decode` (bench/bench_decode.c: batch 1-128, KV 2k / 16k
+ * tokens, groups 1-8; the grid twice, each variant's time the mean of its lines). Its first
+ * line names what the grid held fixed -- "head_dim D, page P, fp16" (or "bf16", or "f16 q,
+ * e4m3 KV": FI_BENCH_DECODE_HEAD_DIM, FI_BENCH_DECODE_PAGE, FI_BENCH_GRID_KV) -- and the
+ * test builds the problem from it as api.c's select_decode_tiles does. For every shape it
+ * asks fi_select_decode_tiles for the variant the runtime would plan on an sm_90 target of
+ * 132 SMs (the H100's and the H200's facts alike) and requires its recorded time to be
+ * within 3 % of the shape's fastest variant. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fi/heuristics.h"
+#include "internal.h" /* fi_decode_boxes_per_page: the decode fast path's pages */
 
-#ifndef FI_SWEEP_CSV
-#error "FI_SWEEP_CSV (the recorded sweep) must be defined by the build"
-#endif
-#ifndef FI_SWEEP_KV_BYTES
-#define FI_SWEEP_KV_BYTES 2 /* 1: a sweep over an e4m3 KV cache (FI_BENCH_GRID_KV=e4m3) */
-#endif
-
-enum { MAX_ROWS = 4096, TOLERANCE_PERMILLE = 1030 };
+enum { MAX_ROWS = 8192, TOLERANCE_PERMILLE = 1030 };
 
 typedef struct sweep_row {
   int batch, kv_len, qo_heads, kv_heads;
@@ -29,28 +24,71 @@ typedef struct sweep_row {
   double us;
 } sweep_row;
 
-int main(void) {
-  FILE *f = fopen(FI_SWEEP_CSV, "r");
+/* What the grid held fixed, from the file's first line. */
+typedef struct sweep_setup {
+  int head_dim, page_size, q_bytes, kv_bytes, kv_fp8, kv_matches_q;
+} sweep_setup;
+
+/* The integer after `key ` in `line`, or -1. */
+static int header_int(const char *line, const char *key) {
+  const char *at = strstr(line, key);
+  int v = -1;
+  if (!at || sscanf(at + strlen(key), " %d", &v) != 1) return -1;
+  return v;
+}
+
+static int parse_setup(const char *line, sweep_setup *s) {
+  s->head_dim = header_int(line, "head_dim");
+  s->page_size = header_int(line, "page");
+  s->q_bytes = 2;
+  s->kv_fp8 = strstr(line, "e4m3 KV") != NULL;
+  s->kv_bytes = s->kv_fp8 ? 1 : 2;
+  s->kv_matches_q = !s->kv_fp8 && (strstr(line, "fp16") || strstr(line, "bf16"));
+  return s->head_dim > 0 && s->page_size > 0 && (s->kv_fp8 || s->kv_matches_q);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_decode_sweep <sweep.csv> (bench/sweeps/)\n");
+    return 2;
+  }
+  const char *path = argv[1];
+  FILE *f = fopen(path, "r");
   if (!f) {
-    fprintf(stderr, "test_decode_sweep: cannot read %s\n", FI_SWEEP_CSV);
+    fprintf(stderr, "test_decode_sweep: cannot read %s\n", path);
     return 1;
   }
   static sweep_row rows[MAX_ROWS];
-  int n = 0;
-  char line[256];
+  int n = 0, have_setup = 0;
+  sweep_setup setup = {0, 0, 0, 0, 0, 0};
+  char line[512];
   while (fgets(line, sizeof line, f) && n < MAX_ROWS) {
     sweep_row *r = &rows[n];
-    if (line[0] == '#' || !strncmp(line, "batch", 5)) continue;
+    if (line[0] == '#') {
+      if (!have_setup && !parse_setup(line, &setup)) {
+        fprintf(stderr, "test_decode_sweep: %s: the first line must name the grid's "
+                "\"head_dim D, page P\" and its dtypes (fp16, bf16 or \"e4m3 KV\"), as "
+                "fi_bench decode writes it: %s", path, line);
+        fclose(f);
+        return 1;
+      }
+      have_setup = 1;
+      continue;
+    }
+    if (!strncmp(line, "batch", 5)) continue;
     if (sscanf(line, "%d,%d,%d,%d,%47[^,],%lf", &r->batch, &r->kv_len, &r->qo_heads,
                &r->kv_heads, r->variant, &r->us) == 6)
       ++n;
   }
   fclose(f);
-  if (n < 100) {
-    fprintf(stderr, "test_decode_sweep: only %d rows in %s\n", n, FI_SWEEP_CSV);
+  if (!have_setup || n < 100) {
+    fprintf(stderr, "test_decode_sweep: %s: %s\n", path,
+            have_setup ? "fewer than 100 rows" : "no header line");
     return 1;
   }
-  const fi_target h100 = fi_target_default(); /* sm_90, 132 SMs: the sweep's H100 */
+  printf("test_decode_sweep: %s: head_dim %d, page %d, %s KV\n", path, setup.head_dim,
+         setup.page_size, setup.kv_fp8 ? "e4m3" : "16-bit");
+  const fi_target sm90 = fi_target_default(); /* sm_90, 132 SMs */
   int shapes = 0, bad = 0, missing = 0;
   double worst = 1.0;
   for (int i = 0; i < n; ++i) {
@@ -66,14 +104,17 @@ int main(void) {
     p.batch = rows[i].batch;
     p.num_qo_heads = rows[i].qo_heads;
     p.num_kv_heads = rows[i].kv_heads;
-    p.head_dim = 128;
-    p.q_dtype_bytes = 2;
-    p.kv_dtype_bytes = FI_SWEEP_KV_BYTES;
+    p.head_dim = setup.head_dim;
+    p.q_dtype_bytes = setup.q_bytes;
+    p.kv_dtype_bytes = setup.kv_bytes;
     p.avg_qo_len = 1;
     p.avg_kv_len = rows[i].kv_len;
-    p.fast_path = 1; /* fp16 KV of q's dtype or e4m3 KV, page 16 */
+    p.page_size = setup.page_size;
+    /* (api.c select_decode_tiles: 16-bit q; KV of q's dtype or fp8; pages of 16k or 4 / 8) */
+    p.fast_path = (setup.page_size % 16 == 0 || fi_decode_boxes_per_page(setup.page_size)) &&
+                  (setup.kv_fp8 || setup.kv_matches_q);
     char chosen[64];
-    fi_tiles_name(fi_select_decode_tiles(&h100, &p), 1, chosen, sizeof chosen);
+    fi_tiles_name(fi_select_decode_tiles(&sm90, &p), 1, chosen, sizeof chosen);
     double best = 0, mine = 0;
     const char *best_name = "";
     for (int j = i; j < n; ++j) {
