@@ -14,6 +14,9 @@
 #             fa3_vs_fi (FI_PEERS=1 carry; FA3 in the same process) on the plain rows and
 #             fi_bench sparse's random rows for Q_AHEAD, fa3_vs_fi's soft-capped rows and
 #             fi_bench prefill_extras for EXP2_FMA
+#   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
+#             bench/peers/torch_sdpa.py, GQA through enable_gqa) and fa3_vs_fi (FA3 and fi in
+#             one process), twice each, alternating -- the (32, 512) row against cuDNN
 # Logs under $OUT; a short summary on stdout.
 set -o pipefail
 CARRY=${CARRY:-.gpu-carry-prefill}
@@ -64,6 +67,16 @@ for w in ${*:-probe sass tests bench}; do
         FI_PREFILL_EXP2_FMA=$k timeout 150 ./fi_bench prefill_extras > "$OUT/ab_extras_e$k.log" 2>&1
         echo "fi_bench prefill_extras FI_PREFILL_EXP2_FMA=$k rc $?"
         grep -E "copy|GEMM|^\| prefill" "$OUT/ab_extras_e$k.log" | head -24
+      done ;;
+    peers)
+      for r in 1 2; do
+        GQA=1 timeout 120 python3 ../bench/peers/torch_sdpa.py > "$OUT/peers_sdpa_$r.log" 2>&1
+        echo "torch_sdpa round $r rc $?"; cat "$OUT/peers_sdpa_$r.log" | head -8
+        if [ -x ./fa3_vs_fi ]; then
+          timeout 90 ./fa3_vs_fi 1,8192,32,8 8,2048,32,8 32,512,32,8 4,4096,32,32 \
+            > "$OUT/peers_fa3_$r.log" 2>&1
+          echo "fa3_vs_fi round $r rc $?"; grep -E "^\| prefill" "$OUT/peers_fa3_$r.log"
+        fi
       done ;;
     bench)
       ./fi_bench prefill ${BENCH_ARGS:-} > "$OUT/prefill_bench.log" 2>&1
