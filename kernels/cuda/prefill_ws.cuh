@@ -25,9 +25,9 @@
 // pieces that runs leave are each paired with their kind, so a tile is never mostly
 // empty), with causal and window already applied by the planner and masked here where a
 // half crosses them; over a paged cache each half is loaded as TMA boxes of one page.
-//   - Warp 8 (producer; lane 0 issues, the lanes look up page ids; warps 9-11 lend their
-//     registers to the consumers, and with a variant's mask_mod help it classify each
-//     chunk's tiles, WsClassify) walks the items and chunks and hands each chunk's
+//   - Warp 8 (producer, PrefillWs::produce; lane 0 issues, the lanes look up page ids;
+//     warps 9-11 lend their registers to the consumers, and with a variant's mask_mod help
+//     it classify each chunk's tiles, WsClassify) walks the items and chunks and hands each chunk's
 //     descriptor (WsChunk) to the consumers through the workspace's chunk ring, ordered by
 //     the chunk's Q slot mbarrier (ws_chunk_slot); per chunk one Q tile,
 //     HD / 64 boxes of (64 dims, group heads, 128 / group tokens) into one of two Q slots
@@ -43,8 +43,8 @@
 //     consumers have released the chunk before's slot (at its last S unless its epilogue
 //     stages rows there), so that it lands under the current chunk; else after the
 //     chunk's last tile.
-//   - Warps 0-7 (two consumer warpgroups, 64 query rows each, sharing every K/V tile):
-//     S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
+//   - Warps 0-7 (PrefillWs::consume; two consumer warpgroups, 64 query rows each, sharing
+//     every K/V tile): S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
 //     tiles that cross them; a custom mask: every tile of the chunk's kept-key extent (the
 //     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
@@ -421,17 +421,19 @@ struct WsShape {
   static_assert(SMEM <= 227 * 1024, "a layout fits a Hopper block's shared memory");
 };
 
-// The kernel's body, shared by prefill_ws_kernel (nvcc, the runtime's own instances) and
-// the variant kernels (variant_kernels.cu: VARIANT = true, built by clang as LLVM bitcode
-// and linked at compile time with a program's score_mod / mask_mod, variant_hooks.cuh). `p`
-// and `maps` are the kernel's __grid_constant__ parameters.
+// The kernel: its compile-time shape, the two roles (produce: warp 8 walks the work and
+// moves every tile with the copy engine; consume: warps 0-7 compute, see the header) and
+// run, which carves shared memory, initialises the barriers and hands each warp its role.
+// Shared by prefill_ws_kernel (nvcc, the runtime's own instances) and the variant kernels
+// (variant_kernels.cu: VARIANT = true, built by clang as LLVM bitcode and linked at compile
+// time with a program's score_mod / mask_mod, variant_hooks.cuh).
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
           bool WIDE = false, bool DEEP = false>
-__device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
-                 X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
+struct PrefillWs {
+  static constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
+                        X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
   static_assert(!VARIANT || XF == (BSR ? WS_X_MASKS : 0),
                 "variants run in the kernel without the built-in extras (block-sparse: with "
                 "the masks, which hold its halves' bounds)");
@@ -443,80 +445,104 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
                 "wide tiles run head_dim 128 without extras");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
-  fi::pdl_enter();
-#if FI_WGMMA_AVAILABLE
-  constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
+  static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
   using W = WsShape<HD, ES, WIDE, DEEP>;
-  constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
-  constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
-  constexpr int SLAB = 128 / ES;          // elements per 128-byte swizzled row
-  constexpr int KB = CTA_KV * ES / 32;    // P V steps per tile (16 keys; fp8 32)
+  static constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
+  static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
+  static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
+  static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
   // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
   // key bytes along V^T's rows per step, K-major (LBO unused).
-  constexpr uint32_t V_STEP = FP8 ? 32 : 16 * 128, V_LBO = FP8 ? 16 : CTA_KV * 128;
+  static constexpr uint32_t V_STEP = FP8 ? 32 : 16 * 128, V_LBO = FP8 ? 16 : CTA_KV * 128;
   // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
   // the softmax's small probabilities keep their bits; the largest, 2^8 times the slack's
   // 2^0.75 below, stays under e4m3's 448).
-  constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
+  static constexpr float P_LOG2 = FP8 ? 8.f : 0.f;
   // The softmax's lazy-rescale slack (log2, online_softmax_row): P up to 2^8 in 16 bits
   // (O is rescaled only where a row's max grows past that); fp8's P * 2^8 up to 2^8.75 =
   // 431, below e4m3's largest (448).
-  constexpr float SLACK = FP8 ? 0.75f : SOFTMAX_SLACK_16BIT;
-  extern __shared__ __align__(1024) unsigned char ws_smem[];
-  unsigned char *const q_slots = ws_smem;
-  unsigned char *const kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;  // stage s: K then V
-  DT *const o_rows = reinterpret_cast<DT *>(kv_ring + STAGES * 2 * W::KV_BYTES);
-  uint64_t *const bars = reinterpret_cast<uint64_t *>(kv_ring + STAGES * 2 * W::KV_BYTES +
-                                                      W::O_BYTES);
-  uint64_t *const q_full = bars, *const q_empty = bars + W::Q_SLOTS;
-  uint64_t *const k_full = bars + 2 * W::Q_SLOTS, *const v_full = k_full + STAGES;
-  uint64_t *const k_empty = v_full + STAGES, *const v_empty = k_empty + STAGES;
-  int2 *const stage_info = reinterpret_cast<int2 *>(v_empty + STAGES);  // per ring stage
-  WsClassify *const job = reinterpret_cast<WsClassify *>(stage_info + STAGES);
-  // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
-  WsChunk *const walk = reinterpret_cast<WsChunk *>(job + 1);
+  static constexpr float SLACK = FP8 ? 0.75f : SOFTMAX_SLACK_16BIT;
 
-  const int tid = threadIdx.x, lane = tid & 31;
-  const int warp = fi::warp_index();  // (uniform: the wgmma descriptors in uniform registers)
-  // GQA-packed rows of a chunk: CTA_Q (rows_across), or the whole tokens that fit (a
-  // larger group that does not divide CTA_Q leaves the tile's last rows computed but never
-  // stored).
-  const bool rows_across = p.rows_across != 0;
-  const int chunk_rows = rows_across ? CTA_Q : CTA_Q - CTA_Q % p.group;
-  // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
-  auto wg_sync = [](int wg) {
-    if (wg == 0)
-      asm volatile("bar.sync 1, 128;\n" ::: "memory");
-    else
-      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  // Shared memory (WsShape's layout): the Q slots, the K/V ring, the output buffer, the
+  // barriers, the ring stages' mask classes, the classifiers' job and the producer's walk.
+  struct Smem {
+    unsigned char *q_slots, *kv_ring;  // ring stage s: K then V
+    DT *o_rows;
+    uint64_t *q_full, *q_empty, *k_full, *v_full, *k_empty, *v_empty;
+    int2 *stage_info;  // per ring stage
+    WsClassify *job;
+    WsChunk *walk;  // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
   };
-  // The turns (TURNS, below): warpgroup wg waits for its turn on named barrier 5 + wg and
-  // passes the turn to the other on 6 - wg (256: both warpgroups' threads).
-  auto turn_wait = [](int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory"); };
-  auto turn_pass = [](int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - wg) : "memory"); };
-  if (tid == 0) {
-    for (int i = 0; i < W::Q_SLOTS; ++i) {
-      fi::mbar_init(&q_full[i], 1);                   // the producer's arrive.expect_tx
-      fi::mbar_init(&q_empty[i], W::CONSUMER_WARPS);  // lane 0 of every consumer warp
-    }
-    for (int i = 0; i < STAGES; ++i) {
-      fi::mbar_init(&k_full[i], 1);
-      fi::mbar_init(&v_full[i], 1);
-      fi::mbar_init(&k_empty[i], W::CONSUMER_WARPS);  // after S = Q K^T
-      fi::mbar_init(&v_empty[i], W::CONSUMER_WARPS);  // after O += P V
-    }
-    fi::mbar_init(&job->posted, 1);
-    fi::mbar_init(&job->done, WS_CLASSIFY_PARTS - 1);
-    fi::mbar_init_fence();
-  }
-  __syncthreads();  // the only block barrier: the roles never meet again
 
-  // Registers: the producer warpgroup gives most of its share to the consumers (FA3's
-  // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file; 24 / 240 made
-  // ptxas spill more at head_dim 256).
-  if (warp >= W::CONSUMER_WARPS) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+  static __device__ __forceinline__ void run(const PrefillParams &p, const WsMaps &maps) {
+    fi::pdl_enter();
+#if FI_WGMMA_AVAILABLE
+    extern __shared__ __align__(1024) unsigned char ws_smem[];
+    Smem sm;
+    sm.q_slots = ws_smem;
+    sm.kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;
+    sm.o_rows = reinterpret_cast<DT *>(sm.kv_ring + STAGES * 2 * W::KV_BYTES);
+    uint64_t *const bars = reinterpret_cast<uint64_t *>(sm.kv_ring + STAGES * 2 * W::KV_BYTES +
+                                                        W::O_BYTES);
+    sm.q_full = bars, sm.q_empty = bars + W::Q_SLOTS;
+    sm.k_full = bars + 2 * W::Q_SLOTS, sm.v_full = sm.k_full + STAGES;
+    sm.k_empty = sm.v_full + STAGES, sm.v_empty = sm.k_empty + STAGES;
+    sm.stage_info = reinterpret_cast<int2 *>(sm.v_empty + STAGES);
+    sm.job = reinterpret_cast<WsClassify *>(sm.stage_info + STAGES);
+    sm.walk = reinterpret_cast<WsChunk *>(sm.job + 1);
+
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int warp = fi::warp_index();  // (uniform: the wgmma descriptors in uniform registers)
+    // GQA-packed rows of a chunk: CTA_Q (rows_across), or the whole tokens that fit (a
+    // larger group that does not divide CTA_Q leaves the tile's last rows computed but never
+    // stored).
+    const bool rows_across = p.rows_across != 0;
+    const int chunk_rows = rows_across ? CTA_Q : CTA_Q - CTA_Q % p.group;
+    if (tid == 0) {
+      for (int i = 0; i < W::Q_SLOTS; ++i) {
+        fi::mbar_init(&sm.q_full[i], 1);                   // the producer's arrive.expect_tx
+        fi::mbar_init(&sm.q_empty[i], W::CONSUMER_WARPS);  // lane 0 of every consumer warp
+      }
+      for (int i = 0; i < STAGES; ++i) {
+        fi::mbar_init(&sm.k_full[i], 1);
+        fi::mbar_init(&sm.v_full[i], 1);
+        fi::mbar_init(&sm.k_empty[i], W::CONSUMER_WARPS);  // after S = Q K^T
+        fi::mbar_init(&sm.v_empty[i], W::CONSUMER_WARPS);  // after O += P V
+      }
+      fi::mbar_init(&sm.job->posted, 1);
+      fi::mbar_init(&sm.job->done, WS_CLASSIFY_PARTS - 1);
+      fi::mbar_init_fence();
+    }
+    __syncthreads();  // the only block barrier: the roles never meet again
+
+    // Registers: the producer warpgroup gives most of its share to the consumers (FA3's
+    // split; 40 x 128 + 232 x 256 = 168 x 384, all of the register file; 24 / 240 made
+    // ptxas spill more at head_dim 256).
+    if (warp >= W::CONSUMER_WARPS) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+      produce(p, maps, sm, warp, lane, chunk_rows, rows_across);
+      return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    consume(p, maps, sm, tid, warp, lane, chunk_rows);
+#else
+    __trap();  // launched only on sm_90a builds (prefill.cu)
+#endif
+  }
+
+  // Warp 8 (and warps 9-11, which lend their registers and with a variant's mask help
+  // classify): the walk over items and chunks, the chunk ring, and every Q, K and V copy.
+  static __device__ __forceinline__ void produce(const PrefillParams &p, const WsMaps &maps,
+                                                 const Smem &sm, int warp, int lane,
+                                                 int chunk_rows, bool rows_across) {
+    unsigned char *const q_slots = sm.q_slots, *const kv_ring = sm.kv_ring;
+    uint64_t *const q_full = sm.q_full, *const q_empty = sm.q_empty;
+    uint64_t *const k_full = sm.k_full, *const v_full = sm.v_full;
+    uint64_t *const k_empty = sm.k_empty, *const v_empty = sm.v_empty;
+    int2 *const stage_info = sm.stage_info;
+    WsClassify *const job = sm.job;
+    WsChunk *const walk = sm.walk;
     // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
     const bool classify = VARIANT && !BSR && p.variant_mask;
     // (the four warps share the classifying where the mask reads tables, WsClassify)
@@ -554,7 +580,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if (g < WS_KEPT_GROUPS) {
         kept = 0, full = ~0u;
         if (lane == 0)
-#pragma unroll
+  #pragma unroll
           for (int w = 0; w < WS_CLASSIFY_PARTS; ++w)
             if (w < parts) kept |= job->kept[w][g], full &= job->full[w][g];
         kept = __shfl_sync(0xffffffffu, kept, 0), full = __shfl_sync(0xffffffffu, full, 0);
@@ -729,7 +755,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
       if (lane == 0) {
         fi::mbar_arrive_expect_tx(&q_full[qs], q_bytes);
         if (!rows_across)
-#pragma unroll
+  #pragma unroll
           for (int h = 0; h < HD / SLAB; ++h)
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
                             c.q_tok_begin + c.t_lo, &q_full[qs]);
@@ -757,7 +783,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             head = b - first - runs - singles, tok = t1 + whole;
           }
           // (a row lands at its own place of the slot: the swizzle follows the address)
-#pragma unroll
+  #pragma unroll
           for (int h = 0; h < HD / SLAB; ++h)
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128) + row * 128, map, SLAB * h,
                             kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
@@ -836,7 +862,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
         // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
         // unrolled: the producer's 40 registers.)
-#pragma unroll 1
+  #pragma unroll 1
         for (int part = 0; part < 2; ++part) {
           uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
           unsigned char *const dst = k_dst + part * W::KV_BYTES;
@@ -860,7 +886,7 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
           const bool staged = part == 0 ? p.k_staged : p.v_staged;
           if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
             if (lane < (one_half ? 1 : 2))
-#pragma unroll
+  #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
                 fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
                                 c.kv_head, row0 + src.half_key[lane], full);
@@ -868,14 +894,14 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
             if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
               fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full);
             else if (lane == 0)
-#pragma unroll
+  #pragma unroll
               for (int h = 0; h < HD / SLAB; ++h)
                 fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
                                 full);
           } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
             // a box per page, or (a run) one box over all (block-sparse: half 0's alone
             // where half 1 keeps nothing)
-#pragma unroll
+  #pragma unroll
             for (int h = 0; h < HD / 64; ++h)
               fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
                               c.kv_head, src.in_page, src.page, full);
@@ -926,766 +952,794 @@ __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const Ws
         p.sched[1] = 0;
       }
     }
-    return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-  uint32_t q_seq = 0, kv_seq = 0;
-  // One Q slot (head_dim 256, WIDE): the slot is released at the chunk's last S, and the output
-  // rows go out through the last tile's K and V stages (stage_out) or straight from the
-  // accumulators.
-  constexpr bool Q_EARLY = W::Q_SLOTS == 1;
-  // Chunk `seq`'s descriptor, once its Q has landed: read at the end of the previous chunk
-  // (fp8: before its epilogue, NEXT_EARLY), and the loop's head is a barrier of the
-  // warpgroup (register-numbered). Without both (the wait at the head, or no barrier
-  // there, or wg_sync's two branches) ptxas serialised the fp8 kernel's wgmma (C7520, "WG.AR
-  // in divergent path"): the named barrier of all three roles that this hand-off replaced
-  // had been that head.
-  auto next_chunk = [&](uint32_t seq) {
-    fi::mbar_wait(&q_full[seq % W::Q_SLOTS], (seq / W::Q_SLOTS) & 1);
-    return *ws_chunk_slot(p, seq);
-  };
-  WsChunk c = next_chunk(0);
-  // TURNS: the warpgroups take turns issuing their GEMMs (below; head_dim <= 128, not the
-  // variant kernels); warpgroup 1 lets warpgroup 0 go first.
-  constexpr bool TURNS = !VARIANT && HD <= 128;
-  if (TURNS && warp >= 4) turn_pass(1);
-  for (;;) {
-    // S, masks, softmax and P V of each tile of the chunk; then its output.
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (warp >> 2)) : "memory");
-    if (c.chunk < 0) break;
-    const uint32_t qs = q_seq % W::Q_SLOTS;
-    ++q_seq;
-    const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
-    const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
-    const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
-    const int kv_first = c.kv_first;
-    const int num_tiles = c.num_tiles;
-    const fi_work_unit &wu = c.wu;
-    // One Q slot: a whole chunk of the unit's rows goes out through the last tile's K and V
-    // stages as boxes of o (WsMaps.o), else straight from the accumulators.
-    const bool stage_out = Q_EARLY && num_tiles > 0 && ws_store_box<CTA_Q>(maps, c);
-    // The Q slot is released at the chunk's last S where the epilogue does not stage its
-    // rows there (one Q slot; with p.q_ahead also boxes of o, staged in the output buffer,
-    // and split-KV's partial rows, stored from the accumulators), so that the producer's
-    // copy of the chunk after next lands under this one's last softmax, P V and stores;
-    // else at the chunk's end.
-    const bool q_free_at_last_s =
-        num_tiles > 0 &&
-        (Q_EARLY || (p.q_ahead && (ws_store_box<CTA_Q>(maps, c) || c.wu.partial_row >= 0)));
-    unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
-    const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
-    const int g = lane >> 2, t4 = lane & 3;
-    if constexpr (!FP8) {
-      if (p.rope_q) {  // this warpgroup's rows, then the async proxy (wgmma) may read them
-        ws_rope_q<HD, DT>(q_tile, wg, tid & 127, chunk, packed_end, q_pos_shift, p);
-        fi::fence_proxy_async_smem();
-        wg_sync(wg);
-      }
-    }
-    int row_tok[2], row_head[2] = {0, 0};
-    float row_slope[2] = {0.f, 0.f};
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int pr = chunk + warp * 16 + g + hh * 8;
-      row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
-      if (VARIANT || FP8 || (X_ALIBI && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
-        row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
-    }
-    // fp8 attention's per-head scales: q's of each row's head times k's of the KV head
-    // scale the logits (with the per-tensor ones in sm_scale), v's the output.
-    float row_qk[2] = {1.f, 1.f}, out_scale = p.v_scale;
-    if constexpr (FP8) {
-      const float k_head = p.k_scale_heads ? __ldg(p.k_scale_heads + kv_head) : 1.f;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-        row_qk[hh] = k_head * (p.q_scale_heads ? __ldg(p.q_scale_heads + row_head[hh]) : 1.f);
-      if (p.v_scale_heads) out_scale *= __ldg(p.v_scale_heads + kv_head);
-    }
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh)
-      if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI)
-        // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
-        row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / (p.sm_scale * row_qk[hh]);
-    // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
-    // (S holds tanh(scaled / cap)).
-    float c_log2 = p.sm_scale_log2;
-    if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
-    const float cap_in = p.sm_scale * p.soft_cap_rcp;
-    // (head_dim 256: not compiled -- the second softmax form raised its consumers' spills
-    // from 18 to 34 stores, the cap's form being Gemma's)
-    constexpr bool EXP2_FMA_FORM = X_CAP && !FP8 && HD <= 128;
-    const bool cap_exp2_fma = EXP2_FMA_FORM && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
-    // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
-    float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
-    if constexpr (FP8) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        row_cap_in[hh] = cap_in * row_qk[hh];
-        if (!(X_CAP && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
-      }
-    }
-    // A score_mod sees the logit itself (S times the scale; its `in` factor folded in) and
-    // returns the logit to use (over its `out` factor, which joins the softmax's factor):
-    // S then holds those (a mask_mod alone keeps S raw).
-    // A core that is the score itself is not called: S stays raw and the logit's unit
-    // joins the factor.
-    ScoreModScales score_scales = {1.f, 1.f, 1.f};
-    bool score_call = false;
-    if constexpr (VARIANT) {
-      if (p.variant_score) {
-        score_scales = score_mod_scales(p.variant_captures);
-        c_log2 = score_scales.log2;
-        score_call = !ws_variant_form<VARIANT>().score_is_identity;
-        if (!score_call) c_log2 *= p.sm_scale * score_scales.in;
-      }
-    }
-    const float logit_unit = p.sm_scale * score_scales.in;
-    // A score_mod's slope in the key's distance (ALiBi written in IR): per row, in S's
-    // units, added as the built-in ALiBi's bias (the variant kernels have no X_ALIBI).
-    const bool score_slope = ws_variant_form<VARIANT>().score_has_slope;
-    if constexpr (VARIANT) {
-      if (score_slope) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-          row_slope[hh] = fi_variant_score_slope(row_head[hh], p.variant_captures) *
-                          (1.4426950408889634f / c_log2);
-      }
-    }
-    float o[NB_D][4];
-    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-#pragma unroll
-    for (int nb = 0; nb < NB_D; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
 
-    // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
-    // S(tile) has landed (AHEAD: right behind S(tile)'s issue) and runs on the tensor cores
-    // while this warpgroup computes the softmax of tile; the waits stay unconditional
-    // (ptxas serialises every wgmma when it cannot match a wait to an issue). The wait for
-    // P V and the work behind it (V's stage released, O rescaled) appear twice below, once
-    // per order: a shared helper changed the code clang emits for the variant kernels, whose
-    // speed was measured with this form.
-    const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
-    uint32_t pa_prev[KB][4];
-    uint32_t v_prev_lo = 0, st_prev = 0;
-    // Block-sparse: the previous tile was one half (its keys 64-127 not loaded: P V skips
-    // their steps, whose V rows are stale, not zeroed).
-    bool one_half_prev = false;
-    // A custom mask: each row's first bit, and the request's bytes of the packed mask.
-    int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
-    // A dense chunk (every row keeps one run of keys): each row's run from the plan's
-    // extents replaces the bits (a range test per pair, no loads per tile).
-    const bool dense = X_MASKS && !BSR && p.custom_mask && c.dense;
-    // Otherwise a custom mask is read as bits, every tile (mask_bits).
-    const bool mask_bits = X_MASKS && !BSR && p.custom_mask && !dense;
-    int row_first[2] = {0, 0}, row_end[2] = {0, 0};
-    if (dense) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[q_tok_begin + row_tok[hh]];
-        row_first[hh] = e.x;
-        row_end[hh] = e.y;
-      }
-    }
-    if (mask_bits) {
-      const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
-      mask_lo_byte = req_lo >> 3;
-      mask_hi_byte = (req_hi - 1) >> 3;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
-    }
-    for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
-      if constexpr (VARIANT) {
-        // (clang builds the variant kernels: with the ring position made warp-uniform by a
-        // shuffle and P V's stage derived from it instead of carried over from the last
-        // step, ptxas keeps the K and V descriptors in uniform registers as it does in
-        // nvcc's build, not in vector registers moved over per wgmma; bench/NOTES.md)
-        kv_seq = __shfl_sync(0xffffffffu, kv_seq, 0);
-        v_prev_lo = fi_wgmma::desc_lo(
-            fi::smem_addr(kv_ring + ((kv_seq + STAGES - 1) % STAGES) * 2 * W::KV_BYTES +
-                          W::KV_BYTES),
-            V_LBO);
-      }
-      const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
-      unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
-      unsigned char *const v_cur = k_cur + W::KV_BYTES;
-      // (a variant's mask: the producer's walk skips tiles; the tile's first key and class
-      // come with it, below)
-      int kv0 = kv_lo + tile * CTA_KV;
-      // Block-sparse: the halves' {first key, keys kept} (x, y: keys 0-63 of the tile; z, w:
-      // keys 64-127).
-      int4 bsr_half = make_int4(0, 0, 0, 0);
-      if (BSR)
-        bsr_half = reinterpret_cast<const int4 *>(p.bsr_tiles)[kv_lo + tile];
-      // Its second half keeps nothing: not loaded, its V rows neither zeroed nor multiplied.
-      const bool half_empty = BSR && p.bsr_half_skip && bsr_half.w == 0;
-      // A custom mask's bits of this tile, loaded before the K wait so that the loads run
-      // under it and under S = Q K^T.
-      uint32_t mask_w[2][CTA_KV / 32];
-      if (mask_bits) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-          load_mask_bits(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
-                         mask_w[hh]);
-      }
-
-      // The descriptors of P(tile-1) V(tile-1), defined before the fence.
-      uint64_t v_prev_desc[KB];
-#pragma unroll
-      for (int kb = 0; kb < KB; ++kb) v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024);
-#pragma unroll
-      for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
-
-      // S = Q K^T: one m64 x CTA_KV x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
-      float s[NB_KV][4];
-      const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
-      fi::mbar_wait(&k_full[st], par);
-      int tile_class = FI_MASK_TILE_FULL;
-      if constexpr (VARIANT && BSR) {
-        if (p.variant_mask) tile_class = FI_MASK_TILE_PARTIAL;
-      } else if constexpr (VARIANT) {
-        if (p.variant_mask) {
-          const int2 info = stage_info[st];
-          kv0 = info.x;
-          tile_class = info.y;
+  // Warps 0-7, two consumer warpgroups of 64 query rows each: per chunk S, masks, softmax
+  // and P V of every tile, then the chunk's output rows.
+  static __device__ __forceinline__ void consume(const PrefillParams &p, const WsMaps &maps,
+                                                 const Smem &sm, int tid, int warp, int lane,
+                                                 int chunk_rows) {
+    unsigned char *const q_slots = sm.q_slots, *const kv_ring = sm.kv_ring;
+    DT *const o_rows = sm.o_rows;
+    uint64_t *const q_full = sm.q_full, *const q_empty = sm.q_empty;
+    uint64_t *const k_full = sm.k_full, *const v_full = sm.v_full;
+    uint64_t *const k_empty = sm.k_empty, *const v_empty = sm.v_empty;
+    int2 *const stage_info = sm.stage_info;
+    // Barrier of one consumer warpgroup's 128 threads (named barriers 1 and 2).
+    auto wg_sync = [](int wg) {
+      if (wg == 0)
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      else
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    };
+    // The turns (TURNS, below): warpgroup wg waits for its turn on named barrier 5 + wg and
+    // passes the turn to the other on 6 - wg (256: both warpgroups' threads).
+    auto turn_wait = [](int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(5 + wg) : "memory"); };
+    auto turn_pass = [](int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(6 - wg) : "memory"); };
+    uint32_t q_seq = 0, kv_seq = 0;
+    // One Q slot (head_dim 256, WIDE): the slot is released at the chunk's last S, and the output
+    // rows go out through the last tile's K and V stages (stage_out) or straight from the
+    // accumulators.
+    constexpr bool Q_EARLY = W::Q_SLOTS == 1;
+    // Chunk `seq`'s descriptor, once its Q has landed: read at the end of the previous chunk
+    // (fp8: before its epilogue, NEXT_EARLY), and the loop's head is a barrier of the
+    // warpgroup (register-numbered). Without both (the wait at the head, or no barrier
+    // there, or wg_sync's two branches) ptxas serialised the fp8 kernel's wgmma (C7520, "WG.AR
+    // in divergent path"): the named barrier of all three roles that this hand-off replaced
+    // had been that head.
+    auto next_chunk = [&](uint32_t seq) {
+      fi::mbar_wait(&q_full[seq % W::Q_SLOTS], (seq / W::Q_SLOTS) & 1);
+      return *ws_chunk_slot(p, seq);
+    };
+    WsChunk c = next_chunk(0);
+    // TURNS: the warpgroups take turns issuing their GEMMs (below; head_dim <= 128, not the
+    // variant kernels); warpgroup 1 lets warpgroup 0 go first.
+    constexpr bool TURNS = !VARIANT && HD <= 128;
+    if (TURNS && warp >= 4) turn_pass(1);
+    for (;;) {
+      // S, masks, softmax and P V of each tile of the chunk; then its output.
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + (warp >> 2)) : "memory");
+      if (c.chunk < 0) break;
+      const uint32_t qs = q_seq % W::Q_SLOTS;
+      ++q_seq;
+      const int kv_head = c.kv_head, group = p.group, q_tok_begin = c.q_tok_begin;
+      const int kv_len = c.kv_len, q_pos_shift = c.q_pos_shift, packed_end = c.packed_end;
+      const int chunk = c.chunk, t_lo = c.t_lo, kv_lo = c.kv_lo, kv_hi = c.kv_hi;
+      const int kv_first = c.kv_first;
+      const int num_tiles = c.num_tiles;
+      const fi_work_unit &wu = c.wu;
+      // One Q slot: a whole chunk of the unit's rows goes out through the last tile's K and V
+      // stages as boxes of o (WsMaps.o), else straight from the accumulators.
+      const bool stage_out = Q_EARLY && num_tiles > 0 && ws_store_box<CTA_Q>(maps, c);
+      // The Q slot is released at the chunk's last S where the epilogue does not stage its
+      // rows there (one Q slot; with p.q_ahead also boxes of o, staged in the output buffer,
+      // and split-KV's partial rows, stored from the accumulators), so that the producer's
+      // copy of the chunk after next lands under this one's last softmax, P V and stores;
+      // else at the chunk's end.
+      const bool q_free_at_last_s =
+          num_tiles > 0 &&
+          (Q_EARLY || (p.q_ahead && (ws_store_box<CTA_Q>(maps, c) || c.wu.partial_row >= 0)));
+      unsigned char *const q_tile = q_slots + qs * W::Q_BYTES;
+      const int wg = warp >> 2;  // warpgroup: rows 64 wg .. 64 wg + 63 of the chunk
+      const int g = lane >> 2, t4 = lane & 3;
+      if constexpr (!FP8) {
+        if (p.rope_q) {  // this warpgroup's rows, then the async proxy (wgmma) may read them
+          ws_rope_q<HD, DT>(q_tile, wg, tid & 127, chunk, packed_end, q_pos_shift, p);
+          fi::fence_proxy_async_smem();
+          wg_sync(wg);
         }
       }
-      // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile), before S's wait (FA3's
-      // order: the tensor cores go on to P V while this warpgroup waits for S; tile 0
-      // commits an empty group so that the wait is unconditional). TURNS: besides, the two
-      // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
-      // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
-      // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had
-      // measured 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep
-      // P V behind S's wait.
-      constexpr bool AHEAD = FP8 || TURNS;
-      if constexpr (TURNS) turn_wait(wg);
-      fi_wgmma::fence();
-      wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
-      fi_wgmma::commit();
-      if constexpr (AHEAD) {
-        if (tile > 0) {
+      int row_tok[2], row_head[2] = {0, 0};
+      float row_slope[2] = {0.f, 0.f};
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int pr = chunk + warp * 16 + g + hh * 8;
+        row_tok[hh] = (int)p.group_div.div((uint32_t)(pr < packed_end ? pr : packed_end - 1));
+        if (VARIANT || FP8 || (X_ALIBI && p.pos_encoding == FI_POS_ALIBI))  // the row's query head
+          row_head[hh] = kv_head * group + pr - (int)p.group_div.div((uint32_t)pr) * group;
+      }
+      // fp8 attention's per-head scales: q's of each row's head times k's of the KV head
+      // scale the logits (with the per-tensor ones in sm_scale), v's the output.
+      float row_qk[2] = {1.f, 1.f}, out_scale = p.v_scale;
+      if constexpr (FP8) {
+        const float k_head = p.k_scale_heads ? __ldg(p.k_scale_heads + kv_head) : 1.f;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          row_qk[hh] = k_head * (p.q_scale_heads ? __ldg(p.q_scale_heads + row_head[hh]) : 1.f);
+        if (p.v_scale_heads) out_scale *= __ldg(p.v_scale_heads + kv_head);
+      }
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+        if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI)
+          // in raw-logit units: bias / sm_scale joins S before the scale (validated non-zero)
+          row_slope[hh] = fi::alibi_slope(row_head[hh], p.num_qo_heads) / (p.sm_scale * row_qk[hh]);
+      // The softmax's factor to the log2 domain: the scale folded in, or the soft cap's cap
+      // (S holds tanh(scaled / cap)).
+      float c_log2 = p.sm_scale_log2;
+      if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
+      const float cap_in = p.sm_scale * p.soft_cap_rcp;
+      // (head_dim 256: not compiled -- the second softmax form raised its consumers' spills
+      // from 18 to 34 stores, the cap's form being Gemma's)
+      constexpr bool EXP2_FMA_FORM = X_CAP && !FP8 && HD <= 128;
+      const bool cap_exp2_fma = EXP2_FMA_FORM && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
+      // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
+      float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
+      if constexpr (FP8) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          row_cap_in[hh] = cap_in * row_qk[hh];
+          if (!(X_CAP && p.logits_soft_cap > 0.f)) row_c_log2[hh] = c_log2 * row_qk[hh];
+        }
+      }
+      // A score_mod sees the logit itself (S times the scale; its `in` factor folded in) and
+      // returns the logit to use (over its `out` factor, which joins the softmax's factor):
+      // S then holds those (a mask_mod alone keeps S raw).
+      // A core that is the score itself is not called: S stays raw and the logit's unit
+      // joins the factor.
+      ScoreModScales score_scales = {1.f, 1.f, 1.f};
+      bool score_call = false;
+      if constexpr (VARIANT) {
+        if (p.variant_score) {
+          score_scales = score_mod_scales(p.variant_captures);
+          c_log2 = score_scales.log2;
+          score_call = !ws_variant_form<VARIANT>().score_is_identity;
+          if (!score_call) c_log2 *= p.sm_scale * score_scales.in;
+        }
+      }
+      const float logit_unit = p.sm_scale * score_scales.in;
+      // A score_mod's slope in the key's distance (ALiBi written in IR): per row, in S's
+      // units, added as the built-in ALiBi's bias (the variant kernels have no X_ALIBI).
+      const bool score_slope = ws_variant_form<VARIANT>().score_has_slope;
+      if constexpr (VARIANT) {
+        if (score_slope) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            row_slope[hh] = fi_variant_score_slope(row_head[hh], p.variant_captures) *
+                            (1.4426950408889634f / c_log2);
+        }
+      }
+      float o[NB_D][4];
+      float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+      for (int nb = 0; nb < NB_D; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
+
+      // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
+      // S(tile) has landed (AHEAD: right behind S(tile)'s issue) and runs on the tensor cores
+      // while this warpgroup computes the softmax of tile; the waits stay unconditional
+      // (ptxas serialises every wgmma when it cannot match a wait to an issue). The wait for
+      // P V and the work behind it (V's stage released, O rescaled) appear twice below, once
+      // per order: a shared helper changed the code clang emits for the variant kernels, whose
+      // speed was measured with this form.
+      const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
+      uint32_t pa_prev[KB][4];
+      uint32_t v_prev_lo = 0, st_prev = 0;
+      // Block-sparse: the previous tile was one half (its keys 64-127 not loaded: P V skips
+      // their steps, whose V rows are stale, not zeroed).
+      bool one_half_prev = false;
+      // A custom mask: each row's first bit, and the request's bytes of the packed mask.
+      int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
+      // A dense chunk (every row keeps one run of keys): each row's run from the plan's
+      // extents replaces the bits (a range test per pair, no loads per tile).
+      const bool dense = X_MASKS && !BSR && p.custom_mask && c.dense;
+      // Otherwise a custom mask is read as bits, every tile (mask_bits).
+      const bool mask_bits = X_MASKS && !BSR && p.custom_mask && !dense;
+      int row_first[2] = {0, 0}, row_end[2] = {0, 0};
+      if (dense) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int2 e = reinterpret_cast<const int2 *>(p.mask_extent)[q_tok_begin + row_tok[hh]];
+          row_first[hh] = e.x;
+          row_end[hh] = e.y;
+        }
+      }
+      if (mask_bits) {
+        const int64_t req_lo = p.mask_indptr[wu.request], req_hi = p.mask_indptr[wu.request + 1];
+        mask_lo_byte = req_lo >> 3;
+        mask_hi_byte = (req_hi - 1) >> 3;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) mask_row_bit[hh] = req_lo + (int64_t)row_tok[hh] * kv_len;
+      }
+      for (int tile = 0; tile < num_tiles; ++tile, ++kv_seq) {
+        if constexpr (VARIANT) {
+          // (clang builds the variant kernels: with the ring position made warp-uniform by a
+          // shuffle and P V's stage derived from it instead of carried over from the last
+          // step, ptxas keeps the K and V descriptors in uniform registers as it does in
+          // nvcc's build, not in vector registers moved over per wgmma; bench/NOTES.md)
+          kv_seq = __shfl_sync(0xffffffffu, kv_seq, 0);
+          v_prev_lo = fi_wgmma::desc_lo(
+              fi::smem_addr(kv_ring + ((kv_seq + STAGES - 1) % STAGES) * 2 * W::KV_BYTES +
+                            W::KV_BYTES),
+              V_LBO);
+        }
+        const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
+        unsigned char *const k_cur = kv_ring + st * 2 * W::KV_BYTES;
+        unsigned char *const v_cur = k_cur + W::KV_BYTES;
+        // (a variant's mask: the producer's walk skips tiles; the tile's first key and class
+        // come with it, below)
+        int kv0 = kv_lo + tile * CTA_KV;
+        // Block-sparse: the halves' {first key, keys kept} (x, y: keys 0-63 of the tile; z, w:
+        // keys 64-127).
+        int4 bsr_half = make_int4(0, 0, 0, 0);
+        if (BSR)
+          bsr_half = reinterpret_cast<const int4 *>(p.bsr_tiles)[kv_lo + tile];
+        // Its second half keeps nothing: not loaded, its V rows neither zeroed nor multiplied.
+        const bool half_empty = BSR && p.bsr_half_skip && bsr_half.w == 0;
+        // A custom mask's bits of this tile, loaded before the K wait so that the loads run
+        // under it and under S = Q K^T.
+        uint32_t mask_w[2][CTA_KV / 32];
+        if (mask_bits) {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            load_mask_bits(p.mask_bits, mask_row_bit[hh] + kv0, mask_lo_byte, mask_hi_byte,
+                           mask_w[hh]);
+        }
+
+        // The descriptors of P(tile-1) V(tile-1), defined before the fence.
+        uint64_t v_prev_desc[KB];
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+          v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024);
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
+
+        // S = Q K^T: one m64 x CTA_KV x 16 wgmma per 16 head dims (both K-major, swizzled slabs).
+        float s[NB_KV][4];
+        const uint32_t k_lo = fi_wgmma::desc_lo(fi::smem_addr(k_cur), 16);
+        fi::mbar_wait(&k_full[st], par);
+        int tile_class = FI_MASK_TILE_FULL;
+        if constexpr (VARIANT && BSR) {
+          if (p.variant_mask) tile_class = FI_MASK_TILE_PARTIAL;
+        } else if constexpr (VARIANT) {
+          if (p.variant_mask) {
+            const int2 info = stage_info[st];
+            kv0 = info.x;
+            tile_class = info.y;
+          }
+        }
+        // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile), before S's wait (FA3's
+        // order: the tensor cores go on to P V while this warpgroup waits for S; tile 0
+        // commits an empty group so that the wait is unconditional). TURNS: besides, the two
+        // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
+        // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
+        // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had
+        // measured 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep
+        // P V behind S's wait.
+        constexpr bool AHEAD = FP8 || TURNS;
+        if constexpr (TURNS) turn_wait(wg);
+        fi_wgmma::fence();
+        wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
+        fi_wgmma::commit();
+        if constexpr (AHEAD) {
+          if (tile > 0) {
+#pragma unroll
+            for (int kb = 0; kb < KB; ++kb)
+              if (!(BSR && one_half_prev && kb >= KB / 2))
+                fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+          }
+          fi_wgmma::commit();
+          if constexpr (TURNS) turn_pass(wg);
+          fi_wgmma::wait<1>();
+        } else {
+          fi_wgmma::wait<0>();
+        }
+        fi_wgmma::fence_regs(s);
+        __syncwarp();
+        // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
+        if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
+          fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
+        if (q_free_at_last_s && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
+        if (!AHEAD && tile > 0) {
+          fi_wgmma::fence();
 #pragma unroll
           for (int kb = 0; kb < KB; ++kb)
             if (!(BSR && one_half_prev && kb >= KB / 2))
               fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+          fi_wgmma::commit();
         }
-        fi_wgmma::commit();
-        if constexpr (TURNS) turn_pass(wg);
-        fi_wgmma::wait<1>();
-      } else {
-        fi_wgmma::wait<0>();
-      }
-      fi_wgmma::fence_regs(s);
-      __syncwarp();
-      // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
-      if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
-        fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
-      if (q_free_at_last_s && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
-      if (!AHEAD && tile > 0) {
-        fi_wgmma::fence();
+        // VARIANT with a score_mod: the program's logit for every pair, before any mask (the
+        // masks below then drop what they drop, so tiles no mask cuts need no per-pair test).
+        if constexpr (VARIANT) {
+          if (p.variant_score) {
+            if (score_call) {
 #pragma unroll
-        for (int kb = 0; kb < KB; ++kb)
-          if (!(BSR && one_half_prev && kb >= KB / 2))
-            fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
-        fi_wgmma::commit();
-      }
-      // VARIANT with a score_mod: the program's logit for every pair, before any mask (the
-      // masks below then drop what they drop, so tiles no mask cuts need no per-pair test).
-      if constexpr (VARIANT) {
-        if (p.variant_score) {
-          if (score_call) {
+              for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
+                                                      row_tok, row_head);
+                  s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, pr.z,
+                                                  kv_head, pr.y, pr.x, p.variant_captures);
+                }
+            }
+            if (score_scales.fix != 1.f) {  // (rare: an `out` factor that is not positive)
+#pragma unroll
+              for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[nb][e] *= score_scales.fix;
+            }
+          }
+        }
+
+        // Masks: only tiles that cross the range's end, the causal diagonal or the window's
+        // left edge (a custom mask: every tile of its extent but those every row keeps whole).
+        // (fp8: the first tile may start before the chunk's first key)
+        const bool tile_partial = kv0 + CTA_KV > kv_hi || (FP8 && kv0 < kv_first);
+        const bool tile_diag =
+            ws_causal<VARIANT>(p) && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
+        // ALiBi without a soft cap: the bias enters S as slope * (column in the tile), one
+        // FMA per pair; the rest, slope * (this lane's first key - the row's position), is the
+        // same for the lane's pairs of a row and enters the softmax (alibi_off).
+        const bool alibi_split = X_ALIBI && !BSR && p.pos_encoding == FI_POS_ALIBI &&
+                                 !(X_CAP && p.logits_soft_cap > 0.f);
+        float alibi_off[2] = {0.f, 0.f};
+        if constexpr (VARIANT) {
+          if (score_slope) {  // (a block-sparse tile: each half from its own first key)
+            const int key0 = BSR ? bsr_half.x : kv0;
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh)
+              alibi_off[hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+            const float half_step[2] = {row_slope[0] * (float)(bsr_half.z - 64 - bsr_half.x),
+                                        row_slope[1] * (float)(bsr_half.z - 64 - bsr_half.x)};
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const float col = (float)(nb * 8 + (e & 1));
+                s[nb][e] = BSR && nb >= NB_KV / 2
+                               ? s[nb][e] + fmaf(row_slope[e >> 1], col, half_step[e >> 1])
+                               : fmaf(row_slope[e >> 1], col, s[nb][e]);
+              }
+          }
+        }
+        bool tile_general = false;  // a tile that needs the general per-pair test below
+        if constexpr (EXTRAS) {
+          const bool tile_window = X_MASKS && p.window_left >= 0 &&
+                                   kv0 < q_pos_shift + c.t_hi - p.window_left;
+          if (alibi_split) {
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh)
+              alibi_off[hh] = row_slope[hh] * (float)(kv0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                s[nb][e] = fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)), s[nb][e]);
+          } else if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI) {
+            // with the soft cap (the bias goes inside its tanh) or block-sparse halves (each
+            // from its own first key): slope * (key - query position) per pair
+            float row_bias[2][2];
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+              const int key0 = BSR ? bsr_half.x : kv0, key1 = BSR ? bsr_half.z - 64 : kv0;
+              row_bias[0][hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+              row_bias[1][hh] = row_slope[hh] * (float)(key1 + 2 * t4 - q_pos_shift - row_tok[hh]);
+            }
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)),
+                                 row_bias[BSR && nb >= NB_KV / 2][e >> 1]);
+          }
+          if (X_CAP && p.logits_soft_cap > 0.f) {
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                s[nb][e] = tanh_approx(s[nb][e] * (FP8 ? row_cap_in[e >> 1] : cap_in));
+          }
+          // A dense chunk's tiles inside the keys every row keeps need no masking.
+          const bool tile_custom = X_MASKS && p.custom_mask &&
+                                   !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
+          tile_general = tile_window || tile_custom;
+          if constexpr (BSR) {  // a short half, or keys past the diagonal or left of the window
+            const int lo = min(bsr_half.x, bsr_half.z);
+            const int hi = max(bsr_half.x + bsr_half.y, bsr_half.z + bsr_half.w);
+            tile_general = bsr_half.y < 64 || bsr_half.w < 64 ||
+                           (ws_causal<VARIANT>(p) && hi - 1 > q_pos_shift + t_lo) ||
+                           (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
+          }
+          if (tile_general && !mask_bits) {
+            // Every rule here keeps an interval of keys per row (the range's end, the causal
+            // diagonal, the window, a dense chunk's run; block-sparse: per half, its kept
+            // length too): its bounds once per row and tile, relative to this lane's first
+            // column, then two compares with immediates per pair, no branch (the per-pair
+            // rules with their branches cost a custom-mask run 27 % more instructions,
+            // bench/NOTES.md v19).
+            constexpr int HALVES = BSR ? 2 : 1, HALF_NB = NB_KV / HALVES;
+            int lo_r[HALVES][2], hi_r[HALVES][2];
+#pragma unroll
+            for (int hf = 0; hf < HALVES; ++hf)
+#pragma unroll
+              for (int hh = 0; hh < 2; ++hh) {
+                const int qpos = q_pos_shift + row_tok[hh];
+                // (keys from `first` on: the tile's, or the half's own first key)
+                const int first = BSR ? (hf ? bsr_half.z : bsr_half.x) : kv0;
+                int lo = FP8 ? kv_first : first,
+                    hi = BSR ? first + (hf ? bsr_half.w : bsr_half.y) : kv_hi;
+                if (ws_causal<VARIANT>(p)) hi = min(hi, qpos + 1);
+                if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
+                if (dense) {
+                  lo = max(lo, row_first[hh]);
+                  hi = min(hi, row_end[hh]);
+                }
+                lo_r[hf][hh] = lo - (first + 2 * t4);
+                hi_r[hf][hh] = hi - (first + 2 * t4);
+              }
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int col = (nb % HALF_NB) * 8 + (e & 1), hf = nb / HALF_NB;  // (+ 2 t4)
+                s[nb][e] =
+                    col >= lo_r[hf][e >> 1] && col < hi_r[hf][e >> 1] ? s[nb][e] : -INFINITY;
+              }
+          } else if (tile_general) {  // a custom mask's bits
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+                const int qpos = q_pos_shift + row_tok[e >> 1];
+                bool keep = j < kv_hi;
+                if (FP8) keep = keep && j >= kv_first;
+                if (ws_causal<VARIANT>(p)) keep = keep && j <= qpos;
+                if (X_MASKS && p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
+                if constexpr (X_MASKS && !BSR)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
+                  keep = keep &&
+                         ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
+                s[nb][e] = keep ? s[nb][e] : -INFINITY;
+              }
+          }
+        }
+        // The range's end and the causal diagonal alone (the window's edge and a custom mask
+        // cannot cut this tile): one bound per row.
+        if (!BSR && !tile_general && (tile_partial || tile_diag)) {
+#pragma unroll
+          for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
+              const int lim = ws_causal<VARIANT>(p)
+                                  ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1])
+                                  : kv_hi - 1;
+              s[nb][e] = j <= lim && (!FP8 || j >= kv_first) ? s[nb][e] : -INFINITY;
+            }
+        }
+        if constexpr (VARIANT) {  // the program's mask, on the pairs causal and the range keep
+          // Only on PARTIAL tiles (on FULL ones it keeps every pair). A mask that reads a
+          // captured table: its verdicts first, a pair per step of a loop kept rolled, then
+          // applied to S (inlined into every pair, its clamped loads, each under a branch for
+          // an empty table, made ptxas spill 832 bytes against 284). Other masks: inlined
+          // into every pair, straight-line under this one uniform branch.
+          if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL &&
+              fi_variant_mask_reads_tables()) {
+            uint64_t keep = 0;  // bit nb * 4 + e
+#pragma unroll 1
+            for (int i = 0; i < NB_KV * 4; ++i) {
+              const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, i >> 2, i & 3, t4, q_pos_shift,
+                                                  row_tok, row_head);
+              if (fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
+                keep |= 1ull << i;
+            }
+#pragma unroll
+            for (int nb = 0; nb < NB_KV; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                if (!((keep >> (nb * 4 + e)) & 1)) s[nb][e] = -INFINITY;
+          } else if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
 #pragma unroll
             for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
               for (int e = 0; e < 4; ++e) {
                 const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
                                                     row_tok, row_head);
-                s[nb][e] = fi_variant_score_mod(s[nb][e] * logit_unit, wu.request, pr.z,
-                                                kv_head, pr.y, pr.x, p.variant_captures);
+                if (!fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
+                  s[nb][e] = -INFINITY;
               }
           }
-          if (score_scales.fix != 1.f) {  // (rare: an `out` factor that is not positive)
-#pragma unroll
-            for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) s[nb][e] *= score_scales.fix;
-          }
         }
-      }
 
-      // Masks: only tiles that cross the range's end, the causal diagonal or the window's
-      // left edge (a custom mask: every tile of its extent but those every row keeps whole).
-      // (fp8: the first tile may start before the chunk's first key)
-      const bool tile_partial = kv0 + CTA_KV > kv_hi || (FP8 && kv0 < kv_first);
-      const bool tile_diag =
-          ws_causal<VARIANT>(p) && (kv0 + CTA_KV - 1 > q_pos_shift + t_lo);
-      // ALiBi without a soft cap: the bias enters S as slope * (column in the tile), one
-      // FMA per pair; the rest, slope * (this lane's first key - the row's position), is the
-      // same for the lane's pairs of a row and enters the softmax (alibi_off).
-      const bool alibi_split = X_ALIBI && !BSR && p.pos_encoding == FI_POS_ALIBI &&
-                               !(X_CAP && p.logits_soft_cap > 0.f);
-      float alibi_off[2] = {0.f, 0.f};
-      if constexpr (VARIANT) {
-        if (score_slope) {  // (a block-sparse tile: each half from its own first key)
-          const int key0 = BSR ? bsr_half.x : kv0;
+        // Online softmax (log2 domain; c_log2 folded into the FFMA). A soft cap's tanh is a
+        // second SFU op per logit: half of the exponentials then go to the FMA pipe
+        // (exp2_fma; PrefillParams.exp2_fma).
+        float row_scale[2];
+        bool any_rescale = false;
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh)
-            alibi_off[hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
-          const float half_step[2] = {row_slope[0] * (float)(bsr_half.z - 64 - bsr_half.x),
-                                      row_slope[1] * (float)(bsr_half.z - 64 - bsr_half.x)};
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float col = (float)(nb * 8 + (e & 1));
-              s[nb][e] = BSR && nb >= NB_KV / 2
-                             ? s[nb][e] + fmaf(row_slope[e >> 1], col, half_step[e >> 1])
-                             : fmaf(row_slope[e >> 1], col, s[nb][e]);
-            }
+        for (int hh = 0; hh < 2; ++hh) {
+          if (score_slope)
+            row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
+                                                     alibi_off[hh], SLACK);
+          else if (EXP2_FMA_FORM && cap_exp2_fma)
+            row_scale[hh] = online_softmax_row<X_ALIBI, true>(s, hh, m_run[hh], l_run[hh], c_log2,
+                                                              P_LOG2, alibi_off[hh], SLACK);
+          else
+            row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                        FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
+                                                        alibi_off[hh], SLACK);
+          any_rescale |= row_scale[hh] != 1.f;
         }
-      }
-      bool tile_general = false;  // a tile that needs the general per-pair test below
-      if constexpr (EXTRAS) {
-        const bool tile_window = X_MASKS && p.window_left >= 0 &&
-                                 kv0 < q_pos_shift + c.t_hi - p.window_left;
-        if (alibi_split) {
+        // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
+        // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block)
+        // and pack P after it, straight into the registers P V reads: with P packed before
+        // the wait, ptxas put P(tile) in P(tile-1)'s registers and the wait at the top of the
+        // softmax's block, so P V never ran under the softmax (SASS, bench/NOTES.md). clang's
+        // builds (the variant kernels) keep P packed before the wait: they measured 10 % slower
+        // the other way.
+        uint32_t pa[VARIANT ? KB : 1][4];
+        if constexpr (VARIANT) {
+          pack_p<DT>(s, pa);
+          fi_wgmma::wait<0>();
+          fi_wgmma::fence_regs(o);
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh)
-            alibi_off[hh] = row_slope[hh] * (float)(kv0 + 2 * t4 - q_pos_shift - row_tok[hh]);
+          for (int kb = 0; kb < KB; ++kb)
 #pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              s[nb][e] = fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)), s[nb][e]);
-        } else if (X_ALIBI && p.pos_encoding == FI_POS_ALIBI) {
-          // with the soft cap (the bias goes inside its tanh) or block-sparse halves (each
-          // from its own first key): slope * (key - query position) per pair
-          float row_bias[2][2];
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int key0 = BSR ? bsr_half.x : kv0, key1 = BSR ? bsr_half.z - 64 : kv0;
-            row_bias[0][hh] = row_slope[hh] * (float)(key0 + 2 * t4 - q_pos_shift - row_tok[hh]);
-            row_bias[1][hh] = row_slope[hh] * (float)(key1 + 2 * t4 - q_pos_shift - row_tok[hh]);
+            for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
+          if (tile > 0) {
+            __syncwarp();
+            if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
           }
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              s[nb][e] += fmaf(row_slope[e >> 1], (float)(nb * 8 + (e & 1)),
-                               row_bias[BSR && nb >= NB_KV / 2][e >> 1]);
+          if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
         }
-        if (X_CAP && p.logits_soft_cap > 0.f) {
+        // V(tile) for the next step's P V. Rows at or past the request's end hold other
+        // tokens, another page's rows or zeros: both warpgroups zero them together (generic
+        // writes, the proxy fence, one barrier of the 256 consumer threads) before either
+        // issues a read of the stage.
+        fi::mbar_wait(&v_full[st], par);
+        const int v_rows = kv_len - kv0;
+        if constexpr (FP8) {
+          // V^T columns of keys outside [kv_first, kv_len) (another request's rows, or zeros):
+          // P is 0 there, but 0 x NaN would be NaN. A 32-bit word is 4 logical columns.
+          const int z_lo = kv_first - kv0;
+          if (z_lo > 0 || v_rows < CTA_KV) {
+            for (int idx = tid; idx < HD * (CTA_KV / 4); idx += 32 * W::CONSUMER_WARPS) {
+              const int d = idx / (CTA_KV / 4), col = 4 * (idx % (CTA_KV / 4));
+              uint32_t keep = 0;
 #pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              s[nb][e] = tanh_approx(s[nb][e] * (FP8 ? row_cap_in[e >> 1] : cap_in));
-        }
-        // A dense chunk's tiles inside the keys every row keeps need no masking.
-        const bool tile_custom = X_MASKS && p.custom_mask &&
-                                 !(dense && kv0 >= c.in_lo && kv0 + CTA_KV <= c.in_hi);
-        tile_general = tile_window || tile_custom;
-        if constexpr (BSR) {  // a short half, or keys past the diagonal or left of the window
-          const int lo = min(bsr_half.x, bsr_half.z);
-          const int hi = max(bsr_half.x + bsr_half.y, bsr_half.z + bsr_half.w);
-          tile_general = bsr_half.y < 64 || bsr_half.w < 64 ||
-                         (ws_causal<VARIANT>(p) && hi - 1 > q_pos_shift + t_lo) ||
-                         (p.window_left >= 0 && lo < q_pos_shift + c.t_hi - p.window_left);
-        }
-        if (tile_general && !mask_bits) {
-          // Every rule here keeps an interval of keys per row (the range's end, the causal
-          // diagonal, the window, a dense chunk's run; block-sparse: per half, its kept
-          // length too): its bounds once per row and tile, relative to this lane's first
-          // column, then two compares with immediates per pair, no branch (the per-pair
-          // rules with their branches cost a custom-mask run 27 % more instructions,
-          // bench/NOTES.md v19).
-          constexpr int HALVES = BSR ? 2 : 1, HALF_NB = NB_KV / HALVES;
-          int lo_r[HALVES][2], hi_r[HALVES][2];
-#pragma unroll
-          for (int hf = 0; hf < HALVES; ++hf)
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-              const int qpos = q_pos_shift + row_tok[hh];
-              // (keys from `first` on: the tile's, or the half's own first key)
-              const int first = BSR ? (hf ? bsr_half.z : bsr_half.x) : kv0;
-              int lo = FP8 ? kv_first : first,
-                  hi = BSR ? first + (hf ? bsr_half.w : bsr_half.y) : kv_hi;
-              if (ws_causal<VARIANT>(p)) hi = min(hi, qpos + 1);
-              if (X_MASKS && p.window_left >= 0) lo = max(lo, qpos - p.window_left);
-              if (dense) {
-                lo = max(lo, row_first[hh]);
-                hi = min(hi, row_end[hh]);
+              for (int i = 0; i < 4; ++i) {
+                const int key = ((col + i) & ~31) + perm32_key((col + i) & 31);
+                keep |= (key >= z_lo && key < v_rows) ? 0xffu << (8 * i) : 0u;
               }
-              lo_r[hf][hh] = lo - (first + 2 * t4);
-              hi_r[hf][hh] = hi - (first + 2 * t4);
+              if (keep != 0xffffffffu) {
+                uint32_t *const w = reinterpret_cast<uint32_t *>(
+                    v_cur + d * 128 + ((((col >> 4) ^ (d & 7))) << 4) + (col & 15));
+                *w &= keep;
+              }
             }
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int col = (nb % HALF_NB) * 8 + (e & 1), hf = nb / HALF_NB;  // (+ 2 t4)
-              s[nb][e] =
-                  col >= lo_r[hf][e >> 1] && col < hi_r[hf][e >> 1] ? s[nb][e] : -INFINITY;
-            }
-        } else if (tile_general) {  // a custom mask's bits
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-              const int qpos = q_pos_shift + row_tok[e >> 1];
-              bool keep = j < kv_hi;
-              if (FP8) keep = keep && j >= kv_first;
-              if (ws_causal<VARIANT>(p)) keep = keep && j <= qpos;
-              if (X_MASKS && p.window_left >= 0) keep = keep && j >= qpos - p.window_left;
-              if constexpr (X_MASKS && !BSR)  // pair column nb * 8 + 2 t4 + (e & 1) of the tile
-                keep = keep &&
-                       ((mask_w[e >> 1][nb >> 2] >> ((nb & 3) * 8 + 2 * t4 + (e & 1))) & 1);
-              s[nb][e] = keep ? s[nb][e] : -INFINITY;
-            }
-        }
-      }
-      // The range's end and the causal diagonal alone (the window's edge and a custom mask
-      // cannot cut this tile): one bound per row.
-      if (!BSR && !tile_general && (tile_partial || tile_diag)) {
-#pragma unroll
-        for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int j = kv0 + nb * 8 + 2 * t4 + (e & 1);
-            const int lim = ws_causal<VARIANT>(p)
-                                ? min(kv_hi - 1, q_pos_shift + row_tok[e >> 1])
-                                : kv_hi - 1;
-            s[nb][e] = j <= lim && (!FP8 || j >= kv_first) ? s[nb][e] : -INFINITY;
+            fi::fence_proxy_async_smem();
+            asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
           }
-      }
-      if constexpr (VARIANT) {  // the program's mask, on the pairs causal and the range keep
-        // Only on PARTIAL tiles (on FULL ones it keeps every pair). A mask that reads a
-        // captured table: its verdicts first, a pair per step of a loop kept rolled, then
-        // applied to S (inlined into every pair, its clamped loads, each under a branch for
-        // an empty table, made ptxas spill 832 bytes against 284). Other masks: inlined
-        // into every pair, straight-line under this one uniform branch.
-        if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL &&
-            fi_variant_mask_reads_tables()) {
-          uint64_t keep = 0;  // bit nb * 4 + e
-#pragma unroll 1
-          for (int i = 0; i < NB_KV * 4; ++i) {
-            const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, i >> 2, i & 3, t4, q_pos_shift,
-                                                row_tok, row_head);
-            if (fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
-              keep |= 1ull << i;
-          }
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (!((keep >> (nb * 4 + e)) & 1)) s[nb][e] = -INFINITY;
-        } else if (p.variant_mask && tile_class == FI_MASK_TILE_PARTIAL) {
-#pragma unroll
-          for (int nb = 0; nb < NB_KV; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int3 pr = ws_pair<BSR, NB_KV>(kv0, bsr_half, nb, e, t4, q_pos_shift,
-                                                  row_tok, row_head);
-              if (!fi_variant_mask_mod(wu.request, pr.z, pr.y, pr.x, p.variant_captures))
-                s[nb][e] = -INFINITY;
+        } else if (BSR) {
+          // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
+          // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
+          // (an empty second half: half_empty)
+          if (bsr_half.y < 64 || (!half_empty && bsr_half.w < 64)) {
+            for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
+              const int row = idx / CH, ch = idx % CH;
+              if (row < 64 ? row >= bsr_half.y : !half_empty && row - 64 >= bsr_half.w)
+                *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
+                    make_uint4(0, 0, 0, 0);
             }
+            fi::fence_proxy_async_smem();
+            asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
+          }
+        } else if (v_rows < CTA_KV) {
+          for (int idx = tid; idx < (CTA_KV - v_rows) * CH; idx += 32 * W::CONSUMER_WARPS) {
+            const int row = v_rows + idx / CH, ch = idx % CH;
+            *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
+                make_uint4(0, 0, 0, 0);
+          }
+          fi::fence_proxy_async_smem();
+          asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
         }
-      }
-
-      // Online softmax (log2 domain; c_log2 folded into the FFMA). A soft cap's tanh is a
-      // second SFU op per logit: half of the exponentials then go to the FMA pipe
-      // (exp2_fma; PrefillParams.exp2_fma).
-      float row_scale[2];
-      bool any_rescale = false;
+        if constexpr (!VARIANT) {
+          fi_wgmma::wait<0>();
+          fi_wgmma::fence_regs(o);
+          if (tile > 0) {
+            __syncwarp();
+            if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+          }
+          if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
+          if constexpr (FP8)
+            pack_p_e4m3(s, pa_prev);
+          else
+            pack_p<DT>(s, pa_prev);
+        } else {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        if (score_slope)
-          row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
-                                                   alibi_off[hh], SLACK);
-        else if (EXP2_FMA_FORM && cap_exp2_fma)
-          row_scale[hh] = online_softmax_row<X_ALIBI, true>(s, hh, m_run[hh], l_run[hh], c_log2,
-                                                            P_LOG2, alibi_off[hh], SLACK);
-        else
-          row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
-                                                      FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
-                                                      alibi_off[hh], SLACK);
-        any_rescale |= row_scale[hh] != 1.f;
+          for (int kb = 0; kb < KB; ++kb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
+        }
+        v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
+        st_prev = st;
+        one_half_prev = half_empty;
       }
-      // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
-      // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block)
-      // and pack P after it, straight into the registers P V reads: with P packed before
-      // the wait, ptxas put P(tile) in P(tile-1)'s registers and the wait at the top of the
-      // softmax's block, so P V never ran under the softmax (SASS, bench/NOTES.md). clang's
-      // builds (the variant kernels) keep P packed before the wait: they measured 10 % slower
-      // the other way.
-      uint32_t pa[VARIANT ? KB : 1][4];
-      if constexpr (VARIANT) {
-        pack_p<DT>(s, pa);
-        fi_wgmma::wait<0>();
+      if (num_tiles > 0) {  // the last tile's P V
         fi_wgmma::fence_regs(o);
+        fi_wgmma::fence();
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_prev[kb][e])::"memory");
-        if (tile > 0) {
-          __syncwarp();
-          if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
-        }
-        if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
+          if (!(BSR && one_half_prev && kb >= KB / 2))
+            fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb],
+                                        fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
+        fi_wgmma::commit();
+        fi_wgmma::wait<0>();
+        fi_wgmma::fence_regs(o);
+        __syncwarp();
+        // (stage_out: warpgroup 1 keeps the last tile's V stage for its output rows)
+        if (lane == 0 && !(stage_out && wg == 1)) fi::mbar_arrive(&v_empty[st_prev]);
       }
-      // V(tile) for the next step's P V. Rows at or past the request's end hold other
-      // tokens, another page's rows or zeros: both warpgroups zero them together (generic
-      // writes, the proxy fence, one barrier of the 256 consumer threads) before either
-      // issues a read of the stage.
-      fi::mbar_wait(&v_full[st], par);
-      const int v_rows = kv_len - kv0;
-      if constexpr (FP8) {
-        // V^T columns of keys outside [kv_first, kv_len) (another request's rows, or zeros):
-        // P is 0 there, but 0 x NaN would be NaN. A 32-bit word is 4 logical columns.
-        const int z_lo = kv_first - kv0;
-        if (z_lo > 0 || v_rows < CTA_KV) {
-          for (int idx = tid; idx < HD * (CTA_KV / 4); idx += 32 * W::CONSUMER_WARPS) {
-            const int d = idx / (CTA_KV / 4), col = 4 * (idx % (CTA_KV / 4));
-            uint32_t keep = 0;
+      // fp8: the next chunk's descriptor is read here, before the epilogue (its Q has as a
+      // rule landed during this chunk's tiles): 3 % faster on fp8's rows; the same read made
+      // the 16-bit (32, 512) row 3 % slower, so those instances read it at the end
+      // (bench/NOTES.md).
+      constexpr bool NEXT_EARLY = FP8 && !Q_EARLY;
+      const WsChunk c_next = NEXT_EARLY ? next_chunk(q_seq) : WsChunk{};
+
+      // ---- epilogue: row sums, normalise, write; then release the Q slot.
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int key = ((col + i) & ~31) + perm32_key((col + i) & 31);
-              keep |= (key >= z_lo && key < v_rows) ? 0xffu << (8 * i) : 0u;
-            }
-            if (keep != 0xffffffffu) {
-              uint32_t *const w = reinterpret_cast<uint32_t *>(
-                  v_cur + d * 128 + ((((col >> 4) ^ (d & 7))) << 4) + (col & 15));
-              *w &= keep;
-            }
-          }
-          fi::fence_proxy_async_smem();
-          asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
-        }
-      } else if (BSR) {
-        // Block-sparse: each half's rows past its kept keys (other keys, or zeros past the
-        // tensor) are zeroed: P is 0 there, but an unlisted row may hold anything.
-        // (an empty second half: half_empty)
-        if (bsr_half.y < 64 || (!half_empty && bsr_half.w < 64)) {
-          for (int idx = tid; idx < CTA_KV * CH; idx += 32 * W::CONSUMER_WARPS) {
-            const int row = idx / CH, ch = idx % CH;
-            if (row < 64 ? row >= bsr_half.y : !half_empty && row - 64 >= bsr_half.w)
-              *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
-                  make_uint4(0, 0, 0, 0);
-          }
-          fi::fence_proxy_async_smem();
-          asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
-        }
-      } else if (v_rows < CTA_KV) {
-        for (int idx = tid; idx < (CTA_KV - v_rows) * CH; idx += 32 * W::CONSUMER_WARPS) {
-          const int row = v_rows + idx / CH, ch = idx % CH;
-          *reinterpret_cast<uint4 *>(v_cur + 2 * tile_off<HD, CTA_KV, true>(row, ch)) =
-              make_uint4(0, 0, 0, 0);
+      for (int hh = 0; hh < 2; ++hh) {
+        float l = l_run[hh];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        l_run[hh] = l;
+      }
+      // Per accumulator row hh (0: row g, 1: g + 8): O's factor (v's scale over l) and the
+      // natural-log LSE; per packed row pr: its token (x) and query head (y).
+      float row_inv[2];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) row_inv[hh] = l_run[hh] > 0.f ? out_scale / l_run[hh] : 0.f;
+      auto row_lse = [&](int hh) {
+        return l_run[hh] > 0.f ? (m_run[hh] + __log2f(l_run[hh]) - P_LOG2) * 0.6931471805599453f
+                               : -INFINITY;
+      };
+      auto tok_head = [&](int pr) {
+        const int tok = (int)p.group_div.div((uint32_t)pr);
+        return make_int2(tok, kv_head * group + pr - tok * group);
+      };
+      auto store_lse = [&](int2 th, int hh) {
+        p.lse[(int64_t)(q_tok_begin + th.x) * p.lse_stride_n + (int64_t)th.y * p.lse_stride_h] =
+            row_lse(hh);
+      };
+      const bool store_box = W::O_BYTES > 0 && ws_store_box<CTA_Q>(maps, c);
+      // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
+      // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
+      // completed), which its threads copy out.
+      DT *const stage_rows = store_box ? o_rows : reinterpret_cast<DT *>(q_tile);
+      if (store_box) {
+        if ((tid & 127) == 0) fi::tma_store_wait_read();
+        wg_sync(wg);
+      }
+      if (stage_out) {
+        // One Q slot, a whole chunk of whole rows: each warpgroup stages its 64 rows in a stage
+        // of the last tile (0: K's, 1: V's; held back from the producer until the copy engine
+        // has read them) once both warpgroups' last P V is done, and stores them as boxes of o.
+        asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
+        DT *const rows = reinterpret_cast<DT *>(kv_ring + st_prev * 2 * W::KV_BYTES +
+                                                wg * W::KV_BYTES);
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const float inv = row_inv[hh];
+          const int row = (warp & 3) * 16 + g + hh * 8;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb)
+            *reinterpret_cast<uint32_t *>(rows + tile_off<HD, 64, true>(row, nb) + 2 * t4) =
+                MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+          if (p.lse != nullptr && t4 == 0) store_lse(tok_head(chunk + wg * 64 + row), hh);
         }
         fi::fence_proxy_async_smem();
-        asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
-      }
-      if constexpr (!VARIANT) {
-        fi_wgmma::wait<0>();
-        fi_wgmma::fence_regs(o);
-        if (tile > 0) {
-          __syncwarp();
-          if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
-        }
-        if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
-        if constexpr (FP8)
-          pack_p_e4m3(s, pa_prev);
-        else
-          pack_p<DT>(s, pa_prev);
-      } else {
-#pragma unroll
-        for (int kb = 0; kb < KB; ++kb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) pa_prev[kb][e] = pa[kb][e];
-      }
-      v_prev_lo = fi_wgmma::desc_lo(fi::smem_addr(v_cur), V_LBO);
-      st_prev = st;
-      one_half_prev = half_empty;
-    }
-    if (num_tiles > 0) {  // the last tile's P V
-      fi_wgmma::fence_regs(o);
-      fi_wgmma::fence();
-#pragma unroll
-      for (int kb = 0; kb < KB; ++kb)
-        if (!(BSR && one_half_prev && kb >= KB / 2))
-          fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
-      fi_wgmma::commit();
-      fi_wgmma::wait<0>();
-      fi_wgmma::fence_regs(o);
-      __syncwarp();
-      // (stage_out: warpgroup 1 keeps the last tile's V stage for its output rows)
-      if (lane == 0 && !(stage_out && wg == 1)) fi::mbar_arrive(&v_empty[st_prev]);
-    }
-    // fp8: the next chunk's descriptor is read here, before the epilogue (its Q has as a
-    // rule landed during this chunk's tiles): 3 % faster on fp8's rows; the same read made
-    // the 16-bit (32, 512) row 3 % slower, so those instances read it at the end
-    // (bench/NOTES.md).
-    constexpr bool NEXT_EARLY = FP8 && !Q_EARLY;
-    const WsChunk c_next = NEXT_EARLY ? next_chunk(q_seq) : WsChunk{};
-
-    // ---- epilogue: row sums, normalise, write; then release the Q slot.
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float l = l_run[hh];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      l_run[hh] = l;
-    }
-    // Per accumulator row hh (0: row g, 1: g + 8): O's factor (v's scale over l) and the
-    // natural-log LSE; per packed row pr: its token (x) and query head (y).
-    float row_inv[2];
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) row_inv[hh] = l_run[hh] > 0.f ? out_scale / l_run[hh] : 0.f;
-    auto row_lse = [&](int hh) {
-      return l_run[hh] > 0.f ? (m_run[hh] + __log2f(l_run[hh]) - P_LOG2) * 0.6931471805599453f
-                             : -INFINITY;
-    };
-    auto tok_head = [&](int pr) {
-      const int tok = (int)p.group_div.div((uint32_t)pr);
-      return make_int2(tok, kv_head * group + pr - tok * group);
-    };
-    auto store_lse = [&](int2 th, int hh) {
-      p.lse[(int64_t)(q_tok_begin + th.x) * p.lse_stride_n + (int64_t)th.y * p.lse_stride_h] =
-          row_lse(hh);
-    };
-    const bool store_box = W::O_BYTES > 0 && ws_store_box<CTA_Q>(maps, c);
-    // Rows for the copy engine go to the output buffer, once this warpgroup's last stores
-    // from it have read it; the others to the warpgroup's own Q rows (its last Q K^T has
-    // completed), which its threads copy out.
-    DT *const stage_rows = store_box ? o_rows : reinterpret_cast<DT *>(q_tile);
-    if (store_box) {
-      if ((tid & 127) == 0) fi::tma_store_wait_read();
-      wg_sync(wg);
-    }
-    if (stage_out) {
-      // One Q slot, a whole chunk of whole rows: each warpgroup stages its 64 rows in a stage
-      // of the last tile (0: K's, 1: V's; held back from the producer until the copy engine
-      // has read them) once both warpgroups' last P V is done, and stores them as boxes of o.
-      asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
-      DT *const rows = reinterpret_cast<DT *>(kv_ring + st_prev * 2 * W::KV_BYTES +
-                                              wg * W::KV_BYTES);
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const float inv = row_inv[hh];
-        const int row = (warp & 3) * 16 + g + hh * 8;
-#pragma unroll
-        for (int nb = 0; nb < NB_D; ++nb)
-          *reinterpret_cast<uint32_t *>(rows + tile_off<HD, 64, true>(row, nb) + 2 * t4) =
-              MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        if (p.lse != nullptr && t4 == 0) store_lse(tok_head(chunk + wg * 64 + row), hh);
-      }
-      fi::fence_proxy_async_smem();
-      wg_sync(wg);
-      if ((tid & 127) == 0) {
-        const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
-#pragma unroll
-        for (int slab = 0; slab < HD / 64; ++slab)
-          fi::tma_store_3d(&maps.o, rows + slab * (64 * 64), slab * 64, kv_head * group,
-                           q_tok_begin + tok);
-        fi::tma_store_commit();
-        fi::tma_store_wait_read();
-      }
-      wg_sync(wg);
-      if (lane == 0) fi::mbar_arrive(wg == 0 ? &k_empty[st_prev] : &v_empty[st_prev]);
-    } else if (Q_EARLY && wu.partial_row < 0) {
-      // One Q slot: no staging (the slot holds the next chunk's Q), whole rows in 4-byte
-      // stores straight from the accumulators.
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const float inv = row_inv[hh];
-        const int row = warp * 16 + g + hh * 8, pr = chunk + row;
-        if (row >= chunk_rows || pr >= packed_end) continue;
-        const int2 th = tok_head(pr);
-        DT *const dst = reinterpret_cast<DT *>(p.o) +
-                        (int64_t)(q_tok_begin + th.x) * p.o_stride_n + (int64_t)th.y * p.o_stride_h;
-#pragma unroll
-        for (int nb = 0; nb < NB_D; ++nb)
-          *reinterpret_cast<uint32_t *>(dst + nb * 8 + 2 * t4) =
-              MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        if (p.lse != nullptr && t4 == 0) store_lse(th, hh);
-      }
-    } else if (wu.partial_row < 0) {
-      // Stage O / l in stage_rows (the Q tiles' swizzled layout).
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const float inv = row_inv[hh];
-        const int row = warp * 16 + g + hh * 8;
-#pragma unroll
-        for (int nb = 0; nb < NB_D; ++nb) {
-          const uint32_t v2 = MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-          *reinterpret_cast<uint32_t *>(stage_rows + tile_off<HD, CTA_Q, true>(row, nb) + 2 * t4) =
-              v2;
-        }
-        const int pr = chunk + row;
-        if (p.lse != nullptr && t4 == 0 && row < chunk_rows && pr < packed_end)
-          store_lse(tok_head(pr), hh);
-      }
-      // A chunk of whole rows of the unit (every chunk but a unit's last, as a rule): each
-      // warpgroup's 64 rows are one box of o (whose layout in shared memory is the staged
-      // one), stored by the copy engine, so the consumers go on at once.
-      if (store_box) fi::fence_proxy_async_smem();
-      wg_sync(wg);
-      if (store_box) {
+        wg_sync(wg);
         if ((tid & 127) == 0) {
           const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
 #pragma unroll
           for (int slab = 0; slab < HD / 64; ++slab)
-            fi::tma_store_3d(&maps.o, stage_rows + slab * (CTA_Q * 64) + wg * (64 * 64), slab * 64,
-                             kv_head * group, q_tok_begin + tok);
+            fi::tma_store_3d(&maps.o, rows + slab * (64 * 64), slab * 64, kv_head * group,
+                             q_tok_begin + tok);
           fi::tma_store_commit();
+          fi::tma_store_wait_read();
         }
-      } else {
+        wg_sync(wg);
+        if (lane == 0) fi::mbar_arrive(wg == 0 ? &k_empty[st_prev] : &v_empty[st_prev]);
+      } else if (Q_EARLY && wu.partial_row < 0) {
+        // One Q slot: no staging (the slot holds the next chunk's Q), whole rows in 4-byte
+        // stores straight from the accumulators.
 #pragma unroll
-        for (int it = 0; it < 64 * CH / 128; ++it) {
-          const int idx = (tid & 127) + it * 128;
-          const int row = wg * 64 + idx / CH, c = idx % CH;
+        for (int hh = 0; hh < 2; ++hh) {
+          const float inv = row_inv[hh];
+          const int row = warp * 16 + g + hh * 8, pr = chunk + row;
+          if (row >= chunk_rows || pr >= packed_end) continue;
+          const int2 th = tok_head(pr);
+          DT *const dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + th.x) * p.o_stride_n +
+                          (int64_t)th.y * p.o_stride_h;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb)
+            *reinterpret_cast<uint32_t *>(dst + nb * 8 + 2 * t4) =
+                MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+          if (p.lse != nullptr && t4 == 0) store_lse(th, hh);
+        }
+      } else if (wu.partial_row < 0) {
+        // Stage O / l in stage_rows (the Q tiles' swizzled layout).
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const float inv = row_inv[hh];
+          const int row = warp * 16 + g + hh * 8;
+#pragma unroll
+          for (int nb = 0; nb < NB_D; ++nb) {
+            const uint32_t v2 = MmaOp<DT>::pack(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+            *reinterpret_cast<uint32_t *>(stage_rows + tile_off<HD, CTA_Q, true>(row, nb) +
+                                          2 * t4) = v2;
+          }
           const int pr = chunk + row;
-          if (row < chunk_rows && pr < packed_end) {
-            const int2 th = tok_head(pr);
-            DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + th.x) * p.o_stride_n +
-                      (int64_t)th.y * p.o_stride_h + c * 8;
-            *reinterpret_cast<uint4 *>(dst) =
-                *reinterpret_cast<const uint4 *>(stage_rows + tile_off<HD, CTA_Q, true>(row, c));
+          if (p.lse != nullptr && t4 == 0 && row < chunk_rows && pr < packed_end)
+            store_lse(tok_head(pr), hh);
+        }
+        // A chunk of whole rows of the unit (every chunk but a unit's last, as a rule): each
+        // warpgroup's 64 rows are one box of o (whose layout in shared memory is the staged
+        // one), stored by the copy engine, so the consumers go on at once.
+        if (store_box) fi::fence_proxy_async_smem();
+        wg_sync(wg);
+        if (store_box) {
+          if ((tid & 127) == 0) {
+            const int tok = (int)p.group_div.div((uint32_t)(chunk + wg * 64));
+#pragma unroll
+            for (int slab = 0; slab < HD / 64; ++slab)
+              fi::tma_store_3d(&maps.o, stage_rows + slab * (CTA_Q * 64) + wg * (64 * 64),
+                               slab * 64, kv_head * group, q_tok_begin + tok);
+            fi::tma_store_commit();
+          }
+        } else {
+#pragma unroll
+          for (int it = 0; it < 64 * CH / 128; ++it) {
+            const int idx = (tid & 127) + it * 128;
+            const int row = wg * 64 + idx / CH, c = idx % CH;
+            const int pr = chunk + row;
+            if (row < chunk_rows && pr < packed_end) {
+              const int2 th = tok_head(pr);
+              DT *dst = reinterpret_cast<DT *>(p.o) + (int64_t)(q_tok_begin + th.x) * p.o_stride_n +
+                        (int64_t)th.y * p.o_stride_h + c * 8;
+              *reinterpret_cast<uint4 *>(dst) =
+                  *reinterpret_cast<const uint4 *>(stage_rows + tile_off<HD, CTA_Q, true>(row, c));
+            }
           }
         }
-      }
-    } else {
-      // Split-KV: fp32 partial rows + natural-log LSE for the merge.
+      } else {
+        // Split-KV: fp32 partial rows + natural-log LSE for the merge.
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = warp * 16 + g + hh * 8, pr = chunk + row;
-        if (row >= chunk_rows || pr >= packed_end) continue;
-        const int2 th = tok_head(pr);
-        const int64_t prow = (int64_t)wu.partial_row + (th.x - wu.qo_start);
-        const float inv = row_inv[hh];
-        float *dst = p.partial_o + (prow * p.num_qo_heads + th.y) * HD;
+        for (int hh = 0; hh < 2; ++hh) {
+          const int row = warp * 16 + g + hh * 8, pr = chunk + row;
+          if (row >= chunk_rows || pr >= packed_end) continue;
+          const int2 th = tok_head(pr);
+          const int64_t prow = (int64_t)wu.partial_row + (th.x - wu.qo_start);
+          const float inv = row_inv[hh];
+          float *dst = p.partial_o + (prow * p.num_qo_heads + th.y) * HD;
 #pragma unroll
-        for (int nb = 0; nb < NB_D; ++nb)
-          *reinterpret_cast<float2 *>(dst + nb * 8 + 2 * t4) =
-              make_float2(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
-        if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + th.y] = row_lse(hh);
+          for (int nb = 0; nb < NB_D; ++nb)
+            *reinterpret_cast<float2 *>(dst + nb * 8 + 2 * t4) =
+                make_float2(o[nb][2 * hh] * inv, o[nb][2 * hh + 1] * inv);
+          if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + th.y] = row_lse(hh);
+        }
       }
+      // Every generic access to the slot precedes the producer's next copy into it (unless
+      // released at the last S).
+      if (!q_free_at_last_s) {
+        fi::fence_proxy_async_smem();
+        wg_sync(wg);
+        if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
+      }
+      c = NEXT_EARLY ? c_next : next_chunk(q_seq);
     }
-    // Every generic access to the slot precedes the producer's next copy into it (unless
-    // released at the last S).
-    if (!q_free_at_last_s) {
-      fi::fence_proxy_async_smem();
-      wg_sync(wg);
-      if (lane == 0) fi::mbar_arrive(&q_empty[qs]);
-    }
-    c = NEXT_EARLY ? c_next : next_chunk(q_seq);
+    if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
   }
-  if ((tid & 127) == 0) fi::tma_store_wait_read();  // (shared memory outlives the last stores)
-#else
-  __trap();  // launched only on sm_90a builds (prefill.cu)
-#endif
+};
+
+template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
+          bool WIDE = false, bool DEEP = false>
+__device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
+  PrefillWs<HD, DT, XF, BSR, VARIANT, FP8, WIDE, DEEP>::run(p, maps);
 }
+
 
 template <int HD, typename DT, int XF, bool BSR>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
