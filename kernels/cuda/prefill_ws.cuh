@@ -472,7 +472,8 @@ struct PrefillWs {
     uint64_t *q_full, *q_empty, *k_full, *v_full, *k_empty, *v_empty;
     int2 *stage_info;  // per ring stage
     WsClassify *job;
-    WsChunk *walk;  // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
+    // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
+    WsChunk *walk;
   };
 
   static __device__ __forceinline__ void run(const PrefillParams &p, const WsMaps &maps) {
