@@ -15,7 +15,8 @@
 #             fi_bench sparse's random rows for Q_AHEAD, fa3_vs_fi's soft-capped rows and
 #             fi_bench prefill_extras for EXP2_FMA
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
-#             bench/peers/torch_sdpa.py, GQA through enable_gqa) and fa3_vs_fi (FA3 and fi in
+#             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
+#             the query heads) and fa3_vs_fi (FA3 and fi in
 #             one process), twice each, alternating -- the (32, 512) row against cuDNN
 # Logs under $OUT; a short summary on stdout.
 set -o pipefail
@@ -70,8 +71,10 @@ for w in ${*:-probe sass tests bench}; do
       done ;;
     peers)
       for r in 1 2; do
-        GQA=1 timeout 120 python3 ../bench/peers/torch_sdpa.py > "$OUT/peers_sdpa_$r.log" 2>&1
-        echo "torch_sdpa round $r rc $?"; cat "$OUT/peers_sdpa_$r.log" | head -8
+        for gqa in 1 0; do  # K / V as 8 KV heads (enable_gqa), or expanded to the 32 query heads
+          GQA=$gqa timeout 120 python3 ../bench/peers/torch_sdpa.py > "$OUT/peers_sdpa_g${gqa}_$r.log" 2>&1
+          echo "torch_sdpa GQA=$gqa round $r rc $?"; head -8 "$OUT/peers_sdpa_g${gqa}_$r.log"
+        done
         if [ -x ./fa3_vs_fi ]; then
           timeout 90 ./fa3_vs_fi 1,8192,32,8 8,2048,32,8 32,512,32,8 4,4096,32,32 \
             > "$OUT/peers_fa3_$r.log" 2>&1
