@@ -39,7 +39,7 @@ static int header_int(const char *line, const char *key) {
 
 static int parse_setup(const char *line, sweep_setup *s) {
   s->head_dim = header_int(line, "head_dim");
-  s->page_size = header_int(line, "page");
+  s->page_size = header_int(line, ", page");
   s->q_bytes = 2;
   s->kv_fp8 = strstr(line, "e4m3 KV") != NULL;
   s->kv_bytes = s->kv_fp8 ? 1 : 2;
@@ -62,7 +62,12 @@ int main(int argc, char **argv) {
   int n = 0, have_setup = 0;
   sweep_setup setup = {0, 0, 0, 0, 0, 0};
   char line[512];
-  while (fgets(line, sizeof line, f) && n < MAX_ROWS) {
+  while (fgets(line, sizeof line, f)) {
+    if (n == MAX_ROWS) {
+      fprintf(stderr, "test_decode_sweep: %s: more than %d rows\n", path, MAX_ROWS);
+      fclose(f);
+      return 1;
+    }
     sweep_row *r = &rows[n];
     if (line[0] == '#') {
       if (!have_setup && !parse_setup(line, &setup)) {
