@@ -7,6 +7,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/ProgramStack.h"
 
 #ifdef FI_HAVE_LOWERING
 #include "fi/Lowering/Passes.h"
@@ -32,6 +33,14 @@ int main(int argc, char **argv) {
   mlir::registerAllToLLVMIRTranslations(registry); // gpu-module-to-binary (variants on CUDA)
   registry.insert<mlir::fi::FiDialect>();
 
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "fi optimizer driver\n", registry));
+  // MLIR's parser, verifier and passes recurse once per level of nesting (regions, types,
+  // attributes), so on the main thread's 8 MB stack mlir-opt overflows near 4,000 nested
+  // regions or 20,000 nested parentheses (bench/NOTES.md, session 52). fi-opt runs them on
+  // a stack of kStackBytes (reserved, used as needed): inputs of megabytes nest that deep.
+  constexpr unsigned kStackBytes = 256u << 20;
+  mlir::LogicalResult result = mlir::failure();
+  llvm::runOnNewStack(kStackBytes, [&] {
+    result = mlir::MlirOptMain(argc, argv, "fi optimizer driver\n", registry);
+  });
+  return mlir::asMainReturnCode(result);
 }
