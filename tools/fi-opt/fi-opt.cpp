@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/ProgramStack.h"
+#include "llvm/Support/Signals.h"
 
 #ifdef FI_HAVE_LOWERING
 #include "fi/Lowering/Passes.h"
@@ -38,6 +39,10 @@ int main(int argc, char **argv) {
   // regions or 20,000 nested parentheses (bench/NOTES.md, session 52). fi-opt runs them on
   // a stack of kStackBytes (reserved, used as needed): inputs of megabytes nest that deep.
   constexpr unsigned kStackBytes = 256u << 20;
+  // LLVM's crash handlers (and their alternate signal stack) belong to this thread, not to
+  // the worker that MlirOptMain's InitLLVM would give them: AddressSanitizer unmaps a
+  // thread's alternate stack as its own when the thread ends.
+  llvm::sys::PrintStackTraceOnErrorSignal(argv[0]);
   mlir::LogicalResult result = mlir::failure();
   llvm::runOnNewStack(kStackBytes, [&] {
     result = mlir::MlirOptMain(argc, argv, "fi optimizer driver\n", registry);
