@@ -37,7 +37,8 @@ int main(int argc, char **argv) {
   // MLIR's parser, verifier and passes recurse once per level of nesting (regions, types,
   // attributes), so on the main thread's 8 MB stack mlir-opt overflows near 4,000 nested
   // regions or 20,000 nested parentheses (bench/NOTES.md, session 52). fi-opt runs them on
-  // a stack of kStackBytes (reserved, used as needed): inputs of megabytes nest that deep.
+  // a stack of kStackBytes (reserved, used as needed): room for 100,000 nested regions or
+  // several hundred thousand nested parentheses.
   constexpr unsigned kStackBytes = 256u << 20;
   // LLVM's crash handlers (and their alternate signal stack) belong to this thread, not to
   // the worker that MlirOptMain's InitLLVM would give them: AddressSanitizer unmaps a
