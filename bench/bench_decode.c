@@ -1,5 +1,6 @@
 /* bench/bench_decode.c -- the memory-bound family: batch paged decode (fp16, head_dim 128,
- * page 16, NHD, shuffled page tables; other head_dims and pages below), merge_states and append_paged_kv.
+ * page 16, NHD, shuffled page tables; other head_dims and pages below), merge_states and
+ * append_paged_kv.
  *
  * Bytes counted per decode row: q read + the K and V of every token read (kv_len tokens
  * x kv_heads x head_dim x 2 bytes, twice) + o written; the page table, the split-KV
