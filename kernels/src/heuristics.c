@@ -21,13 +21,14 @@
  *      group >= 4 -> tensor cores (the group fills the rows of an mma tile), else CUDA
  *      cores. Decode q_tile: 1 on CUDA cores, max(16, smallest tile >= group) on tensor
  *      cores. fi_select_decode_tiles on Hopper (sm 90) takes tensor cores for every group
- *      on the decode fast path (fi_tile_problem.fast_path) at head_dim 128: the CUDA
+ *      on the decode fast path (fi_tile_problem.fast_path) at head_dim 64 and 128: the CUDA
  *      backend runs those plans on its warp-specialised decode kernel (TMA copies, heads on
  *      the mma N side), which read 1-10 % faster than the CUDA-core kernel on every group-1
  *      row of a sweep and 7-104 % faster on groups 2 and 3 (bench/NOTES.md, decode v15,
  *      H100) -- but for MHA over a 16-bit cache with 4-5 unsplit CTAs per SM (a second,
- *      mostly empty wave of that kernel; CUDA cores 8 % faster in the H200 sweep).
- *      head_dim 64 was not measured and keeps the group rule. fp8 KV is on the
+ *      mostly empty wave of that kernel at head_dim 128; CUDA cores 8 % faster in the
+ *      H200 sweep). At head_dim 64 the CUDA-core kernel read 1.3-2.6x slower on every
+ *      MHA row of an H200 sweep (decode_h200_hd64.csv). fp8 KV is on the
  *      fast path too (the kernel's fp8 instance, decode v16).
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
@@ -195,10 +196,15 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * empty wave (H200 sweep, bench/sweeps/decode_h200_band.csv: (20, 2048 / 16384, 32, 32)
    * 178.8 / 1361.4 us on CUDA cores against 194.5 / 1475.6 on tensor cores; at 6.8 per SM,
    * (28, *, 32, 32), tensor cores lead by 18-19 %). */
-  const int mha_second_wave = group_size(p) == 1 && p->kv_dtype_bytes == 2 && p->batch > 0 &&
+  const int mha_second_wave = p->head_dim == 128 && group_size(p) == 1 &&
+                              p->kv_dtype_bytes == 2 && p->batch > 0 &&
                               unsplit_ctas > 4LL * t->sm_count &&
                               unsplit_ctas <= 5LL * t->sm_count;
-  if (t->sm_version == 90 && p->fast_path && p->head_dim == 128 && !mha_second_wave)
+  /* head_dim 64 as well: there the CUDA-core kernel read 1.3-2.6x slower than the
+   * warp-specialised one on every MHA row of the H200 sweep (bench/sweeps/
+   * decode_h200_hd64.csv; e.g. (8, 16384, 32, 32) 719 us against 276). */
+  if (t->sm_version == 90 && p->fast_path && (p->head_dim == 64 || p->head_dim == 128) &&
+      !mha_second_wave)
     tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
@@ -225,10 +231,13 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * per SM 8 warps per CTA (decode.cuh launch_tws). Pages of 4 or 8 tokens split below two
    * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per
    * SM issue too few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages
-   * of 4 0.58 -> 0.98x; GQA rows with pages of 8 within their spread). */
+   * of 4 0.58 -> 0.98x; GQA rows with pages of 8 within their spread). head_dim 64 too,
+   * whose pages carry half the bytes: (8, 16384, 32, 32), 1.9 per SM, read 7.6 % faster
+   * split in the H200 sweep (decode_h200_hd64.csv), (64, 16384, 32, 4) at the same count
+   * 2.4 % slower. */
   const int fp8_kv = p->kv_dtype_bytes == 1,
             small_pages = p->page_size == 4 || p->page_size == 8;
-  const int sparse_grid = fp8_kv || (p->head_dim == 128 && small_pages)
+  const int sparse_grid = fp8_kv || p->head_dim == 64 || (p->head_dim == 128 && small_pages)
                               ? unsplit_ctas < 2LL * t->sm_count
                               : p->head_dim == 128 && 2 * unsplit_ctas <= 3LL * t->sm_count;
   if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&

@@ -22,12 +22,13 @@ func.func @decode_gqa(%q: tensor<?x32x128xf16>, %k: tensor<?x16x8x128xf16>,
 
 // -----
 
-// Decode, MHA (group 1): CUDA cores, q tile 1; KV tile: 4 warps, 48 regs, occupancy
-// 40/40/28/12 warps for kv 16/32/64/128 -> ties to the larger -> 32. Static batch 256 and
-// the hint fi.avg_kv_len = 4096: 256 * 8 CTAs fill 132 SMs -> no split.
+// Decode, MHA (group 1) at head_dim 64 with f16 KV and pages of 16 on Hopper: the decode
+// fast path, tensor cores (the warp-specialised kernel; CUDA cores read 1.3-2.6x slower in
+// bench/sweeps/decode_h200_hd64.csv), q tile 16, KV tile 32. Static batch 256 and the hint
+// fi.avg_kv_len = 4096: 256 * 8 CTAs fill 132 SMs -> no split.
 // CHECK-LABEL: func.func @decode_mha_static
 // CHECK: fi.paged_decode
-// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = false, cores = cuda>
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = false, cores = tensor>
 func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>,
     %v: tensor<?x16x8x64xf16>, %p: tensor<257xi32>, %i: tensor<?xi32>, %l: tensor<256xi32>,
     %o: tensor<256x8x64xf16>) -> tensor<256x8x64xf16> {

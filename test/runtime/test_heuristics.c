@@ -35,9 +35,9 @@ int main(void) {
            "decode tiles for group %d: q_tile %d", g, t.q_tile);
   }
 
-  /* 2b. decode on the fast path (the warp-specialised kernel's scope) at head_dim 128:
-   * tensor cores for every group on Hopper; head_dim 64, other targets or off the fast
-   * path: the group rule above */
+  /* 2b. decode on the fast path (the warp-specialised kernel's scope) at head_dim 64 and
+   * 128: tensor cores for every group on Hopper; other targets or off the fast path: the
+   * group rule above */
   for (int g = 1; g <= 2; ++g) {
     fi_tile_problem p = prob(8, 8 * g, 8, 128, 2, 2, 1, 1000);
     p.fast_path = 1;
@@ -51,7 +51,12 @@ int main(void) {
     EXPECT(t.cores == FI_CORES_CUDA && t.q_tile == 1, "fast-path decode, group %d, sm 80", g);
     p.head_dim = 64;
     t = fi_select_decode_tiles(&h100, &p);
-    EXPECT(t.cores == FI_CORES_CUDA, "fast-path decode, group %d, hd 64 (not measured)", g);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.q_tile == 16,
+           "fast-path decode, group %d, hd 64, sm 90: cores %d q_tile %d", g, (int)t.cores,
+           t.q_tile);
+    p.head_dim = 256;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_CUDA, "fast-path decode, group %d, hd 256 (group rule)", g);
   }
 
   /* 3. KV tile: the occupancy model (values worked out by hand in heuristics.c's table) */
@@ -103,7 +108,8 @@ int main(void) {
   }
 
   /* 4b. decode on the Hopper fast path also splits sparse grids: 16-bit KV at head_dim 128
-   * up to 1.5 unsplit CTAs per SM (below 2 with pages of 4 or 8), fp8 KV below 2 */
+   * up to 1.5 unsplit CTAs per SM (below 2 with pages of 4 or 8), fp8 KV and head_dim 64
+   * below 2 */
   {
     struct { int batch, hq, hkv, hd, kvb, page, want; const char *why; } dt[] = {
         {20, 32, 8, 128, 2, 16, 1, "160 ctas (1.2 per SM)"},
@@ -116,9 +122,12 @@ int main(void) {
         {33, 32, 8, 128, 2, 8, 0, "264 ctas (two per SM), pages of 8"},
         {28, 32, 8, 128, 1, 16, 1, "224 ctas of fp8 KV"},
         {5, 32, 32, 128, 2, 16, 1, "MHA, 160 ctas"},
-        {20, 32, 8, 64, 2, 16, 0, "head_dim 64 (not measured)"},
+        {20, 32, 8, 64, 2, 16, 1, "head_dim 64, 160 ctas"},
+        {8, 32, 32, 64, 2, 16, 1, "head_dim 64, MHA, 256 ctas (1.9 per SM)"},
+        {33, 32, 8, 64, 2, 16, 0, "head_dim 64, 264 ctas (two per SM)"},
         {64, 32, 8, 128, 2, 16, 0, "512 ctas"},
-        {20, 32, 32, 128, 2, 16, 0, "MHA, 640 ctas (CUDA cores)"}};
+        {20, 32, 32, 128, 2, 16, 0, "MHA, 640 ctas (CUDA cores)"},
+        {20, 32, 32, 64, 2, 16, 0, "head_dim 64, MHA, 640 ctas (tensor cores)"}};
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
       fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, dt[i].kvb, 1, 8192);
       p.fast_path = 1;
@@ -126,12 +135,13 @@ int main(void) {
       fi_tiles t = fi_select_decode_tiles(&h100, &p);
       EXPECT(t.split_kv == dt[i].want, "hopper decode %s: split_kv %d, want %d", dt[i].why,
              t.split_kv, dt[i].want);
-      /* tensor cores on the fast path at head_dim 128 but for MHA over a 16-bit cache at
-       * 4-5 unsplit CTAs per SM (a second wave of the warp-specialised kernel) */
+      /* tensor cores on the fast path at head_dim 64 and 128 but for MHA over a 16-bit
+       * cache at 4-5 unsplit CTAs per SM at head_dim 128 (a second wave of the
+       * warp-specialised kernel) */
       const long long ctas = (long long)dt[i].batch * dt[i].hkv;
       const int want_cc = dt[i].hd == 128 && dt[i].hq == dt[i].hkv && dt[i].kvb == 2 &&
                           ctas > 4 * 132 && ctas <= 5 * 132;
-      if (dt[i].hd == 128)
+      if (dt[i].hd == 64 || dt[i].hd == 128)
         EXPECT(t.cores == (want_cc ? FI_CORES_CUDA : FI_CORES_TENSOR),
                "hopper decode %s: cores %d", dt[i].why, (int)t.cores);
       p.fast_path = 0; /* off the fast path: fi_select_split_kv's rule alone */
