@@ -9,11 +9,9 @@
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
 #             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
-#   ab        the knobs FI_PREFILL_Q_AHEAD and FI_PREFILL_EXP2_FMA (default 0 until this
-#             step has measured them), each on and off in alternating processes, two rounds:
-#             fa3_vs_fi (FI_PEERS=1 carry; FA3 in the same process) on the plain rows and
-#             fi_bench sparse's random rows for Q_AHEAD, fa3_vs_fi's soft-capped rows and
-#             fi_bench prefill_extras for EXP2_FMA
+#   ab        the knob FI_PREFILL_Q_AHEAD (default: on for block-sparse runs only) on and
+#             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
+#             in the same process) on the plain rows and fi_bench sparse's random rows
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
 #             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
 #             the query heads) and fa3_vs_fi (FA3 and fi in
@@ -56,19 +54,11 @@ for w in ${*:-probe sass tests bench}; do
           FI_PREFILL_Q_AHEAD=$k timeout 90 ./fa3_vs_fi 1,8192,32,8 8,2048,32,8 32,512,32,8 \
             4,4096,32,32 > "$OUT/ab_fa3_q${k}_$r.log" 2>&1
           echo "fa3_vs_fi FI_PREFILL_Q_AHEAD=$k round $r rc $?"; grep -E "^\| prefill" "$OUT/ab_fa3_q${k}_$r.log"
-          FI_PREFILL_EXP2_FMA=$k timeout 90 ./fa3_vs_fi 1,8192,32,8,cap=30 8,2048,32,8,cap=50 \
-            32,512,32,8,cap=30 > "$OUT/ab_fa3_e${k}_$r.log" 2>&1
-          echo "fa3_vs_fi FI_PREFILL_EXP2_FMA=$k round $r rc $?"; grep -E "^\| prefill" "$OUT/ab_fa3_e${k}_$r.log"
         fi
         FI_PREFILL_Q_AHEAD=$k timeout 100 ./fi_bench sparse --filter random > "$OUT/ab_sparse_q${k}_$r.log" 2>&1
         echo "fi_bench sparse FI_PREFILL_Q_AHEAD=$k round $r rc $?"
         grep -E "^\| sparse" "$OUT/ab_sparse_q${k}_$r.log" | grep -v paged | cut -c1-150
-      done; done
-      for k in 1 0; do
-        FI_PREFILL_EXP2_FMA=$k timeout 150 ./fi_bench prefill_extras > "$OUT/ab_extras_e$k.log" 2>&1
-        echo "fi_bench prefill_extras FI_PREFILL_EXP2_FMA=$k rc $?"
-        grep -E "copy|GEMM|^\| prefill" "$OUT/ab_extras_e$k.log" | head -24
-      done ;;
+      done; done ;;
     peers)
       for r in 1 2; do
         for gqa in 1 0; do  # K / V as 8 KV heads (enable_gqa), or expanded to the 32 query heads

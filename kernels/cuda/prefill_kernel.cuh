@@ -232,22 +232,6 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
   }
 }
 
-// 2^x on the FMA pipe instead of the SFU (FlashAttention-4's offload of part of the
-// softmax's exponentials): j = x rounded to an integer by adding 1.5 x 2^23 (j lands in the
-// low mantissa bits), 2^(x - j) by a degree-3 polynomial on [-0.5, 0.5] (minimax in
-// relative error with p(0) = 1 exactly: 1.02e-4 at most, below f16's rounding of P), then j
-// added into the exponent field. x is clamped at -127, where p = 1 exactly gives +0 (as
-// ex2.approx gives for -inf); x must stay below 127. Nine FMA / ALU instructions where
-// ex2.approx is one SFU instruction at an eighth of the FMA pipe's rate. (__fadd_rn: no
-// compiler may reassociate the rounding trick away.)
-__device__ __forceinline__ float exp2_fma(float x) {
-  x = fmaxf(x, -127.f);
-  const float t = __fadd_rn(x, 12582912.f);
-  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
-  const float p = fmaf(fmaf(fmaf(0.05500891f, f, 0.242211f), f, 0.69328293f), f, 1.f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 // Online softmax of accumulator rows hh (0: row g, 1: row g + 8) of one 16-row m-tile in
 // the log2 domain (x * c_log2 is the scaled logit / ln 2): updates the running max and sum,
 // turns s into P, and returns the factor O must be scaled by. Tree reductions (max, then
@@ -261,11 +245,9 @@ __device__ __forceinline__ float exp2_fma(float x) {
 // tile's max exceeds it by at most slack, so P may reach 2^slack (times 2^p_log2_offset)
 // and O needs no rescale on such tiles; l and the LSE use the same reference, so O / l
 // and the LSE are exact either way.
-// EXP2_FMA: the odd 8-column blocks' exponentials on the FMA pipe (exp2_fma), half of the
-// SFU's work moved, for logits that already spent an SFU op each (the soft cap's tanh).
 // The slack for P in 16 bits (f16 / bf16 hold P <= 2^8 with O and l in fp32).
 constexpr float SOFTMAX_SLACK_16BIT = 8.f;
-template <bool OFFSET = false, bool EXP2_FMA = false, int NB>
+template <bool OFFSET = false, int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
                                                     float &l_run, float c_log2,
                                                     float p_log2_offset = 0.f,
@@ -286,9 +268,7 @@ __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, f
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) {
     const float x0 = fmaf(s[nb][2 * hh], c_log2, sub), x1 = fmaf(s[nb][2 * hh + 1], c_log2, sub);
-    const bool on_fma = EXP2_FMA && (nb & 1);
-    const float p0 = on_fma ? exp2_fma(x0) : exp2f(x0);
-    const float p1 = on_fma ? exp2_fma(x1) : exp2f(x1);
+    const float p0 = exp2f(x0), p1 = exp2f(x1);
     s[nb][2 * hh] = p0;
     s[nb][2 * hh + 1] = p1;
     part[nb] = p0 + p1;

@@ -82,11 +82,6 @@ struct PrefillParams {
   // epilogue allows; 0, after the chunk's last tile, the slot released at the chunk's end
   // (the tuning knob FI_PREFILL_Q_AHEAD; the same bits either way).
   int32_t q_ahead;
-  // With a soft cap (whose tanh is an SFU op per logit): 1, half of the softmax's
-  // exponentials on the FMA pipe (prefill_kernel.cuh exp2_fma; the warp-specialised
-  // kernel's 16-bit instances of head_dim 64 and 128); 0, all on the SFU (the tuning knob
-  // FI_PREFILL_EXP2_FMA; the outputs differ within P's rounding).
-  int32_t exp2_fma;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
   int32_t *sched;

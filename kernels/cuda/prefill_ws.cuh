@@ -1059,10 +1059,6 @@ struct PrefillWs {
       float c_log2 = p.sm_scale_log2;
       if (X_CAP && p.logits_soft_cap > 0.f) c_log2 = p.logits_soft_cap * 1.4426950408889634f;
       const float cap_in = p.sm_scale * p.soft_cap_rcp;
-      // (head_dim 256: not compiled -- the second softmax form raised its consumers' spills
-      // from 18 to 34 stores, the cap's form being Gemma's)
-      constexpr bool EXP2_FMA_FORM = X_CAP && !FP8 && HD <= 128;
-      const bool cap_exp2_fma = EXP2_FMA_FORM && p.exp2_fma != 0 && p.logits_soft_cap > 0.f;
       // (fp8: per row, with the per-head scales; the soft cap's factor stays the cap's)
       float row_c_log2[2] = {c_log2, c_log2}, row_cap_in[2] = {cap_in, cap_in};
       if constexpr (FP8) {
@@ -1443,9 +1439,7 @@ struct PrefillWs {
           }
         }
 
-        // Online softmax (log2 domain; c_log2 folded into the FFMA). A soft cap's tanh is a
-        // second SFU op per logit: half of the exponentials then go to the FMA pipe
-        // (exp2_fma; PrefillParams.exp2_fma).
+        // Online softmax (log2 domain; c_log2 folded into the FFMA).
         float row_scale[2];
         bool any_rescale = false;
 #pragma unroll
@@ -1453,9 +1447,6 @@ struct PrefillWs {
           if (score_slope)
             row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
                                                      alibi_off[hh], SLACK);
-          else if (EXP2_FMA_FORM && cap_exp2_fma)
-            row_scale[hh] = online_softmax_row<X_ALIBI, true>(s, hh, m_run[hh], l_run[hh], c_log2,
-                                                              P_LOG2, alibi_off[hh], SLACK);
           else
             row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
                                                         FP8 ? row_c_log2[hh] : c_log2, P_LOG2,

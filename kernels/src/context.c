@@ -87,8 +87,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.prefill_rows_across = env_int("FI_PREFILL_WS_ROWS_ACROSS", -1);
   ctx->tuning.prefill_bsr_stage = env_int("FI_PREFILL_BSR_STAGE", -1);
   ctx->tuning.prefill_bsr_half_skip = env_int("FI_PREFILL_BSR_HALF_SKIP", 1);
-  ctx->tuning.prefill_q_ahead = env_int("FI_PREFILL_Q_AHEAD", 0);
-  ctx->tuning.prefill_exp2_fma = env_int("FI_PREFILL_EXP2_FMA", 0);
+  ctx->tuning.prefill_q_ahead = env_int("FI_PREFILL_Q_AHEAD", -1);
   ctx->tuning.decode_one_wave = env_int("FI_DECODE_ONE_WAVE", -1);
   ctx->tuning.prefill_lead_units = env_int("FI_PREFILL_LEAD_UNITS", -1);
   ctx->tuning.prefill_ws_ctas = env_int("FI_PREFILL_WS_CTAS", 0);

@@ -81,15 +81,13 @@ struct fi_context {
 
   /* Decode and prefill tuning knobs for benchmark sweeps, read from the environment once when the
    * context is created (never on the run path); -1, or 0 where a knob's own comment says
-   * so, means "the measured default" (FI_MERGE_WARPS and FI_PREFILL_BSR_HALF_SKIP: 1;
-   * FI_PREFILL_Q_AHEAD and FI_PREFILL_EXP2_FMA: 0 until a device run has measured them).
+   * so, means "the measured default" (FI_MERGE_WARPS and FI_PREFILL_BSR_HALF_SKIP: 1).
    * FI_DECODE_CTAS_PER_SM, FI_DECODE_SMEM_KB, FI_DECODE_HEAD_FAST, FI_DECODE_WARP_PIPE,
    * FI_PDL, FI_DECODE_TCW_WARPS, FI_DECODE_HEADS_N, FI_DECODE_SINGLE_SLOTS,
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
-   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD,
-   * FI_PREFILL_EXP2_FMA. */
+   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -124,16 +122,13 @@ struct fi_context {
                                       keeps nothing is neither loaded nor multiplied
                                       (prefill_ws.cuh); 0: as any short half (A / B runs,
                                       the same bits) */
-    int32_t prefill_exp2_fma; /* 1: with a soft cap, half of the warp-specialised prefill
-                                 kernel's exponentials on the FMA pipe (prefill_kernel.cuh
-                                 exp2_fma); 0 (default until measured on a device): all on
-                                 the SFU. Outputs within P's rounding of each other. */
     int32_t prefill_q_ahead; /* 1: the warp-specialised prefill kernel with two Q slots
                                 copies the next chunk's Q between the chunk's tiles, once
                                 the slot is free, into a slot released at the last S where
-                                the epilogue allows (prefill_ws.cuh); 0 (default until
-                                measured on a device): after the chunk's last tile, the
-                                slot released at the chunk's end. The same bits. */
+                                the epilogue allows (prefill_ws.cuh); 0: after the
+                                chunk's last tile, the slot released at the chunk's end;
+                                -1 (default): 1 for block-sparse runs, 0 otherwise. The
+                                same bits. */
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */

@@ -32,7 +32,9 @@
  *      fast path too (the kernel's fp8 instance, decode v16).
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
- *    kernels (bench/NOTES.md, v6): 32 for both core kinds. Otherwise
+ *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
+ *    CUDA cores and 64 for split tensor-core grids of at most one CTA per SM or long
+ *    chunks (decode_h200_hd256.csv; the rule at the end of fi_select_decode_tiles). Otherwise
  *    (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
  *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
  *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
@@ -231,15 +233,20 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * per SM 8 warps per CTA (decode.cuh launch_tws). Pages of 4 or 8 tokens split below two
    * per SM, as fp8 KV does: their producer issues a copy per page, and one or two CTAs per
    * SM issue too few (H200, session 48: (7, 8192, 32, 32) pages of 8 0.87 -> 1.01x, pages
-   * of 4 0.58 -> 0.98x; GQA rows with pages of 8 within their spread). head_dim 64 too,
-   * whose pages carry half the bytes: (8, 16384, 32, 32), 1.9 per SM, read 7.6 % faster
-   * split in the H200 sweep (decode_h200_hd64.csv), (64, 16384, 32, 4) at the same count
-   * 2.4 % slower. */
-  const int fp8_kv = p->kv_dtype_bytes == 1,
-            small_pages = p->page_size == 4 || p->page_size == 8;
-  const int sparse_grid = fp8_kv || p->head_dim == 64 || (p->head_dim == 128 && small_pages)
-                              ? unsplit_ctas < 2LL * t->sm_count
-                              : p->head_dim == 128 && 2 * unsplit_ctas <= 3LL * t->sm_count;
+   * of 4 0.58 -> 0.98x). Pages of 8 and head_dim 64 (pages of half the bytes) split
+   * between 1.5 and 2 per SM only for groups below 4 (H200 sweeps decode_h200_page8.csv
+   * and decode_h200_hd64.csv at 256 CTAs, 1.9 per SM: MHA (8, 16384, 32, 32) 3-8 % faster
+   * split, group 8 (64, 2048, 32, 4) 1-5 % slower split: the planner's GQA target above). */
+  const int fp8_kv = p->kv_dtype_bytes == 1;
+  const int two_per_sm = unsplit_ctas < 2LL * t->sm_count,
+            one_and_half = 2 * unsplit_ctas <= 3LL * t->sm_count;
+  int sparse_grid;
+  if (fp8_kv || (p->page_size == 4 && (p->head_dim == 64 || p->head_dim == 128)))
+    sparse_grid = two_per_sm;
+  else if (p->head_dim == 64 || (p->head_dim == 128 && p->page_size == 8))
+    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4);
+  else
+    sparse_grid = p->head_dim == 128 && one_and_half;
   if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
       tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
       p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV && sparse_grid)
@@ -251,6 +258,30 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
     const int32_t q = tile_covering(group_size(p));
     tiles.cores = FI_CORES_TENSOR;
     tiles.q_tile = q < 16 ? 16 : q;
+  }
+  /* head_dim 256 on Hopper (no warp-specialised decode kernel there; H200 sweep
+   * bench/sweeps/decode_h200_hd256.csv). CUDA cores (MHA): KV tiles of 16 (4-24 % faster
+   * than 32 on every row), and grids below two CTAs per SM split ((8, 16384, 32, 32): 1148
+   * us split against 1721). Tensor cores, split: KV tiles of 64 where the split grid holds
+   * at most one CTA per SM or its chunks are long (>= 512 tokens per CTA: more bytes in
+   * flight per CTA at half the CTAs per SM; (1, 2048, 32, 4) 18.5 us against 23.6,
+   * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
+   * The estimate follows the planner's split (4 CTAs per SM for this kernel, chunks of at
+   * least 128 tokens: planner.c decode_target_units, FI_MIN_CHUNK). */
+  if (t->sm_version == 90 && p->head_dim == 256) {
+    const int64_t sms = t->sm_count > 0 ? t->sm_count : 1;
+    if (tiles.cores == FI_CORES_CUDA) {
+      tiles.kv_tile = 16;
+      if (!tiles.split_kv && p->batch > 0 && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
+          unsplit_ctas < 2 * sms)
+        tiles.split_kv = 1;
+    } else if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
+      const int64_t chunks = (p->avg_kv_len + 127) / 128;
+      int64_t ctas = unsplit_ctas * chunks;
+      if (ctas > 4 * sms) ctas = 4 * sms;
+      const int64_t tokens_per_cta = unsplit_ctas * p->avg_kv_len / (ctas > 0 ? ctas : 1);
+      if (ctas <= sms || tokens_per_cta >= 512) tiles.kv_tile = 64;
+    }
   }
   return tiles;
 }

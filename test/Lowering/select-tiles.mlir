@@ -79,6 +79,38 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
 
 // -----
 
+// Decode at head_dim 256 (no warp-specialised decode kernel there; H200 sweep
+// bench/sweeps/decode_h200_hd256.csv). MHA, static batch 8 with fi.avg_kv_len = 16384:
+// CUDA cores with KV tiles of 16, 256 unsplit CTAs (under two per SM) -> split. Group 4,
+// batch 1 with fi.avg_kv_len = 2048: tensor cores, split into 8 KV heads x 16 chunks of
+// 128 tokens = 128 CTAs (one per SM at most) -> KV tiles of 64.
+// CHECK-LABEL: func.func @decode_hd256
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 16, split_kv = true, cores = cuda>
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>
+func.func @decode_hd256(%q: tensor<8x32x256xf16>, %k: tensor<?x16x32x256xf16>,
+    %v: tensor<?x16x32x256xf16>, %p: tensor<9xi32>, %i: tensor<?xi32>, %l: tensor<8xi32>,
+    %o: tensor<8x32x256xf16>, %q1: tensor<1x32x256xf16>, %k1: tensor<?x16x8x256xf16>,
+    %v1: tensor<?x16x8x256xf16>, %p1: tensor<2xi32>, %l1: tensor<1xi32>,
+    %o1: tensor<1x32x256xf16>) -> (tensor<8x32x256xf16>, tensor<1x32x256xf16>) {
+  %r = fi.paged_decode q(%q : tensor<8x32x256xf16>)
+      kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
+      pages(%p, %i, %l : tensor<9xi32>, tensor<?xi32>, tensor<8xi32>)
+      outs(%o : tensor<8x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 16384 : i64}
+      -> tensor<8x32x256xf16>
+  %r1 = fi.paged_decode q(%q1 : tensor<1x32x256xf16>)
+      kv(%k1, %v1 : tensor<?x16x8x256xf16>, tensor<?x16x8x256xf16>)
+      pages(%p1, %i, %l1 : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>)
+      outs(%o1 : tensor<1x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<1x32x256xf16>
+  return %r, %r1 : tensor<8x32x256xf16>, tensor<1x32x256xf16>
+}
+
+// -----
+
 // Decode, MHA at head_dim 128 with an e4m3 KV cache under f16 or bf16 queries, with or
 // without RoPE: the fast path too (the warp-specialised decode kernel's fp8 instance),
 // tensor cores.

@@ -26,7 +26,8 @@
  * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
  * loaded and multiplied as before the skip) and FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
  * copied after the chunk's last tile, into a slot released at its end; the main context
- * runs with it at 1 unless the environment sets it) and must give the same bits. Then the
+ * runs with it at 1, block-sparse runs' default, unless the environment sets it) and must
+ * give the same bits. Then the
  * CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"

@@ -108,8 +108,8 @@ int main(void) {
   }
 
   /* 4b. decode on the Hopper fast path also splits sparse grids: 16-bit KV at head_dim 128
-   * up to 1.5 unsplit CTAs per SM (below 2 with pages of 4 or 8), fp8 KV and head_dim 64
-   * below 2 */
+   * up to 1.5 unsplit CTAs per SM (below 2 with pages of 4, fp8 KV; below 2 for groups
+   * under 4 with pages of 8 or at head_dim 64) */
   {
     struct { int batch, hq, hkv, hd, kvb, page, want; const char *why; } dt[] = {
         {20, 32, 8, 128, 2, 16, 1, "160 ctas (1.2 per SM)"},
@@ -117,14 +117,17 @@ int main(void) {
         {99, 8, 2, 128, 2, 16, 1, "198 ctas (1.5 per SM)"},
         {100, 8, 2, 128, 2, 16, 0, "200 ctas"},
         {28, 32, 8, 128, 2, 16, 0, "224 ctas (1.7 per SM)"},
-        {28, 32, 8, 128, 2, 8, 1, "224 ctas, pages of 8"},
+        {28, 32, 8, 128, 2, 8, 0, "224 ctas, pages of 8, group 4"},
+        {7, 32, 32, 128, 2, 8, 1, "MHA, 224 ctas, pages of 8"},
+        {20, 32, 8, 128, 2, 8, 1, "160 ctas, pages of 8, group 4"},
         {28, 32, 8, 128, 2, 4, 1, "224 ctas, pages of 4"},
         {33, 32, 8, 128, 2, 8, 0, "264 ctas (two per SM), pages of 8"},
         {28, 32, 8, 128, 1, 16, 1, "224 ctas of fp8 KV"},
         {5, 32, 32, 128, 2, 16, 1, "MHA, 160 ctas"},
         {20, 32, 8, 64, 2, 16, 1, "head_dim 64, 160 ctas"},
         {8, 32, 32, 64, 2, 16, 1, "head_dim 64, MHA, 256 ctas (1.9 per SM)"},
-        {33, 32, 8, 64, 2, 16, 0, "head_dim 64, 264 ctas (two per SM)"},
+        {64, 32, 4, 64, 2, 16, 0, "head_dim 64, group 8, 256 ctas (1.9 per SM)"},
+        {33, 32, 32, 64, 2, 16, 0, "head_dim 64, MHA, 264 ctas (two per SM)"},
         {64, 32, 8, 128, 2, 16, 0, "512 ctas"},
         {20, 32, 32, 128, 2, 16, 0, "MHA, 640 ctas (CUDA cores)"},
         {20, 32, 32, 64, 2, 16, 0, "head_dim 64, MHA, 640 ctas (tensor cores)"}};
@@ -151,6 +154,30 @@ int main(void) {
       p.avg_kv_len = 256; /* short KV never splits */
       t = fi_select_decode_tiles(&h100, &p);
       EXPECT(t.split_kv == 0, "decode of 256 keys %s: split_kv %d", dt[i].why, t.split_kv);
+    }
+  }
+
+  /* 4c. head_dim 256 on Hopper: CUDA cores (MHA) take KV tiles of 16 and split below two
+   * CTAs per SM; split tensor-core plans take KV tiles of 64 where the split grid holds at
+   * most one CTA per SM (4 CTAs per SM, chunks >= 128 tokens) or >= 512 tokens per CTA */
+  {
+    struct { int batch, hq, hkv, kv, cores, kv_tile, split; const char *why; } dt[] = {
+        {8, 32, 32, 16384, FI_CORES_CUDA, 16, 1, "MHA, 256 ctas"},
+        {64, 32, 32, 2048, FI_CORES_CUDA, 16, 0, "MHA, 2048 ctas"},
+        {1, 32, 8, 2048, FI_CORES_TENSOR, 64, 1, "1 x 2048, 8 kv heads: 128 split ctas"},
+        {1, 32, 8, 16384, FI_CORES_TENSOR, 32, 1, "1 x 16384: 528 ctas of 248 tokens"},
+        {8, 32, 4, 2048, FI_CORES_TENSOR, 32, 1, "8 x 2048: 528 ctas of 124 tokens"},
+        {8, 32, 4, 16384, FI_CORES_TENSOR, 64, 1, "8 x 16384: 528 ctas of 993 tokens"},
+        {64, 32, 8, 2048, FI_CORES_TENSOR, 32, 0, "64 x 2048: 512 ctas unsplit"}};
+    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
+      fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, 256, 2, 2, 1, dt[i].kv);
+      p.fast_path = 1;
+      p.page_size = 16;
+      const fi_tiles t = fi_select_decode_tiles(&h100, &p);
+      EXPECT(t.cores == (fi_core_kind)dt[i].cores && t.kv_tile == dt[i].kv_tile &&
+                 t.split_kv == dt[i].split,
+             "hopper decode, head_dim 256, %s: cores %d kv_tile %d split %d", dt[i].why,
+             (int)t.cores, t.kv_tile, t.split_kv);
     }
   }
 
