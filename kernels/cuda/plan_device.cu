@@ -37,6 +37,7 @@
 
 #include "common.cuh"
 #include "internal.h"
+#include "plan_split.h"
 #include "cuda_backend.h"
 
 namespace fi {
@@ -45,7 +46,6 @@ constexpr int kPlanThreads = 1024;
 constexpr int kPlanWarps = kPlanThreads / 32;
 constexpr int kSortThreads = 256;
 constexpr int kFusedSortUnits = 256;  // at most this many units: the plan kernel ranks them
-constexpr int kMinChunk = 128;        // planner.c's FI_MIN_CHUNK
 
 struct DevicePlanArgs {
   const int32_t *qo_indptr;       // NULL: decode (one query row per request)
@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       __syncthreads();
       max_kv = total.units;
       const int64_t g = a.granularity;
-      const int64_t lo = (kMinChunk + g - 1) / g, hi = (max_kv + g - 1) / g;
+      const int64_t lo = (FI_MIN_CHUNK + g - 1) / g, hi = (max_kv + g - 1) / g;
       if (unsplit < a.target && lo < hi) {
         int64_t kc = search_chunk_pages(a, lo, hi, a.target, ok_of_warp);
         // planner.c's one-wave alternative (the counts are block-wide and uniform)

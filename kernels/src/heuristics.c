@@ -85,6 +85,7 @@
  *    head dims keep the rule above.
  */
 #include "fi/heuristics.h"
+#include "plan_split.h"
 
 #include <stdio.h>
 
@@ -266,21 +267,20 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * at most one CTA per SM or its chunks are long (>= 512 tokens per CTA: more bytes in
    * flight per CTA at half the CTAs per SM; (1, 2048, 32, 4) 18.5 us against 23.6,
    * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
-   * The estimate follows the planner's split (4 CTAs per SM for this kernel, chunks of at
-   * least 128 tokens: planner.c decode_target_units, FI_MIN_CHUNK). */
+   * The estimate follows the planner's split (plan_split.h: this kernel's CTAs per SM,
+   * the shortest chunk). */
   if (t->sm_version == 90 && p->head_dim == 256) {
-    const int64_t sms = t->sm_count > 0 ? t->sm_count : 1;
     if (tiles.cores == FI_CORES_CUDA) {
       tiles.kv_tile = 16;
       if (!tiles.split_kv && p->batch > 0 && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
-          unsplit_ctas < 2 * sms)
+          unsplit_ctas < 2LL * t->sm_count)
         tiles.split_kv = 1;
     } else if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
-      const int64_t chunks = (p->avg_kv_len + 127) / 128;
-      int64_t ctas = unsplit_ctas * chunks;
-      if (ctas > 4 * sms) ctas = 4 * sms;
-      const int64_t tokens_per_cta = unsplit_ctas * p->avg_kv_len / (ctas > 0 ? ctas : 1);
-      if (ctas <= sms || tokens_per_cta >= 512) tiles.kv_tile = 64;
+      const int64_t chunks = (p->avg_kv_len + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK,
+                    target = (int64_t)FI_DECODE_TCW_CTAS_PER_SM * t->sm_count;
+      const int64_t ctas = unsplit_ctas * chunks < target ? unsplit_ctas * chunks : target;
+      if (ctas <= t->sm_count || unsplit_ctas * p->avg_kv_len >= 512 * ctas)
+        tiles.kv_tile = 64;
     }
   }
   return tiles;

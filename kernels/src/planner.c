@@ -56,9 +56,10 @@
 
 #include "fi/cuda_variants.h"
 #include "internal.h"
+#include "plan_split.h"
 #include "shard.h"
 
-enum { FI_MIN_CHUNK = 128, FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
+enum { FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 
 static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -116,8 +117,8 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
  * pages of 4 0.93 -> 1.00x, (12, 8192, 32, 8) pages of 4 1.01 -> 1.04x, (30, 4096, 32, 8)
  * pages of 4 0.64 -> 0.95x; pages of 8: (25, 8192, 32, 8) 0.81 -> 0.94x, (20, 8192, 32, 8)
  * 1.00 -> 1.04x, but (1, 32768, 32, 8) 1.11 -> 1.06x, (1, 32768, 32, 4) 1.13 -> 1.04x;
- * bench/NOTES.md). The knob FI_DECODE_CTAS_PER_SM overrides both. */
-enum { FI_DECODE_TCW_CTAS_PER_SM = 4, FI_DECODE_TWS_CTAS_PER_SM = 3 };
+ * bench/NOTES.md). The knob FI_DECODE_CTAS_PER_SM overrides both. (The values:
+ * plan_split.h FI_DECODE_TCW_CTAS_PER_SM, FI_DECODE_TWS_CTAS_PER_SM.) */
 
 /* Whether the per-warp kernel (or, for fp8 KV at head_dim 128, the warp-specialised one,
  * which takes the same launch shapes) applies to this plan (only plan-level facts decide:
