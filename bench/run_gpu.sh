@@ -11,7 +11,8 @@
 #   sweep: FI_BENCH_SWEEP="$SWEEP" (knob tokens, see bench_decode.c) in one process.
 #   grids: the decode grid (every variant on 30 shapes, twice; bench_decode.c decode_grid)
 #          for each of GRIDS (default "hd64 hd256 page8 bf16": head_dim 64 / 256 at page
-#          16 fp16, page 8 / bf16 at head_dim 128), into $OUT/sweeps/decode_<gpu>_<grid>.csv;
+#          16 fp16, page 8 / bf16 at head_dim 128; parts join with -, as e4m3-hd64), into
+#          $OUT/sweeps/decode_<gpu>_<grid>.csv;
 #          copied into bench/sweeps/, each becomes a replay test (test/runtime/CMakeLists.txt).
 #          GRID_SECONDS (default 240) bounds each grid.
 set -o pipefail
@@ -92,11 +93,17 @@ for w in $what; do
       gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')
       mkdir -p "$OUT/sweeps"
       for g in ${GRIDS:-hd64 hd256 page8 bf16}; do
-        hd=128 page=16 kv=
-        case $g in
-          hd64) hd=64 ;; hd256) hd=256 ;; page*) page=${g#page} ;; bf16|e4m3) kv=$g ;;
-          *) echo "grids: unknown grid $g (hd64, hd256, page<n>, bf16, e4m3)"; continue ;;
-        esac
+        hd=128 page=16 kv= bad=
+        for part in ${g//-/ }; do  # a grid names one or more fixed dimensions: e4m3-hd64
+          case $part in
+            hd64) hd=64 ;; hd256) hd=256 ;; page[0-9]*) page=${part#page} ;; bf16|e4m3) kv=$part ;;
+            *) bad=$part ;;
+          esac
+        done
+        if [ -n "$bad" ]; then
+          echo "grids: unknown part $bad of grid $g (hd64, hd256, page<n>, bf16, e4m3, joined by -)"
+          continue
+        fi
         csv="$OUT/sweeps/decode_${gpu:-gpu}_$g.csv"
         start=$(date +%s)
         FI_BENCH_DECODE_HEAD_DIM=$hd FI_BENCH_DECODE_PAGE=$page FI_BENCH_GRID_KV=$kv \
