@@ -1,7 +1,7 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
 // m64nNk16 forms the kernel issues (N = 64, 128, 176 or 256; f16 or bf16 in, fp32 accumulate), and
-// m64nNk32 for fp8 e4m3 (below):
+// m64nNk32 for fp8 e4m3 (N = 8, 64 or 128; below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
 //   rs: A from registers (P, the mma.sync A-fragment layout per warp), B from shared memory
@@ -129,6 +129,14 @@ struct Wgmma {
   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
   "+f"(d[15][2]), "+f"(d[15][3])
 
+// m64n8k32 (fp8: P times a row of ones, P's row sums): 4 accumulators.
+#define FI_WGMMA_D8 "{%0, %1, %2, %3}"
+#define FI_WGMMA_SS8 "%4, %5"
+#define FI_WGMMA_SS_SCALE8 "%6"
+#define FI_WGMMA_RS8 "{%4, %5, %6, %7}, %8"
+#define FI_WGMMA_RS_SCALE8 "%9"
+#define FI_WGMMA_C8 "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+
 // m64n176k16 (S over the wide KV tiles of 176 keys): 88 accumulators, the first 64 those
 // of m64n128k16.
 #define FI_WGMMA_REGS88 \
@@ -217,6 +225,7 @@ struct Wgmma {
   }
 FI_WGMMA_FORMS_FP8(64)
 FI_WGMMA_FORMS_FP8(128)
+FI_WGMMA_FORMS_FP8(8)
 #undef FI_WGMMA_FORMS_FP8
 FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)
