@@ -394,7 +394,7 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // samples, session 43). The same arithmetic in the same order as the two-slot layout: the
 // same numbers, bit for bit. Measured (bench/NOTES.md, session 45): that prefix 12 % faster;
 // rows whose K/V is re-read from L2 the same or slower, units of 512 keys 2-6 % slower.
-template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
+template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false, bool ONES = false>
 struct WsShape {
   static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;
   static constexpr int CTA_Q = 128, CTA_KV = WIDE ? 176 : HD > 128 ? 64 : 128;
@@ -411,11 +411,11 @@ struct WsShape {
   // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it
   // (head_dim 256: none, the last tile's stages instead).
   static constexpr int O_BYTES = ONE_SLOT ? 0 : CTA_Q * HD * 2;
-  // fp8 (ES 1): 8 rows of K-major e4m3, the first ones and the others zeros, after the
-  // output buffer: P times them (m64n8k32) is each query row's sum of P, so that the
-  // softmax need not add (PrefillWs::ROW_SUM_BY_MMA; the sum counts P as P V rounded it,
-  // to e4m3).
-  static constexpr int ONES_BYTES = ES == 1 ? 1024 : 0;
+  // ONES: 8 rows of K-major operand elements (Q's type, or e4m3), the first ones and the
+  // others zeros, after the output buffer: P times them (m64n8) is each query row's sum of
+  // P, so that the softmax need not add (PrefillWs::ROW_SUM_BY_MMA; the sum counts P as P
+  // V rounded it).
+  static constexpr int ONES_BYTES = ONES ? 1024 : 0;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the barriers: per ring stage, the first key and mask class of the tile in it,
   // the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the producer's
@@ -435,7 +435,7 @@ struct WsShape {
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
-          bool WIDE = false, bool DEEP = false, bool FP8_SUM_MMA = false>
+          bool WIDE = false, bool DEEP = false, bool SUM_MMA = false>
 struct PrefillWs {
   static constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                         X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
@@ -452,16 +452,17 @@ struct PrefillWs {
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
-  using W = WsShape<HD, ES, WIDE, DEEP>;
+  using W = WsShape<HD, ES, WIDE, DEEP, SUM_MMA>;
   static constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
-  // fp8 with FP8_SUM_MMA (PrefillParams.fp8_sum_mma): each row's sum of P by the tensor
-  // cores (WsShape::ONES_BYTES), not the softmax's adds: P(tile-1)'s sums are issued once
-  // S(tile) has landed, in a group of their own, and the last tile's P is added up as
-  // before (issued beside S or P V, or after the last P V, these wgmma made ptxas
-  // serialise every wgmma of the kernel, C7511). fp8 always issues P V AHEAD.
-  static constexpr bool ROW_SUM_BY_MMA = FP8 && FP8_SUM_MMA;
-  static_assert(!FP8_SUM_MMA || FP8, "row sums by the tensor cores are fp8's");
+  // SUM_MMA (PrefillParams.sum_mma): each row's sum of P by the tensor cores
+  // (WsShape::ONES_BYTES), not the softmax's adds: P(tile-1)'s sums are issued once S(tile)
+  // has landed, in a group of their own, and the last tile's P is added up as before
+  // (issued beside S or P V, or after the last P V, these wgmma made ptxas serialise every
+  // wgmma of the fp8 kernel, C7511). Those instances issue P V AHEAD.
+  static constexpr bool ROW_SUM_BY_MMA = SUM_MMA;
+  static_assert(!SUM_MMA || FP8 || (HD == 128 && XF == 0 && !BSR && !VARIANT && !WIDE && !DEEP),
+                "row sums by the tensor cores: fp8, or the plain head_dim 128 instance");
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
   // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
@@ -481,7 +482,7 @@ struct PrefillWs {
   struct Smem {
     unsigned char *q_slots, *kv_ring;  // ring stage s: K then V
     DT *o_rows;
-    unsigned char *ones;  // (fp8: ONES_BYTES)
+    unsigned char *ones;  // (ROW_SUM_BY_MMA: ONES_BYTES)
     uint64_t *q_full, *q_empty, *k_full, *v_full, *k_empty, *v_empty;
     int2 *stage_info;  // per ring stage
     WsClassify *job;
@@ -528,9 +529,11 @@ struct PrefillWs {
       fi::mbar_init(&sm.job->done, WS_CLASSIFY_PARTS - 1);
       fi::mbar_init_fence();
     }
-    if constexpr (W::ONES_BYTES > 0) {  // fp8: the row of ones, then zeros
+    if constexpr (W::ONES_BYTES > 0) {  // the row of ones (e4m3, f16 or bf16), then zeros
+      const uint32_t ones = FP8 ? 0x38383838u : std::is_same<DT, __half>::value ? 0x3C003C00u
+                                                                              : 0x3F803F80u;
       for (int i = tid; i < W::ONES_BYTES / 4; i += W::THREADS)
-        reinterpret_cast<uint32_t *>(sm.ones)[i] = i < 32 ? 0x38383838u : 0u;
+        reinterpret_cast<uint32_t *>(sm.ones)[i] = i < 32 ? ones : 0u;
       fi::fence_proxy_async_smem();  // (read by wgmma, the async proxy)
     }
     __syncthreads();  // the only block barrier: the roles never meet again
@@ -1121,7 +1124,7 @@ struct PrefillWs {
         for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
       // ROW_SUM_BY_MMA: P times the row of ones, rescaled with O (column 0: the row sum).
       float o_sum[1][4] = {{0.f, 0.f, 0.f, 0.f}};
-      // (every 32-key step reads the same 8 x 32 bytes: ones in row 0, whichever keys)
+      // (every step of P V's K reads the same 8 rows: ones in row 0, whichever keys)
       const uint64_t ones_desc = fi_wgmma::desc_at(fi_wgmma::desc_lo(fi::smem_addr(sm.ones), 16),
                                                    0, 1024);
 
@@ -1247,7 +1250,7 @@ struct PrefillWs {
             if (tile > 0) {
 #pragma unroll
               for (int kb = 0; kb < KB; ++kb)
-                fi_wgmma::Wgmma<MT, 8>::rs(o_sum, pa_prev[kb], ones_desc);
+                fi_wgmma::rs_n8_k<MT>(o_sum, pa_prev[kb], ones_desc);
             }
             fi_wgmma::commit();
           }
@@ -1781,17 +1784,19 @@ struct PrefillWs {
 };
 
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
-          bool WIDE = false, bool DEEP = false, bool FP8_SUM_MMA = false>
+          bool WIDE = false, bool DEEP = false, bool SUM_MMA = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  PrefillWs<HD, DT, XF, BSR, VARIANT, FP8, WIDE, DEEP, FP8_SUM_MMA>::run(p, maps);
+  PrefillWs<HD, DT, XF, BSR, VARIANT, FP8, WIDE, DEEP, SUM_MMA>::run(p, maps);
 }
 
 
-template <int HD, typename DT, int XF, bool BSR>
+// SUM_MMA: the row sums of P by the tensor cores (the plain head_dim 128 instance,
+// PrefillParams.sum_mma).
+template <int HD, typename DT, int XF, bool BSR, bool SUM_MMA = false>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
+  prefill_ws_body<HD, DT, XF, BSR, false, false, false, false, SUM_MMA>(p, maps);
 }
 
 // head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras, not block-sparse or a
@@ -1813,7 +1818,7 @@ __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
 }
 
 // fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT; SUM_MMA: the row sums
-// of P by the tensor cores (PrefillParams.fp8_sum_mma).
+// of P by the tensor cores (PrefillParams.sum_mma).
 template <typename DT, bool EXTRAS, bool SUM_MMA>
 __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
     prefill_ws_fp8_kernel(const __grid_constant__ PrefillParams p,
@@ -1830,7 +1835,7 @@ cudaError_t prepare_prefill_ws_fp8() {
                                  (const void *)prefill_ws_fp8_kernel<DT, true, true>};
   for (const void *k : kernels) {
     const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               WsShape<128, 1>::SMEM);
+                                               WsShape<128, 1, false, false, true>::SMEM);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
@@ -1847,9 +1852,9 @@ inline int ws_grid(const PrefillParams &p, int num_work_units, int sm_count) {
 template <typename DT>
 cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bool extras,
                                   int num_work_units, int sm_count, cudaStream_t stream) {
-  using W = WsShape<128, 1>;
+  using W = WsShape<128, 1, false, false, true>;  // (both forms: ONES' 1 KB, SMEM)
   const int grid = ws_grid(p, num_work_units, sm_count);
-  const bool sum_mma = p.fp8_sum_mma != 0;
+  const bool sum_mma = p.sum_mma != 0;
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
                        extras ? (sum_mma ? prefill_ws_fp8_kernel<DT, true, true>
                                          : prefill_ws_fp8_kernel<DT, true, false>)
@@ -1876,9 +1881,13 @@ cudaError_t prepare_prefill_ws() {
     if (e != cudaSuccess) return e;
   }
   if constexpr (HD == 128) {
-    const cudaError_t e = cudaFuncSetAttribute((const void *)prefill_ws_deep_kernel<DT>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               WsShape<128, 2, false, true>::SMEM);
+    cudaError_t e = cudaFuncSetAttribute((const void *)prefill_ws_kernel<128, DT, 0, false, true>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         WsShape<128, 2, false, false, true>::SMEM);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute((const void *)prefill_ws_deep_kernel<DT>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             WsShape<128, 2, false, true>::SMEM);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute((const void *)prefill_ws_wide_kernel<DT>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1920,6 +1929,10 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, false, true>::SMEM, prefill_ws_deep_kernel<DT>, p,
                            maps);
+    if (p.sum_mma && !variant_kernel && !p.bsr_tiles && !extras)
+      return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
+                           WsShape<128, 2, false, false, true>::SMEM,
+                           prefill_ws_kernel<128, DT, 0, false, true>, p, maps);
   }
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);

@@ -79,6 +79,14 @@ __device__ __forceinline__ void fence_regs(float (&d)[NB][4]) {
 }
 
 template <typename T, int N>
+struct Wgmma;
+// d += A(a, registers: the rs form's fragment) * B(desc_b, 8 rows, K-major), m64n8 (16 bytes
+// of K per row for 16-bit T, 32 for e4m3): a product with 8 rows stored as K is, as the row
+// sums of P take it (prefill_ws.cuh).
+template <typename T>
+__device__ __forceinline__ void rs_n8_k(float (&d)[1][4], const uint32_t (&a)[4], uint64_t desc_b);
+
+template <typename T, int N>
 struct Wgmma {
   // d (+)= A(desc_a) * B(desc_b); SCALE_D == 0 overwrites d. (An immediate: a register
   // defined between wgmmas makes ptxas serialise them.)
@@ -226,6 +234,25 @@ struct Wgmma {
 FI_WGMMA_FORMS_FP8(64)
 FI_WGMMA_FORMS_FP8(128)
 FI_WGMMA_FORMS_FP8(8)
+// m64n8k16 with B K-major (rs_n8_k: the row sums' ones; P V's B is MN-major).
+#define FI_WGMMA_RS_N8_K(CTYPE, PTX)                                                           \
+  template <>                                                                                  \
+  __device__ __forceinline__ void rs_n8_k<CTYPE>(float (&d)[1][4], const uint32_t (&a)[4],     \
+                                                 uint64_t desc_b) {                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." PTX "." PTX " "                   \
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"                     \
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])                  \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));          \
+  }
+FI_WGMMA_RS_N8_K(__half, "f16")
+FI_WGMMA_RS_N8_K(__nv_bfloat16, "bf16")
+#undef FI_WGMMA_RS_N8_K
+template <>
+__device__ __forceinline__ void rs_n8_k<e4m3>(float (&d)[1][4], const uint32_t (&a)[4],
+                                             uint64_t desc_b) {
+  Wgmma<e4m3, 8>::rs(d, a, desc_b);  // (fp8's B is always K-major)
+}
 #undef FI_WGMMA_FORMS_FP8
 FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)
@@ -245,6 +272,10 @@ __device__ __forceinline__ void Wgmma<T, N>::ss(float (&)[N / 8][4], uint64_t, u
 template <typename T, int N>
 __device__ __forceinline__ void Wgmma<T, N>::rs(float (&)[N / 8][4], const uint32_t (&)[4],
                                                 uint64_t) {
+  __trap();
+}
+template <typename T>
+__device__ __forceinline__ void rs_n8_k(float (&)[1][4], const uint32_t (&)[4], uint64_t) {
   __trap();
 }
 #endif
