@@ -247,7 +247,7 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // and the LSE are exact either way.
 // The slack for P in 16 bits (f16 / bf16 hold P <= 2^8 with O and l in fp32).
 constexpr float SOFTMAX_SLACK_16BIT = 8.f;
-template <bool OFFSET = false, int NB, bool SUM = true>
+template <bool OFFSET = false, int NB>
 __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
                                                     float &l_run, float c_log2,
                                                     float p_log2_offset = 0.f,
@@ -271,9 +271,9 @@ __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, f
     const float p0 = exp2f(x0), p1 = exp2f(x1);
     s[nb][2 * hh] = p0;
     s[nb][2 * hh + 1] = p1;
-    if (SUM) part[nb] = p0 + p1;
+    part[nb] = p0 + p1;
   }
-  if (SUM) l_run = l_run * scale + tree_reduce(part, [](float a, float b) { return a + b; });
+  l_run = l_run * scale + tree_reduce(part, [](float a, float b) { return a + b; });
   return scale;
 }
 

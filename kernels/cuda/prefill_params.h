@@ -82,10 +82,6 @@ struct PrefillParams {
   // epilogue allows; 0, after the chunk's last tile, the slot released at the chunk's end
   // (the tuning knob FI_PREFILL_Q_AHEAD; the same bits either way).
   int32_t q_ahead;
-  // fp8 attention and the plain head_dim 128 instance of the warp-specialised kernel: 1,
-  // each row's sum of P by the tensor cores (P times a row of ones, prefill_ws.cuh); 0, by
-  // the softmax's adds (the tuning knob FI_PREFILL_SUM_MMA).
-  int32_t sum_mma;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
   int32_t *sched;

@@ -394,7 +394,7 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // samples, session 43). The same arithmetic in the same order as the two-slot layout: the
 // same numbers, bit for bit. Measured (bench/NOTES.md, session 45): that prefix 12 % faster;
 // rows whose K/V is re-read from L2 the same or slower, units of 512 keys 2-6 % slower.
-template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false, bool ONES = false>
+template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
 struct WsShape {
   static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;
   static constexpr int CTA_Q = 128, CTA_KV = WIDE ? 176 : HD > 128 ? 64 : 128;
@@ -411,16 +411,11 @@ struct WsShape {
   // own buffer, so that neither a Q slot nor the next chunk waits for the stores to read it
   // (head_dim 256: none, the last tile's stages instead).
   static constexpr int O_BYTES = ONE_SLOT ? 0 : CTA_Q * HD * 2;
-  // ONES: 8 rows of K-major operand elements (Q's type, or e4m3), the first ones and the
-  // others zeros, after the output buffer: P times them (m64n8) is each query row's sum of
-  // P, so that the softmax need not add (PrefillWs::ROW_SUM_BY_MMA; the sum counts P as P
-  // V rounded it).
-  static constexpr int ONES_BYTES = ONES ? 1024 : 0;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
   // After the barriers: per ring stage, the first key and mask class of the tile in it,
   // the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the producer's
   // walk skips tiles, see WsClassify), and two chunks of the producer's walk.
-  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES + ONES_BYTES +
+  static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
                               BARRIERS * 8 + STAGES * sizeof(int2) +
                               sizeof(WsClassify) + 2 * sizeof(WsChunk);
   static_assert(SMEM <= 227 * 1024, "a layout fits a Hopper block's shared memory");
@@ -435,7 +430,7 @@ struct WsShape {
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
 // prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
-          bool WIDE = false, bool DEEP = false, bool SUM_MMA = false>
+          bool WIDE = false, bool DEEP = false>
 struct PrefillWs {
   static constexpr bool EXTRAS = XF != 0, X_MASKS = (XF & WS_X_MASKS) != 0,
                         X_CAP = (XF & WS_X_CAP) != 0, X_ALIBI = (XF & WS_X_ALIBI) != 0;
@@ -452,17 +447,9 @@ struct PrefillWs {
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
-  using W = WsShape<HD, ES, WIDE, DEEP, SUM_MMA>;
+  using W = WsShape<HD, ES, WIDE, DEEP>;
   static constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
-  // SUM_MMA (PrefillParams.sum_mma): each row's sum of P by the tensor cores
-  // (WsShape::ONES_BYTES), not the softmax's adds: P(tile-1)'s sums are issued once S(tile)
-  // has landed, in a group of their own, and the last tile's P is added up as before
-  // (issued beside S or P V, or after the last P V, these wgmma made ptxas serialise every
-  // wgmma of the fp8 kernel, C7511). Those instances issue P V AHEAD.
-  static constexpr bool ROW_SUM_BY_MMA = SUM_MMA;
-  static_assert(!SUM_MMA || FP8 || (HD == 128 && XF == 0 && !BSR && !VARIANT && !WIDE && !DEEP),
-                "row sums by the tensor cores: fp8, or the plain head_dim 128 instance");
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
   // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
@@ -482,7 +469,6 @@ struct PrefillWs {
   struct Smem {
     unsigned char *q_slots, *kv_ring;  // ring stage s: K then V
     DT *o_rows;
-    unsigned char *ones;  // (ROW_SUM_BY_MMA: ONES_BYTES)
     uint64_t *q_full, *q_empty, *k_full, *v_full, *k_empty, *v_empty;
     int2 *stage_info;  // per ring stage
     WsClassify *job;
@@ -498,8 +484,8 @@ struct PrefillWs {
     sm.q_slots = ws_smem;
     sm.kv_ring = ws_smem + W::Q_SLOTS * W::Q_BYTES;
     sm.o_rows = reinterpret_cast<DT *>(sm.kv_ring + STAGES * 2 * W::KV_BYTES);
-    sm.ones = sm.kv_ring + STAGES * 2 * W::KV_BYTES + W::O_BYTES;
-    uint64_t *const bars = reinterpret_cast<uint64_t *>(sm.ones + W::ONES_BYTES);
+    uint64_t *const bars = reinterpret_cast<uint64_t *>(sm.kv_ring + STAGES * 2 * W::KV_BYTES +
+                                                        W::O_BYTES);
     sm.q_full = bars, sm.q_empty = bars + W::Q_SLOTS;
     sm.k_full = bars + 2 * W::Q_SLOTS, sm.v_full = sm.k_full + STAGES;
     sm.k_empty = sm.v_full + STAGES, sm.v_empty = sm.k_empty + STAGES;
@@ -528,13 +514,6 @@ struct PrefillWs {
       fi::mbar_init(&sm.job->posted, 1);
       fi::mbar_init(&sm.job->done, WS_CLASSIFY_PARTS - 1);
       fi::mbar_init_fence();
-    }
-    if constexpr (W::ONES_BYTES > 0) {  // the row of ones (e4m3, f16 or bf16), then zeros
-      const uint32_t ones = FP8 ? 0x38383838u : std::is_same<DT, __half>::value ? 0x3C003C00u
-                                                                              : 0x3F803F80u;
-      for (int i = tid; i < W::ONES_BYTES / 4; i += W::THREADS)
-        reinterpret_cast<uint32_t *>(sm.ones)[i] = i < 32 ? ones : 0u;
-      fi::fence_proxy_async_smem();  // (read by wgmma, the async proxy)
     }
     __syncthreads();  // the only block barrier: the roles never meet again
 
@@ -1122,11 +1101,6 @@ struct PrefillWs {
       for (int nb = 0; nb < NB_D; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
-      // ROW_SUM_BY_MMA: P times the row of ones, rescaled with O (column 0: the row sum).
-      float o_sum[1][4] = {{0.f, 0.f, 0.f, 0.f}};
-      // (every step of P V's K reads the same 8 rows: ones in row 0, whichever keys)
-      const uint64_t ones_desc = fi_wgmma::desc_at(fi_wgmma::desc_lo(fi::smem_addr(sm.ones), 16),
-                                                   0, 1024);
 
       // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
       // S(tile) has landed (AHEAD: right behind S(tile)'s issue) and runs on the tensor cores
@@ -1244,16 +1218,6 @@ struct PrefillWs {
           fi_wgmma::commit();
           if constexpr (TURNS) turn_pass(wg);
           fi_wgmma::wait<1>();
-          if constexpr (ROW_SUM_BY_MMA) {
-            // P(tile-1)'s row sums, once S(tile) has landed (ROW_SUM_BY_MMA)
-            fi_wgmma::fence();
-            if (tile > 0) {
-#pragma unroll
-              for (int kb = 0; kb < KB; ++kb)
-                fi_wgmma::rs_n8_k<MT>(o_sum, pa_prev[kb], ones_desc);
-            }
-            fi_wgmma::commit();
-          }
         } else {
           fi_wgmma::wait<0>();
         }
@@ -1484,23 +1448,10 @@ struct PrefillWs {
             row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
                                                      alibi_off[hh], SLACK);
           else
-            row_scale[hh] = online_softmax_row<X_ALIBI, NB_KV, !ROW_SUM_BY_MMA>(
-                s, hh, m_run[hh], l_run[hh], FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
-                alibi_off[hh], SLACK);
+            row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                        FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
+                                                        alibi_off[hh], SLACK);
           any_rescale |= row_scale[hh] != 1.f;
-        }
-        if constexpr (ROW_SUM_BY_MMA) {
-          // The last tile's P by adds (ROW_SUM_BY_MMA): this thread's part of each row's sum,
-          // the quad's in the epilogue.
-          if (tile == num_tiles - 1) {
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-              float part[NB_KV];
-#pragma unroll
-              for (int nb = 0; nb < NB_KV; ++nb) part[nb] = s[nb][2 * hh] + s[nb][2 * hh + 1];
-              l_run[hh] = tree_reduce(part, [](float a, float b) { return a + b; });
-            }
-          }
         }
         // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
         // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block)
@@ -1578,15 +1529,11 @@ struct PrefillWs {
         if constexpr (!VARIANT) {
           fi_wgmma::wait<0>();
           fi_wgmma::fence_regs(o);
-          if constexpr (ROW_SUM_BY_MMA) fi_wgmma::fence_regs(o_sum);
           if (tile > 0) {
             __syncwarp();
             if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
           }
-          if (__any_sync(0xffffffffu, any_rescale)) {
-            rescale_o(o, row_scale);
-            if constexpr (ROW_SUM_BY_MMA) rescale_o(o_sum, row_scale);
-          }
+          if (__any_sync(0xffffffffu, any_rescale)) rescale_o(o, row_scale);
           if constexpr (FP8)
             pack_p_e4m3(s, pa_prev);
           else
@@ -1612,7 +1559,6 @@ struct PrefillWs {
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(o);
-        if constexpr (ROW_SUM_BY_MMA) fi_wgmma::fence_regs(o_sum);
         __syncwarp();
         // (stage_out: warpgroup 1 keeps the last tile's V stage for its output rows)
         if (lane == 0 && !(stage_out && wg == 1)) fi::mbar_arrive(&v_empty[st_prev]);
@@ -1630,9 +1576,6 @@ struct PrefillWs {
         float l = l_run[hh];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
-        // (ROW_SUM_BY_MMA: l_run is the last tile's sum, column 0 of P times the ones (the
-        // quad's lane 0) the earlier tiles')
-        if constexpr (ROW_SUM_BY_MMA) l += __shfl_sync(0xffffffffu, o_sum[0][2 * hh], lane & ~3);
         l_run[hh] = l;
       }
       // Per accumulator row hh (0: row g, 1: g + 8): O's factor (v's scale over l) and the
@@ -1784,19 +1727,17 @@ struct PrefillWs {
 };
 
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
-          bool WIDE = false, bool DEEP = false, bool SUM_MMA = false>
+          bool WIDE = false, bool DEEP = false>
 __device__ __forceinline__ void prefill_ws_body(const PrefillParams &p, const WsMaps &maps) {
-  PrefillWs<HD, DT, XF, BSR, VARIANT, FP8, WIDE, DEEP, SUM_MMA>::run(p, maps);
+  PrefillWs<HD, DT, XF, BSR, VARIANT, FP8, WIDE, DEEP>::run(p, maps);
 }
 
 
-// SUM_MMA: the row sums of P by the tensor cores (the plain head_dim 128 instance,
-// PrefillParams.sum_mma).
-template <int HD, typename DT, int XF, bool BSR, bool SUM_MMA = false>
+template <int HD, typename DT, int XF, bool BSR>
 __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
     prefill_ws_kernel(const __grid_constant__ PrefillParams p,
                       const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<HD, DT, XF, BSR, false, false, false, false, SUM_MMA>(p, maps);
+  prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
 // head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras, not block-sparse or a
@@ -1817,28 +1758,23 @@ __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
   prefill_ws_body<128, DT, 0, false, false, false, false, true>(p, maps);
 }
 
-// fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT; SUM_MMA: the row sums
-// of P by the tensor cores (PrefillParams.sum_mma).
-template <typename DT, bool EXTRAS, bool SUM_MMA>
+// fp8 attention: Q, K, V in e4m3 (V^T staged), output of type DT.
+template <typename DT, bool EXTRAS>
 __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
     prefill_ws_fp8_kernel(const __grid_constant__ PrefillParams p,
                           const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<128, DT, EXTRAS ? WS_X_ALL : 0, false, false, true, false, false, SUM_MMA>(
-      p, maps);
+  prefill_ws_body<128, DT, EXTRAS ? WS_X_ALL : 0, false, false, true>(p, maps);
 }
 
 template <typename DT>
 cudaError_t prepare_prefill_ws_fp8() {
-  const void *const kernels[] = {(const void *)prefill_ws_fp8_kernel<DT, false, false>,
-                                 (const void *)prefill_ws_fp8_kernel<DT, true, false>,
-                                 (const void *)prefill_ws_fp8_kernel<DT, false, true>,
-                                 (const void *)prefill_ws_fp8_kernel<DT, true, true>};
-  for (const void *k : kernels) {
-    const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               WsShape<128, 1, false, false, true>::SMEM);
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+  cudaError_t e = cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       WsShape<128, 1>::SMEM);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, true>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              WsShape<128, 1>::SMEM);
 }
 
 // The persistent grid: one CTA per work item (unit x KV head x chunk item), at most one per SM.
@@ -1852,14 +1788,10 @@ inline int ws_grid(const PrefillParams &p, int num_work_units, int sm_count) {
 template <typename DT>
 cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bool extras,
                                   int num_work_units, int sm_count, cudaStream_t stream) {
-  using W = WsShape<128, 1, false, false, true>;  // (both forms: ONES' 1 KB, SMEM)
+  using W = WsShape<128, 1>;
   const int grid = ws_grid(p, num_work_units, sm_count);
-  const bool sum_mma = p.sum_mma != 0;
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
-                       extras ? (sum_mma ? prefill_ws_fp8_kernel<DT, true, true>
-                                         : prefill_ws_fp8_kernel<DT, true, false>)
-                              : (sum_mma ? prefill_ws_fp8_kernel<DT, false, true>
-                                         : prefill_ws_fp8_kernel<DT, false, false>),
+                       extras ? prefill_ws_fp8_kernel<DT, true> : prefill_ws_fp8_kernel<DT, false>,
                        p, maps);
 }
 
@@ -1881,13 +1813,9 @@ cudaError_t prepare_prefill_ws() {
     if (e != cudaSuccess) return e;
   }
   if constexpr (HD == 128) {
-    cudaError_t e = cudaFuncSetAttribute((const void *)prefill_ws_kernel<128, DT, 0, false, true>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         WsShape<128, 2, false, false, true>::SMEM);
-    if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute((const void *)prefill_ws_deep_kernel<DT>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             WsShape<128, 2, false, true>::SMEM);
+    const cudaError_t e = cudaFuncSetAttribute((const void *)prefill_ws_deep_kernel<DT>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               WsShape<128, 2, false, true>::SMEM);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute((const void *)prefill_ws_wide_kernel<DT>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1929,10 +1857,6 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, false, true>::SMEM, prefill_ws_deep_kernel<DT>, p,
                            maps);
-    if (p.sum_mma && !variant_kernel && !p.bsr_tiles && !extras)
-      return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
-                           WsShape<128, 2, false, false, true>::SMEM,
-                           prefill_ws_kernel<128, DT, 0, false, true>, p, maps);
   }
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM, entry, p,
                        maps);

@@ -1,7 +1,7 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
 // m64nNk16 forms the kernel issues (N = 64, 128, 176 or 256; f16 or bf16 in, fp32 accumulate), and
-// m64nNk32 for fp8 e4m3 (N = 8, 64 or 128; below):
+// m64nNk32 for fp8 e4m3 (below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
 //   rs: A from registers (P, the mma.sync A-fragment layout per warp), B from shared memory
@@ -79,14 +79,6 @@ __device__ __forceinline__ void fence_regs(float (&d)[NB][4]) {
 }
 
 template <typename T, int N>
-struct Wgmma;
-// d += A(a, registers: the rs form's fragment) * B(desc_b, 8 rows, K-major), m64n8 (16 bytes
-// of K per row for 16-bit T, 32 for e4m3): a product with 8 rows stored as K is, as the row
-// sums of P take it (prefill_ws.cuh).
-template <typename T>
-__device__ __forceinline__ void rs_n8_k(float (&d)[1][4], const uint32_t (&a)[4], uint64_t desc_b);
-
-template <typename T, int N>
 struct Wgmma {
   // d (+)= A(desc_a) * B(desc_b); SCALE_D == 0 overwrites d. (An immediate: a register
   // defined between wgmmas makes ptxas serialise them.)
@@ -136,14 +128,6 @@ struct Wgmma {
   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), \
   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
   "+f"(d[15][2]), "+f"(d[15][3])
-
-// m64n8k32 (fp8: P times a row of ones, P's row sums): 4 accumulators.
-#define FI_WGMMA_D8 "{%0, %1, %2, %3}"
-#define FI_WGMMA_SS8 "%4, %5"
-#define FI_WGMMA_SS_SCALE8 "%6"
-#define FI_WGMMA_RS8 "{%4, %5, %6, %7}, %8"
-#define FI_WGMMA_RS_SCALE8 "%9"
-#define FI_WGMMA_C8 "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
 
 // m64n176k16 (S over the wide KV tiles of 176 keys): 88 accumulators, the first 64 those
 // of m64n128k16.
@@ -233,26 +217,6 @@ struct Wgmma {
   }
 FI_WGMMA_FORMS_FP8(64)
 FI_WGMMA_FORMS_FP8(128)
-FI_WGMMA_FORMS_FP8(8)
-// m64n8k16 with B K-major (rs_n8_k: the row sums' ones; P V's B is MN-major).
-#define FI_WGMMA_RS_N8_K(CTYPE, PTX)                                                           \
-  template <>                                                                                  \
-  __device__ __forceinline__ void rs_n8_k<CTYPE>(float (&d)[1][4], const uint32_t (&a)[4],     \
-                                                 uint64_t desc_b) {                            \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"                                   \
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." PTX "." PTX " "                   \
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"                     \
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])                  \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));          \
-  }
-FI_WGMMA_RS_N8_K(__half, "f16")
-FI_WGMMA_RS_N8_K(__nv_bfloat16, "bf16")
-#undef FI_WGMMA_RS_N8_K
-template <>
-__device__ __forceinline__ void rs_n8_k<e4m3>(float (&d)[1][4], const uint32_t (&a)[4],
-                                             uint64_t desc_b) {
-  Wgmma<e4m3, 8>::rs(d, a, desc_b);  // (fp8's B is always K-major)
-}
 #undef FI_WGMMA_FORMS_FP8
 FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)
@@ -272,10 +236,6 @@ __device__ __forceinline__ void Wgmma<T, N>::ss(float (&)[N / 8][4], uint64_t, u
 template <typename T, int N>
 __device__ __forceinline__ void Wgmma<T, N>::rs(float (&)[N / 8][4], const uint32_t (&)[4],
                                                 uint64_t) {
-  __trap();
-}
-template <typename T>
-__device__ __forceinline__ void rs_n8_k(float (&)[1][4], const uint32_t (&)[4], uint64_t) {
   __trap();
 }
 #endif

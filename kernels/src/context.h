@@ -129,10 +129,6 @@ struct fi_context {
                                 chunk's last tile, the slot released at the chunk's end;
                                 -1 (default): 1 for block-sparse runs, 0 otherwise. The
                                 same bits. */
-    int32_t prefill_sum_mma; /* fp8 attention and the plain head_dim 128 instance of the
-                                warp-specialised prefill kernel: 1, each row's sum of P
-                                by the tensor cores (P times a row of ones,
-                                prefill_ws.cuh); 0 (default), by the softmax's adds */
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */

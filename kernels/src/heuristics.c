@@ -29,12 +29,17 @@
  *      mostly empty wave of that kernel at head_dim 128; CUDA cores 8 % faster in the
  *      H200 sweep). At head_dim 64 the CUDA-core kernel read 1.3-2.6x slower on every
  *      MHA row of an H200 sweep (decode_h200_hd64.csv). fp8 KV is on the
- *      fast path too (the kernel's fp8 instance, decode v16).
+ *      fast path too at head_dim 128 (the kernel's fp8 instance, decode v16); at 64 and
+ *      256 it has no warp-specialised kernel and the group decides.
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
  *    CUDA cores and 64 for split tensor-core grids of at most one CTA per SM or long
- *    chunks (decode_h200_hd256.csv; the rule at the end of fi_select_decode_tiles). Otherwise
+ *    chunks (decode_h200_hd256.csv); over fp8 KV at head_dim 256 32 on CUDA cores (64 for
+ *    one long request) and 64 for split grids of at most one CTA per SM, at head_dim 64
+ *    64 on CUDA cores and 128 on tensor cores but for split grids beyond one CTA per SM
+ *    (decode_h200_e4m3_hd64.csv, _hd256.csv; the rules at the end of
+ *    fi_select_decode_tiles). Otherwise
  *    (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
  *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
  *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
@@ -82,7 +87,8 @@
  *    Hopper fast path (fi_select_decode_tiles) also splits sparser grids with long KV:
  *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
  *    or below two with pages of 4 or 8 tokens (fi_tile_problem.page_size); other 16-bit
- *    head dims keep the rule above.
+ *    head dims keep the rule above. CUDA-core plans at head_dim 256, and over fp8 KV at
+ *    64, split below two unsplit CTAs per SM.
  */
 #include "fi/heuristics.h"
 #include "plan_split.h"
@@ -205,10 +211,13 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
                               unsplit_ctas <= 5LL * t->sm_count;
   /* head_dim 64 as well: there the CUDA-core kernel read 1.3-2.6x slower than the
    * warp-specialised one on every MHA row of the H200 sweep (bench/sweeps/
-   * decode_h200_hd64.csv; e.g. (8, 16384, 32, 32) 719 us against 276). */
-  if (t->sm_version == 90 && p->fast_path && (p->head_dim == 64 || p->head_dim == 128) &&
-      !mha_second_wave)
-    tiles.cores = FI_CORES_TENSOR;
+   * decode_h200_hd64.csv; e.g. (8, 16384, 32, 32) 719 us against 276). That kernel runs
+   * 16-bit KV at head_dim 64 and 128 and fp8 KV at 128 only (internal.h
+   * fi_decode_tws_shape_ok); fp8 KV at 64 and 256 runs the per-warp kernels (below). */
+  const int fp8_kv = p->kv_dtype_bytes == 1;
+  const int ws_kernel = t->sm_version == 90 && p->fast_path &&
+                        (p->head_dim == 128 || (p->head_dim == 64 && !fp8_kv));
+  if (ws_kernel && !mha_second_wave) tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
     tiles.q_tile = q < 16 ? 16 : q;
@@ -238,7 +247,6 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * between 1.5 and 2 per SM only for groups below 4 (H200 sweeps decode_h200_page8.csv
    * and decode_h200_hd64.csv at 256 CTAs, 1.9 per SM: MHA (8, 16384, 32, 32) 3-8 % faster
    * split, group 8 (64, 2048, 32, 4) 1-5 % slower split: the planner's GQA target above). */
-  const int fp8_kv = p->kv_dtype_bytes == 1;
   const int two_per_sm = unsplit_ctas < 2LL * t->sm_count,
             one_and_half = 2 * unsplit_ctas <= 3LL * t->sm_count;
   int sparse_grid;
@@ -248,8 +256,7 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
     sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4);
   else
     sparse_grid = p->head_dim == 128 && one_and_half;
-  if (!tiles.split_kv && t->sm_version == 90 && p->fast_path &&
-      tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
+  if (!tiles.split_kv && ws_kernel && tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
       p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV && sparse_grid)
     tiles.split_kv = 1;
   tiles.kv_tile = 32;
@@ -269,18 +276,47 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
    * The estimate follows the planner's split (plan_split.h: this kernel's CTAs per SM,
    * the shortest chunk). */
+  /* The split grid's CTAs as the planner makes them (plan_split.h: the per-warp
+   * tensor-core kernel's CTAs per SM, the shortest chunk); 0 unsplit or unknown. */
+  int64_t split_ctas = 0;
+  if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
+    const int64_t chunks = (p->avg_kv_len + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK,
+                  target = (int64_t)FI_DECODE_TCW_CTAS_PER_SM * t->sm_count;
+    split_ctas = unsplit_ctas * chunks < target ? unsplit_ctas * chunks : target;
+  }
+  const int long_split = p->batch > 0 && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV;
   if (t->sm_version == 90 && p->head_dim == 256) {
     if (tiles.cores == FI_CORES_CUDA) {
-      tiles.kv_tile = 16;
-      if (!tiles.split_kv && p->batch > 0 && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV &&
-          unsplit_ctas < 2LL * t->sm_count)
+      /* fp8 KV: 32 tokens, the bytes of 16-bit KV's 16 (4-21 % faster than 16 on every MHA
+       * row of bench/sweeps/decode_h200_e4m3_hd256.csv), 64 for one long request per few
+       * CTAs ((1, 16384, 32, 32): 136 us against 147 for 32) */
+      tiles.kv_tile = fp8_kv ? 32 : 16;
+      if (!tiles.split_kv && long_split && unsplit_ctas < 2LL * t->sm_count)
         tiles.split_kv = 1;
-    } else if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
-      const int64_t chunks = (p->avg_kv_len + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK,
-                    target = (int64_t)FI_DECODE_TCW_CTAS_PER_SM * t->sm_count;
-      const int64_t ctas = unsplit_ctas * chunks < target ? unsplit_ctas * chunks : target;
-      if (ctas <= t->sm_count || unsplit_ctas * p->avg_kv_len >= 512 * ctas)
+      if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
+    } else if (split_ctas > 0) {
+      /* fp8 KV: 64 only for the grids of at most one CTA per SM (its long chunks read
+       * 25 % slower on 64: (8, 16384, 32, 8) 593 us against 474, e4m3 sweep) */
+      if (split_ctas <= t->sm_count ||
+          (!fp8_kv && unsplit_ctas * p->avg_kv_len >= 512 * split_ctas))
+        tiles.kv_tile = 64;
+    }
+  }
+  /* fp8 KV at head_dim 64 on Hopper (the per-warp kernels: no warp-specialised instance;
+   * bench/sweeps/decode_h200_e4m3_hd64.csv). CUDA cores (MHA): KV tiles of 64 (1.2-1.6x
+   * faster than 32) and grids below two CTAs per SM split ((8, 16384, 32, 32): 281 us
+   * against 433 unsplit). Tensor cores: KV tiles of 128 unsplit or where the split grid
+   * holds at most one CTA per SM (5-40 % faster than 32: (64, 16384, 32, 8) 1046 us against
+   * 1140, (1, 2048, 32, 8) 12.7 against 17.9), 32 for split grids beyond (their many
+   * 128-token chunks: (8, 16384, 32, 4) 77.5 us against 96.5 for 128). */
+  if (t->sm_version == 90 && p->head_dim == 64 && fp8_kv) {
+    if (tiles.cores == FI_CORES_CUDA) {
+      tiles.kv_tile = 64;
+      if (!tiles.split_kv && long_split && unsplit_ctas < 2LL * t->sm_count)
+        tiles.split_kv = 1;
+    } else {
+      tiles.kv_tile = split_ctas > t->sm_count ? 32 : 128;
     }
   }
   return tiles;

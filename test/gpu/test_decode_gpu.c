@@ -627,7 +627,8 @@ static int split_rule_test(fi_context *dctx) {
 
 /* The Hopper fast path's split rules (heuristics.c fi_select_decode_tiles, planner.c
  * decode_target_units), checked on an sm_90 device from its SM count: 16-bit KV at
- * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (2 with pages of 8); split
+ * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (with pages of 8, up to 2
+ * for groups below 4); split
  * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA or pages of 4, and 4
  * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests
  * of 8192 (32768 for one request) tokens; the planner's units per KV head u then satisfy
@@ -658,9 +659,11 @@ static int hopper_split_rule_test(fi_context *dctx) {
   struct { int batch, kvh, page, len, per_sm; const char *what; } cases[] = {
       /* 1.2 CTAs per SM: split, 3 per SM (GQA, pages of 16) */
       {(12 * sms) / (10 * 8), 8, 16, 8192, 3, "GQA, 1.2 CTAs per SM, pages of 16"},
-      /* 1.7 per SM: unsplit with pages of 16 (per_sm 0), split with pages of 8 */
+      /* 1.7 per SM: unsplit with pages of 16 (per_sm 0); with pages of 8 unsplit for a
+       * group of 4, split for MHA (1.9 per SM) */
       {(17 * sms + 79) / (10 * 8), 8, 16, 8192, 0, "GQA, 1.7 CTAs per SM, pages of 16"},
-      {(17 * sms + 79) / (10 * 8), 8, 8, 8192, 4, "GQA, 1.7 CTAs per SM, pages of 8"},
+      {(17 * sms + 79) / (10 * 8), 8, 8, 8192, 0, "GQA, 1.7 CTAs per SM, pages of 8"},
+      {(17 * sms + 319) / (10 * 32), 32, 8, 8192, 4, "MHA, 1.9 CTAs per SM, pages of 8"},
       {1, 8, 8, 32768, 3, "GQA, one request, pages of 8"},
       {1, 8, 4, 32768, 4, "GQA, one request, pages of 4"},
       {1, 32, 16, 32768, 4, "MHA, one request"}};

@@ -181,6 +181,33 @@ int main(void) {
     }
   }
 
+  /* 4d. fp8 KV at head_dim 64 and 256 on Hopper: no warp-specialised decode kernel there,
+   * so the group decides the cores; KV tiles and splits as the e4m3 sweeps measured
+   * (bench/sweeps/decode_h200_e4m3_hd64.csv, _hd256.csv) */
+  {
+    struct { int batch, hq, hkv, hd, kv, cores, kv_tile, split; const char *why; } dt[] = {
+        {8, 32, 32, 64, 16384, FI_CORES_CUDA, 64, 1, "hd 64, MHA, 256 ctas"},
+        {64, 32, 32, 64, 2048, FI_CORES_CUDA, 64, 0, "hd 64, MHA, 2048 ctas"},
+        {1, 32, 8, 64, 2048, FI_CORES_TENSOR, 128, 1, "hd 64, 1 x 2048: 128 split ctas"},
+        {8, 32, 4, 64, 16384, FI_CORES_TENSOR, 32, 1, "hd 64, 8 x 16384: 528 split ctas"},
+        {64, 32, 8, 64, 16384, FI_CORES_TENSOR, 128, 0, "hd 64, 64 x 16384: 512 ctas unsplit"},
+        {8, 32, 32, 256, 2048, FI_CORES_CUDA, 32, 1, "hd 256, MHA, 256 ctas"},
+        {1, 32, 32, 256, 16384, FI_CORES_CUDA, 64, 1, "hd 256, MHA, one long request"},
+        {1, 32, 8, 256, 2048, FI_CORES_TENSOR, 64, 1, "hd 256, 1 x 2048: 128 split ctas"},
+        {8, 32, 4, 256, 16384, FI_CORES_TENSOR, 32, 1, "hd 256, 8 x 16384: 528 ctas"},
+        {64, 32, 8, 256, 2048, FI_CORES_TENSOR, 32, 0, "hd 256, 64 x 2048 unsplit"}};
+    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
+      fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, 1, 1, dt[i].kv);
+      p.fast_path = 1;
+      p.page_size = 16;
+      const fi_tiles t = fi_select_decode_tiles(&h100, &p);
+      EXPECT(t.cores == (fi_core_kind)dt[i].cores && t.kv_tile == dt[i].kv_tile &&
+                 t.split_kv == dt[i].split,
+             "hopper decode, fp8 KV, %s: cores %d kv_tile %d split %d", dt[i].why,
+             (int)t.cores, t.kv_tile, t.split_kv);
+    }
+  }
+
   /* whole choices and names */
   {
     fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 8192);
