@@ -30,7 +30,10 @@
  *      H200 sweep). At head_dim 64 the CUDA-core kernel read 1.3-2.6x slower on every
  *      MHA row of an H200 sweep (decode_h200_hd64.csv). fp8 KV is on the
  *      fast path too at head_dim 128 (the kernel's fp8 instance, decode v16); at 64 and
- *      256 it has no warp-specialised kernel and the group decides.
+ *      256 it has no warp-specialised kernel and the group decides. 16-bit KV at head_dim
+ *      128 in pages of 1 or 2 tokens (off the fast path) takes tensor cores for every group
+ *      as well: the per-warp tensor-core kernel read 1.06-1.84x faster than the CUDA-core
+ *      one on every MHA row of decode_h200_page2.csv.
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
@@ -218,6 +221,13 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   const int ws_kernel = t->sm_version == 90 && p->fast_path &&
                         (p->head_dim == 128 || (p->head_dim == 64 && !fp8_kv));
   if (ws_kernel && !mha_second_wave) tiles.cores = FI_CORES_TENSOR;
+  /* 16-bit KV in pages of 1 or 2 tokens at head_dim 128 (off the fast path: the per-warp
+   * kernels): MHA on tensor cores as well, 1.06-1.84x faster than on CUDA cores on every
+   * MHA row of bench/sweeps/decode_h200_page2.csv (pages of 1 not swept: the same
+   * per-token copies). */
+  if (t->sm_version == 90 && p->head_dim == 128 && p->kv_dtype_bytes == 2 &&
+      p->page_size >= 1 && p->page_size <= 2)
+    tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
     tiles.q_tile = q < 16 ? 16 : q;

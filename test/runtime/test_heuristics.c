@@ -208,6 +208,20 @@ int main(void) {
     }
   }
 
+  /* 4e. 16-bit KV in pages of 2 at head_dim 128 on Hopper: MHA on tensor cores too */
+  {
+    fi_tile_problem p = prob(8, 32, 32, 128, 2, 2, 1, 2048);
+    p.page_size = 2;
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.q_tile == 16 && t.kv_tile == 32 && t.split_kv == 0,
+           "hopper decode, MHA, pages of 2: cores %d q %d kv %d split %d", (int)t.cores,
+           t.q_tile, t.kv_tile, t.split_kv);
+    p.page_size = 16; /* (pages of 16 off the fast path keep the group rule) */
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_CUDA, "hopper decode, MHA, pages of 16 off the fast path: %d",
+           (int)t.cores);
+  }
+
   /* whole choices and names */
   {
     fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 8192);
