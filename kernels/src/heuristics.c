@@ -284,10 +284,8 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * at most one CTA per SM or its chunks are long (>= 512 tokens per CTA: more bytes in
    * flight per CTA at half the CTAs per SM; (1, 2048, 32, 4) 18.5 us against 23.6,
    * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
-   * The estimate follows the planner's split (plan_split.h: this kernel's CTAs per SM,
-   * the shortest chunk). */
-  /* The split grid's CTAs as the planner makes them (plan_split.h: the per-warp
-   * tensor-core kernel's CTAs per SM, the shortest chunk); 0 unsplit or unknown. */
+   * split_ctas estimates the split grid as the planner makes it (plan_split.h: this
+   * kernel's CTAs per SM, the shortest chunk); 0 unsplit or unknown. */
   int64_t split_ctas = 0;
   if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
     const int64_t chunks = (p->avg_kv_len + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK,
