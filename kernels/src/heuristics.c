@@ -277,10 +277,17 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
     tiles.cores = FI_CORES_TENSOR;
     tiles.q_tile = q < 16 ? 16 : q;
   }
+  /* CUDA cores on Hopper at head_dim 256, and over fp8 KV at 64 (the per-warp kernels):
+   * grids below two unsplit CTAs per SM split ((8, 16384, 32, 32): 1148 us split against
+   * 1721 at head_dim 256, decode_h200_hd256.csv; 281 against 433 over e4m3 at 64,
+   * decode_h200_e4m3_hd64.csv). */
+  if (t->sm_version == 90 && tiles.cores == FI_CORES_CUDA && !tiles.split_kv &&
+      (p->head_dim == 256 || (p->head_dim == 64 && fp8_kv)) && p->batch > 0 &&
+      p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV && unsplit_ctas < 2LL * t->sm_count)
+    tiles.split_kv = 1;
   /* head_dim 256 on Hopper (no warp-specialised decode kernel there; H200 sweep
    * bench/sweeps/decode_h200_hd256.csv). CUDA cores (MHA): KV tiles of 16 (4-24 % faster
-   * than 32 on every row), and grids below two CTAs per SM split ((8, 16384, 32, 32): 1148
-   * us split against 1721). Tensor cores, split: KV tiles of 64 where the split grid holds
+   * than 32 on every row). Tensor cores, split: KV tiles of 64 where the split grid holds
    * at most one CTA per SM or its chunks are long (>= 512 tokens per CTA: more bytes in
    * flight per CTA at half the CTAs per SM; (1, 2048, 32, 4) 18.5 us against 23.6,
    * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
@@ -292,15 +299,12 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
                   target = (int64_t)FI_DECODE_TCW_CTAS_PER_SM * t->sm_count;
     split_ctas = unsplit_ctas * chunks < target ? unsplit_ctas * chunks : target;
   }
-  const int long_split = p->batch > 0 && p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV;
   if (t->sm_version == 90 && p->head_dim == 256) {
     if (tiles.cores == FI_CORES_CUDA) {
       /* fp8 KV: 32 tokens, the bytes of 16-bit KV's 16 (4-21 % faster than 16 on every MHA
        * row of bench/sweeps/decode_h200_e4m3_hd256.csv), 64 for one long request per few
        * CTAs ((1, 16384, 32, 32): 136 us against 147 for 32) */
       tiles.kv_tile = fp8_kv ? 32 : 16;
-      if (!tiles.split_kv && long_split && unsplit_ctas < 2LL * t->sm_count)
-        tiles.split_kv = 1;
       if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
     } else if (split_ctas > 0) {
@@ -313,20 +317,12 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   }
   /* fp8 KV at head_dim 64 on Hopper (the per-warp kernels: no warp-specialised instance;
    * bench/sweeps/decode_h200_e4m3_hd64.csv). CUDA cores (MHA): KV tiles of 64 (1.2-1.6x
-   * faster than 32) and grids below two CTAs per SM split ((8, 16384, 32, 32): 281 us
-   * against 433 unsplit). Tensor cores: KV tiles of 128 unsplit or where the split grid
+   * faster than 32). Tensor cores: KV tiles of 128 unsplit or where the split grid
    * holds at most one CTA per SM (5-40 % faster than 32: (64, 16384, 32, 8) 1046 us against
    * 1140, (1, 2048, 32, 8) 12.7 against 17.9), 32 for split grids beyond (their many
    * 128-token chunks: (8, 16384, 32, 4) 77.5 us against 96.5 for 128). */
-  if (t->sm_version == 90 && p->head_dim == 64 && fp8_kv) {
-    if (tiles.cores == FI_CORES_CUDA) {
-      tiles.kv_tile = 64;
-      if (!tiles.split_kv && long_split && unsplit_ctas < 2LL * t->sm_count)
-        tiles.split_kv = 1;
-    } else {
-      tiles.kv_tile = split_ctas > t->sm_count ? 32 : 128;
-    }
-  }
+  if (t->sm_version == 90 && p->head_dim == 64 && fp8_kv)
+    tiles.kv_tile = tiles.cores == FI_CORES_CUDA ? 64 : split_ctas > t->sm_count ? 32 : 128;
   return tiles;
 }
 

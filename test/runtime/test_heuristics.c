@@ -159,52 +159,44 @@ int main(void) {
 
   /* 4c. head_dim 256 on Hopper: CUDA cores (MHA) take KV tiles of 16 and split below two
    * CTAs per SM; split tensor-core plans take KV tiles of 64 where the split grid holds at
-   * most one CTA per SM (4 CTAs per SM, chunks >= 128 tokens) or >= 512 tokens per CTA */
-  {
-    struct { int batch, hq, hkv, kv, cores, kv_tile, split; const char *why; } dt[] = {
-        {8, 32, 32, 16384, FI_CORES_CUDA, 16, 1, "MHA, 256 ctas"},
-        {64, 32, 32, 2048, FI_CORES_CUDA, 16, 0, "MHA, 2048 ctas"},
-        {1, 32, 8, 2048, FI_CORES_TENSOR, 64, 1, "1 x 2048, 8 kv heads: 128 split ctas"},
-        {1, 32, 8, 16384, FI_CORES_TENSOR, 32, 1, "1 x 16384: 528 ctas of 248 tokens"},
-        {8, 32, 4, 2048, FI_CORES_TENSOR, 32, 1, "8 x 2048: 528 ctas of 124 tokens"},
-        {8, 32, 4, 16384, FI_CORES_TENSOR, 64, 1, "8 x 16384: 528 ctas of 993 tokens"},
-        {64, 32, 8, 2048, FI_CORES_TENSOR, 32, 0, "64 x 2048: 512 ctas unsplit"}};
-    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
-      fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, 256, 2, 2, 1, dt[i].kv);
-      p.fast_path = 1;
-      p.page_size = 16;
-      const fi_tiles t = fi_select_decode_tiles(&h100, &p);
-      EXPECT(t.cores == (fi_core_kind)dt[i].cores && t.kv_tile == dt[i].kv_tile &&
-                 t.split_kv == dt[i].split,
-             "hopper decode, head_dim 256, %s: cores %d kv_tile %d split %d", dt[i].why,
-             (int)t.cores, t.kv_tile, t.split_kv);
-    }
-  }
-
-  /* 4d. fp8 KV at head_dim 64 and 256 on Hopper: no warp-specialised decode kernel there,
-   * so the group decides the cores; KV tiles and splits as the e4m3 sweeps measured
+   * most one CTA per SM (4 CTAs per SM, chunks >= 128 tokens) or >= 512 tokens per CTA.
+   * 4d. fp8 KV (kb 1) at head_dim 64 and 256: no warp-specialised decode kernel there, so
+   * the group decides the cores; KV tiles and splits as the e4m3 sweeps measured
    * (bench/sweeps/decode_h200_e4m3_hd64.csv, _hd256.csv) */
   {
-    struct { int batch, hq, hkv, hd, kv, cores, kv_tile, split; const char *why; } dt[] = {
-        {8, 32, 32, 64, 16384, FI_CORES_CUDA, 64, 1, "hd 64, MHA, 256 ctas"},
-        {64, 32, 32, 64, 2048, FI_CORES_CUDA, 64, 0, "hd 64, MHA, 2048 ctas"},
-        {1, 32, 8, 64, 2048, FI_CORES_TENSOR, 128, 1, "hd 64, 1 x 2048: 128 split ctas"},
-        {8, 32, 4, 64, 16384, FI_CORES_TENSOR, 32, 1, "hd 64, 8 x 16384: 528 split ctas"},
-        {64, 32, 8, 64, 16384, FI_CORES_TENSOR, 128, 0, "hd 64, 64 x 16384: 512 ctas unsplit"},
-        {8, 32, 32, 256, 2048, FI_CORES_CUDA, 32, 1, "hd 256, MHA, 256 ctas"},
-        {1, 32, 32, 256, 16384, FI_CORES_CUDA, 64, 1, "hd 256, MHA, one long request"},
-        {1, 32, 8, 256, 2048, FI_CORES_TENSOR, 64, 1, "hd 256, 1 x 2048: 128 split ctas"},
-        {8, 32, 4, 256, 16384, FI_CORES_TENSOR, 32, 1, "hd 256, 8 x 16384: 528 ctas"},
-        {64, 32, 8, 256, 2048, FI_CORES_TENSOR, 32, 0, "hd 256, 64 x 2048 unsplit"}};
+    struct { int batch, hq, hkv, hd, kb, kv, cores, kv_tile, split; const char *why; } dt[] = {
+        {8, 32, 32, 256, 2, 16384, FI_CORES_CUDA, 16, 1, "head_dim 256, MHA, 256 ctas"},
+        {64, 32, 32, 256, 2, 2048, FI_CORES_CUDA, 16, 0, "head_dim 256, MHA, 2048 ctas"},
+        {1, 32, 8, 256, 2, 2048, FI_CORES_TENSOR, 64, 1,
+         "head_dim 256, 1 x 2048, 8 kv heads: 128 split ctas"},
+        {1, 32, 8, 256, 2, 16384, FI_CORES_TENSOR, 32, 1,
+         "head_dim 256, 1 x 16384: 528 ctas of 248 tokens"},
+        {8, 32, 4, 256, 2, 2048, FI_CORES_TENSOR, 32, 1,
+         "head_dim 256, 8 x 2048: 528 ctas of 124 tokens"},
+        {8, 32, 4, 256, 2, 16384, FI_CORES_TENSOR, 64, 1,
+         "head_dim 256, 8 x 16384: 528 ctas of 993 tokens"},
+        {64, 32, 8, 256, 2, 2048, FI_CORES_TENSOR, 32, 0, "head_dim 256, 64 x 2048: 512 ctas unsplit"},
+        {8, 32, 32, 64, 1, 16384, FI_CORES_CUDA, 64, 1, "fp8 KV, hd 64, MHA, 256 ctas"},
+        {64, 32, 32, 64, 1, 2048, FI_CORES_CUDA, 64, 0, "fp8 KV, hd 64, MHA, 2048 ctas"},
+        {1, 32, 8, 64, 1, 2048, FI_CORES_TENSOR, 128, 1, "fp8 KV, hd 64, 1 x 2048: 128 split ctas"},
+        {8, 32, 4, 64, 1, 16384, FI_CORES_TENSOR, 32, 1, "fp8 KV, hd 64, 8 x 16384: 528 split ctas"},
+        {64, 32, 8, 64, 1, 16384, FI_CORES_TENSOR, 128, 0,
+         "fp8 KV, hd 64, 64 x 16384: 512 ctas unsplit"},
+        {8, 32, 32, 256, 1, 2048, FI_CORES_CUDA, 32, 1, "fp8 KV, hd 256, MHA, 256 ctas"},
+        {1, 32, 32, 256, 1, 16384, FI_CORES_CUDA, 64, 1, "fp8 KV, hd 256, MHA, one long request"},
+        {1, 32, 8, 256, 1, 2048, FI_CORES_TENSOR, 64, 1, "fp8 KV, hd 256, 1 x 2048: 128 split ctas"},
+        {8, 32, 4, 256, 1, 16384, FI_CORES_TENSOR, 32, 1, "fp8 KV, hd 256, 8 x 16384: 528 ctas"},
+        {64, 32, 8, 256, 1, 2048, FI_CORES_TENSOR, 32, 0, "fp8 KV, hd 256, 64 x 2048 unsplit"}};
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; ++i) {
-      fi_tile_problem p = prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, 1, 1, dt[i].kv);
+      fi_tile_problem p =
+          prob(dt[i].batch, dt[i].hq, dt[i].hkv, dt[i].hd, 2, dt[i].kb, 1, dt[i].kv);
       p.fast_path = 1;
       p.page_size = 16;
       const fi_tiles t = fi_select_decode_tiles(&h100, &p);
       EXPECT(t.cores == (fi_core_kind)dt[i].cores && t.kv_tile == dt[i].kv_tile &&
                  t.split_kv == dt[i].split,
-             "hopper decode, fp8 KV, %s: cores %d kv_tile %d split %d", dt[i].why,
-             (int)t.cores, t.kv_tile, t.split_kv);
+             "hopper decode, %s: cores %d kv_tile %d split %d", dt[i].why, (int)t.cores,
+             t.kv_tile, t.split_kv);
     }
   }
 
