@@ -46,7 +46,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // One cache tensor ([pages, page_size, heads, D] NHD or [pages, heads, page_size, D] HND,
 // 16-bit or fp8 (es bytes), D contiguous) as decode_tws_kernel's 4-D map (see TwsMaps):
-// boxes of 128-byte rows, 16 of them (a page of fewer: the page's). No L2 promotion: a box
+// boxes of 128-byte rows, 16 of them (pages not a multiple of 16: 8 or 4, the rows
+// fi_decode_page_box_rows gives, so that a box never crosses a page). No L2 promotion: a box
 // row is 128 bytes and a 16-bit row's other half comes in its own box right after, so
 // promoting misses to 256 bytes only added L2 traffic (ncu on an H200: +25 % L2 read
 // sectors) and cost the batch rows 6-10 % of their bandwidth (bench/NOTES.md, decode v18).
@@ -60,7 +61,8 @@ static bool encode_kv_map(CUtensorMap *map, const fi_tensor &t, fi_kv_layout lay
                               (cuuint64_t)t.shape[0]};
   const cuuint64_t strides[3] = {(cuuint64_t)t.strides[head] * es,
                                  (cuuint64_t)t.strides[pos] * es, (cuuint64_t)t.strides[0] * es};
-  const cuuint32_t rows = (cuuint32_t)(page_size < 16 ? page_size : 16);
+  const cuuint32_t rows = (cuuint32_t)fi_decode_page_box_rows(page_size);
+  if (rows == 0) return false;
   const cuuint32_t box[4] = {(cuuint32_t)(128 / es), 1, rows, 1}, unit[4] = {1, 1, 1, 1};
   return encode(map, es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
                 4, t.data, dims, strides, box, unit,
@@ -192,9 +194,9 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
   const bool sm90 = false;  // no sm_90 code in this build: the bulk-copy kernel cannot run
 #endif
   // The warp-specialised kernel (decode_tws.cuh, decode_tws_kernel): tensor-core plans with
-  // page sizes that are a multiple of 16 (or 4 or 8), <= 8 heads per CTA, and either 16-bit
-  // KV of q's type at head_dim 64 or 128 or fp8 KV at head_dim 128 (the consumers widen the
-  // bytes); RoPE included (its consumers rotate K in registers).
+  // page sizes that are a multiple of 4 (fi_decode_page_box_rows), <= 8 heads per CTA, and
+  // either 16-bit KV of q's type at head_dim 64 or 128 or fp8 KV at head_dim 128 (the
+  // consumers widen the bytes); RoPE included (its consumers rotate K in registers).
   const bool fp8_kv = ap->kv_dtype == FI_DTYPE_E4M3 || ap->kv_dtype == FI_DTYPE_E5M2;
   const int kv_es = fp8_kv ? 1 : 2;
   fi::TwsMaps tws_maps;
@@ -219,7 +221,7 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
           "decode with a score_mod/mask_mod: the variant is compiled into the "
           "warp-specialised decode kernel, which cannot take this run (it needs an sm_90 "
           "device and build, tensor-core tiles (cores = tensor), page sizes that are a "
-          "multiple of 16 or 4 or 8, a KV cache of q's dtype at head_dim 64 or 128 and at "
+          "multiple of 4, a KV cache of q's dtype at head_dim 64 or 128 and at "
           "most 8 query heads per CTA; this run: page_size %d, head_dim %d, tiles %s); "
           "run it on the host backend or change the shape",
           (int)ap->page_size, D, tc ? "tensor" : "cuda cores");

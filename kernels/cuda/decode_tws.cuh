@@ -59,12 +59,13 @@ struct TwsMaps {
 // refilled as soon as any slot frees, whatever each consumer's chain, the consumers issue
 // no copies and the producer 4 instructions per 8 KiB (16-byte cp.async from one producer
 // warp, 16 per lane per sub-tile, could not keep up: bench/NOTES.md v14).
-// Page sizes a multiple of 16 (each sub-tile is one box of one page) or 4 or 8 (a box per
-// page, 16 / page_size of them issued by as many producer lanes; the planner's chunks then
-// start on 16-token boundaries; pages of 1 or 2 tokens would take 16 or 8 boxes of 128-byte
-// rows per 4 KiB, which the copy engine moved at about 55 % / 90 % of copy). Chunks start
-// on page boundaries; a sliding window's start is masked inside its first sub-tile. The
-// producer's lanes load the page ids of 32 boxes at once, one batch ahead.
+// Page sizes a multiple of 16 (each sub-tile is one box of one page), else a multiple of 8
+// or 4 (boxes of 8 or 4 rows, fi_decode_page_box_rows, each inside one page: 2 or 4 per
+// sub-tile, issued by as many producer lanes; the planner's chunks then start on 16-token
+// boundaries that are page boundaries, lcm(page_size, 16); pages of 1 or 2 tokens would take
+// 16 or 8 boxes of 128-byte rows per 4 KiB, which the copy engine moved at about 55 % / 90 %
+// of copy). Chunks start on page boundaries; a sliding window's start is masked inside its
+// first sub-tile. The producer's lanes load the page ids of 32 boxes at once, one batch ahead.
 // The rows of a box outside the unit's range (past its end, before a window's start) hold
 // whatever the page holds: K rows are masked, and the consumer zeroes those V rows before
 // P V (0 x NaN would be NaN).
@@ -146,15 +147,17 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
     const int lo = us.lo / 16 * 16, hi = us.hi;
     const int num_sub = hi > us.lo ? (hi - lo + 15) / 16 : 0;
     const int P = p.page_size;
-    if ((P % 16 != 0 && P != 4 && P != 8) || u.kv_start % 16 != 0) __trap();  // the launcher's
+    if (P % 4 != 0 || u.kv_start % 16 != 0) __trap();  // the launcher's and planner's
     TcnState<D> st;
     tcn_state_init(st);
 
-    // Producer: sub-tile s into the next slot as NB boxes of BR rows (one page of 16 or
-    // more: one box from the sub-tile's row in it; pages of 4 or 8: a box per page),
-    // box b issued by lane b; every lane takes part in the page-id batches, 32 boxes each.
-    // (NB = 2^LG_NB: shifts and masks on the producer's path, no divisions)
-    const int LG_NB = P == 4 ? 2 : P == 8 ? 1 : 0, NB = 1 << LG_NB, BR = 16 >> LG_NB;
+    // Producer: sub-tile s into the next slot as NB boxes of BR rows (pages a multiple of
+    // 16: one box from the sub-tile's row in its page; else boxes of 8 or 4 rows, the
+    // largest that divides the page size, so that none crosses a page), box b issued by
+    // lane b; every lane takes part in the page-id batches, 32 boxes each.
+    // (NB = 2^LG_NB: shifts and masks on the producer's path, no divisions but the page's
+    // row for pages larger than a box that are not a multiple of 16)
+    const int LG_NB = P % 16 == 0 ? 0 : P % 8 == 0 ? 1 : 2, NB = 1 << LG_NB, BR = 16 >> LG_NB;
     const int SB = 32 >> LG_NB;  // sub-tiles per batch of page ids
     const int32_t *pages = p.kv_indices + us.page_begin;
     auto page_batch = [&](int s0) {  // lane i: page of box i % NB of sub-tile s0 + i / NB
@@ -199,7 +202,7 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
           mbar_arrive_expect_tx(&full[pslot], SLOT);
           copy_box(dst, in_page, page);
         }
-      } else {  // a box per page, box b by lane b
+      } else {  // boxes of BR rows, box b by lane b
         const int page =
             __shfl_sync(0xffffffffu, cur, ((s & (SB - 1)) << LG_NB) + (lane & (NB - 1)));
         if (lane == 0) {
@@ -208,8 +211,10 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
         }
         __syncwarp();  // (the slot free and its bytes expected before any box)
         // Box rows land at row BR * lane of the slot: the 128-byte swizzle follows the
-        // shared-memory address, so the slot reads as one 16-row box.
-        if (lane < NB) copy_box(dst + BR * lane * 128, 0, page);
+        // shared-memory address, so the slot reads as one 16-row box. (pages of 4 or 8:
+        // the box is the page; larger ones: its rows' place in the page)
+        if (lane < NB)
+          copy_box(dst + BR * lane * 128, P == BR ? 0 : (lo + 16 * s + BR * lane) % P, page);
       }
       if (++pslot == (uint32_t)R) {
         pslot = 0;

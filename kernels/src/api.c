@@ -236,13 +236,13 @@ static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_pa
 }
 
 /* The heuristics' decode choice for this context: the decode fast path is the
- * warp-specialised kernel's (pages a multiple of 16, or of 4 or 8 tokens; 16-bit KV of q's
- * dtype, or fp8 KV; RoPE included), which only a runtime with sm_90a code on a Hopper device,
- * the kernel not turned off, can launch. */
+ * warp-specialised kernel's (pages it loads in boxes, fi_decode_page_box_rows: a multiple
+ * of 4 tokens; 16-bit KV of q's dtype, or fp8 KV; RoPE included), which only a runtime
+ * with sm_90a code on a Hopper device, the kernel not turned off, can launch. */
 static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_params *p,
                                     fi_tile_problem *tp) {
   const int fp8_kv = p->kv_dtype == FI_DTYPE_E4M3 || p->kv_dtype == FI_DTYPE_E5M2;
-  tp->fast_path = (p->page_size % 16 == 0 || fi_decode_boxes_per_page(p->page_size)) &&
+  tp->fast_path = fi_decode_page_box_rows(p->page_size) != 0 &&
                   (p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16) &&
                   (fp8_kv || p->kv_dtype == p->q_dtype);
   fi_target t = ctx->target;
@@ -251,6 +251,7 @@ static fi_tiles select_decode_tiles(const fi_context *ctx, const fi_attention_pa
   const fi_variant *v = p->variant;
   tp->variant = ctx->backend == FI_BACKEND_CUDA && v && (v->score_mod || v->mask_mod);
   tp->page_size = p->page_size;
+  tp->rope = p->pos_encoding == FI_POS_ROPE_LLAMA;
   fi_tiles tiles = fi_select_decode_tiles(&t, tp);
   /* (the planner still splits only where the unsplit units are fewer than its target) */
   if (ctx->tuning.decode_split == 0 || ctx->tuning.decode_split == 1)

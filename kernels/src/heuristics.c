@@ -89,7 +89,8 @@
  *    the real lengths and splits only when the same two conditions hold. Decode on the
  *    Hopper fast path (fi_select_decode_tiles) also splits sparser grids with long KV:
  *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
- *    or below two with pages of 4 or 8 tokens (fi_tile_problem.page_size); other 16-bit
+ *    or below two with pages loaded as boxes of 4 or 8 rows (fi_tile_problem.page_size,
+ *    fi_decode_page_box_rows); other 16-bit
  *    head dims keep the rule above. CUDA-core plans at head_dim 256, and over fp8 KV at
  *    64, split below two unsplit CTAs per SM.
  */
@@ -134,6 +135,11 @@ int32_t fi_select_q_tile(const fi_tile_problem *p) {
   int32_t tile = tile_covering(packed);
   if (tile == 128 && p->head_dim >= 256) tile = 64;
   return tile;
+}
+
+int32_t fi_decode_page_box_rows(int64_t page_size) {
+  if (page_size <= 0) return 0;
+  return page_size % 16 == 0 ? 16 : page_size % 8 == 0 ? 8 : page_size % 4 == 0 ? 4 : 0;
 }
 
 fi_core_kind fi_select_decode_cores(const fi_tile_problem *p) {
@@ -223,10 +229,15 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   if (ws_kernel && !mha_second_wave) tiles.cores = FI_CORES_TENSOR;
   /* 16-bit KV in pages of 1 or 2 tokens at head_dim 128 (off the fast path: the per-warp
    * kernels): MHA on tensor cores as well, 1.06-1.84x faster than on CUDA cores on every
-   * MHA row of bench/sweeps/decode_h200_page2.csv (pages of 1 not swept: the same
-   * per-token copies). */
+   * MHA row of bench/sweeps/decode_h200_page2.csv. Pages of 1 (bench/sweeps/
+   * decode_h100_page1.csv): the same but for one request's MHA grid (below one unsplit CTA
+   * per SM), where CUDA cores read as fast or faster ((1, 16384, 32, 32) 99.7 us against
+   * 103.2, (1, 2048, 32, 32) alike); with more requests the two are within 1 % or tensor
+   * cores lead ((64, 2048, 32, 32) 724.7 against 756.6). A fit to that sweep's two rows. */
+  const int one_request_mha = p->page_size == 1 && group_size(p) == 1 && p->batch > 0 &&
+                              unsplit_ctas < t->sm_count;
   if (t->sm_version == 90 && p->head_dim == 128 && p->kv_dtype_bytes == 2 &&
-      p->page_size >= 1 && p->page_size <= 2)
+      p->page_size >= 1 && p->page_size <= 2 && !one_request_mha)
     tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));
@@ -259,11 +270,21 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * split, group 8 (64, 2048, 32, 4) 1-5 % slower split: the planner's GQA target above). */
   const int two_per_sm = unsplit_ctas < 2LL * t->sm_count,
             one_and_half = 2 * unsplit_ctas <= 3LL * t->sm_count;
+  /* (pages of 4 and 8 as measured; other multiples of 4 / 8 below 16 rows per box load the
+   * same boxes, fi_decode_page_box_rows, and follow them: H100 sweep of pages of 24,
+   * bench/sweeps/decode_h100_page24.csv. There the short requests of the 1.5-2 per SM band
+   * read faster unsplit -- (8, 2048, 32, 32) 95.8 us against 98.6 split, at pages of 8 on
+   * the H200 71.8 against 71.9 -- and the long ones split ((8, 16384, 32, 32) 712 against
+   * 729; 490 against 506): in boxes of 8 rows that band splits from 4096 keys, a fit to
+   * those two lengths.) */
+  const int box_rows = fi_decode_page_box_rows(p->page_size);
   int sparse_grid;
-  if (fp8_kv || (p->page_size == 4 && (p->head_dim == 64 || p->head_dim == 128)))
+  if (fp8_kv || (box_rows == 4 && (p->head_dim == 64 || p->head_dim == 128)))
     sparse_grid = two_per_sm;
-  else if (p->head_dim == 64 || (p->head_dim == 128 && p->page_size == 8))
+  else if (p->head_dim == 64)
     sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4);
+  else if (p->head_dim == 128 && box_rows == 8)
+    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4 && p->avg_kv_len >= 4096);
   else
     sparse_grid = p->head_dim == 128 && one_and_half;
   if (!tiles.split_kv && ws_kernel && tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
@@ -307,9 +328,11 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
       tiles.kv_tile = fp8_kv ? 32 : 16;
       if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
-    } else if (split_ctas > 0) {
+    } else if (split_ctas > 0 && !(p->rope && !fp8_kv)) {
       /* fp8 KV: 64 only for the grids of at most one CTA per SM (its long chunks read
-       * 25 % slower on 64: (8, 16384, 32, 8) 593 us against 474, e4m3 sweep) */
+       * 25 % slower on 64: (8, 16384, 32, 8) 593 us against 474, e4m3 sweep). RoPE over a
+       * 16-bit cache keeps 32: the kernel stages the rotated K tiles beside the raw ones,
+       * and with a bf16 q also the split halves, 252 KB at 64 (more than an SM has). */
       if (split_ctas <= t->sm_count ||
           (!fp8_kv && unsplit_ctas * p->avg_kv_len >= 512 * split_ctas))
         tiles.kv_tile = 64;

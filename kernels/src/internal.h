@@ -36,20 +36,27 @@ fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor 
  * and value it rejects. */
 fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num_qo_rows,
                           int64_t num_kv_rows);
-/* Decode pages of 4 or 8 tokens: the warp-specialised decode kernel loads each 16-token
- * sub-tile of them as a box per page, so the planner chunks them on 16-token boundaries
- * (pages of 1 or 2 tokens: that many boxes ran slower than the per-warp kernels' copies;
- * bench/NOTES.md). */
-static inline int fi_decode_boxes_per_page(int64_t page_size) {
-  return page_size == 4 || page_size == 8;
+/* Decode pages of a multiple of 4 or 8 tokens that is not one of 16 (4, 8, 12, 24, 40,
+ * ...): the warp-specialised decode kernel loads each 16-token sub-tile of them as 4 or 2
+ * boxes of 4 or 8 rows (fi_decode_page_box_rows), so the planner chunks them on 16-token
+ * boundaries that are also page boundaries (fi_decode_sub_tile_chunk). Pages of other
+ * sizes run the per-warp kernels. */
+static inline int fi_decode_several_boxes(int64_t page_size) {
+  const int32_t rows = fi_decode_page_box_rows(page_size);
+  return rows == 4 || rows == 8;
+}
+/* The chunk granularity of such pages: lcm(page_size, 16) tokens (16 for pages of 4 and 8,
+ * 48 for 24 or 12, 80 for 40). */
+static inline int64_t fi_decode_sub_tile_chunk(int64_t page_size) {
+  return page_size * (16 / fi_decode_page_box_rows(page_size));
 }
 
 /* Whether a decode plan's chunks start on 16-token sub-tiles, which that kernel needs: pages
- * a multiple of 16, or of 4 or 8 tokens unless a fixed split (rounded up to whole pages, as
- * the planner's chunk_granularity keeps it) is not a multiple of 16. */
+ * a multiple of 16, or loaded as several boxes unless a fixed split (rounded up to whole
+ * pages, as the planner's chunk_granularity keeps it) is not a multiple of 16. */
 static inline int fi_decode_chunks_on_sub_tiles(int64_t page_size, int64_t fixed_split_size) {
   if (page_size % 16 == 0) return 1;
-  if (!fi_decode_boxes_per_page(page_size)) return 0;
+  if (!fi_decode_several_boxes(page_size)) return 0;
   return fixed_split_size <= 0 ||
          (fixed_split_size + page_size - 1) / page_size * page_size % 16 == 0;
 }

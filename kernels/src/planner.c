@@ -111,7 +111,8 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
  * "3 CTAs per SM"): (1, 32768, 32, 8) 70.5 -> 74.0 % of copy, (1, 16384, 32, 8) 53.8 ->
  * 57.2 %, (1, 32768, 32, 4) 49.7 -> 54.1 %, the other split rows within 0.3 % or better
  * (pages of 8 alike, but for MHA -1 %). Over fp8 caches it was a wash, -5 to +3 % by row:
- * they stay at 4, and so do MHA, pages of 4 tokens, and pages of 8 where 3 per SM would
+ * they stay at 4, and so do MHA, pages of 4 tokens (and the other pages loaded in boxes of
+ * 4 rows, fi_decode_page_box_rows), and pages of 8 (boxes of 8 rows) where 3 per SM would
  * leave fewer than 2.5 busy CTAs per SM for requests of equal lengths (H200, session 48,
  * FlashInfer's better path, 3 -> 4: (5, 8192, 32, 32) 0.93 -> 0.97x, (2, 32768, 32, 32)
  * pages of 4 0.93 -> 1.00x, (12, 8192, 32, 8) pages of 4 1.01 -> 1.04x, (30, 4096, 32, 8)
@@ -153,8 +154,8 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * bandwidth per SM exceeds FI_ONE_WAVE_MAX_GBPS_PER_SM: one such CTA per SM cannot keep
  * enough bytes in flight (H200, 36 GB/s per SM: 16 x 131072 tokens read at 77 % of copy
  * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). Nor with
- * pages of 4 or 8 tokens, which the warp-specialised kernel loads as 4 or 2 boxes per
- * sub-tile: one CTA's producer per SM cannot issue them fast enough (H100, (16, 4096, 32, 8)
+ * pages of 4 or 8 tokens (or other pages in boxes of 4 or 8 rows), which the
+ * warp-specialised kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM cannot issue them fast enough (H100, (16, 4096, 32, 8)
  * pages of 8: 69 % unsplit, 88 % split). The tuning knob FI_DECODE_ONE_WAVE forces the
  * choice (1 unsplit, 0 split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
@@ -167,14 +168,15 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
   const int one_wave = ctx->tuning.decode_one_wave >= 0
                            ? ctx->tuning.decode_one_wave != 0
                            : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
-                                 !fi_decode_boxes_per_page(p->page_size);
+                                 !fi_decode_several_boxes(p->page_size);
   if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
   const int mha = p->num_qo_heads == kvh;
+  const int32_t box_rows = fi_decode_page_box_rows(p->page_size);
   int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&
-                       p->page_size != 4
+                       box_rows != 4
                    ? FI_DECODE_TWS_CTAS_PER_SM
                    : FI_DECODE_TCW_CTAS_PER_SM;
-  if (per_sm == FI_DECODE_TWS_CTAS_PER_SM && p->page_size == 8) {
+  if (per_sm == FI_DECODE_TWS_CTAS_PER_SM && box_rows == 8) {
     /* the units that target gives requests of equal lengths (whole chunks per request) */
     const int64_t t3 = per_sm * sms / kvh, b = unsplit_units > 0 ? unsplit_units : 1;
     const int64_t u3 = b <= t3 ? t3 / b * b : b;
@@ -350,15 +352,16 @@ fi_stage_layout fi_bsr_stage_layout(const fi_context *ctx, const fi_attention_pa
 }
 
 /* The unit chunks' granularity: whole pages (decode and paged prefill), or 16 rows (ragged).
- * Decode pages of 4 or 8 tokens take chunks of whole 16-token sub-tiles when the planner
- * chooses the split (the warp-specialised decode kernel's; such chunks are whole pages
- * too); a fixed split keeps whole pages (a split that divides each rank's segment must
- * give the single-rank run's chunks, runtime.h). */
+ * Decode pages loaded as several boxes per sub-tile (pages of 4, 8, 12, 24, ...) take
+ * chunks of whole 16-token sub-tiles and whole pages when the planner chooses the split
+ * (the warp-specialised decode kernel's: lcm(page_size, 16) tokens); a fixed split keeps
+ * whole pages (a split that divides each rank's segment must give the single-rank run's
+ * chunks, runtime.h). */
 static int64_t chunk_granularity(const fi_plan_problem *pb, const fi_attention_params *params,
                                  int decode) {
   if (!decode && !pb->last_page_len) return FI_RAGGED_GRANULARITY;
-  if (decode && fi_decode_boxes_per_page(pb->page_size) && params->fixed_split_size <= 0)
-    return 16;
+  if (decode && fi_decode_several_boxes(pb->page_size) && params->fixed_split_size <= 0)
+    return fi_decode_sub_tile_chunk(pb->page_size);
   return pb->page_size;
 }
 

@@ -61,15 +61,14 @@ TilesAttr toAttr(MLIRContext *ctx, const fi_tiles &t) {
 /// Hopper kernel can run it (KV of q's element type or fp8: every extra runs on that kernel,
 /// RoPE, fp8 KV and page sizes that are not a multiple of 16 after the runtime's stage pass,
 /// which compiled code always has); for a decode op, the warp-specialised decode kernel can
-/// (pages a multiple of 16, or of 4 or 8 tokens, with 16-bit KV of q's type or fp8 KV, RoPE
-/// included).
+/// (pages it loads in boxes, fi_decode_page_box_rows, with 16-bit KV of q's type or fp8 KV,
+/// RoPE included; an op whose page size is not known, without #fi.bsr, counts as on it).
 static bool isFastPath(Operation *op, const AttentionInfo &info) {
   // Decode: the warp-specialised decode kernel's scope.
   if (isa<PagedDecodeOp>(op))
     return (info.kvType == info.qType || isa<Float8E4M3FNType, Float8E5M2Type>(info.kvType)) &&
            (info.qType.isF16() || info.qType.isBF16()) &&
-           (!info.bsr || info.bsr.getBlockCols() % 16 == 0 || info.bsr.getBlockCols() == 4 ||
-            info.bsr.getBlockCols() == 8);
+           (!info.bsr || fi_decode_page_box_rows(info.bsr.getBlockCols()) != 0);
   if (!isa<PagedPrefillOp, RaggedPrefillOp>(op))
     return false;
   return (info.qType.isF16() || info.qType.isBF16()) &&
@@ -104,6 +103,8 @@ std::optional<fi_tiles> choose(Operation *op, const AttentionInfo &info,
     p.avg_qo_len = 1;
     p.variant = variant;
     p.page_size = info.bsr ? static_cast<int32_t>(info.bsr.getBlockCols()) : 0;
+    auto pos = op->getAttrOfType<PosEncodingAttr>("pos_encoding");
+    p.rope = pos && pos.getValue() == PosEncoding::rope_llama;
     return fi_select_decode_tiles(&target, &p);
   }
   if (info.staticBatch > 0 && info.staticQoRows >= 0)

@@ -45,11 +45,13 @@ func.func @decode_mha_static(%q: tensor<256x8x64xf16>, %k: tensor<?x16x8x64xf16>
 
 // Decode, MHA at head_dim 128 with f16 KV of q's type and pages of 16 tokens: the decode
 // fast path (the warp-specialised decode kernel's scope); on the default Hopper target
-// tensor cores for any group, q tile 16. Pages of 8 tokens too (the kernel loads a box per
-// page). Pages of 2 tokens are off the fast path, but MHA takes the per-warp tensor-core
-// kernel there too (bench/sweeps/decode_h200_page2.csv); pages of 24 keep the group rule:
-// CUDA cores.
+// tensor cores for any group, q tile 16. Pages of 8 and of 24 tokens too (the kernel loads
+// boxes of 8 rows, fi_decode_page_box_rows). Pages of 2 tokens are off the fast path, but
+// MHA takes the per-warp tensor-core kernel there too (bench/sweeps/decode_h200_page2.csv);
+// pages of 6 (no box of 4 or 8 rows fits them) keep the group rule: CUDA cores.
 // CHECK-LABEL: func.func @decode_mha_fast_path
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 // CHECK: fi.paged_decode
@@ -62,9 +64,10 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
     %v: tensor<?x16x32x128xf16>, %k8: tensor<?x8x32x128xf16>, %v8: tensor<?x8x32x128xf16>,
     %k2: tensor<?x2x32x128xf16>, %v2: tensor<?x2x32x128xf16>,
     %k24: tensor<?x24x32x128xf16>, %v24: tensor<?x24x32x128xf16>,
+    %k6: tensor<?x6x32x128xf16>, %v6: tensor<?x6x32x128xf16>,
     %p: tensor<?xi32>, %i: tensor<?xi32>, %l: tensor<?xi32>, %o: tensor<?x32x128xf16>)
     -> (tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>,
-        tensor<?x32x128xf16>) {
+        tensor<?x32x128xf16>, tensor<?x32x128xf16>) {
   %r = fi.paged_decode q(%q : tensor<?x32x128xf16>)
       kv(%k, %v : tensor<?x16x32x128xf16>, tensor<?x16x32x128xf16>)
       pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
@@ -85,8 +88,13 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
       pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
       outs(%o : tensor<?x32x128xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 24, layout = nhd>} -> tensor<?x32x128xf16>
-  return %r, %r8, %r2, %r24 : tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>,
-      tensor<?x32x128xf16>
+  %r6 = fi.paged_decode q(%q : tensor<?x32x128xf16>)
+      kv(%k6, %v6 : tensor<?x6x32x128xf16>, tensor<?x6x32x128xf16>)
+      pages(%p, %i, %l : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x32x128xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 6, layout = nhd>} -> tensor<?x32x128xf16>
+  return %r, %r8, %r2, %r24, %r6 : tensor<?x32x128xf16>, tensor<?x32x128xf16>,
+      tensor<?x32x128xf16>, tensor<?x32x128xf16>, tensor<?x32x128xf16>
 }
 
 // -----
@@ -95,17 +103,21 @@ func.func @decode_mha_fast_path(%q: tensor<?x32x128xf16>, %k: tensor<?x16x32x128
 // bench/sweeps/decode_h200_hd256.csv). MHA, static batch 8 with fi.avg_kv_len = 16384:
 // CUDA cores with KV tiles of 16, 256 unsplit CTAs (under two per SM) -> split. Group 4,
 // batch 1 with fi.avg_kv_len = 2048: tensor cores, split into 8 KV heads x 16 chunks of
-// 128 tokens = 128 CTAs (one per SM at most) -> KV tiles of 64.
+// 128 tokens = 128 CTAs (one per SM at most) -> KV tiles of 64; with RoPE, 32 (the rotated
+// K tiles beside the raw ones would not fit an SM at 64).
 // CHECK-LABEL: func.func @decode_hd256
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 16, split_kv = true, cores = cuda>
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 64, split_kv = true, cores = tensor>
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = true, cores = tensor>
 func.func @decode_hd256(%q: tensor<8x32x256xf16>, %k: tensor<?x16x32x256xf16>,
     %v: tensor<?x16x32x256xf16>, %p: tensor<9xi32>, %i: tensor<?xi32>, %l: tensor<8xi32>,
     %o: tensor<8x32x256xf16>, %q1: tensor<1x32x256xf16>, %k1: tensor<?x16x8x256xf16>,
     %v1: tensor<?x16x8x256xf16>, %p1: tensor<2xi32>, %l1: tensor<1xi32>,
-    %o1: tensor<1x32x256xf16>) -> (tensor<8x32x256xf16>, tensor<1x32x256xf16>) {
+    %o1: tensor<1x32x256xf16>)
+    -> (tensor<8x32x256xf16>, tensor<1x32x256xf16>, tensor<1x32x256xf16>) {
   %r = fi.paged_decode q(%q : tensor<8x32x256xf16>)
       kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
       pages(%p, %i, %l : tensor<9xi32>, tensor<?xi32>, tensor<8xi32>)
@@ -118,7 +130,14 @@ func.func @decode_hd256(%q: tensor<8x32x256xf16>, %k: tensor<?x16x32x256xf16>,
       outs(%o1 : tensor<1x32x256xf16>)
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
       -> tensor<1x32x256xf16>
-  return %r, %r1 : tensor<8x32x256xf16>, tensor<1x32x256xf16>
+  %r2 = fi.paged_decode q(%q1 : tensor<1x32x256xf16>)
+      kv(%k1, %v1 : tensor<?x16x8x256xf16>, tensor<?x16x8x256xf16>)
+      pages(%p1, %i, %l1 : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>)
+      outs(%o1 : tensor<1x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64,
+       pos_encoding = #fi.pos_encoding<rope_llama>}
+      -> tensor<1x32x256xf16>
+  return %r, %r1, %r2 : tensor<8x32x256xf16>, tensor<1x32x256xf16>, tensor<1x32x256xf16>
 }
 
 // -----

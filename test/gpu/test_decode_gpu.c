@@ -18,7 +18,8 @@
  * on sm_90 the warp-specialised one, decode_tws_kernel); FI_TEST_DECODE_FP8=1 gives every
  * configuration fp8 KV, most of them at head_dim 128 (its fp8 instance), and large q
  * values in some bf16 ones; FI_TEST_PAGE_SMALL=1 gives every configuration pages of 1, 2,
- * 4 or 8 tokens (4 and 8: decode_tws_kernel's box per page).
+ * 4, 8, 12, 20, 24 or 40 tokens (all but 1 and 2: decode_tws_kernel's boxes of 4 or 8
+ * rows, fi_decode_page_box_rows, several per 16-token sub-tile).
  * Then: a CUDA graph of a decode run, replayed after re-planning into the same workspace
  * with new lengths (and more work units); and plan errors for unsupported head_dim/dtype.
  * Exit 77 without a GPU. */
@@ -220,9 +221,10 @@ static void random_case(decode_case *c, int idx) {
   /* FI_TEST_PAGE16: page sizes rounded up to multiples of 16 (the page-aligned kernels:
    * decode_tcw_kernel's single slots, decode_tws_kernel), same random sequence otherwise. */
   if (gpu_env_u64("FI_TEST_PAGE16", 0)) c->p.page_size = (c->p.page_size + 15) / 16 * 16;
-  /* FI_TEST_PAGE_SMALL: pages of 1, 2, 4 or 8 tokens (4 and 8: decode_tws_kernel's box per
-   * page). */
-  if (gpu_env_u64("FI_TEST_PAGE_SMALL", 0)) c->p.page_size = 1 << gpu_rand_int(0, 3);
+  /* FI_TEST_PAGE_SMALL: pages that are not a multiple of 16 (all but 1 and 2:
+   * decode_tws_kernel's boxes of 4 or 8 rows, a page holding one or several). */
+  static const int small_pages[] = {1, 2, 4, 8, 12, 20, 24, 40};
+  if (gpu_env_u64("FI_TEST_PAGE_SMALL", 0)) c->p.page_size = small_pages[gpu_rand_int(0, 7)];
   c->layout = gpu_rand_int(0, 1) ? FI_LAYOUT_HND : FI_LAYOUT_NHD;
   c->combined = gpu_rand_int(0, 1);
   c->with_lse = gpu_rand_int(0, 4) != 0;

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "fi/heuristics.h"
-#include "internal.h" /* fi_decode_boxes_per_page: the decode fast path's pages */
 
 enum { MAX_ROWS = 8192, TOLERANCE_PERMILLE = 1030 };
 
@@ -113,8 +112,8 @@ int main(int argc, char **argv) {
     p.avg_qo_len = 1;
     p.avg_kv_len = rows[i].kv_len;
     p.page_size = setup.page_size;
-    /* (api.c select_decode_tiles: 16-bit q; KV of q's dtype or fp8; pages of 16k or 4 / 8) */
-    p.fast_path = (setup.page_size % 16 == 0 || fi_decode_boxes_per_page(setup.page_size)) &&
+    /* (api.c select_decode_tiles: 16-bit q; KV of q's dtype or fp8; pages in boxes) */
+    p.fast_path = fi_decode_page_box_rows(setup.page_size) != 0 &&
                   (setup.kv_fp8 || setup.kv_matches_q);
     char chosen[64];
     fi_tiles_name(fi_select_decode_tiles(&sm90, &p), 1, chosen, sizeof chosen);

@@ -121,6 +121,10 @@ int main(void) {
         {7, 32, 32, 128, 2, 8, 1, "MHA, 224 ctas, pages of 8"},
         {20, 32, 8, 128, 2, 8, 1, "160 ctas, pages of 8, group 4"},
         {28, 32, 8, 128, 2, 4, 1, "224 ctas, pages of 4"},
+        {28, 32, 8, 128, 2, 24, 0, "224 ctas, pages of 24 (boxes of 8), group 4"},
+        {20, 32, 8, 128, 2, 40, 1, "160 ctas, pages of 40 (boxes of 8), group 4"},
+        {7, 32, 32, 128, 2, 24, 1, "MHA, 224 ctas, pages of 24 (boxes of 8)"},
+        {28, 32, 8, 128, 2, 12, 1, "224 ctas, pages of 12 (boxes of 4)"},
         {33, 32, 8, 128, 2, 8, 0, "264 ctas (two per SM), pages of 8"},
         {28, 32, 8, 128, 1, 16, 1, "224 ctas of fp8 KV"},
         {5, 32, 32, 128, 2, 16, 1, "MHA, 160 ctas"},
@@ -200,7 +204,52 @@ int main(void) {
     }
   }
 
-  /* 4e. 16-bit KV in pages of 2 at head_dim 128 on Hopper: MHA on tensor cores too */
+  /* 4c'. RoPE over a 16-bit cache at head_dim 256 keeps KV tiles of 32 on tensor cores (at
+   * 64 the rotated K tiles and a bf16 q's halves would not fit an SM); fp8 KV keeps 64.
+   * 4b'. pages in boxes of 8 rows (8, 24): the 1.5-2 per SM band splits MHA from 4096 keys
+   * (H100 pages-of-24 sweep: (8, 2048, 32, 32) faster unsplit) */
+  {
+    fi_tile_problem p = prob(1, 32, 8, 256, 2, 2, 1, 2048);
+    p.fast_path = 1;
+    p.page_size = 16;
+    p.rope = 1;
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.kv_tile == 32 && t.split_kv == 1,
+           "hopper decode, head_dim 256 with RoPE: cores %d kv_tile %d split %d", (int)t.cores,
+           t.kv_tile, t.split_kv);
+    p.kv_dtype_bytes = 1;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.kv_tile == 64, "hopper decode, head_dim 256 with RoPE over fp8 KV: kv_tile %d",
+           t.kv_tile);
+    static const int pages[] = {8, 24};
+    for (int i = 0; i < 2; ++i) {
+      fi_tile_problem b = prob(8, 32, 32, 128, 2, 2, 1, 2048);
+      b.fast_path = 1;
+      b.page_size = pages[i];
+      t = fi_select_decode_tiles(&h100, &b);
+      EXPECT(t.split_kv == 0, "hopper decode, MHA 8 x 2048, pages of %d: split %d", pages[i],
+             t.split_kv);
+      b.avg_kv_len = 16384;
+      t = fi_select_decode_tiles(&h100, &b);
+      EXPECT(t.split_kv == 1, "hopper decode, MHA 8 x 16384, pages of %d: split %d", pages[i],
+             t.split_kv);
+    }
+  }
+
+  /* 4d'. the warp-specialised decode kernel's boxes per page size: 16 rows for multiples of
+   * 16, else 8 or 4 rows where they divide the page, 0 (the per-warp kernels) otherwise */
+  {
+    static const struct { int64_t page; int rows; } br[] = {
+        {16, 16}, {32, 16}, {48, 16}, {8, 8}, {24, 8}, {40, 8}, {4, 4}, {12, 4}, {20, 4},
+        {1, 0}, {2, 0}, {3, 0}, {6, 0}, {10, 0}, {0, 0}, {-8, 0}};
+    for (size_t i = 0; i < sizeof br / sizeof br[0]; ++i)
+      EXPECT(fi_decode_page_box_rows(br[i].page) == br[i].rows,
+             "fi_decode_page_box_rows(%lld) = %d, want %d", (long long)br[i].page,
+             fi_decode_page_box_rows(br[i].page), br[i].rows);
+  }
+
+  /* 4e. 16-bit KV in pages of 2 at head_dim 128 on Hopper: MHA on tensor cores too (pages
+   * of 1 as well, but for one request) */
   {
     fi_tile_problem p = prob(8, 32, 32, 128, 2, 2, 1, 2048);
     p.page_size = 2;
@@ -208,6 +257,15 @@ int main(void) {
     EXPECT(t.cores == FI_CORES_TENSOR && t.q_tile == 16 && t.kv_tile == 32 && t.split_kv == 0,
            "hopper decode, MHA, pages of 2: cores %d q %d kv %d split %d", (int)t.cores,
            t.q_tile, t.kv_tile, t.split_kv);
+    p.page_size = 1; /* pages of 1 alike, but for one request's MHA grid: CUDA cores */
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR, "hopper decode, MHA, 8 requests in pages of 1: %d",
+           (int)t.cores);
+    p.batch = 1;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_CUDA, "hopper decode, MHA, one request in pages of 1: %d",
+           (int)t.cores);
+    p.batch = 8;
     p.page_size = 16; /* (pages of 16 off the fast path keep the group rule) */
     t = fi_select_decode_tiles(&h100, &p);
     EXPECT(t.cores == FI_CORES_CUDA, "hopper decode, MHA, pages of 16 off the fast path: %d",

@@ -490,14 +490,16 @@ static void test_fixed_split_workspace(fi_context *ctx) {
   free_problem(&pr);
 }
 
-/* Decode pages of 4 and 8 tokens: the planner's own splits start on 16-token sub-tiles (the
- * warp-specialised decode kernel loads a box per page into 16-token slots); a fixed split
- * keeps whole pages (the sharded runs' bit-identity, runtime.h); pages of 16 and of 2 keep
- * whole pages. Every plan still partitions its cells. */
+/* Decode pages of a multiple of 4 or 8 tokens that is not one of 16 (4, 8, 12, 24, 40): the
+ * planner's own splits start on 16-token sub-tiles that are whole pages, lcm(page, 16) (the
+ * warp-specialised decode kernel loads boxes of 4 or 8 rows into 16-token slots); a fixed
+ * split keeps whole pages (the sharded runs' bit-identity, runtime.h); pages of 16, of 2 and
+ * of 6 keep whole pages. Every plan still partitions its cells. */
 static void test_decode_sub_tile_chunks(fi_context *ctx) {
   const int64_t lens[3] = {20000, 777, 12345};
-  const int sizes[4] = {4, 8, 2, 16};
-  for (int k = 0; k < 4; ++k) {
+  const int sizes[] = {4, 8, 2, 16, 12, 24, 40, 6};
+  const int lcm16[] = {16, 16, 0, 0, 48, 48, 80, 0}; /* the sub-tile chunk, 0: whole pages */
+  for (int k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); ++k) {
     for (int fixed = 0; fixed <= 1; ++fixed) {
       fi_attention_params p = fi_attention_params_default(32, 8, 128);
       p.page_size = sizes[k];
@@ -508,7 +510,7 @@ static void test_decode_sub_tile_chunks(fi_context *ctx) {
       fi_plan plan;
       EXPECT_OK(plan_problem(ctx, &p, &pr, ws, bytes, &plan), ctx);
       fi_plan_layout l = fi_plan_get_layout(&plan);
-      const int want = !fixed && (sizes[k] == 4 || sizes[k] == 8) ? 16 : sizes[k];
+      const int want = !fixed && lcm16[k] ? lcm16[k] : sizes[k];
       int split = 0, off = 0;
       for (int32_t u = 0; u < l.num_work_units; ++u) {
         split |= l.work[u].kv_start > 0;
@@ -522,7 +524,7 @@ static void test_decode_sub_tile_chunks(fi_context *ctx) {
         int odd = 0;
         for (int32_t u = 0; u < l.num_work_units; ++u)
           odd |= l.work[u].kv_start % 16 != 0;
-        EXPECT(sizes[k] == 16 || odd, "pages of %d, fixed split %d: every chunk starts on 16",
+        EXPECT(sizes[k] % 16 == 0 || odd, "pages of %d, fixed split %d: every chunk starts on 16",
                sizes[k], (int)p.fixed_split_size);
       }
       EXPECT(check_partition(&pr, &plan, "sub-tile chunks") == 0, "partition");

@@ -52,7 +52,7 @@ typedef struct fi_tile_problem {
    * queries with KV of the query's dtype (soft cap, ALiBi, custom masks and sliding windows
    * run on it), or with RoPE, fp8 KV or a page size that is not a multiple of 16 when the
    * runtime stages them (a prefill stage: fi_context_set_prefill_stage). Decode: 1 when the warp-specialised
-   * decode kernel can run it: a page size that is a multiple of 16 (or 4 or 8) and 16-bit KV
+   * decode kernel can run it: a page size it takes (fi_decode_page_box_rows) and 16-bit KV
    * of the query's dtype or fp8 KV (RoPE included). 0 when not (or not known). */
   int32_t fast_path;
   /* Decode: 1 when the op has a score_mod / mask_mod compiled for the CUDA backend, which
@@ -60,6 +60,9 @@ typedef struct fi_tile_problem {
   int32_t variant;
   /* Paged decode: tokens per page (0: not paged, or not known). */
   int32_t page_size;
+  /* Decode: 1 when the kernel applies RoPE to K (pos_encoding rope_llama), whose rotated K
+   * tiles take shared memory beside the raw ones; 0 when not (or not known). */
+  int32_t rope;
 } fi_tile_problem; /* zero-initialise it: fields added later read 0 ("not known") */
 
 /* Smallest query tile of {1,16,32,64,128} that covers the average query length (counting
@@ -76,6 +79,14 @@ int32_t fi_select_split_kv(const fi_target *t, const fi_tile_problem *p, int32_t
 /* The whole choice for one op. */
 fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p);
 fi_tiles fi_select_prefill_tiles(const fi_target *t, const fi_tile_problem *p);
+
+/* Rows per copy-engine box of the warp-specialised decode kernel over pages of page_size
+ * tokens, which it loads in 16-token sub-tiles: 16 for a multiple of 16 (a box per
+ * sub-tile), else the largest of 8 or 4 that divides page_size (16 / rows boxes per
+ * sub-tile, each inside one page); 0 where it takes no such box (pages whose size is not a
+ * multiple of 4, and page_size <= 0): boxes of 1 or 2 rows ran slower than the per-warp
+ * kernels' copies (bench/NOTES.md), so those pages run the per-warp kernels. */
+int32_t fi_decode_page_box_rows(int64_t page_size);
 
 /* A stable name of the variant, e.g. "decode_tc_q1_kv64_split" (for IR and benchmarks). */
 const char *fi_tiles_name(fi_tiles tiles, int32_t is_decode, char *buf, int32_t buf_len);

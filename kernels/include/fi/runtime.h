@@ -194,7 +194,7 @@ typedef enum fi_pos_encoding {
  * in paged and ragged prefill and block-sparse attention, on the warp-specialised Hopper
  * prefill kernel (wgmma 128 x 128 tiles; block-sparse: the mask per pair on every block
  * the BSR lists), and in decode, on the warp-specialised decode kernel (tensor-core tiles; pages
- * of a multiple of 16 or of 4 or 8 tokens; the mask's classifier skips the 16-key sub-tiles
+ * of a multiple of 4 tokens; the mask's classifier skips the 16-key sub-tiles
  * it proves EMPTY): head_dim 64 / 128, 16-bit q and KV of q's type; causal and RoPE built
  * in, but no built-in soft cap, ALiBi, custom mask or window beside the variant. It runs
  * from `device_image`: a cubin in which a compiler linked the variant's device functions
