@@ -147,8 +147,8 @@ defvar Fi_AttentionAttrDoc = [{
     managed table can move between host and device on every run. The functions may also
     be called for pairs another mask drops (their result is then discarded). The host backend calls the functions; with `fi-to-llvm=backend=cuda`,
     paged and ragged prefill, paged decode and block-sparse attention (head_dim 64 / 128,
-    f16 / bf16, KV of q's type; decode: tensor-core tiles, pages of a multiple of 16 or of
-    4 or 8 tokens) compile them into the warp-specialised Hopper prefill or decode kernel
+    f16 / bf16, KV of q's type; decode: tensor-core tiles, pages of a multiple of 4
+    tokens) compile them into the warp-specialised Hopper prefill or decode kernel
     through LLVM's NVPTX backend (no built-in soft cap, window, ALiBi or custom mask beside
     a variant there; f32 denormals flush to zero as in the built-in kernels; `math.tanh`
     with `fastmath<afn>` is the GPU's tanh.approx, `arith.divf` with `fastmath<arcp>` may
