@@ -36,7 +36,7 @@ fi_status fi_validate_tensor(fi_context *ctx, const char *name, const fi_tensor 
  * and value it rejects. */
 fi_status fi_validate_bsr(fi_context *ctx, const fi_bsr_matrix *bsr, int64_t num_qo_rows,
                           int64_t num_kv_rows);
-/* Decode pages of a multiple of 4 or 8 tokens that is not one of 16 (4, 8, 12, 24, 40,
+/* Decode pages of a multiple of 4 tokens that is not one of 16 (4, 8, 12, 24, 40,
  * ...): the warp-specialised decode kernel loads each 16-token sub-tile of them as 4 or 2
  * boxes of 4 or 8 rows (fi_decode_page_box_rows), so the planner chunks them on 16-token
  * boundaries that are also page boundaries (fi_decode_sub_tile_chunk). Pages of other

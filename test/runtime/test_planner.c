@@ -490,7 +490,7 @@ static void test_fixed_split_workspace(fi_context *ctx) {
   free_problem(&pr);
 }
 
-/* Decode pages of a multiple of 4 or 8 tokens that is not one of 16 (4, 8, 12, 24, 40): the
+/* Decode pages of a multiple of 4 tokens that is not one of 16 (4, 8, 12, 24, 40): the
  * planner's own splits start on 16-token sub-tiles that are whole pages, lcm(page, 16) (the
  * warp-specialised decode kernel loads boxes of 4 or 8 rows into 16-token slots); a fixed
  * split keeps whole pages (the sharded runs' bit-identity, runtime.h); pages of 16, of 2 and
