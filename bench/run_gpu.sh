@@ -48,6 +48,13 @@ for w in $what; do
         echo "test_decode_gpu (page-aligned, $knobs): rc $rc"
         grep -E "configs|graph|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -20
       done
+      # Pages that are not a multiple of 16 (1, 2, 4, 8, 12, 20, 24, 40: the warp-specialised
+      # kernel's boxes of 4 or 8 rows, several per sub-tile, and the per-warp kernels).
+      env FI_TEST_PAGE_SMALL=1 FI_TEST_SEED=55 FI_TEST_CONFIGS=160 ./test_decode_gpu > "$OUT/cur.log" 2>&1
+      rc=$?
+      cat "$OUT/cur.log" >> "$OUT/tests.log"
+      echo "test_decode_gpu (pages not a multiple of 16): rc $rc"
+      grep -E "configs|graph|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -20
       rm -f "$OUT/cur.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
@@ -64,6 +71,11 @@ for w in $what; do
         rc=$?
         cat "$OUT/cur.log" >> "$OUT/san.log"
         echo "$tool test_decode_gpu (page-aligned): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
+        FI_TEST_PAGE_SMALL=1 FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} \
+          compute-sanitizer --tool $tool --error-exitcode 9 ./test_decode_gpu > "$OUT/cur.log" 2>&1
+        rc=$?
+        cat "$OUT/cur.log" >> "$OUT/san.log"
+        echo "$tool test_decode_gpu (pages not a multiple of 16): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
       done
       rm -f "$OUT/cur.log" ;;
     bench)

@@ -221,10 +221,12 @@ extern "C" fi_status fi_cuda_decode_run(fi_context *ctx, const fi_plan *plan, co
           "decode with a score_mod/mask_mod: the variant is compiled into the "
           "warp-specialised decode kernel, which cannot take this run (it needs an sm_90 "
           "device and build, tensor-core tiles (cores = tensor), page sizes that are a "
-          "multiple of 4, a KV cache of q's dtype at head_dim 64 or 128 and at "
-          "most 8 query heads per CTA; this run: page_size %d, head_dim %d, tiles %s); "
-          "run it on the host backend or change the shape",
-          (int)ap->page_size, D, tc ? "tensor" : "cuda cores");
+          "multiple of 4 (below 16 or not a multiple of 16: a fixed_split_size whose "
+          "chunks of whole pages are a multiple of 16 tokens, or none), a KV cache of q's "
+          "dtype at head_dim 64 or 128 and at most 8 query heads per CTA; this run: "
+          "page_size %d, fixed_split_size %d, head_dim %d, tiles %s); run it on the host "
+          "backend or change the shape",
+          (int)ap->page_size, (int)ap->fixed_split_size, D, tc ? "tensor" : "cuda cores");
     if (ap->logits_soft_cap > 0.f || ap->window_left >= 0 || ap->pos_encoding == FI_POS_ALIBI)
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "decode with a score_mod/mask_mod and a built-in soft cap, ALiBi or "

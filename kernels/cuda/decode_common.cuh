@@ -68,7 +68,7 @@ struct DecodeParams {
   int32_t sm_count, tcw_warps, tws_slots, max_ctas;
   int32_t smem_per_sm, smem_reserved;  // the device's shared memory per SM, reserved per block
   int32_t pdl;         // 1: launched with programmatic stream serialization (pdl_enter)
-  // Not NULL: heads-on-N plans with page sizes a multiple of 16 run decode_tws_kernel with
+  // Not NULL: heads-on-N plans with page sizes a multiple of 4 run decode_tws_kernel with
   // these tensor maps (the device and the build have sm_90; decode.cu encodes them). A host
   // pointer, read by the launcher only.
   const TwsMaps *tws_maps;

@@ -155,8 +155,9 @@ __device__ __forceinline__ void decode_tws_body(const DecodeParams &p, const Tws
     // 16: one box from the sub-tile's row in its page; else boxes of 8 or 4 rows, the
     // largest that divides the page size, so that none crosses a page), box b issued by
     // lane b; every lane takes part in the page-id batches, 32 boxes each.
-    // (NB = 2^LG_NB: shifts and masks on the producer's path, no divisions but the page's
-    // row for pages larger than a box that are not a multiple of 16)
+    // (NB = 2^LG_NB: shifts and masks on the producer's path per sub-tile; a division per
+    // batch of page ids, and the page's row per box for pages larger than a box that are
+    // not a multiple of 16)
     const int LG_NB = P % 16 == 0 ? 0 : P % 8 == 0 ? 1 : 2, NB = 1 << LG_NB, BR = 16 >> LG_NB;
     const int SB = 32 >> LG_NB;  // sub-tiles per batch of page ids
     const int32_t *pages = p.kv_indices + us.page_begin;

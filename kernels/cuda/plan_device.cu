@@ -52,7 +52,7 @@ struct DevicePlanArgs {
   const int32_t *kv_indptr, *kv_indices, *last_page_len;  // last_page_len NULL: ragged KV
   int32_t batch, page_size, num_pages;
   int32_t rows_per_unit;          // query rows per unit (decode 1)
-  int32_t granularity;            // chunks are multiples of it (page size; ragged 16)
+  int32_t granularity;            // chunks are multiples of it (planner.c chunk_granularity)
   int64_t indices_len;            // elements of the kv_indices buffer (paged)
   int64_t max_qo_rows;            // bound of qo_indptr[batch] (rows of q)
   int64_t max_kv_rows;            // ragged: bound of kv_indptr[batch] (rows of k and v)

@@ -217,7 +217,7 @@ static fi_status check_forced_tiles(fi_context *ctx, const fi_tiles *t, int deco
 static fi_tile_problem tile_problem(const fi_context *ctx, const fi_attention_params *p,
                                     int32_t batch, int64_t total_qo, int64_t total_kv,
                                     int paged) {
-  fi_tile_problem tp;
+  fi_tile_problem tp = {0}; /* (fields added later read 0: heuristics.h) */
   tp.batch = batch;
   tp.num_qo_heads = p->num_qo_heads;
   tp.num_kv_heads = p->num_kv_heads;

@@ -133,7 +133,8 @@ typedef struct fi_cuda_device_plan_caps {
                                     (fi_plan_one_wave_units) */
   int64_t fixed_chunk;           /* > 0: fixed split chunk in tokens */
   int64_t rows_per_unit;         /* query rows per unit (decode: 1) */
-  int64_t granularity;           /* chunks are multiples of it: page size (ragged 16) */
+  int64_t granularity;           /* chunks are multiples of it: page size (ragged 16; decode
+                                    pages in boxes of 4 or 8 rows lcm(page size, 16)) */
   int64_t max_units;             /* a bound of the unit count (the sort kernel's grid) */
   int32_t auto_split;            /* 1: the automatic split may split (when the unsplit
                                     plan has fewer units than the target) */

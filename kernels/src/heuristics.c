@@ -33,7 +33,9 @@
  *      256 it has no warp-specialised kernel and the group decides. 16-bit KV at head_dim
  *      128 in pages of 1 or 2 tokens (off the fast path) takes tensor cores for every group
  *      as well: the per-warp tensor-core kernel read 1.06-1.84x faster than the CUDA-core
- *      one on every MHA row of decode_h200_page2.csv.
+ *      one on every MHA row of decode_h200_page2.csv -- but for MHA grids below one
+ *      unsplit CTA per SM over pages of 1, where CUDA cores read as fast or faster
+ *      (decode_h100_page1.csv).
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
@@ -42,7 +44,8 @@
  *    one long request) and 64 for split grids of at most one CTA per SM, at head_dim 64
  *    64 on CUDA cores and 128 on tensor cores but for split grids beyond one CTA per SM
  *    (decode_h200_e4m3_hd64.csv, _hd256.csv; the rules at the end of
- *    fi_select_decode_tiles). Otherwise
+ *    fi_select_decode_tiles); RoPE over a 16-bit cache keeps 32 at head_dim 256
+ *    (fi_tile_problem.rope: 64 would not fit an SM beside the rotated K tiles). Otherwise
  *    (fi_select_kv_tile): candidates 32/64/128 (prefill, tensor-core decode) or
  *    16/32/64/128 (CUDA-core decode). For each candidate the model gives
  *      warps    = clamp(q_tile / 16, 1, 4)           (tensor cores; 16 rows per warp)
@@ -89,8 +92,8 @@
  *    the real lengths and splits only when the same two conditions hold. Decode on the
  *    Hopper fast path (fi_select_decode_tiles) also splits sparser grids with long KV:
  *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
- *    or below two with pages loaded as boxes of 4 or 8 rows (fi_tile_problem.page_size,
- *    fi_decode_page_box_rows); other 16-bit
+ *    or below two with pages loaded as boxes of 4 rows (fi_tile_problem.page_size,
+ *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; other 16-bit
  *    head dims keep the rule above. CUDA-core plans at head_dim 256, and over fp8 KV at
  *    64, split below two unsplit CTAs per SM.
  */
@@ -230,14 +233,14 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   /* 16-bit KV in pages of 1 or 2 tokens at head_dim 128 (off the fast path: the per-warp
    * kernels): MHA on tensor cores as well, 1.06-1.84x faster than on CUDA cores on every
    * MHA row of bench/sweeps/decode_h200_page2.csv. Pages of 1 (bench/sweeps/
-   * decode_h100_page1.csv): the same but for one request's MHA grid (below one unsplit CTA
-   * per SM), where CUDA cores read as fast or faster ((1, 16384, 32, 32) 99.7 us against
+   * decode_h100_page1.csv): the same but for MHA grids below one unsplit CTA per SM (the
+   * sweep's: one request), where CUDA cores read as fast or faster ((1, 16384, 32, 32) 99.7 us against
    * 103.2, (1, 2048, 32, 32) alike); with more requests the two are within 1 % or tensor
    * cores lead ((64, 2048, 32, 32) 724.7 against 756.6). A fit to that sweep's two rows. */
-  const int one_request_mha = p->page_size == 1 && group_size(p) == 1 && p->batch > 0 &&
-                              unsplit_ctas < t->sm_count;
+  const int sparse_mha_page1 = p->page_size == 1 && group_size(p) == 1 && p->batch > 0 &&
+                               unsplit_ctas < t->sm_count;
   if (t->sm_version == 90 && p->head_dim == 128 && p->kv_dtype_bytes == 2 &&
-      p->page_size >= 1 && p->page_size <= 2 && !one_request_mha)
+      p->page_size >= 1 && p->page_size <= 2 && !sparse_mha_page1)
     tiles.cores = FI_CORES_TENSOR;
   if (tiles.cores == FI_CORES_TENSOR) {
     int32_t q = tile_covering(group_size(p));

@@ -468,7 +468,8 @@ func.func @prefill_static_fp8_kv(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 // Decode on the fast path with a static batch of 7 and the hint fi.avg_kv_len = 8192, MHA
 // at head_dim 128 (32 KV heads): 224 unsplit CTAs, 1.7 per SM of the default target's 132.
 // Pages of 16 tokens split only up to 1.5 per SM -> no split; pages of 8 (the block_cols
-// of #fi.bsr) up to 2 per SM -> split (heuristics.c, fi_select_decode_tiles).
+// of #fi.bsr) up to 2 per SM for groups below 4 from 4096 keys -> split (heuristics.c,
+// fi_select_decode_tiles).
 // CHECK-LABEL: func.func @decode_sparse_grid_pages
 // CHECK: fi.paged_decode
 // CHECK-SAME: tiles = #fi.tiles<q = 16, kv = 32, split_kv = false, cores = tensor>

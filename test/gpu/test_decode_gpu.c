@@ -630,7 +630,7 @@ static int split_rule_test(fi_context *dctx) {
 /* The Hopper fast path's split rules (heuristics.c fi_select_decode_tiles, planner.c
  * decode_target_units), checked on an sm_90 device from its SM count: 16-bit KV at
  * head_dim 128 splits unsplit grids of up to 1.5 CTAs per SM (with pages of 8, up to 2
- * for groups below 4); split
+ * for groups below 4 from 4096 keys); split
  * plans aim for 3 CTAs per SM with GQA over pages of 16, 4 with MHA or pages of 4, and 4
  * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests
  * of 8192 (32768 for one request) tokens; the planner's units per KV head u then satisfy
