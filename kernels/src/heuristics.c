@@ -234,9 +234,10 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * kernels): MHA on tensor cores as well, 1.06-1.84x faster than on CUDA cores on every
    * MHA row of bench/sweeps/decode_h200_page2.csv. Pages of 1 (bench/sweeps/
    * decode_h100_page1.csv): the same but for MHA grids below one unsplit CTA per SM (the
-   * sweep's: one request), where CUDA cores read as fast or faster ((1, 16384, 32, 32) 99.7 us against
-   * 103.2, (1, 2048, 32, 32) alike); with more requests the two are within 1 % or tensor
-   * cores lead ((64, 2048, 32, 32) 724.7 against 756.6). A fit to that sweep's two rows. */
+   * sweep's: one request), where CUDA cores read as fast or faster ((1, 16384, 32, 32)
+   * 99.7 us against 103.2, (1, 2048, 32, 32) alike); with more requests the two are within
+   * 1 % or tensor cores lead ((64, 2048, 32, 32) 724.7 against 756.6). A fit to that sweep's
+   * two rows. */
   const int sparse_mha_page1 = p->page_size == 1 && group_size(p) == 1 && p->batch > 0 &&
                                unsplit_ctas < t->sm_count;
   if (t->sm_version == 90 && p->head_dim == 128 && p->kv_dtype_bytes == 2 &&
@@ -284,10 +285,9 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   int sparse_grid;
   if (fp8_kv || (box_rows == 4 && (p->head_dim == 64 || p->head_dim == 128)))
     sparse_grid = two_per_sm;
-  else if (p->head_dim == 64)
-    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4);
-  else if (p->head_dim == 128 && box_rows == 8)
-    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4 && p->avg_kv_len >= 4096);
+  else if (p->head_dim == 64 || (p->head_dim == 128 && box_rows == 8))
+    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4 &&
+                                   (p->head_dim == 64 || p->avg_kv_len >= 4096));
   else
     sparse_grid = p->head_dim == 128 && one_and_half;
   if (!tiles.split_kv && ws_kernel && tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&

@@ -155,9 +155,9 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * enough bytes in flight (H200, 36 GB/s per SM: 16 x 131072 tokens read at 77 % of copy
  * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). Nor with
  * pages of 4 or 8 tokens (or other pages in boxes of 4 or 8 rows), which the
- * warp-specialised kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM cannot issue them fast enough (H100, (16, 4096, 32, 8)
- * pages of 8: 69 % unsplit, 88 % split). The tuning knob FI_DECODE_ONE_WAVE forces the
- * choice (1 unsplit, 0 split). */
+ * warp-specialised kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM
+ * cannot issue them fast enough (H100, (16, 4096, 32, 8) pages of 8: 69 % unsplit, 88 %
+ * split). The tuning knob FI_DECODE_ONE_WAVE forces the choice (1 unsplit, 0 split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles, int64_t unsplit_units) {
