@@ -49,12 +49,14 @@
 //     tiles that cross them; a custom mask: every tile of the chunk's kept-key extent (the
 //     plan's, per query row: no tile outside it is loaded), its bits read as 32-bit words) and
 //     online softmax in registers (the accumulator layout of prefill_kernel.cuh), O += P V
-//     with P from registers, issued one tile late so that it runs under the next tile's
-//     softmax (FA3's intra-warpgroup overlap); at head_dim <= 128 (not the variant
-//     kernels) right behind the next S, the two warpgroups taking turns at issuing on
-//     named barriers 5 and 6 (FA3's inter-warpgroup overlap); each warp releases a stage's
-//     K (`k_empty`, 8 arrivals) once its S has landed and its V (`v_empty`) once its P V
-//     has.
+//     with P from registers, issued one tile late: at head_dim <= 128 (not the variant
+//     kernels) right behind the next S and waited for with it, the two warpgroups taking
+//     turns at issuing on named barriers 5 and 6 so that one's softmax runs under the
+//     other's GEMMs (FA3's inter-warpgroup overlap); otherwise after the next S's wait, under
+//     that tile's softmax. Each warp releases a stage's K (`k_empty`, 8 arrivals) once its S
+//     has landed and its V (`v_empty`) once its P V has: for 16-bit Q at head_dim <= 128
+//     with the next tile's K, at that S's wait, so that the producer (K then V of each stage
+//     in turn) runs a whole tile ahead.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
@@ -1103,12 +1105,13 @@ struct PrefillWs {
         for (int e = 0; e < 4; ++e) o[nb][e] = 0.f;
 
       // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
-      // S(tile) has landed (AHEAD: right behind S(tile)'s issue) and runs on the tensor cores
-      // while this warpgroup computes the softmax of tile; the waits stay unconditional
-      // (ptxas serialises every wgmma when it cannot match a wait to an issue). The wait for
-      // P V and the work behind it (V's stage released, O rescaled) appear twice below, once
-      // per order: a shared helper changed the code clang emits for the variant kernels, whose
-      // speed was measured with this form.
+      // S(tile) has landed and runs on the tensor cores while this warpgroup computes the
+      // softmax of tile (AHEAD: right behind S(tile)'s issue, waited for with S, the other
+      // warpgroup's softmax under them); the waits stay unconditional (ptxas serialises
+      // every wgmma when it cannot match a wait to an issue). The wait for P V and the work
+      // behind it (V's stage released, O rescaled) appear twice below, once per order: a
+      // shared helper changed the code clang emits for the variant kernels, whose speed was
+      // measured with this form.
       const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
       uint32_t pa_prev[KB][4];
       uint32_t v_prev_lo = 0, st_prev = 0;
@@ -1195,37 +1198,44 @@ struct PrefillWs {
             tile_class = info.y;
           }
         }
-        // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile), before S's wait (FA3's
-        // order: the tensor cores go on to P V while this warpgroup waits for S; tile 0
-        // commits an empty group so that the wait is unconditional). TURNS: besides, the two
-        // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6), so
-        // that one's softmax runs while the other's GEMMs hold the tensor cores: 1-9 % faster
-        // on every 16-bit row measured at head_dim 128 on an H200, where the order alone had
-        // measured 0-2 % slower (bench/NOTES.md). The variant kernels and head_dim 256 keep
-        // P V behind S's wait.
+        // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile) (FA3's order: the tensor
+        // cores go on to P V while this warpgroup waits), and waited for with S. TURNS:
+        // besides, the two warpgroups take turns issuing (FA3's scheduler barriers, named
+        // barriers 5 and 6), so that one's softmax runs while the other's GEMMs hold the
+        // tensor cores: 1-9 % faster on every 16-bit row measured at head_dim 128 on an H200,
+        // where the order alone had measured 0-2 % slower (bench/NOTES.md). A wait for S
+        // alone would leave P V under this tile's softmax, but ptxas made that wait cover
+        // P V too (the empty group that tile 0 committed became a dummy wgmma group on every
+        // tile), and a build without the dummy measured no faster (session 42). So S and P V
+        // are waited for together, and (RELEASE_V) V(tile-1)'s stage goes back with K(tile)'s:
+        // the producer refills each stage's K, then its V, and waiting for that V until the
+        // softmax's end it had run half a tile ahead (6-7 % faster on the long 16-bit rows,
+        // H100, session 56; fp8 attention measured no gain and keeps the later release). The
+        // variant kernels and head_dim 256 keep P V behind S's wait.
         constexpr bool AHEAD = FP8 || TURNS;
+        constexpr bool RELEASE_V = AHEAD && !FP8;
         if constexpr (TURNS) turn_wait(wg);
         fi_wgmma::fence();
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
         fi_wgmma::commit();
         if constexpr (AHEAD) {
-          if (tile > 0) {
+          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0)
 #pragma unroll
             for (int kb = 0; kb < KB; ++kb)
               if (!(BSR && one_half_prev && kb >= KB / 2))
                 fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
+            fi_wgmma::commit();
           }
-          fi_wgmma::commit();
           if constexpr (TURNS) turn_pass(wg);
-          fi_wgmma::wait<1>();
-        } else {
-          fi_wgmma::wait<0>();
         }
+        fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(s);
         __syncwarp();
         // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
         if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
           fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
+        if (RELEASE_V && tile > 0 && lane == 0)
+          fi::mbar_arrive(&v_empty[st_prev]);  // and with V(tile - 1): its P V has landed
         if (q_free_at_last_s && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
         if (!AHEAD && tile > 0) {
           fi_wgmma::fence();
@@ -1529,7 +1539,7 @@ struct PrefillWs {
         if constexpr (!VARIANT) {
           fi_wgmma::wait<0>();
           fi_wgmma::fence_regs(o);
-          if (tile > 0) {
+          if (!RELEASE_V && tile > 0) {
             __syncwarp();
             if (lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
           }
