@@ -54,9 +54,9 @@
 //     turns at issuing on named barriers 5 and 6 so that one's softmax runs under the
 //     other's GEMMs (FA3's inter-warpgroup overlap); otherwise after the next S's wait, under
 //     that tile's softmax. Each warp releases a stage's K (`k_empty`, 8 arrivals) once its S
-//     has landed and its V (`v_empty`) once its P V has: for 16-bit Q at head_dim <= 128
-//     with the next tile's K, at that S's wait, so that the producer (K then V of each stage
-//     in turn) runs a whole tile ahead.
+//     has landed and its V (`v_empty`) once its P V has: where the warpgroups take turns
+//     over 16-bit Q (not fp8 attention), with the next tile's K at that S's wait, so that
+//     the producer (K then V of each stage in turn) runs a whole tile ahead.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
