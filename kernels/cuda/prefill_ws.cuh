@@ -1109,9 +1109,9 @@ struct PrefillWs {
       // softmax of tile (AHEAD: right behind S(tile)'s issue, waited for with S, the other
       // warpgroup's softmax under them); the waits stay unconditional (ptxas serialises
       // every wgmma when it cannot match a wait to an issue). The wait for P V and the work
-      // behind it (V's stage released, O rescaled) appear twice below, once per order: a
-      // shared helper changed the code clang emits for the variant kernels, whose speed was
-      // measured with this form.
+      // behind it (O rescaled; V's stage released, except with RELEASE_V) appear twice below,
+      // once per order: a shared helper changed the code clang emits for the variant
+      // kernels, whose speed was measured with this form.
       const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
       uint32_t pa_prev[KB][4];
       uint32_t v_prev_lo = 0, st_prev = 0;
@@ -1219,7 +1219,9 @@ struct PrefillWs {
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
         fi_wgmma::commit();
         if constexpr (AHEAD) {
-          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0)
+          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0; the
+                           // block-sparse instances still show a dummy group in the SASS,
+                           // where ptxas splits P V in two groups: the wait covers all)
 #pragma unroll
             for (int kb = 0; kb < KB; ++kb)
               if (!(BSR && one_half_prev && kb >= KB / 2))
@@ -1464,12 +1466,13 @@ struct PrefillWs {
           any_rescale |= row_scale[hh] != 1.f;
         }
         // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
-        // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block)
-        // and pack P after it, straight into the registers P V reads: with P packed before
-        // the wait, ptxas put P(tile) in P(tile-1)'s registers and the wait at the top of the
-        // softmax's block, so P V never ran under the softmax (SASS, bench/NOTES.md). clang's
-        // builds (the variant kernels) keep P packed before the wait: they measured 10 % slower
-        // the other way.
+        // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block; at
+        // head_dim <= 128 a wait with nothing left, P V was waited for with S) and pack P
+        // after it, straight into the registers P V reads: where P V runs under the softmax
+        // (head_dim 256 now), P packed before the wait put P(tile) in P(tile-1)'s registers
+        // and the wait at the top of the softmax's block, so P V never ran under the softmax
+        // (SASS, bench/NOTES.md). clang's builds (the variant kernels) keep P packed before
+        // the wait: they measured 10 % slower the other way.
         uint32_t pa[VARIANT ? KB : 1][4];
         if constexpr (VARIANT) {
           pack_p<DT>(s, pa);
