@@ -38,23 +38,20 @@ for w in $what; do
         echo "$t: rc $rc ($(( $(date +%s) - start )) s)"
         grep -E "configs|graph|plan hd|streams:|passed|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -40
       done
-      # Page-aligned plans (the warp-specialised kernel on sm_90): default CTA shapes, then
-      # 10-warp CTAs with a 9-slot ring (other shapes, ring wrap-around every few tiles).
-      for knobs in "FI_TEST_SEED=77 FI_TEST_CONFIGS=160" \
-                   "FI_TEST_SEED=5 FI_TEST_CONFIGS=80 FI_DECODE_TCW_WARPS=10 FI_DECODE_TWS_SLOTS=9"; do
-        env FI_TEST_PAGE16=1 $knobs ./test_decode_gpu > "$OUT/cur.log" 2>&1
+      # Page-aligned plans (FI_TEST_PAGE16; the warp-specialised kernel on sm_90): default
+      # CTA shapes, then 10-warp CTAs with a 9-slot ring (other shapes, ring wrap-around every
+      # few tiles); then pages that are not a multiple of 16 (FI_TEST_PAGE_SMALL: 1, 2, 4, 8,
+      # 12, 20, 24, 40, the warp-specialised kernel's boxes of 4 or 8 rows and the per-warp
+      # kernels).
+      for knobs in "FI_TEST_PAGE16=1 FI_TEST_SEED=77 FI_TEST_CONFIGS=160" \
+                   "FI_TEST_PAGE16=1 FI_TEST_SEED=5 FI_TEST_CONFIGS=80 FI_DECODE_TCW_WARPS=10 FI_DECODE_TWS_SLOTS=9" \
+                   "FI_TEST_PAGE_SMALL=1 FI_TEST_SEED=55 FI_TEST_CONFIGS=160"; do
+        env $knobs ./test_decode_gpu > "$OUT/cur.log" 2>&1
         rc=$?
         cat "$OUT/cur.log" >> "$OUT/tests.log"
-        echo "test_decode_gpu (page-aligned, $knobs): rc $rc"
+        echo "test_decode_gpu ($knobs): rc $rc"
         grep -E "configs|graph|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -20
       done
-      # Pages that are not a multiple of 16 (1, 2, 4, 8, 12, 20, 24, 40: the warp-specialised
-      # kernel's boxes of 4 or 8 rows, several per sub-tile, and the per-warp kernels).
-      env FI_TEST_PAGE_SMALL=1 FI_TEST_SEED=55 FI_TEST_CONFIGS=160 ./test_decode_gpu > "$OUT/cur.log" 2>&1
-      rc=$?
-      cat "$OUT/cur.log" >> "$OUT/tests.log"
-      echo "test_decode_gpu (pages not a multiple of 16): rc $rc"
-      grep -E "configs|graph|FAILED|FAIL|f16:|bf16:" "$OUT/cur.log" | head -20
       rm -f "$OUT/cur.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
@@ -66,16 +63,14 @@ for w in $what; do
           cat "$OUT/cur.log" >> "$OUT/san.log"
           echo "$tool $t: rc $rc ($(( $(date +%s) - start )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
         done
-        FI_TEST_PAGE16=1 FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} \
-          compute-sanitizer --tool $tool --error-exitcode 9 ./test_decode_gpu > "$OUT/cur.log" 2>&1
-        rc=$?
-        cat "$OUT/cur.log" >> "$OUT/san.log"
-        echo "$tool test_decode_gpu (page-aligned): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
-        FI_TEST_PAGE_SMALL=1 FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} \
-          compute-sanitizer --tool $tool --error-exitcode 9 ./test_decode_gpu > "$OUT/cur.log" 2>&1
-        rc=$?
-        cat "$OUT/cur.log" >> "$OUT/san.log"
-        echo "$tool test_decode_gpu (pages not a multiple of 16): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
+        # page-aligned plans, then pages that are not a multiple of 16 (as in tests)
+        for pages in FI_TEST_PAGE16=1 FI_TEST_PAGE_SMALL=1; do
+          env $pages FI_TEST_SMALL=1 FI_TEST_CONFIGS=${SAN_CONFIGS:-12} \
+            compute-sanitizer --tool $tool --error-exitcode 9 ./test_decode_gpu > "$OUT/cur.log" 2>&1
+          rc=$?
+          cat "$OUT/cur.log" >> "$OUT/san.log"
+          echo "$tool test_decode_gpu ($pages): rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cur.log" | tail -1)"
+        done
       done
       rm -f "$OUT/cur.log" ;;
     bench)
