@@ -1199,29 +1199,23 @@ struct PrefillWs {
           }
         }
         // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile) (FA3's order: the tensor
-        // cores go on to P V while this warpgroup waits), and waited for with S. TURNS:
-        // besides, the two warpgroups take turns issuing (FA3's scheduler barriers, named
-        // barriers 5 and 6), so that one's softmax runs while the other's GEMMs hold the
-        // tensor cores: 1-9 % faster on every 16-bit row measured at head_dim 128 on an H200,
-        // where the order alone had measured 0-2 % slower (bench/NOTES.md). A wait for S
-        // alone would leave P V under this tile's softmax, but ptxas made that wait cover
-        // P V too (the empty group that tile 0 committed became a dummy wgmma group on every
-        // tile), and a build without the dummy measured no faster (session 42). So S and P V
-        // are waited for together, and (RELEASE_V) V(tile-1)'s stage goes back with K(tile)'s:
-        // the producer refills each stage's K, then its V, and waiting for that V until the
-        // softmax's end it had run half a tile ahead (6-7 % faster on the long 16-bit rows,
-        // H100, session 56; fp8 attention measured no gain and keeps the later release). The
-        // variant kernels and head_dim 256 keep P V behind S's wait.
+        // cores go on to P V while this warpgroup waits), and waited for with S (a wait for
+        // S alone measured no faster: ptxas had made it cover P V anyway). TURNS: besides,
+        // the two warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5
+        // and 6), so that one's softmax runs while the other's GEMMs hold the tensor cores
+        // (1-9 % faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with
+        // K(tile)'s, since the producer refills each stage's K, then its V, and a V released
+        // after the softmax held back the next K too (6-7 % on the long 16-bit rows; fp8
+        // attention measured no gain and keeps the later release). The variant kernels and
+        // head_dim 256 keep P V behind S's wait. (bench/NOTES.md, sessions 42 and 56.)
         constexpr bool AHEAD = FP8 || TURNS;
-        constexpr bool RELEASE_V = AHEAD && !FP8;
+        constexpr bool RELEASE_V = TURNS && !FP8;
         if constexpr (TURNS) turn_wait(wg);
         fi_wgmma::fence();
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
         fi_wgmma::commit();
         if constexpr (AHEAD) {
-          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0; the
-                           // block-sparse instances still show a dummy group in the SASS,
-                           // where ptxas splits P V in two groups: the wait covers all)
+          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0)
 #pragma unroll
             for (int kb = 0; kb < KB; ++kb)
               if (!(BSR && one_half_prev && kb >= KB / 2))
