@@ -247,11 +247,19 @@ __device__ __forceinline__ void wg_qk_issue(float (&s)[CTA_KV / 8][4], uint32_t 
 // and the LSE are exact either way.
 // The slack for P in 16 bits (f16 / bf16 hold P <= 2^8 with O and l in fp32).
 constexpr float SOFTMAX_SLACK_16BIT = 8.f;
+// The two halves of online_softmax_row, for callers that put work between them (the
+// warp-specialised kernel waits for its previous P V there): softmax_row_max updates the
+// running max and returns O's factor and the exponent's offset; softmax_row_exp turns s
+// into P and updates the running sum. online_softmax_row is the one after the other (the
+// same operations in the same order: the same bits either way).
+struct SoftmaxRowMax {
+  float scale, sub;
+};
 template <bool OFFSET = false, int NB>
-__device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
-                                                    float &l_run, float c_log2,
-                                                    float p_log2_offset = 0.f,
-                                                    float offset = 0.f, float slack = 0.f) {
+__device__ __forceinline__ SoftmaxRowMax softmax_row_max(const float (&s)[NB][4], int hh,
+                                                         float &m_run, float c_log2,
+                                                         float p_log2_offset = 0.f,
+                                                         float offset = 0.f, float slack = 0.f) {
   float part[NB];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) part[nb] = fmaxf(s[nb][2 * hh], s[nb][2 * hh + 1]);
@@ -265,16 +273,32 @@ __device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, f
   const float scale = exp2f(m_run - m_use);
   m_run = mx;
   const float sub = OFFSET ? fmaf(offset, c_log2, p_log2_offset - m_use) : p_log2_offset - m_use;
+  return {scale, sub};
+}
+template <int NB>
+__device__ __forceinline__ void softmax_row_exp(float (&s)[NB][4], int hh, float &l_run,
+                                                float c_log2, SoftmaxRowMax r) {
+  float part[NB];
 #pragma unroll
   for (int nb = 0; nb < NB; ++nb) {
-    const float x0 = fmaf(s[nb][2 * hh], c_log2, sub), x1 = fmaf(s[nb][2 * hh + 1], c_log2, sub);
+    const float x0 = fmaf(s[nb][2 * hh], c_log2, r.sub),
+                x1 = fmaf(s[nb][2 * hh + 1], c_log2, r.sub);
     const float p0 = exp2f(x0), p1 = exp2f(x1);
     s[nb][2 * hh] = p0;
     s[nb][2 * hh + 1] = p1;
     part[nb] = p0 + p1;
   }
-  l_run = l_run * scale + tree_reduce(part, [](float a, float b) { return a + b; });
-  return scale;
+  l_run = l_run * r.scale + tree_reduce(part, [](float a, float b) { return a + b; });
+}
+template <bool OFFSET = false, int NB>
+__device__ __forceinline__ float online_softmax_row(float (&s)[NB][4], int hh, float &m_run,
+                                                    float &l_run, float c_log2,
+                                                    float p_log2_offset = 0.f,
+                                                    float offset = 0.f, float slack = 0.f) {
+  const SoftmaxRowMax r =
+      softmax_row_max<OFFSET>(s, hh, m_run, c_log2, p_log2_offset, offset, slack);
+  softmax_row_exp(s, hh, l_run, c_log2, r);
+  return r.scale;
 }
 
 // P (fp32 accumulators of one m-tile) as the A operand of the P V MMA, 16 keys per step.

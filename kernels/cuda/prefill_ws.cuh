@@ -55,7 +55,8 @@
 //     other's GEMMs (FA3's inter-warpgroup overlap); otherwise after the next S's wait, under
 //     that tile's softmax. Each warp releases a stage's K (`k_empty`, 8 arrivals) once its S
 //     has landed and its V (`v_empty`) once its P V has: where the warpgroups take turns
-//     over 16-bit Q (not fp8 attention), with the next tile's K at that S's wait, so that
+//     over 16-bit Q (not fp8 attention), with the next tile's K at that S's wait (with a soft
+//     cap or 176-key tiles: once the row maxima, taken while P V runs, are done), so that
 //     the producer (K then V of each stage in turn) runs a whole tile ahead.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
@@ -1206,10 +1207,15 @@ struct PrefillWs {
         // (1-9 % faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with
         // K(tile)'s, since the producer refills each stage's K, then its V, and a V released
         // after the softmax held back the next K too (6-7 % on the long 16-bit rows; fp8
-        // attention measured no gain and keeps the later release). The variant kernels and
-        // head_dim 256 keep P V behind S's wait. (bench/NOTES.md, sessions 42 and 56.)
+        // attention measured no gain and keeps the later release). MAX_FIRST (the soft cap's
+        // instances but ALiBi's and block-sparse ones, and the 176-key one): S is waited for
+        // alone, the row maxima run under P V and P V's wait follows them (FA3's order; 2-4 %
+        // faster there on an H100, where the plain 128-key instance and fp8 attention measured
+        // 0-1 % slower). The variant kernels and head_dim 256 keep P V behind S's wait.
+        // (bench/NOTES.md, sessions 42, 56 and 57.)
         constexpr bool AHEAD = FP8 || TURNS;
         constexpr bool RELEASE_V = TURNS && !FP8;
+        constexpr bool MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
         if constexpr (TURNS) turn_wait(wg);
         fi_wgmma::fence();
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
@@ -1221,16 +1227,23 @@ struct PrefillWs {
               if (!(BSR && one_half_prev && kb >= KB / 2))
                 fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_prev_desc[kb]);
             fi_wgmma::commit();
+            if constexpr (MAX_FIRST) {
+              turn_pass(wg);
+              fi_wgmma::wait<1>();  // S alone: P V runs on under the row maxima
+            }
+          } else if constexpr (MAX_FIRST) {
+            turn_pass(wg);
+            fi_wgmma::wait<0>();
           }
-          if constexpr (TURNS) turn_pass(wg);
+          if constexpr (TURNS && !MAX_FIRST) turn_pass(wg);
         }
-        fi_wgmma::wait<0>();
+        if constexpr (!MAX_FIRST) fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(s);
         __syncwarp();
         // (stage_out: warpgroup 0 keeps the last tile's K stage for its output rows)
         if (lane == 0 && !(stage_out && wg == 0 && tile == num_tiles - 1))
           fi::mbar_arrive(&k_empty[st]);  // this warp is done with K(tile)
-        if (RELEASE_V && tile > 0 && lane == 0)
+        if (RELEASE_V && !MAX_FIRST && tile > 0 && lane == 0)
           fi::mbar_arrive(&v_empty[st_prev]);  // and with V(tile - 1): its P V has landed
         if (q_free_at_last_s && tile == num_tiles - 1 && lane == 0) fi::mbar_arrive(&q_empty[qs]);
         if (!AHEAD && tile > 0) {
@@ -1448,24 +1461,50 @@ struct PrefillWs {
         // Online softmax (log2 domain; c_log2 folded into the FFMA).
         float row_scale[2];
         bool any_rescale = false;
+        if constexpr (MAX_FIRST) {
+          // Both rows' maxima while P V(tile-1) still runs, then its wait and V(tile-1)'s
+          // release, then the exponentials (the same operations as online_softmax_row: the
+          // same bits; no variant, ALiBi or fp8 scale reaches these instances).
+          SoftmaxRowMax rm[2];
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          if (score_slope)
-            row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2, P_LOG2,
-                                                     alibi_off[hh], SLACK);
-          else
-            row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
-                                                        FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
-                                                        alibi_off[hh], SLACK);
-          any_rescale |= row_scale[hh] != 1.f;
+          for (int hh = 0; hh < 2; ++hh)
+            rm[hh] = softmax_row_max(s, hh, m_run[hh], c_log2, P_LOG2, 0.f, SLACK);
+          // (the maxima as the next statement's inputs: computed before P V's wait)
+          asm volatile("" ::"f"(rm[0].sub), "f"(rm[1].sub), "f"(rm[0].scale), "f"(rm[1].scale)
+                       : "memory");
+          // V(tile)'s wait here (a loop: its own basic block), so that ptxas keeps P V's wait
+          // behind the maxima instead of at the top of their block.
+          fi::mbar_wait(&v_full[st], par);
+          fi_wgmma::wait<0>();
+          fi_wgmma::fence_regs(o);
+          __syncwarp();
+          if (tile > 0 && lane == 0) fi::mbar_arrive(&v_empty[st_prev]);
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            softmax_row_exp(s, hh, l_run[hh], c_log2, rm[hh]);
+            row_scale[hh] = rm[hh].scale;
+            any_rescale |= row_scale[hh] != 1.f;
+          }
+        } else {
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            if (score_slope)
+              row_scale[hh] = online_softmax_row<true>(s, hh, m_run[hh], l_run[hh], c_log2,
+                                                       P_LOG2, alibi_off[hh], SLACK);
+            else
+              row_scale[hh] = online_softmax_row<X_ALIBI>(s, hh, m_run[hh], l_run[hh],
+                                                          FP8 ? row_c_log2[hh] : c_log2, P_LOG2,
+                                                          alibi_off[hh], SLACK);
+            any_rescale |= row_scale[hh] != 1.f;
+          }
         }
         // P(tile-1) V(tile-1) has landed in O (and no longer reads pa_prev or its V stage).
         // nvcc's instances wait after V(tile)'s wait below (a branch: its own basic block; at
-        // head_dim <= 128 a wait with nothing left, P V was waited for with S) and pack P
-        // after it, straight into the registers P V reads: where P V runs under the softmax
-        // (head_dim 256 now), P packed before the wait put P(tile) in P(tile-1)'s registers
-        // and the wait at the top of the softmax's block, so P V never ran under the softmax
-        // (SASS, bench/NOTES.md). clang's builds (the variant kernels) keep P packed before
+        // head_dim <= 128 a wait with nothing left: P V was waited for with S or after the
+        // maxima) and pack P after it, straight into the registers P V reads: where P V runs
+        // under the softmax (head_dim 256 now), P packed before the wait put P(tile) in
+        // P(tile-1)'s registers and the wait at the top of the softmax's block, so P V never
+        // ran under the softmax (SASS, bench/NOTES.md). clang's builds (the variant kernels) keep P packed before
         // the wait: they measured 10 % slower the other way.
         uint32_t pa[VARIANT ? KB : 1][4];
         if constexpr (VARIANT) {
@@ -1486,7 +1525,7 @@ struct PrefillWs {
         // tokens, another page's rows or zeros: both warpgroups zero them together (generic
         // writes, the proxy fence, one barrier of the 256 consumer threads) before either
         // issues a read of the stage.
-        fi::mbar_wait(&v_full[st], par);
+        if constexpr (!MAX_FIRST) fi::mbar_wait(&v_full[st], par);
         const int v_rows = kv_len - kv0;
         if constexpr (FP8) {
           // V^T columns of keys outside [kv_first, kv_len) (another request's rows, or zeros):
