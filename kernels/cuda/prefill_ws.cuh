@@ -56,8 +56,8 @@
 //     that tile's softmax. Each warp releases a stage's K (`k_empty`, 8 arrivals) once its S
 //     has landed and its V (`v_empty`) once its P V has: where the warpgroups take turns
 //     over 16-bit Q (not fp8 attention), with the next tile's K at that S's wait (with a soft
-//     cap or 176-key tiles: once the row maxima, taken while P V runs, are done), so that
-//     the producer (K then V of each stage in turn) runs a whole tile ahead.
+//     cap but no ALiBi, or 176-key tiles: once the row maxima, taken while P V runs, are
+//     done), so that the producer (K then V of each stage in turn) runs a whole tile ahead.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
@@ -1107,12 +1107,12 @@ struct PrefillWs {
 
       // OVERLAP (FA3's intra-warpgroup pipelining): P(tile-1) V(tile-1) is issued once
       // S(tile) has landed and runs on the tensor cores while this warpgroup computes the
-      // softmax of tile (AHEAD: right behind S(tile)'s issue, waited for with S, the other
-      // warpgroup's softmax under them); the waits stay unconditional (ptxas serialises
-      // every wgmma when it cannot match a wait to an issue). The wait for P V and the work
-      // behind it (O rescaled; V's stage released, except with RELEASE_V) appear twice below,
-      // once per order: a shared helper changed the code clang emits for the variant
-      // kernels, whose speed was measured with this form.
+      // softmax of tile (AHEAD: right behind S(tile)'s issue, waited for with S or, with
+      // MAX_FIRST, after the row maxima, the other warpgroup's softmax under them); every
+      // path waits (ptxas serialises every wgmma when it cannot match a wait to an issue).
+      // The wait for P V and the work behind it (O rescaled; V's stage released, except with
+      // RELEASE_V) appear twice below, once per order: a shared helper changed the code
+      // clang emits for the variant kernels, whose speed was measured with this form.
       const uint32_t q_lo = fi_wgmma::desc_lo(fi::smem_addr(q_tile) + wg * 64 * 128, 16);
       uint32_t pa_prev[KB][4];
       uint32_t v_prev_lo = 0, st_prev = 0;
@@ -1201,21 +1201,24 @@ struct PrefillWs {
         }
         // AHEAD: P(tile-1) V(tile-1) issued right behind S(tile) (FA3's order: the tensor
         // cores go on to P V while this warpgroup waits), and waited for with S (a wait for
-        // S alone measured no faster: ptxas had made it cover P V anyway). TURNS: besides,
-        // the two warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5
-        // and 6), so that one's softmax runs while the other's GEMMs hold the tensor cores
-        // (1-9 % faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with
-        // K(tile)'s, since the producer refills each stage's K, then its V, and a V released
-        // after the softmax held back the next K too (6-7 % on the long 16-bit rows; fp8
-        // attention measured no gain and keeps the later release). MAX_FIRST (the soft cap's
-        // instances but ALiBi's and block-sparse ones, and the 176-key one): S is waited for
-        // alone, the row maxima run under P V and P V's wait follows them (FA3's order; 2-4 %
-        // faster there on an H100, where the plain 128-key instance and fp8 attention measured
-        // 0-1 % slower). The variant kernels and head_dim 256 keep P V behind S's wait.
-        // (bench/NOTES.md, sessions 42, 56 and 57.)
+        // S alone with nothing behind it measured no faster: ptxas had made it cover P V
+        // anyway; MAX_FIRST below puts the row maxima behind it). TURNS: besides, the two
+        // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6),
+        // so that one's softmax runs while the other's GEMMs hold the tensor cores (1-9 %
+        // faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with K(tile)'s
+        // (MAX_FIRST: after the maxima), since the producer refills each stage's K, then its
+        // V, and a V released after the softmax held back the next K too (6-7 % on the long
+        // 16-bit rows; fp8 attention measured no gain and keeps the later release).
+        // MAX_FIRST (the soft cap's instances but ALiBi's and block-sparse ones, and the
+        // 176-key one): S is waited for alone, the row maxima run under P V and P V's wait
+        // follows them (FA3's order; 2-4 % faster there on an H100, where the plain 128-key
+        // instance and fp8 attention measured 0-1 % slower). The variant kernels and head_dim
+        // 256 keep P V behind S's wait. (bench/NOTES.md, sessions 42, 56 and 57.)
         constexpr bool AHEAD = FP8 || TURNS;
         constexpr bool RELEASE_V = TURNS && !FP8;
         constexpr bool MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
+        // (MAX_FIRST waits for V(tile) before releasing V(tile-1): one stage would deadlock)
+        static_assert(!MAX_FIRST || STAGES >= 2, "MAX_FIRST needs two ring stages");
         if constexpr (TURNS) turn_wait(wg);
         fi_wgmma::fence();
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
@@ -1504,8 +1507,8 @@ struct PrefillWs {
         // maxima) and pack P after it, straight into the registers P V reads: where P V runs
         // under the softmax (head_dim 256 now), P packed before the wait put P(tile) in
         // P(tile-1)'s registers and the wait at the top of the softmax's block, so P V never
-        // ran under the softmax (SASS, bench/NOTES.md). clang's builds (the variant kernels) keep P packed before
-        // the wait: they measured 10 % slower the other way.
+        // ran under the softmax (SASS, bench/NOTES.md). clang's builds (the variant kernels)
+        // keep P packed before the wait: they measured 10 % slower the other way.
         uint32_t pa[VARIANT ? KB : 1][4];
         if constexpr (VARIANT) {
           pack_p<DT>(s, pa);
