@@ -1224,7 +1224,10 @@ struct PrefillWs {
         wg_qk_issue<MT, HD, CTA_Q, CTA_KV>(s, q_lo, k_lo);
         fi_wgmma::commit();
         if constexpr (AHEAD) {
-          if (tile > 0) {  // (committed inside the branch: no empty group on tile 0)
+          // (P V committed inside the branch: no empty group on tile 0. The waits sit in
+          // each branch for MAX_FIRST and after them otherwise: the SASS that was measured; a
+          // flat form moves ptxas's code for the MAX_FIRST instances.)
+          if (tile > 0) {
 #pragma unroll
             for (int kb = 0; kb < KB; ++kb)
               if (!(BSR && one_half_prev && kb >= KB / 2))
@@ -1489,6 +1492,8 @@ struct PrefillWs {
             any_rescale |= row_scale[hh] != 1.f;
           }
         } else {
+          // (row by row, as before: one loop over softmax_row_max for both forms changed the
+          // SASS of the fp8 and block-sparse instances, which this order was not measured on)
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh) {
             if (score_slope)
