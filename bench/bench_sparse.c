@@ -400,13 +400,17 @@ typedef struct prefix_arg {
   fi_plan ov_prefix, ov_suffix;
   cudaStream_t side, pre_stream; /* pre_stream: the prefix's (stream, or a green context's) */
   cudaEvent_t fork, join, join_pre;
+  /* 1: the composed and overlapped steps merge once (fi_paged_prefill_run_unmerged, then
+   * fi_prefill_merge_run with the suffixes' state); 0: the prefix's own merge, then
+   * fi_merge_state (the "two merges" rows) */
+  int one_merge;
 } prefix_arg;
 
 /* The overlapped row's halves, each on its context's stream. */
 static void ov_prefix_run(prefix_arg *a) {
-  FI_BENCH_OK(a->ctx_pre, fi_paged_prefill_run(a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr,
-                                               &a->kv, &a->pre, NULL, &a->o_prefix,
-                                               &a->lse_prefix));
+  FI_BENCH_OK(a->ctx_pre, (a->one_merge ? fi_paged_prefill_run_unmerged : fi_paged_prefill_run)(
+                              a->ctx_pre, &a->ov_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
+                              NULL, &a->o_prefix, &a->lse_prefix));
 }
 static void ov_suffix_run(prefix_arg *a) {
   FI_BENCH_OK(a->ctx_suf, fi_decode_run(a->ctx_suf, &a->ov_suffix, &a->q, &a->kv, &a->suf,
@@ -423,8 +427,13 @@ static void run_overlapped(void *p) {
   ov_suffix_run(a);
   FI_BENCH_CK(cudaEventRecord(a->join, a->side));
   FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->join, 0));
-  FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
-                                         &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+  if (a->one_merge)
+    FI_BENCH_OK(a->ctx_pre, fi_prefill_merge_run(a->ctx_pre, &a->ov_prefix, &a->o_suffix,
+                                                 &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+  else
+    FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix,
+                                           &a->o_suffix, &a->lse_suffix, &a->o_prefix,
+                                           &a->lse_prefix));
   if (a->pre_stream != a->stream) {
     FI_BENCH_CK(cudaEventRecord(a->join_pre, a->pre_stream));
     FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
@@ -437,9 +446,12 @@ static void run_ov_part(prefix_arg *a, int part) {
   cudaStream_t s = part == 0 ? a->pre_stream : a->side;
   FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
   FI_BENCH_CK(cudaStreamWaitEvent(s, a->fork, 0));
-  if (part == 0)
+  if (part == 0) {
     ov_prefix_run(a);
-  else
+    if (a->one_merge) /* (its own merge alone) */
+      FI_BENCH_OK(a->ctx_pre, fi_prefill_merge_run(a->ctx_pre, &a->ov_prefix, NULL, NULL,
+                                                   &a->o_prefix, &a->lse_prefix));
+  } else
     ov_suffix_run(a);
   FI_BENCH_CK(cudaEventRecord(a->join_pre, s));
   FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
@@ -503,8 +515,21 @@ static void run_plain(void *p) {
   FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->plain, &a->q, &a->kv, &a->all, &a->o, NULL));
 }
 
+/* One merge: the suffixes' decode first (its state is the merge's other input), then the
+ * prefix with its merge deferred, then that merge with the suffixes' state folded in (the
+ * prefix's partial rows still in L2). Two merges: the prefix run, the decode, merge_state. */
 static void run_composed(void *p) {
   prefix_arg *a = (prefix_arg *)p;
+  if (a->one_merge) {
+    FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->suffix, &a->q, &a->kv, &a->suf, &a->o_suffix,
+                                      &a->lse_suffix));
+    FI_BENCH_OK(a->ctx, fi_paged_prefill_run_unmerged(a->ctx, &a->prefix, &a->q, a->qo_indptr,
+                                                      &a->kv, &a->pre, NULL, &a->o_prefix,
+                                                      &a->lse_prefix));
+    FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->prefix, &a->o_suffix, &a->lse_suffix,
+                                             &a->o_prefix, &a->lse_prefix));
+    return;
+  }
   FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->prefix, &a->q, a->qo_indptr, &a->kv,
                                            &a->pre, NULL, &a->o_prefix, &a->lse_prefix));
   FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->suffix, &a->q, &a->kv, &a->suf, &a->o_suffix,
@@ -723,17 +748,23 @@ static void shared_prefix(fi_bench_ctx *b) {
   FI_BENCH_OK(b->ctx, fi_decode_plan(b->ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws[2], w3,
                                      &a.suffix));
   const double ms_plain = fi_bench_time_ms(b, run_plain, &a);
-  const double ms_comp = fi_bench_time_ms(b, run_composed, &a);
-
-  /* The two agree (fp16 outputs; merge order differs): the largest difference. */
+  /* The composed step with two merges, then with one (the shipped form), each against
+   * plain (fp16 outputs; the merge orders differ): the largest difference. */
   uint16_t *h1 = malloc(q_bytes), *h2 = malloc(q_bytes);
-  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
-  FI_BENCH_CK(cudaMemcpy(h1, bufs[0], q_bytes, cudaMemcpyDeviceToHost));
-  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
-  double max_diff = 0;
-  for (size_t i = 0; i < q_bytes / 2; ++i) {
-    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
-    if (!(d <= max_diff)) max_diff = d;
+  double ms_comp2 = 0, ms_comp = 0, max_diff2 = 0, max_diff = 0;
+  for (int one = 0; one < 2; ++one) {
+    a.one_merge = one;
+    const double ms = fi_bench_time_ms(b, run_composed, &a);
+    FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+    if (!one) FI_BENCH_CK(cudaMemcpy(h1, bufs[0], q_bytes, cudaMemcpyDeviceToHost));
+    FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
+    double diff = 0;
+    for (size_t i = 0; i < q_bytes / 2; ++i) {
+      const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
+      if (!(d <= diff)) diff = d;
+    }
+    *(one ? &ms_comp : &ms_comp2) = ms;
+    *(one ? &max_diff : &max_diff2) = diff;
   }
   /* the composed step's result and its suffix decode's, bit for bit (FI_BENCH_SP_STRESS) */
   uint16_t *h_comp = malloc(q_bytes), *h_suf_out = malloc(q_bytes);
@@ -858,6 +889,16 @@ static void shared_prefix(fi_bench_ctx *b) {
                                                NULL, NULL, ws_ov[0], w2, &a.ov_prefix));
   FI_BENCH_OK(a.ctx_suf, fi_decode_plan(a.ctx_suf, &p, SP_BATCH, &h_suf, num_pages, NULL,
                                         ws_ov[1], w3, &a.ov_suffix));
+  a.one_merge = 0;
+  const double ms_ov2 = fi_bench_time_ms(b, run_overlapped, &a);
+  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
+  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
+  double ov_diff2 = 0;
+  for (size_t i = 0; i < q_bytes / 2; ++i) {
+    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
+    if (!(d <= ov_diff2)) ov_diff2 = d;
+  }
+  a.one_merge = 1;
   const double ms_ov = fi_bench_time_ms(b, run_overlapped, &a);
   FI_BENCH_CK(cudaStreamSynchronize(b->stream));
   FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
@@ -898,6 +939,9 @@ static void shared_prefix(fi_bench_ctx *b) {
   fi_bench_row(b, "sparse", plain_name, tn, ms_plain, plain_bytes, 0);
   snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_comp, max_diff);
   fi_bench_row(b, "sparse", comp_name, variant, ms_comp, unique_bytes, 0);
+  snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_comp2, max_diff2);
+  fi_bench_row(b, "sparse", "  composed, two merges (prefill run + merge_state)", variant,
+               ms_comp2, unique_bytes, 0);
   fi_tiles_name(a.fused.tiles, 0, tn, sizeof tn);
   snprintf(variant, sizeof variant, "%s u%d p%d %.1fx plain, |d| %.1e", tn,
            a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
@@ -911,6 +955,9 @@ static void shared_prefix(fi_bench_ctx *b) {
             green_sms[1]);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: overlapped", variant, ms_ov,
                unique_bytes, 0);
+  snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_ov2, ov_diff2);
+  fi_bench_row(b, "sparse", "  overlapped, two merges (prefill run + merge_state)", variant,
+               ms_ov2, unique_bytes, 0);
   if (use_green) { /* (the halves alone, each in its green context) */
     prefix_row(b, "  overlapped: its prefix alone", &a.ov_prefix, ms_ov_parts[0]);
     snprintf(variant, sizeof variant, "green context of %d SMs", green_sms[1]);

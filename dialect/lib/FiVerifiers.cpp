@@ -563,8 +563,30 @@ LogicalResult PagedPrefillOp::verify() {
   if (failed(c.form(presentOperandNames(
           *this, {"q", "qo_indptr", "k", "v", "kv_indptr", "kv_indices",
                   "kv_last_page_len", "mask", "mask_indptr", "q_scale_heads", "k_scale_heads",
-                  "v_scale_heads", "variant_args", "plan", "o", "lse"}))))
+                  "v_scale_heads", "variant_args", "merge_v", "merge_s", "plan", "o",
+                  "lse"}))))
     return failure();
+  if (getMergeV() || getMergeS()) {
+    if (!getMergeV() || !getMergeS())
+      return c.error() << "has '" << (getMergeV() ? "merge_v" : "merge_s") << "' without '"
+                       << (getMergeV() ? "merge_s" : "merge_v")
+                       << "': the other state is both its o and its lse";
+    if (!getLse())
+      return c.error() << "merges another state ('merge_v', 'merge_s') but has no 'lse' "
+                          "destination: the merge needs the attention's own lse; add one";
+    if (getMergeV().getType() != getO().getType())
+      return c.error() << "operand 'merge_v' has type " << getMergeV().getType()
+                       << " but 'o' has type " << getO().getType()
+                       << "; the other state's o must have o's type";
+    if (getMergeS().getType() != getLse().getType())
+      return c.error() << "operand 'merge_s' has type " << getMergeS().getType()
+                       << " but 'lse' has type " << getLse().getType()
+                       << "; the other state's lse must have lse's type";
+    if (getKvShardAttr())
+      return c.error() << "merges another state but has 'kv_shard': a KV-sharded prefill "
+                          "merges across ranks inside its run; merge with fi.merge_state "
+                          "after it";
+  }
   FailureOr<PagedCache> cache = checkPagedCache(c, getK(), "k", getV(), "v", getBsr());
   if (failed(cache) ||
       failed(checkPageTable(c, getKvIndptr(), getKvIndices(), getKvLastPageLen())) ||

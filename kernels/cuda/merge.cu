@@ -16,6 +16,7 @@
 // merge reads num_chunks fp32 partial rows per output row, in chunk order (deterministic:
 // the same plan always sums in the same order).
 #include "common.cuh"
+#include "cuda_backend.h"
 #include "merge_row.cuh"
 #include "internal.h"
 
@@ -194,16 +195,45 @@ struct UnitChunks {
   __device__ __forceinline__ float lse(int c) const {
     return plse[(first + (int64_t)c * stride) * heads + h];
   }
+  template <int NV>
+  __device__ __forceinline__ void load(int c, int d0, float (&x)[NV]) const {
+    load_f32<NV>(row(c) + d0, x);
+  }
 };
+
+// A cascade's other state of the output rows (fi_prefill_merge_run): v [rows, heads, D] of
+// o's dtype, 16-byte aligned with 16-byte multiple strides, s [rows, heads] f32; merged as
+// one more chunk after a unit's own (v == nullptr: none).
+template <typename T> struct OtherState {
+  const T *v;
+  int64_t v_sr, v_sh;
+  const float *s;
+  int64_t s_sr, s_sh;
+};
+
+// The chunk list of (unit row `prow`, head h), with the other state of output row `row` last
+// where OTHER.
+template <typename T, bool OTHER, typename F>
+__device__ __forceinline__ void with_chunk_list(const UnitChunks &loc, int num_chunks,
+                                                const OtherState<T> &other, int64_t row, int h,
+                                                F &&merge) {
+  if constexpr (OTHER) {
+    const WithOther<T, UnitChunks> wl = {loc, num_chunks, other.v + row * other.v_sr + h * other.v_sh,
+                                         other.s + row * other.s_sr + h * other.s_sh};
+    merge(wl, num_chunks + 1);
+  } else {
+    merge(loc, num_chunks);
+  }
+}
 
 // BATCH 8 (merge_chunk_list): 116 registers, 4 blocks per SM, for grids that fit in one
 // wave of those; BATCH 2 with 16 blocks per SM for larger ones (measured: bench/NOTES.md).
-template <typename T, int BATCH>
+template <typename T, int BATCH, bool OTHER = false>
 __global__ void __launch_bounds__(128, BATCH == 8 ? 1 : 16)
 merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                       int num_units, int row_slots, const float *po, const float *plse,
                       int heads, int head_dim, T *o, int64_t o_sb, int64_t o_sh, float *lse,
-                      int64_t lse_sb, int64_t lse_sh, int host_plan) {
+                      int64_t lse_sb, int64_t lse_sh, int host_plan, OtherState<T> other) {
   __shared__ float red_o[128 * 8];
   __shared__ float2 red_md[128];
   const int h = blockIdx.y;
@@ -228,9 +258,10 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h,
                               head_dim};
       const int64_t row = (int64_t)mu.out_row + r;
-      merge_chunk_list<T, BATCH>(loc, mu.num_chunks, head_dim, red_o, red_md,
-                                 o + row * o_sb + h * o_sh,
-                                 lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+      with_chunk_list<T, OTHER>(loc, mu.num_chunks, other, row, h, [&](const auto &l, int n) {
+        merge_chunk_list<T, BATCH>(l, n, head_dim, red_o, red_md, o + row * o_sb + h * o_sh,
+                                   lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+      });
     }
   }
 }
@@ -240,12 +271,12 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
 // innermost, so a block's warps read adjacent partial rows. For plans whose units have
 // few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spends more on
 // its barriers and CTA launches than on its loads (tuning merge_warps, on by default).
-template <typename T, int D>
+template <typename T, int D, bool OTHER = false>
 __global__ void __launch_bounds__(128)
 merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                             int num_units, int row_slots, const float *po, const float *plse,
                             int heads, T *o, int64_t o_sb, int64_t o_sh, float *lse,
-                            int64_t lse_sb, int64_t lse_sh, int host_plan) {
+                            int64_t lse_sb, int64_t lse_sh, int host_plan, OtherState<T> other) {
   const int lane = threadIdx.x & 31;
   const int64_t warp0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
@@ -268,8 +299,10 @@ merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_nu
     for (int r = slot; r < mu.rows; r += row_slots) {
       const UnitChunks loc = {po, plse, (int64_t)mu.first_partial_row + r, mu.rows, heads, h, D};
       const int64_t row = (int64_t)mu.out_row + r;
-      merge_chunk_list_warp<T, D>(loc, mu.num_chunks, lane, o + row * o_sb + h * o_sh,
-                                  lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+      with_chunk_list<T, OTHER>(loc, mu.num_chunks, other, row, h, [&](const auto &l, int n) {
+        merge_chunk_list_warp<T, D>(l, n, lane, o + row * o_sb + h * o_sh,
+                                    lse ? lse + row * lse_sb + h * lse_sh : nullptr);
+      });
     }
   }
 }
@@ -397,34 +430,59 @@ extern "C" fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v,
 // One launch of the split-KV merge for output element type T.
 // one_wave_blocks: the blocks of one wave of the BATCH 8 instance
 // (ctx->merge_wave_blocks_per_sm x SMs). warps_grid > 0: the warp-per-row kernel on that
-// many blocks instead (head_dim 64, 128 or 256).
-template <typename T>
-static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long one_wave_blocks,
-                                         int warps_grid, int row_slots, bool host_plan,
-                                         const fi_plan_layout &l,
-                                         const int32_t *device_num_merge_units,
-                                         const fi_tensor *o, int heads, int D, float *lse,
-                                         int64_t lse_stride_row, int64_t lse_stride_head) {
+// many blocks instead (head_dim 64, 128 or 256). other.v != nullptr: each row's other state
+// merged last (the OTHER instances).
+template <typename T, bool OTHER>
+static cudaError_t launch_merge_partials_as(const fi_context *ctx, dim3 grid,
+                                            long long one_wave_blocks, int warps_grid,
+                                            int row_slots, bool host_plan,
+                                            const fi_plan_layout &l,
+                                            const int32_t *device_num_merge_units,
+                                            const fi_tensor *o, int heads, int D, float *lse,
+                                            int64_t lse_stride_row, int64_t lse_stride_head,
+                                            const OtherState<T> &other) {
   const fi_merge_unit *units = (const fi_merge_unit *)l.merge;
   const float *po = (const float *)l.partial_o, *plse = (const float *)l.partial_lse;
   const int nu = (int)l.num_merge_units;
   T *out = (T *)o->data;
   const int64_t osb = o->strides[0], osh = o->strides[1];
   if (warps_grid > 0) {
-    auto kernel = D == 64    ? merge_partials_warps_kernel<T, 64>
-                  : D == 128 ? merge_partials_warps_kernel<T, 128>
-                             : merge_partials_warps_kernel<T, 256>;
+    auto kernel = D == 64    ? merge_partials_warps_kernel<T, 64, OTHER>
+                  : D == 128 ? merge_partials_warps_kernel<T, 128, OTHER>
+                             : merge_partials_warps_kernel<T, 256, OTHER>;
     return fi_cuda_launch(ctx, dim3(warps_grid), dim3(128), 0, kernel, units,
                           device_num_merge_units, nu, row_slots, po, plse, heads, out, osb, osh,
-                          lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0);
+                          lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0, other);
   }
   // The BATCH 8 instance where the grid fits in one wave of its blocks, else BATCH 2 (more
   // blocks per SM: a wave of latency saved outweighs the fewer loads in flight per thread).
   const bool one_wave = (long long)grid.x * grid.y <= one_wave_blocks;
   return fi_cuda_launch(ctx, grid, dim3(128), 0,
-                        one_wave ? merge_partials_kernel<T, 8> : merge_partials_kernel<T, 2>,
+                        one_wave ? merge_partials_kernel<T, 8, OTHER>
+                                 : merge_partials_kernel<T, 2, OTHER>,
                         units, device_num_merge_units, nu, row_slots, po, plse, heads, D, out,
-                        osb, osh, lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0);
+                        osb, osh, lse, lse_stride_row, lse_stride_head, host_plan ? 1 : 0,
+                        other);
+}
+
+template <typename T>
+static cudaError_t launch_merge_partials(const fi_context *ctx, dim3 grid, long long one_wave_blocks,
+                                         int warps_grid, int row_slots, bool host_plan,
+                                         const fi_plan_layout &l,
+                                         const int32_t *device_num_merge_units,
+                                         const fi_tensor *o, int heads, int D, float *lse,
+                                         int64_t lse_stride_row, int64_t lse_stride_head,
+                                         const fi_tensor *v_other, const fi_tensor *s_other) {
+  if (!v_other)
+    return launch_merge_partials_as<T, false>(ctx, grid, one_wave_blocks, warps_grid, row_slots,
+                                              host_plan, l, device_num_merge_units, o, heads, D,
+                                              lse, lse_stride_row, lse_stride_head, {});
+  const OtherState<T> other = {(const T *)v_other->data, v_other->strides[0],
+                               v_other->strides[1], (const float *)s_other->data,
+                               s_other->strides[0], s_other->strides[1]};
+  return launch_merge_partials_as<T, true>(ctx, grid, one_wave_blocks, warps_grid, row_slots,
+                                           host_plan, l, device_num_merge_units, o, heads, D,
+                                           lse, lse_stride_row, lse_stride_head, other);
 }
 
 extern "C" void fi_cuda_merge_prepare(fi_context *ctx) {
@@ -442,11 +500,13 @@ extern "C" void fi_cuda_merge_prepare(fi_context *ctx) {
   }
 }
 
-// The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable).
-// Called by the decode (and prefill) run after the partial-writing kernel.
-extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
-                                            const int32_t *device_num_merge_units,
-                                            fi_tensor *o, fi_tensor *lse) {
+// The split-KV merge of `plan` into o [rows, heads, D] and lse [rows, heads] (nullable),
+// with a cascade's other state merged into every split row where v_other is given (s_other
+// then too; vec8_ok(v_other, 2); not for sharded plans). Called by the decode and prefill
+// runs after the partial-writing kernel, and by fi_cuda_prefill_merge_run.
+static fi_status merge_partials(fi_context *ctx, const fi_plan *plan,
+                                const int32_t *device_num_merge_units, const fi_tensor *v_other,
+                                const fi_tensor *s_other, fi_tensor *o, fi_tensor *lse) {
   if (fi_plan_is_sharded(plan)) {  // every rank's partials, merged in rank order
     fi_shard_gathered g;
     fi_status s = fi_shard_exchange(ctx, plan, &g);
@@ -499,13 +559,19 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
   cudaError_t err;
   switch (o->dtype) {
     case FI_DTYPE_F16:
-      err = launch_merge_partials<f16>(ctx, grid, wave(0), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<f16>(ctx, grid, wave(0), warps_grid, row_slots, host_plan, l,
+                                       device_num_merge_units, o, heads, D, lp, lsb, lsh,
+                                       v_other, s_other);
       break;
     case FI_DTYPE_BF16:
-      err = launch_merge_partials<bf16>(ctx, grid, wave(1), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<bf16>(ctx, grid, wave(1), warps_grid, row_slots, host_plan, l,
+                                        device_num_merge_units, o, heads, D, lp, lsb, lsh,
+                                        v_other, s_other);
       break;
     case FI_DTYPE_F32:
-      err = launch_merge_partials<float>(ctx, grid, wave(2), warps_grid, row_slots, host_plan, l, device_num_merge_units, o, heads, D, lp, lsb, lsh);
+      err = launch_merge_partials<float>(ctx, grid, wave(2), warps_grid, row_slots, host_plan, l,
+                                         device_num_merge_units, o, heads, D, lp, lsb, lsh,
+                                         v_other, s_other);
       break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED, "split-KV merge: o dtype %s unsupported",
@@ -515,4 +581,39 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
     return fi_set_error(ctx, FI_ERROR_CUDA, "split-KV merge: kernel launch failed: %s (%s)",
                         cudaGetErrorName(err), cudaGetErrorString(err));
   return fi_cuda_check_launch(ctx, "split-KV merge");
+}
+
+extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan,
+                                            const int32_t *device_num_merge_units,
+                                            fi_tensor *o, fi_tensor *lse) {
+  return merge_partials(ctx, plan, device_num_merge_units, nullptr, nullptr, o, lse);
+}
+
+// The merge an unmerged prefill run left (fi_prefill_merge_run; api.c validated every
+// tensor). With another state: the rows the plan does not split (all of a device plan's,
+// whose units only the device knows) are the kernel's finished rows, merged with it in
+// place by merge_state first; then the split rows' partials and the other state in one
+// merge, which overwrites whatever the first merge wrote there. A v_other the vector loads
+// cannot read (alignment, strides) merges after the plan's merge instead.
+extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *plan,
+                                               const fi_tensor *v_other,
+                                               const fi_tensor *s_other, fi_tensor *o,
+                                               fi_tensor *lse) {
+  const int32_t *counts = fi_cuda_plan_device_counts(plan);
+  const int32_t *device_units = counts ? counts + 1 : nullptr;
+  if (!v_other) return merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
+  const uint64_t flags = plan->private_[FI_PLAN_FLAGS];
+  const bool host_plan = !(flags & FI_PLAN_FLAG_DEVICE);
+  const bool splits_all = host_plan && (flags & FI_PLAN_FLAG_SPLITS_ALL);
+  if (!vec8_ok(v_other, 2)) {
+    fi_status s = merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
+    return s != FI_SUCCESS ? s : fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
+  }
+  if (!splits_all) {
+    fi_status s = fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
+    if (s != FI_SUCCESS) return s;
+    // (a host plan that splits no row has no merge to fold the other state into)
+    if (host_plan && fi_plan_get_layout(plan).num_merge_units == 0) return FI_SUCCESS;
+  }
+  return merge_partials(ctx, plan, device_units, v_other, s_other, o, lse);
 }

@@ -12,11 +12,70 @@
 // Both round through merge_lane_add and merge_lanes_combine (explicit fmaf), so a plan's
 // merge may take either; the split-KV merge of a plan (merge.cu) and the rank-order merge of
 // a KV-sharded run (shard.cu) call them, so the same chunk list always gives the same bits.
+// A chunk list (Loc) gives `float lse(int c)` and `load<NV>(c, d0, x)` (dims [d0, d0 + NV)
+// of chunk c's normalised o row as fp32); WithOther appends another state of the same row
+// (a cascade's other half, in o's dtype) as its last chunk.
 #pragma once
 
 #include "common.cuh"
 
 namespace fi {
+
+// NV consecutive fp32 values (8: two 16-byte loads, 4: one, 2: one 8-byte load).
+template <int NV>
+__device__ __forceinline__ void load_f32(const float *src, float (&x)[NV]) {
+  static_assert(NV == 2 || NV == 4 || NV == 8, "2, 4 or 8 values");
+  if constexpr (NV == 2) {
+    const float2 f = *reinterpret_cast<const float2 *>(src);
+    x[0] = f.x, x[1] = f.y;
+  } else {
+#pragma unroll
+    for (int v = 0; v < NV; v += 4) {
+      const float4 f = *reinterpret_cast<const float4 *>(src + v);
+      x[v] = f.x, x[v + 1] = f.y, x[v + 2] = f.z, x[v + 3] = f.w;
+    }
+  }
+}
+
+// NV consecutive values of T (f16, bf16 or f32) as fp32, one vector load (NV * sizeof(T)
+// bytes, aligned to that).
+template <typename T, int NV>
+__device__ __forceinline__ void load_as_f32(const T *src, float (&x)[NV]) {
+  if constexpr (sizeof(T) == 4) {
+    load_f32<NV>(reinterpret_cast<const float *>(src), x);
+  } else if constexpr (NV == 8) {
+    vec8<T>::load(src, x);
+  } else {
+    static_assert(NV == 2 || NV == 4, "2, 4 or 8 values");
+    uint32_t u[NV / 2];
+    if constexpr (NV == 2) {
+      u[0] = *reinterpret_cast<const uint32_t *>(src);
+    } else {
+      const uint2 w = *reinterpret_cast<const uint2 *>(src);
+      u[0] = w.x, u[1] = w.y;
+    }
+#pragma unroll
+    for (int v = 0; v < NV / 2; ++v) {
+      const float2 f = unpack2<T>(u[v]);
+      x[2 * v] = f.x, x[2 * v + 1] = f.y;
+    }
+  }
+}
+
+// A chunk list with one more state of the same (row, head) after its n chunks: chunk n is
+// `other_row` (normalised, T) with natural-log lse `*other_lse`.
+template <typename T, typename Base> struct WithOther {
+  Base base;
+  int n;
+  const T *other_row;
+  const float *other_lse;
+  __device__ __forceinline__ float lse(int c) const { return c < n ? base.lse(c) : *other_lse; }
+  template <int NV>
+  __device__ __forceinline__ void load(int c, int d0, float (&x)[NV]) const {
+    if (c < n) base.template load<NV>(c, d0, x);
+    else load_as_f32<T, NV>(other_row + d0, x);
+  }
+};
 
 // One chunk lane's online state (m, d, acc) taking the chunk (l, x): a chunk with no keys
 // (l = -inf) leaves it as it is.
@@ -59,8 +118,7 @@ __device__ __forceinline__ void merge_lanes_combine(int lanes, const States &st,
   lse = sum > 0.f ? M + __logf(sum) : -INFINITY;
 }
 
-// Loc: `const float *row(int c)` (the fp32 o row of chunk c for this head, dims from 0) and
-// `float lse(int c)`. BATCH: the chunks a thread loads before it combines them (8 hides the
+// Loc: a chunk list (above). BATCH: the chunks a thread loads before it combines them (8 hides the
 // most latency in one block; fewer registers let more blocks share an SM). The sum runs
 // over the same chunk sequence per lane whatever BATCH is: the same bits.
 template <typename T, int BATCH = 8, typename Loc>
@@ -82,7 +140,7 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
     for (int j = 0; j < BATCH; ++j) {
       int c = c0 + j * lanes;
       l[j] = c < num_chunks ? loc.lse(c) : -INFINITY;
-      if (c < num_chunks) vec8<float>::load(loc.row(c) + d0, x[j]);
+      if (c < num_chunks) loc.template load<8>(c, d0, x[j]);
       else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) x[j][e] = 0.f;
@@ -140,17 +198,7 @@ __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_ch
       const int c = c0 + k;
       l[k] = c < num_chunks ? loc.lse(c) : -INFINITY;
       if (c < num_chunks) {
-        const float *src = loc.row(c) + lane * NV;
-        if constexpr (NV == 2) {
-          const float2 f = *reinterpret_cast<const float2 *>(src);
-          x[k][0] = f.x, x[k][1] = f.y;
-        } else {
-#pragma unroll
-          for (int v = 0; v < NV; v += 4) {
-            const float4 f = *reinterpret_cast<const float4 *>(src + v);
-            x[k][v] = f.x, x[k][v + 1] = f.y, x[k][v + 2] = f.z, x[k][v + 3] = f.w;
-          }
-        }
+        loc.template load<NV>(c, lane * NV, x[k]);
       } else {
 #pragma unroll
         for (int e = 0; e < NV; ++e) x[k][e] = 0.f;

@@ -412,6 +412,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
                                      : fi_prefill_ws_fp8_launch_f16)(
         p, maps, extras, num_work_units, ws_ctas(ctx), stream);
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
+  if (ctx->defer_merge) return FI_SUCCESS;  // (fi_prefill_merge_run merges)
   return fi_cuda_merge_partials(ctx, plan, counts + 1, o, lse);
 }
 
@@ -648,6 +649,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                lay.num_work_units, stream);
   }
   if (e != cudaSuccess) return cuda_error(ctx, what, e);
+  if (ctx->defer_merge) return FI_SUCCESS;  // (fi_prefill_merge_run merges)
   return fi_cuda_merge_partials(ctx, plan, counts ? counts + 1 : nullptr, o, lse);
 }
 

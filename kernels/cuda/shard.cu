@@ -62,6 +62,10 @@ struct GatheredChunks {
     const float *pl = (const float *)(a->lse + (int64_t)r * a->lse_bytes);
     return pl[prow * a->heads + h];
   }
+  template <int NV>
+  __device__ __forceinline__ void load(int c, int d0, float (&x)[NV]) const {
+    load_f32<NV>(row(c) + d0, x);
+  }
 };
 
 __device__ __forceinline__ const int32_t *rank_header(const ShardArgs &a, int r) {

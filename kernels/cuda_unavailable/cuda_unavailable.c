@@ -88,6 +88,13 @@ fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_te
   return UNAVAILABLE(ctx);
 }
 
+fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *plan,
+                                    const fi_tensor *v_other, const fi_tensor *s_other,
+                                    fi_tensor *o, fi_tensor *lse) {
+  (void)plan, (void)v_other, (void)s_other, (void)o, (void)lse;
+  return UNAVAILABLE(ctx);
+}
+
 fi_status fi_cuda_merge_states(fi_context *ctx, const fi_tensor *v, const fi_tensor *s,
                                fi_tensor *v_out, fi_tensor *s_out) {
   (void)v, (void)s, (void)v_out, (void)s_out;

@@ -894,6 +894,100 @@ fi_status fi_ragged_prefill_run(fi_context *ctx, const fi_plan *plan, const fi_t
   return DISPATCH(ctx, ragged_prefill_run, ctx, plan, q, k, v, qo_indptr, kv_indptr, mask, o, lse);
 }
 
+/* ------------------------------------------------------------ cascades ------------ */
+
+/* The unmerged runs: the backend run with ctx->defer_merge set (prefill.cu then leaves the
+ * split rows' partials in the workspace for fi_prefill_merge_run). */
+static fi_status unmerged_checks(fi_context *ctx, const fi_plan *plan, const fi_tensor *lse,
+                                 const char *fn) {
+  if (fi_plan_is_sharded(plan))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "%s: a KV-sharded plan merges across ranks inside its run; run it with "
+                        "the merged run function and fi_merge_state", fn);
+  if (!lse)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s: lse is NULL, but the deferred merge needs the attention's own lse "
+                        "(pass an f32 [nnz_qo, qo_heads] tensor)", fn);
+  return FI_SUCCESS;
+}
+
+fi_status fi_paged_prefill_run_unmerged(fi_context *ctx, const fi_plan *plan,
+                                        const fi_tensor *q, const int32_t *qo_indptr,
+                                        const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                        const fi_custom_mask *mask, fi_tensor *o,
+                                        fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
+  CHECK(unmerged_checks(ctx, plan, lse, "fi_paged_prefill_run_unmerged"));
+  CHECK(paged_prefill_run_checks(ctx, plan, q, qo_indptr, kv, pages, mask, o, lse));
+  ctx->defer_merge = 1;
+  const fi_status s = DISPATCH(ctx, paged_prefill_run, ctx, plan, q, qo_indptr, kv, pages, mask,
+                               o, lse);
+  ctx->defer_merge = 0;
+  return s;
+}
+
+fi_status fi_ragged_prefill_run_unmerged(fi_context *ctx, const fi_plan *plan,
+                                         const fi_tensor *q, const fi_tensor *k,
+                                         const fi_tensor *v, const int32_t *qo_indptr,
+                                         const int32_t *kv_indptr, const fi_custom_mask *mask,
+                                         fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  CHECK(check_plan(ctx, plan, FI_OP_RAGGED_PREFILL));
+  CHECK(unmerged_checks(ctx, plan, lse, "fi_ragged_prefill_run_unmerged"));
+  ctx->defer_merge = 1;
+  const fi_status s = fi_ragged_prefill_run(ctx, plan, q, k, v, qo_indptr, kv_indptr, mask, o,
+                                            lse);
+  ctx->defer_merge = 0;
+  return s;
+}
+
+fi_status fi_prefill_merge_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *v_other,
+                               const fi_tensor *s_other, fi_tensor *o, fi_tensor *lse) {
+  NEED_CTX(ctx);
+  if (plan && plan->family == FI_OP_RAGGED_PREFILL)
+    CHECK(check_plan(ctx, plan, FI_OP_RAGGED_PREFILL));
+  else
+    CHECK(check_plan(ctx, plan, FI_OP_PAGED_PREFILL));
+  CHECK(unmerged_checks(ctx, plan, lse, "fi_prefill_merge_run"));
+  const fi_attention_params *p = &plan->params;
+  int64_t shape[3] = {plan->total_qo_rows, p->num_qo_heads, p->head_dim};
+  CHECK(check_rows(ctx, "o [nnz_qo, qo_heads, head_dim]", o, fi_output_dtype(p), 3, shape));
+  CHECK(check_rows(ctx, "lse [nnz_qo, qo_heads]", lse, FI_DTYPE_F32, 2, shape));
+  CHECK(fi_validate_no_self_overlap(ctx, "o", o));
+  CHECK(fi_validate_no_self_overlap(ctx, "lse", lse));
+  CHECK(fi_validate_disjoint(ctx, "lse", lse, "o", o));
+  if (!v_other != !s_other)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_prefill_merge_run: v_other is %s but s_other is %s: pass both (the "
+                        "other state) or neither (the plan's merge alone)",
+                        v_other ? "given" : "NULL", s_other ? "given" : "NULL");
+  if (v_other) {
+    const int64_t vshape[3] = {o->shape[0], o->shape[1], o->shape[2]};
+    CHECK(fi_validate_tensor(ctx, "v_other [rows, qo_heads, head_dim] (o's shape and dtype)",
+                             v_other, o->dtype, 3, vshape));
+    CHECK(fi_validate_tensor(ctx, "s_other [rows, qo_heads] (lse's shape)", s_other,
+                             FI_DTYPE_F32, 2, vshape));
+    const fi_tensor *const ins[2] = {v_other, s_other};
+    static const char *const in_names[2] = {"v_other", "s_other"};
+    for (int i = 0; i < 2; ++i) {
+      CHECK(fi_validate_disjoint(ctx, "o", o, in_names[i], ins[i]));
+      CHECK(fi_validate_disjoint(ctx, "lse", lse, in_names[i], ins[i]));
+    }
+  }
+  /* (the rows of the plan only: o and lse may hold more, as the runs allow) */
+  fi_tensor ov = *o, lv = *lse, vv, sv;
+  if (plan->total_qo_rows >= 0 && plan->total_qo_rows < o->shape[0]) {
+    ov.shape[0] = lv.shape[0] = plan->total_qo_rows;
+  }
+  if (v_other) {
+    vv = *v_other, sv = *s_other;
+    vv.shape[0] = sv.shape[0] = ov.shape[0];
+  }
+  return DISPATCH(ctx, prefill_merge_run, ctx, plan, v_other ? &vv : NULL,
+                  s_other ? &sv : NULL, &ov, &lv);
+}
+
 /* ------------------------------------------------------------ merge --------------- */
 
 fi_status fi_merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor *s_a,

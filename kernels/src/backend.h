@@ -93,6 +93,10 @@ fi_status fi_set_error(fi_context *ctx, fi_status status, const char *fmt, ...)
                                  fi_tensor *);                                             \
   fi_status prefix##_merge_states(fi_context *, const fi_tensor *, const fi_tensor *,      \
                                   fi_tensor *, fi_tensor *);                               \
+  /* fi_prefill_merge_run: (plan, v_other, s_other (both NULL: none), o, lse), o and lse   \
+   * (and the other state) cut to the plan's rows */                                       \
+  fi_status prefix##_prefill_merge_run(fi_context *, const fi_plan *, const fi_tensor *,   \
+                                       const fi_tensor *, fi_tensor *, fi_tensor *);       \
   fi_status prefix##_append_paged_kv_run(fi_context *, const fi_plan *, const fi_tensor *, \
                                          const fi_tensor *, const int32_t *,               \
                                          fi_paged_kv_cache *, const fi_page_table *);      \

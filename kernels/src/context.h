@@ -156,6 +156,11 @@ struct fi_context {
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it
    * in fi_cuda_context_release). */
   void *backend_state;
+
+  /* 1 only inside fi_paged_prefill_run_unmerged / fi_ragged_prefill_run_unmerged (api.c
+   * sets and clears it around the backend run): the CUDA prefill run then leaves its split
+   * rows' partials for fi_prefill_merge_run instead of merging them. */
+  int32_t defer_merge;
 };
 
 /* Returns a host buffer of at least `bytes` owned by ctx (NULL + error set on failure). */

@@ -315,7 +315,10 @@ enum {
   /* Every split-KV merge unit of this host plan has at most FI_MERGE_FEW_CHUNKS chunks: its
    * merge runs a warp per (row, head) (merge.cu, unless the merge_warps knob is 0; the same bits
    * as the block-per-row form that device plans, whose units only the device knows, run). */
-  FI_PLAN_FLAG_FEW_CHUNKS = 4
+  FI_PLAN_FLAG_FEW_CHUNKS = 4,
+  /* Every output row of this host plan is some merge unit's (the plan splits every row):
+   * fi_prefill_merge_run folds another state into the split merge alone (merge.cu). */
+  FI_PLAN_FLAG_SPLITS_ALL = 8
 };
 enum { FI_MERGE_FEW_CHUNKS = 16 };
 

@@ -1540,7 +1540,7 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
                               fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,
                               int32_t has_lse, int32_t layout, int32_t mask_mode,
                               attention_attrs a, fi_dtype qd, fi_dtype kd,
-                              fi_memref *const *hs) {
+                              fi_memref *const *hs, fi_memref *merge_v, fi_memref *merge_s) {
   const char *op = "fi.paged_prefill";
   fi_context *ctx = context_or_report(op);
   fi_plan plan;
@@ -1570,9 +1570,17 @@ static void paged_prefill_run(fi_memref *slot, fi_memref *q, fi_memref *qo_indpt
     fi_plan_skip_run(ctx, &plan, FI_ERROR_INVALID_ARGUMENT); /* (sharded: tell the ranks) */
     return;
   }
-  const fi_status st = fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages,
-                                            mask_mode == FI_MASK_CUSTOM ? &cm : NULL, &to,
-                                            has_lse ? &tl : NULL);
+  const fi_custom_mask *run_mask = mask_mode == FI_MASK_CUSTOM ? &cm : NULL;
+  fi_status st;
+  if (merge_v) { /* (the verifier requires lse with `merge`) */
+    fi_tensor tmv = tensor_of(merge_v, 3, fi_output_dtype(&plan.params));
+    fi_tensor tms = tensor_of(merge_s, 2, FI_DTYPE_F32);
+    st = fi_paged_prefill_run_unmerged(ctx, &plan, &tq, qo, &kv, &pages, run_mask, &to, &tl);
+    if (st == FI_SUCCESS) st = fi_prefill_merge_run(ctx, &plan, &tmv, &tms, &to, &tl);
+  } else {
+    st = fi_paged_prefill_run(ctx, &plan, &tq, qo, &kv, &pages, run_mask, &to,
+                              has_lse ? &tl : NULL);
+  }
   clear_prefill_stage(ctx);
   if (!failed(op, ctx, st)) after_run(op, ctx);
 }
@@ -1835,11 +1843,26 @@ FI_Q_KV_TYPES(DEF_BLOCK_SPARSE)
             fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
             int32_t has_lse, int32_t layout, int32_t mask_mode, ATTN_PARAMS) {             \
     paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
-                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd, NULL);        \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd, NULL, NULL,   \
+                      NULL);                                                               \
+  }
+/* `merge` operands: the other state (merge_v, merge_s) after lse */
+#define DEF_PAGED_PREFILL_MERGE_NAMED(name, qd, kd)                                        \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr, fi_memref *k,             \
+            fi_memref *v, fi_memref *indptr, fi_memref *indices, fi_memref *last,          \
+            fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
+            int32_t has_lse, fi_memref *merge_v, fi_memref *merge_s, int32_t layout,       \
+            int32_t mask_mode, ATTN_PARAMS) {                                              \
+    paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, qd, kd, NULL,         \
+                      merge_v, merge_s);                                                   \
   }
 #define DEF_PAGED_PREFILL(qn, qd, kn, kd)                                                  \
   DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn, qd, kd)       \
-  DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd)
+  DEF_PAGED_PREFILL_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8, qd, kd) \
+  DEF_PAGED_PREFILL_MERGE_NAMED(_mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_merge, qd, kd) \
+  DEF_PAGED_PREFILL_MERGE_NAMED(                                                           \
+      _mlir_ciface_fi_rt_paged_prefill_run_##qn##_##kn##_mask_ui8_merge, qd, kd)
 FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
 /* fp8 attention: the per-head scales (q, k, v) after lse */
 #define DEF_PAGED_PREFILL_FP8(name)                                                        \
@@ -1851,10 +1874,23 @@ FI_Q_KV_TYPES(DEF_PAGED_PREFILL)
     fi_memref *const hs[3] = {qs, ks, vs};                                                 \
     paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
                       o, lse, has_lse, layout, mask_mode, ATTN_ARGS, FI_DTYPE_E4M3,        \
-                      FI_DTYPE_E4M3, hs);                                                  \
+                      FI_DTYPE_E4M3, hs, NULL, NULL);                                      \
   }
 DEF_PAGED_PREFILL_FP8(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3)
 DEF_PAGED_PREFILL_FP8(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3_mask_ui8)
+#define DEF_PAGED_PREFILL_FP8_MERGE(name)                                                  \
+  void name(fi_memref *slot, fi_memref *q, fi_memref *qo_indptr, fi_memref *k,             \
+            fi_memref *v, fi_memref *indptr, fi_memref *indices, fi_memref *last,          \
+            fi_memref *mask, fi_memref *mask_indptr, fi_memref *o, fi_memref *lse,         \
+            int32_t has_lse, fi_memref *merge_v, fi_memref *merge_s, fi_memref *qs,        \
+            fi_memref *ks, fi_memref *vs, int32_t layout, int32_t mask_mode, ATTN_PARAMS) { \
+    fi_memref *const hs[3] = {qs, ks, vs};                                                 \
+    paged_prefill_run(slot, q, qo_indptr, k, v, indptr, indices, last, mask, mask_indptr,  \
+                      o, lse, has_lse, layout, mask_mode, ATTN_ARGS, FI_DTYPE_E4M3,        \
+                      FI_DTYPE_E4M3, hs, merge_v, merge_s);                                \
+  }
+DEF_PAGED_PREFILL_FP8_MERGE(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3_merge)
+DEF_PAGED_PREFILL_FP8_MERGE(_mlir_ciface_fi_rt_paged_prefill_run_e4m3_e4m3_mask_ui8_merge)
 
 #define DEF_RAGGED_PREFILL_NAMED(name, qd, kd)                                             \
   void name(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v,                     \

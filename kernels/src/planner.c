@@ -480,6 +480,14 @@ static uint64_t few_chunks_flag(const fi_merge_unit *merge, int64_t nm) {
   return nm > 0 ? FI_PLAN_FLAG_FEW_CHUNKS : 0;
 }
 
+/* FI_PLAN_FLAG_SPLITS_ALL where the merge units cover all total_qo rows (units never
+ * overlap: each output row is one unit's or written by its work unit directly). */
+static uint64_t splits_all_flag(const fi_merge_unit *merge, int64_t nm, int64_t total_qo) {
+  int64_t rows = 0;
+  for (int64_t i = 0; i < nm; ++i) rows += merge[i].rows;
+  return nm > 0 && rows == total_qo ? FI_PLAN_FLAG_SPLITS_ALL : 0;
+}
+
 /* What a host and a device plan share: the problem, the workspace and its offsets, the
  * magic word. Each planner then sets the counts it knows. */
 static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_problem *pb,
@@ -680,6 +688,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   plan->total_kv = total_kv;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
   plan->private_[FI_PLAN_FLAGS] |= few_chunks_flag(merge, nm);
+  plan->private_[FI_PLAN_FLAGS] |= splits_all_flag(merge, nm, total_qo);
   plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
   if (pb->family == FI_OP_DECODE) {

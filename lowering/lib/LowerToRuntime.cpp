@@ -502,6 +502,10 @@ public:
       pushMask(loc, args, pA.getMask(), pA.getMaskIndptr());
       args.push_back(canonical(loc, pA.getO()));
       pushLse(loc, args, pA.getLse());
+      if (pA.getMergeV()) {  // (the verifier requires both, and lse)
+        args.push_back(canonical(loc, pA.getMergeV()));
+        args.push_back(canonical(loc, pA.getMergeS()));
+      }
       pushHeadScales(loc, args, pA.getQ(), pA.getQScaleHeads(), pA.getKScaleHeads(),
                      pA.getVScaleHeads());
       args.push_back(i32(loc, static_cast<int64_t>(p.getBsr().getLayout())));
@@ -509,7 +513,8 @@ public:
       pushAttention(loc, args, op, pA.getQ());
       if (failed(pushVariantArgs(b, op, pA.getVariantArgs(), args)))
         return failure();
-      callee = "fi_rt_paged_prefill_run" + suffix({pA.getQ(), pA.getK()}) + maskSuffix(pA.getMask());
+      callee = "fi_rt_paged_prefill_run" + suffix({pA.getQ(), pA.getK()}) +
+               maskSuffix(pA.getMask()) + (pA.getMergeV() ? "_merge" : "");
     } else if (auto r = dyn_cast<RaggedPrefillOp>(op)) {
       RaggedPrefillOp::Adaptor rA(operands, r);
       if (failed(slotOf(op, r.getPlan(), rA.getPlan(), slot, variant)))

@@ -60,3 +60,21 @@ func.func @prefill_memref_plan(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %k:
        mask_mode = #fi.mask_mode<causal>}
   return
 }
+
+// Another state of the same rows merged into the result (a cascade's other half).
+// CHECK-LABEL: func.func @prefill_merge
+// CHECK: %{{.*}}:2 = fi.paged_prefill q(%arg0 : tensor<?x32x128xf16>) qo_indptr(%arg1 : tensor<2xi32>) kv(%arg2 : tensor<?x2x16x8x128xf16>) pages(%arg3, %arg4, %arg5 : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>) merge(%arg6, %arg7 : tensor<?x32x128xf16>, tensor<?x32xf32>) outs(%arg8, %arg9 : tensor<?x32x128xf16>, tensor<?x32xf32>) {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+func.func @prefill_merge(%q: tensor<?x32x128xf16>, %qo: tensor<2xi32>, %kv: tensor<?x2x16x8x128xf16>,
+                         %ip: tensor<2xi32>, %ix: tensor<?xi32>, %lp: tensor<1xi32>,
+                         %ov: tensor<?x32x128xf16>, %os: tensor<?x32xf32>,
+                         %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>)
+    -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = fi.paged_prefill q(%q : tensor<?x32x128xf16>) qo_indptr(%qo : tensor<2xi32>)
+      kv(%kv : tensor<?x2x16x8x128xf16>)
+      pages(%ip, %ix, %lp : tensor<2xi32>, tensor<?xi32>, tensor<1xi32>)
+      merge(%ov, %os : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}

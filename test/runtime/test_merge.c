@@ -1,6 +1,8 @@
 /* test/runtime/test_merge.c -- merge of attention states on the host: against the float64
  * oracle, commutativity (bitwise), associativity (1e-5), -inf identities, n-ary merge, in
- * place, and split-KV: merging partial states reproduces the unsplit result (1e-5, fp32). */
+ * place, and split-KV: merging partial states reproduces the unsplit result (1e-5, fp32);
+ * the cascade form (an unmerged prefill run, then fi_prefill_merge_run with another
+ * state) reproduces the unsplit result too, and its bad input is refused. */
 #include "oracle.h"
 #include "test_util.h"
 
@@ -193,6 +195,65 @@ static void test_split_reproduces_unsplit(fi_context *ctx) {
     if (!close_enough(l_b[i], l_full[i], 1e-6, 1e-5)) bad++;
   EXPECT(bad == 0, "planner split-KV differs from the unsplit run in %lld elements", (long long)bad);
   printf("planner split-KV (%d partial rows) vs unsplit: max|diff| %.2e\n", plan.num_partial_rows, worst);
+
+  /* The cascade: the last two thirds of each request's keys as an unmerged (split) run,
+   * then merged with the first third's state (o_a, l_a: recomputed, the merge above wrote
+   * them) -- the whole attention again. */
+  {
+    int64_t ks_lo[3] = {lo_indptr[batch], hkv, hd}, ks_hi[3] = {hi_indptr[batch], hkv, hd};
+    fi_tensor Klo = fi_tensor_contiguous(klo, FI_DTYPE_F32, 3, ks_lo);
+    fi_tensor Vlo = fi_tensor_contiguous(vlo, FI_DTYPE_F32, 3, ks_lo);
+    fi_tensor Khi = fi_tensor_contiguous(khi, FI_DTYPE_F32, 3, ks_hi);
+    fi_tensor Vhi = fi_tensor_contiguous(vhi, FI_DTYPE_F32, 3, ks_hi);
+    p.fixed_split_size = -1;
+    fi_plan lo_plan, hi_plan;
+    EXPECT_OK(fi_ragged_prefill_plan(ctx, &p, batch, qo_indptr, lo_indptr, NULL, NULL, ws, bytes, &lo_plan), ctx);
+    EXPECT_OK(fi_ragged_prefill_run(ctx, &lo_plan, &Q, &Klo, &Vlo, qo_indptr, lo_indptr, NULL, &Oa, &La), ctx);
+    p.fixed_split_size = 64;
+    EXPECT_OK(fi_ragged_prefill_plan(ctx, &p, batch, qo_indptr, hi_indptr, NULL, NULL, ws, bytes, &hi_plan), ctx);
+    EXPECT_OK(fi_ragged_prefill_run_unmerged(ctx, &hi_plan, &Q, &Khi, &Vhi, qo_indptr, hi_indptr, NULL, &O, &L), ctx);
+    EXPECT_OK(fi_prefill_merge_run(ctx, &hi_plan, &Oa, &La, &O, &L), ctx);
+    bad = 0;
+    worst = 0;
+    for (int64_t i = 0; i < nq * hq * hd; ++i) {
+      if (!close_enough(o_b[i], o_full[i], 1e-6, 1e-5)) bad++;
+      if (fabs(o_b[i] - o_full[i]) > worst) worst = fabs(o_b[i] - o_full[i]);
+    }
+    for (int64_t i = 0; i < nq * hq; ++i)
+      if (!close_enough(l_b[i], l_full[i], 1e-6, 1e-5)) bad++;
+    EXPECT(bad == 0, "cascade (unmerged run + merge with the other third) differs from the "
+           "unsplit run in %lld elements", (long long)bad);
+    printf("cascade (unmerged run + fi_prefill_merge_run) vs unsplit: max|diff| %.2e\n", worst);
+
+    /* without another state: the merged run's bits */
+    float *o_c = xmalloc(4 * (size_t)(nq * hq * hd)), *l_c = xmalloc(4 * (size_t)(nq * hq));
+    fi_tensor Oc = fi_tensor_contiguous(o_c, FI_DTYPE_F32, 3, qs), Lc = fi_tensor_contiguous(l_c, FI_DTYPE_F32, 2, ls);
+    EXPECT_OK(fi_ragged_prefill_run(ctx, &hi_plan, &Q, &Khi, &Vhi, qo_indptr, hi_indptr, NULL, &Oc, &Lc), ctx);
+    EXPECT_OK(fi_ragged_prefill_run_unmerged(ctx, &hi_plan, &Q, &Khi, &Vhi, qo_indptr, hi_indptr, NULL, &O, &L), ctx);
+    EXPECT_OK(fi_prefill_merge_run(ctx, &hi_plan, NULL, NULL, &O, &L), ctx);
+    EXPECT(memcmp(o_b, o_c, 4 * (size_t)(nq * hq * hd)) == 0 &&
+           memcmp(l_b, l_c, 4 * (size_t)(nq * hq)) == 0,
+           "unmerged run + merge without another state differs from the merged run");
+
+    /* bad input */
+    EXPECT_ERR(fi_ragged_prefill_run_unmerged(ctx, &hi_plan, &Q, &Khi, &Vhi, qo_indptr, hi_indptr, NULL, &O, NULL),
+               FI_ERROR_INVALID_ARGUMENT, "lse is NULL", "fi_ragged_prefill_run_unmerged");
+    EXPECT_ERR(fi_prefill_merge_run(ctx, &hi_plan, &Oa, NULL, &O, &L), FI_ERROR_INVALID_ARGUMENT,
+               "v_other is given but s_other is NULL");
+    EXPECT_ERR(fi_prefill_merge_run(ctx, &hi_plan, &Oa, &La, &O, NULL), FI_ERROR_INVALID_ARGUMENT,
+               "lse is NULL", "fi_prefill_merge_run");
+    int64_t short_s[3] = {nq - 1, hq, hd};
+    fi_tensor Oshort = fi_tensor_contiguous(o_a, FI_DTYPE_F32, 3, short_s);
+    EXPECT_ERR(fi_prefill_merge_run(ctx, &hi_plan, &Oshort, &La, &O, &L), FI_ERROR_INVALID_ARGUMENT,
+               "v_other");
+    EXPECT_ERR(fi_prefill_merge_run(ctx, &hi_plan, &O, &La, &O, &L), FI_ERROR_INVALID_ARGUMENT,
+               "v_other", "o");
+    fi_plan bad_plan = hi_plan;
+    bad_plan.batch += 1;
+    EXPECT_ERR(fi_prefill_merge_run(ctx, &bad_plan, &Oa, &La, &O, &L), FI_ERROR_PLAN_MISMATCH,
+               "checksum");
+    free(o_c), free(l_c);
+  }
   free(q); free(k); free(v); free(klo); free(vlo); free(khi); free(vhi); free(ws);
   free(o_full); free(l_full); free(o_a); free(l_a); free(o_b); free(l_b);
 }

@@ -657,6 +657,38 @@ fi_status fi_split_shared_prefix(fi_context *ctx, int32_t batch, int32_t page_si
                                  int32_t *prefix_last_page_len, int32_t *suffix_indptr,
                                  int32_t *suffix_indices, int32_t *suffix_last_page_len);
 
+/* ------------------------------------------------------------ cascades ------------ */
+
+/* A prefill run whose split-KV merge waits for fi_prefill_merge_run, so that another state
+ * of the same rows joins that merge: a cascade -- a shared prefix's prefill (the batch's
+ * queries as one request, fi_split_shared_prefix) and the suffixes' decode -- then merges
+ * once, where fi_paged_prefill_run followed by fi_merge_state merges twice, and the other
+ * state may be computed on another stream meanwhile (join the streams before
+ * fi_prefill_merge_run). Arguments as fi_paged_prefill_run / fi_ragged_prefill_run; lse is
+ * required (the merge needs it); KV-sharded plans are refused. Until fi_prefill_merge_run
+ * (CUDA) o and lse hold only the rows the plan does not split, the split rows' partial
+ * states wait in the plan's workspace: run nothing else with that plan or workspace in
+ * between. The host backend's unmerged run is already complete. */
+fi_status fi_paged_prefill_run_unmerged(fi_context *ctx, const fi_plan *plan,
+                                        const fi_tensor *q, const int32_t *qo_indptr,
+                                        const fi_paged_kv_cache *kv, const fi_page_table *pages,
+                                        const fi_custom_mask *mask, fi_tensor *o,
+                                        fi_tensor *lse);
+fi_status fi_ragged_prefill_run_unmerged(fi_context *ctx, const fi_plan *plan,
+                                         const fi_tensor *q, const fi_tensor *k,
+                                         const fi_tensor *v, const int32_t *qo_indptr,
+                                         const int32_t *kv_indptr, const fi_custom_mask *mask,
+                                         fi_tensor *o, fi_tensor *lse);
+/* Finishes the unmerged run of `plan` that wrote o and lse: afterwards o, lse =
+ * fi_merge_state of the attention with the other state (v_other [rows, qo_heads, head_dim]
+ * with o's shape and dtype, s_other [rows, qo_heads] f32 natural-log lse, both disjoint
+ * from o and lse), or the attention alone when both are NULL (then the same bits as
+ * fi_*_prefill_run). The rows the plan splits take the other state as one more chunk of
+ * their split merge; the others merge with it in place. Rows past the plan's (buffers at
+ * capacity) are left alone. */
+fi_status fi_prefill_merge_run(fi_context *ctx, const fi_plan *plan, const fi_tensor *v_other,
+                               const fi_tensor *s_other, fi_tensor *o, fi_tensor *lse);
+
 /* ------------------------------------------------------------ merge, append -------- */
 
 /* Merges two states of the same rows: v [rows, heads, head_dim] (f16/bf16/f32),

@@ -263,6 +263,13 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     * `q_scale_heads`, `k_scale_heads`, `v_scale_heads` (optional, together; fp8 attention
       only): f32 per-head scales, `[qo_heads]`, `[kv_heads]`, `[kv_heads]`, multiplying
       `q_scale`, `k_scale` and `v_scale`.
+    * `merge_v`, `merge_s` (optional, together; `merge(...)` in the assembly): another
+      attention state of the same rows, `o`'s type and `lse`'s type (natural-log lse).
+      The op's results are then the attention merged with it (as `fi.merge_state`), in
+      one merge: the runtime folds the state into the split-KV merge of the rows it
+      splits (`fi_paged_prefill_run_unmerged` and `fi_prefill_merge_run`). Needs `lse`;
+      not with `kv_shard`. `fi-decompose-shared-prefix` passes the suffix decode's state
+      to the prefix this way.
     * `plan` (optional): a `!fi.plan<paged_prefill>` from `fi.paged_prefill_plan`.
     * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
@@ -293,6 +300,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       Optional<Fi_Shaped>:$q_scale_heads, Optional<Fi_Shaped>:$k_scale_heads,
       Optional<Fi_Shaped>:$v_scale_heads,
       Variadic<Fi_VariantArg>:$variant_args,
+      Optional<Fi_Shaped>:$merge_v, Optional<Fi_Shaped>:$merge_s,
       Optional<Fi_AnyPlan>:$plan,
       Fi_Shaped:$o, Optional<Fi_Shaped>:$lse,
       Fi_BsrAttr:$bsr,
@@ -309,6 +317,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
     (`head_scales` `(` $q_scale_heads^ `,` $k_scale_heads `,` $v_scale_heads `:`
         type($q_scale_heads) `,` type($k_scale_heads) `,` type($v_scale_heads) `)`)?
     (`variant_args` `(` $variant_args^ `:` type($variant_args) `)`)?
+    (`merge` `(` $merge_v^ `,` $merge_s `:` type($merge_v) `,` type($merge_s) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o (`,` $lse^)? `:` type($o) (`,` type($lse)^)? `)`
     attr-dict (`->` type($results)^)?

@@ -13,8 +13,10 @@ def FiDecomposeSharedPrefix : Pass<"fi-decompose-shared-prefix", "ModuleOp"> {
     request's own suffix; the prefix runs as ONE block row of all the batch's queries
     (`fi.paged_prefill` with `qo_indptr = {0, batch}`, no mask: each KV tile is read
     once for the rows of a 128-row chunk instead of once per request), the suffixes as a
-    `fi.paged_decode`, and `fi.merge_state` combines the two states (exact; a prefix of
-    0 pages is the identity). The result is the decode's (LSE too, if requested).
+    `fi.paged_decode` before it, whose state the prefix op takes as its `merge` operands:
+    the runtime folds it into the prefix's split-KV merge, one merge for both (exact; a
+    prefix of 0 pages is the identity). The result is the decode's (LSE too, if
+    requested).
 
     Query positions differ between the two parts, so a decode with `pos_encoding`
     (RoPE, ALiBi) or `window_left` is refused with an error: apply RoPE before the op,
@@ -94,7 +96,9 @@ def FiLowerToRuntime : Pass<"fi-lower-to-runtime", "ModuleOp"> {
       call carries `fi.variant = "<name>"` (fi_tiles_name), so the chosen microkernel
       is visible in the IR.
     * attention ops -> `fi_rt_<family>_run_<q type>_<kv type>(slot, memrefs..., params)`;
-      a combined K/V cache is split into two strided views with `memref.subview`.
+      a combined K/V cache is split into two strided views with `memref.subview`; a
+      `fi.paged_prefill` with `merge` operands calls the `..._merge` entry point, which
+      takes them after `lse` (`fi_paged_prefill_run_unmerged`, then `fi_prefill_merge_run`).
     * `fi.merge_state(s)` -> `fi_rt_merge_state(s)_<type>`; `fi.append_paged_kv` ->
       `fi_rt_append_plan` + `fi_rt_append_run_<type>`.
 
