@@ -591,10 +591,11 @@ extern "C" fi_status fi_cuda_merge_partials(fi_context *ctx, const fi_plan *plan
 
 // The merge an unmerged prefill run left (fi_prefill_merge_run; api.c validated every
 // tensor). With another state: the rows the plan does not split (all of a device plan's,
-// whose units only the device knows) are the kernel's finished rows, merged with it in
-// place by merge_state first; then the split rows' partials and the other state in one
-// merge, which overwrites whatever the first merge wrote there. A v_other the vector loads
-// cannot read (alignment, strides) merges after the plan's merge instead.
+// whose units only the device knows, and all rows inside a graph capture, whose replays
+// may follow a re-plan) are the kernel's finished rows, merged with it in place by
+// merge_state first; then the split rows' partials and the other state in one merge, which
+// overwrites whatever the first merge wrote there. A v_other the vector loads cannot read
+// (alignment, strides) merges after the plan's merge instead.
 extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *plan,
                                                const fi_tensor *v_other,
                                                const fi_tensor *s_other, fi_tensor *o,
@@ -604,7 +605,10 @@ extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *p
   if (!v_other) return merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
   const uint64_t flags = plan->private_[FI_PLAN_FLAGS];
   const bool host_plan = !(flags & FI_PLAN_FLAG_DEVICE);
-  const bool splits_all = host_plan && (flags & FI_PLAN_FLAG_SPLITS_ALL);
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  const bool capturing = cudaStreamIsCapturing(fi_cuda_stream(ctx), &cs) == cudaSuccess &&
+                         cs != cudaStreamCaptureStatusNone;
+  const bool splits_all = host_plan && !capturing && (flags & FI_PLAN_FLAG_SPLITS_ALL);
   if (!vec8_ok(v_other, 2)) {
     fi_status s = merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
     return s != FI_SUCCESS ? s : fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
@@ -612,8 +616,7 @@ extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *p
   if (!splits_all) {
     fi_status s = fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
     if (s != FI_SUCCESS) return s;
-    // (a host plan that splits no row has no merge to fold the other state into)
-    if (host_plan && fi_plan_get_layout(plan).num_merge_units == 0) return FI_SUCCESS;
   }
+  // (a host plan that splits nothing launches nothing here outside a capture)
   return merge_partials(ctx, plan, device_units, v_other, s_other, o, lse);
 }
