@@ -64,13 +64,17 @@ struct TwoWeights {
 // 128, 256) the threads of one (row, head) are lanes of one warp, and the warp walks the
 // elements in step (a uniform trip count), so it also writes s_out (nullable) after all its
 // lanes have read s_a and s_b (__syncwarp): in place (s_out = s_a) needs no second launch.
-// Otherwise s_out is merge_state_s_kernel's, a later launch.
+// Otherwise s_out is merge_state_s_kernel's, a later launch. skip_if_zero (nullable): a
+// plan's count of unsplit rows (fi_prefill_merge_run's in-place merge of them, which has
+// nothing to do when it is 0: read on the device, as a graph replay needs).
 template <typename T, int VW>
 __global__ void __launch_bounds__(128)
 merge_state_kernel(const T *va, Strided3 vas, const float *sa, Strided3 sas, const T *vb,
                    Strided3 vbs, const float *sb, Strided3 sbs, T *vo, Strided3 vos,
-                   float *so, Strided3 sos, int64_t rows, int heads, int head_dim) {
+                   float *so, Strided3 sos, int64_t rows, int heads, int head_dim,
+                   const int32_t *skip_if_zero) {
   pdl_enter();
+  if (skip_if_zero && *skip_if_zero == 0) return;
   const int groups = head_dim / VW, lane = threadIdx.x & 31;
   const int64_t total = rows * heads * groups;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;  // a multiple of 32
@@ -348,12 +352,29 @@ static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const f
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 8>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), so, sos, rows, heads, D);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, (const int32_t *)nullptr);
   else
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 1>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), so, sos, rows, heads, D);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, (const int32_t *)nullptr);
+}
+
+// fi_prefill_merge_run's in-place merge of a plan's unsplit rows with the other state (o,
+// v_other 16-byte vectors: its caller checked; lse in the same kernel), skipped on the
+// device where the plan's count of unsplit rows is 0.
+template <typename T>
+static void launch_unsplit_merge(const fi_context *ctx, fi_tensor *o, fi_tensor *lse,
+                                 const fi_tensor *v_other, const fi_tensor *s_other,
+                                 const int32_t *unsplit_rows) {
+  const int64_t rows = o->shape[0];
+  const int heads = (int)o->shape[1], D = (int)o->shape[2];
+  fi_cuda_launch(ctx, dim3(grid_for(rows * heads * (D / 8))), dim3(128), 0,
+                 merge_state_kernel<T, 8>, (const T *)o->data, strides3(o),
+                 (const float *)lse->data, strides3(lse), (const T *)v_other->data,
+                 strides3(v_other), (const float *)s_other->data, strides3(s_other),
+                 (T *)o->data, strides3(o), (float *)lse->data, strides3(lse), rows, heads, D,
+                 unsplit_rows);
 }
 
 extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
@@ -609,13 +630,24 @@ extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *p
   const bool capturing = cudaStreamIsCapturing(fi_cuda_stream(ctx), &cs) == cudaSuccess &&
                          cs != cudaStreamCaptureStatusNone;
   const bool splits_all = host_plan && !capturing && (flags & FI_PLAN_FLAG_SPLITS_ALL);
-  if (!vec8_ok(v_other, 2)) {
+  const int64_t D = o->shape[2];
+  if (!vec8_ok(v_other, 2) || !vec8_ok(o, 2) || (D != 64 && D != 128 && D != 256)) {
     fi_status s = merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
     return s != FI_SUCCESS ? s : fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
   }
   if (!splits_all) {
-    fi_status s = fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
-    if (s != FI_SUCCESS) return s;
+    // (counts[10]: the plan's unsplit rows, planner.c's layout note)
+    const int32_t *unsplit = counts ? counts + 10 : nullptr;
+    if (o->shape[0] > 0 && o->shape[1] > 0) {
+      if (o->dtype == FI_DTYPE_F16)
+        launch_unsplit_merge<f16>(ctx, o, lse, v_other, s_other, unsplit);
+      else if (o->dtype == FI_DTYPE_BF16)
+        launch_unsplit_merge<bf16>(ctx, o, lse, v_other, s_other, unsplit);
+      else
+        launch_unsplit_merge<float>(ctx, o, lse, v_other, s_other, unsplit);
+      fi_status s = fi_cuda_check_launch(ctx, "prefill merge (unsplit rows)");
+      if (s != FI_SUCCESS) return s;
+    }
   }
   // (a host plan that splits nothing launches nothing here outside a capture)
   return merge_partials(ctx, plan, device_units, v_other, s_other, o, lse);

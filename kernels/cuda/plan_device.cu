@@ -219,6 +219,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
   __shared__ bool ok_of_warp[kPlanWarps];
   __shared__ long long carry[3];
   __shared__ long long scan[3][kPlanWarps];
+  __shared__ unsigned long long unsplit_rows;  // query rows of requests the plan does not split
   // Per request of the current tile: the end of its units (inclusive scan within the
   // tile), KV and query lengths, first query row, chunk count, first partial row (-1: not
   // split) and first merge unit; then the keys of a small plan's units.
@@ -348,6 +349,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       a.header[7] = 1;  // nothing to sort
       a.header[8] = 0;  // no request to stage
       a.header[9] = 0;
+      a.header[10] = 1;  // (rows "unsplit": a merge after a failed plan still merges in place)
       if (a.status_mirror) {  // code last: the host never reads a partial record
         volatile int32_t *m = a.status_mirror;
         m[1] = idx;
@@ -365,6 +367,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
   // written by all threads, one unit each (a split request's chunks in parallel); the
   // first chunk of a split query tile writes its merge unit.
   if (t < 3) carry[t] = 0;
+  if (t == 0) unsplit_rows = 0;
   __syncthreads();
   const int64_t rpu = a.rows_per_unit;
   for (int base = 0; base < a.batch; base += blockDim.x) {
@@ -377,6 +380,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
       tiles = (qo + rpu - 1) / rpu;
     }
     const bool split = n > 1 && tiles > 0;
+    if (!split && qo > 0) atomicAdd(&unsplit_rows, (unsigned long long)qo);
     long long v[3] = {tiles * n, split ? n * qo : 0, split ? tiles : 0};
     long long incl[3];
     for (int k = 0; k < 3; ++k) {
@@ -471,6 +475,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
     a.header[7] = placed ? 1 : 0;
     a.header[8] = a.batch;  // the plan's batch (the prefill stage pass reads it)
     a.header[9] = 0;        // head-major order
+    a.header[10] = (int32_t)unsplit_rows;  // (the loop's last __syncthreads ordered the adds)
   }
 }
 

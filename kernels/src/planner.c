@@ -35,7 +35,9 @@
  *   error; the prefill stage pass reads it, so that a graph replayed after re-planning
  *   stages the current requests), [1] int32 the lead units (lead_units: the warp-specialised
  *   prefill kernel hands out these first units of every head before the others; 0 from the
- *   device planner); 256 bytes reserved (FI_PLAN_COUNTS_BYTES) | the chunk
+ *   device planner), [1] int32 the query rows no merge unit covers (written by the kernel
+ *   directly; fi_prefill_merge_run skips its in-place merge of them when 0, as a graph
+ *   replay or a device plan learns only here); 256 bytes reserved (FI_PLAN_COUNTS_BYTES) | the chunk
  *   ring of the warp-specialised prefill kernel (backend.h, FI_PLAN_HEADER_BYTES: two
  *   descriptor slots per persistent CTA, that kernel's scratch) |
  *   work [U] | mask row extents [E] int32 pairs | merge [M] |
@@ -621,7 +623,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
 
   counts c = count_for_chunk(pb, rpu, chunk, sharded);
   size_t scratch_bytes = (size_t)c.units * sizeof(fi_work_unit) +
-                         (size_t)c.merge * sizeof(fi_merge_unit) + 10 * sizeof(int32_t);
+                         (size_t)c.merge * sizeof(fi_merge_unit) + 11 * sizeof(int32_t);
   char *scratch = (char *)fi_context_plan_scratch(ctx, scratch_bytes);
   if (!scratch) return FI_ERROR_OUT_OF_MEMORY;
   fi_work_unit *work = (fi_work_unit *)scratch;
@@ -669,13 +671,16 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     hdr[4] = hdr[5] = hdr[6] = hdr[7] = 0; /* the device planner's status (none here) */
     hdr[8] = pb->batch;
     hdr[9] = lead;
+    int64_t split_rows = 0;
+    for (int64_t i = 0; i < nm; ++i) split_rows += merge[i].rows;
+    hdr[10] = (int32_t)(total_qo - split_rows);
     if (ctx->backend == FI_BACKEND_CUDA) {
-      fi_status s = fi_cuda_upload(ctx, base, hdr, 10 * sizeof(int32_t));
+      fi_status s = fi_cuda_upload(ctx, base, hdr, 11 * sizeof(int32_t));
       if (s == FI_SUCCESS && wb) s = fi_cuda_upload(ctx, base + k.off_work, work, wb);
       if (s == FI_SUCCESS && mb) s = fi_cuda_upload(ctx, base + k.off_merge, merge, mb);
       if (s != FI_SUCCESS) return s;
     } else {
-      memcpy(base, hdr, 10 * sizeof(int32_t));
+      memcpy(base, hdr, 11 * sizeof(int32_t));
       if (wb) memcpy(base + k.off_work, work, wb);
       if (mb) memcpy(base + k.off_merge, merge, mb);
     }

@@ -16,7 +16,9 @@
  *     row's largest value; lse 1e-3);
  *   - the same against CUDA's two-merge form (fi_paged_prefill_run, then fi_merge_state);
  *   - fi_prefill_merge_run without another state gives fi_paged_prefill_run's bits;
- *   - a second cascade run gives the same bits. */
+ *   - a second cascade run gives the same bits;
+ *   - the same cascade with a plan made on the device (the host plan's tiles) gives the
+ *     host-planned cascade's bits (the device learns the unsplit rows from the workspace). */
 #include "gpu_common.h"
 
 typedef struct cfg {
@@ -46,8 +48,8 @@ typedef struct run_in {
   float *other_s;
 } run_in;
 
-static void check_one(fi_context *host, fi_context *cuda, const run_in *in, const void *kv_h,
-                      void *kv_d, int32_t num_pages, const void *q_h, void *q_d, int idx,
+static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void *kv_h,
+                      void *kv_d, int32_t num_pages, void *q_h, void *q_d, int idx,
                       gpu_err *err) {
   const cfg c = in->c;
   const int esz = 2;
@@ -60,11 +62,11 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, cons
   const int64_t kvshape[5] = {num_pages, 2, c.page, c.hkv, c.hd};
   const int64_t qs[3] = {rows, c.hq, c.hd}, lsh[2] = {rows, c.hq};
   fi_paged_kv_cache kvh, kvd;
-  fi_tensor kth = fi_tensor_contiguous((void *)kv_h, c.dt, 5, kvshape);
+  fi_tensor kth = fi_tensor_contiguous(kv_h, c.dt, 5, kvshape);
   fi_tensor ktd = fi_tensor_contiguous(kv_d, c.dt, 5, kvshape);
   FI_CK(NULL, fi_paged_kv_cache_from_combined(&kth, FI_LAYOUT_NHD, &kvh));
   FI_CK(NULL, fi_paged_kv_cache_from_combined(&ktd, FI_LAYOUT_NHD, &kvd));
-  fi_tensor Qh = fi_tensor_contiguous((void *)q_h, c.dt, 3, qs);
+  fi_tensor Qh = fi_tensor_contiguous(q_h, c.dt, 3, qs);
   fi_tensor Qd = fi_tensor_contiguous(q_d, c.dt, 3, qs);
 
   /* the other state on each backend */
@@ -131,10 +133,10 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, cons
   fi_plan pc;
   FI_CK(cuda, fi_paged_prefill_plan(cuda, &p, in->batch, in->qo_indptr, &hp, num_pages, NULL,
                                     NULL, wd, wb, &pc));
-  void *od[4];
-  float *ld[4];
-  fi_tensor Od[4], Ld[4];
-  for (int k = 0; k < 4; ++k) {
+  void *od[5];
+  float *ld[5];
+  fi_tensor Od[5], Ld[5];
+  for (int k = 0; k < 5; ++k) {
     od[k] = gpu_alloc_poisoned(obytes);
     ld[k] = gpu_alloc_poisoned(lbytes);
     Od[k] = fi_tensor_contiguous(od[k], c.dt, 3, qs);
@@ -147,10 +149,18 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, cons
   FI_CK(cuda, fi_paged_prefill_run(cuda, &pc, &Qd, d_qo, &kvd, &dp, NULL, &Od[2], &Ld[2]));
   FI_CK(cuda, fi_paged_prefill_run_unmerged(cuda, &pc, &Qd, d_qo, &kvd, &dp, NULL, &Od[3], &Ld[3]));
   FI_CK(cuda, fi_prefill_merge_run(cuda, &pc, NULL, NULL, &Od[3], &Ld[3]));
+  /* a device plan (its own workspace) of the same tiles */
+  void *wdev = gpu_alloc_poisoned(wb);
+  fi_plan pdev;
+  FI_CK(cuda, fi_paged_prefill_plan_device(cuda, &p, in->batch, d_qo, rows, &dp,
+                                           in->pages.total_pages, num_pages, &pc.tiles, wdev,
+                                           wb, &pdev));
+  FI_CK(cuda, fi_paged_prefill_run_unmerged(cuda, &pdev, &Qd, d_qo, &kvd, &dp, NULL, &Od[4], &Ld[4]));
+  FI_CK(cuda, fi_prefill_merge_run(cuda, &pdev, &OVd, &OSd, &Od[4], &Ld[4]));
   GPU_CK(cudaDeviceSynchronize());
-  void *og[4];
-  float *lg[4];
-  for (int k = 0; k < 4; ++k) {
+  void *og[5];
+  float *lg[5];
+  for (int k = 0; k < 5; ++k) {
     og[k] = malloc(obytes), lg[k] = malloc(lbytes);
     gpu_download(og[k], od[k], obytes);
     gpu_download(lg[k], ld[k], lbytes);
@@ -168,17 +178,20 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, cons
   bad += gpu_compare_rows("o vs two merges", og[0], og[2], c.dt, rows * c.hq, c.hd, c.hd, tol, 1e-3, err);
   bad += gpu_compare_lse(lg[0], lg[2], ls, 1e-3, err);
   const int rerun_bits = memcmp(og[0], og[1], obytes) == 0 && memcmp(lg[0], lg[1], lbytes) == 0;
-  if (bad || !rerun_bits || !plain_bits) {
+  const int device_bits = memcmp(og[0], og[4], obytes) == 0 && memcmp(lg[0], lg[4], lbytes) == 0;
+  if (bad || !rerun_bits || !plain_bits || !device_bits) {
     fprintf(stderr, "FAIL config %d (%s, batch %d, rows %lld, heads %d/%d, hd %d, %s, pages of "
             "%d, split %d, %d work units, %d partial rows): %lld elements "
-            "differ%s%s\n", idx, in->dec_batch ? "shared prefix" : "general", in->batch,
+            "differ%s%s%s\n", idx, in->dec_batch ? "shared prefix" : "general", in->batch,
             (long long)rows, c.hq, c.hkv, c.hd, c.dt == FI_DTYPE_BF16 ? "bf16" : "f16", c.page,
             in->fixed_split, pc.num_work_units, pc.num_partial_rows, bad,
             rerun_bits ? "" : "; a second run differs", plain_bits ? "" :
-            "; the merge without another state differs from fi_paged_prefill_run");
+            "; the merge without another state differs from fi_paged_prefill_run",
+            device_bits ? "" : "; the device plan's cascade differs from the host plan's");
     ++failed;
   }
-  for (int k = 0; k < 4; ++k) free(og[k]), free(lg[k]), cudaFree(od[k]), cudaFree(ld[k]);
+  for (int k = 0; k < 5; ++k) free(og[k]), free(lg[k]), cudaFree(od[k]), cudaFree(ld[k]);
+  cudaFree(wdev);
   free(oh), free(lh), free(wh), free(ov_h), free(os_h);
   cudaFree(wd), cudaFree(ov_d), cudaFree(os_d);
   cudaFree(d_qo), cudaFree(d_pi), cudaFree(d_px), cudaFree(d_pl);
