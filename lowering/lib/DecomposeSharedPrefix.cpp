@@ -2,8 +2,7 @@
 //
 // A decode whose requests share leading pages, as the composition of two formats (the
 // FlashInfer paper, 3.1.2): the shared prefix as one block row of every query, the
-// requests' own suffixes as a decode, merged by the prefix op itself (its `merge`
-// operands). See Passes.td.
+// requests' own suffixes as a decode, merged. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "fi/Lowering/Passes.h"
@@ -126,8 +125,13 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
   SmallVector<Value, 1> none;
   auto one = [](Value v) { return v ? SmallVector<Value, 1>{v} : SmallVector<Value, 1>{}; };
   Value k = d.getK(), v = d.getV();
-  // The suffixes first: their state is the prefix's `merge` operand, so the prefix's
-  // split-KV merge takes it as one more chunk (one merge, no fi.merge_state).
+  Operation *prefix = createWithSegments(
+      b, loc, PagedPrefillOp::getOperationName(),
+      {one(d.getQ()), one(qoIndptr), one(k), one(v), one(split.getResult(1)),
+       one(split.getResult(2)), one(split.getResult(3)), /*mask*/ none, none,
+       /*head scales*/ none, none, none, /*variant_args*/ none, /*merge*/ none, none,
+       /*plan*/ none, one(emptyLike(b, loc, o)), one(emptyLse())},
+      TypeRange{o.getType(), lseType}, attrs);
   Operation *suffix = createWithSegments(
       b, loc, PagedDecodeOp::getOperationName(),
       {one(d.getQ()), one(k), one(v), one(split.getResult(4)), one(split.getResult(5)),
@@ -135,17 +139,12 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
        one(emptyLike(b, loc, o)), one(emptyLse())},
       TypeRange{o.getType(), lseType}, attrs);
   Value lseDest = d.getLse() ? d.getLse() : emptyLse();
-  Operation *prefix = createWithSegments(
-      b, loc, PagedPrefillOp::getOperationName(),
-      {one(d.getQ()), one(qoIndptr), one(k), one(v), one(split.getResult(1)),
-       one(split.getResult(2)), one(split.getResult(3)), /*mask*/ none, none,
-       /*head scales*/ none, none, none, /*variant_args*/ none,
-       /*merge*/ one(suffix->getResult(0)), one(suffix->getResult(1)), /*plan*/ none,
-       one(o), one(lseDest)},
-      TypeRange{o.getType(), lseDest.getType()}, attrs);
-  d->getResult(0).replaceAllUsesWith(prefix->getResult(0));
+  auto merge = MergeStateOp::create(
+      b, loc, TypeRange{o.getType(), lseDest.getType()}, prefix->getResult(0),
+      prefix->getResult(1), suffix->getResult(0), suffix->getResult(1), o, lseDest);
+  d->getResult(0).replaceAllUsesWith(merge->getResult(0));
   if (d.getLse())
-    d->getResult(1).replaceAllUsesWith(prefix->getResult(1));
+    d->getResult(1).replaceAllUsesWith(merge->getResult(1));
   d->erase();
   return success();
 }

@@ -1,12 +1,10 @@
 // End to end: a decode marked `shared_prefix` compiled through fi-to-llvm (which runs
-// fi-decompose-shared-prefix first: fi.split_shared_prefix, the suffixes as a decode, the
-// prefix as one block row of every query merging the suffixes' state itself -- the
-// runtime's fi_paged_prefill_run_unmerged + fi_prefill_merge_run), on the host backend,
-// with random page tables whose requests share 0-40 leading pages (drivers/shared_prefix.c).
-// Checked against (1) the runtime's own composition (fi_split_shared_prefix, the decode,
-// the prefix's unmerged prefill and fi_prefill_merge_run with the compiled code's tiles):
-// bit for bit; (2) a plain decode over the whole page tables, an independent path: within
-// f16 rounding.
+// fi-decompose-shared-prefix first: fi.split_shared_prefix, the prefix as one block row of
+// every query, the suffixes as a decode, fi.merge_state), on the host backend, with random
+// page tables whose requests share 0-40 leading pages (drivers/shared_prefix.c). Checked
+// against (1) the runtime's own composition (fi_split_shared_prefix, the paged prefill, the
+// decode and fi_merge_state with the compiled code's tiles): bit for bit; (2) a plain
+// decode over the whole page tables, an independent path: within f16 rounding.
 //
 // RUN: fi-opt %s --fi-to-llvm | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.o
 // RUN: %cc %fi_e2e_cflags %S/drivers/shared_prefix.c %t.o %fi_e2e_ldflags -o %t.exe

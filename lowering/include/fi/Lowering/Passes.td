@@ -13,10 +13,11 @@ def FiDecomposeSharedPrefix : Pass<"fi-decompose-shared-prefix", "ModuleOp"> {
     request's own suffix; the prefix runs as ONE block row of all the batch's queries
     (`fi.paged_prefill` with `qo_indptr = {0, batch}`, no mask: each KV tile is read
     once for the rows of a 128-row chunk instead of once per request), the suffixes as a
-    `fi.paged_decode` before it, whose state the prefix op takes as its `merge` operands:
-    the runtime folds it into the prefix's split-KV merge, one merge for both (exact; a
-    prefix of 0 pages is the identity). The result is the decode's (LSE too, if
-    requested).
+    `fi.paged_decode`, and `fi.merge_state` combines the two states (exact; a prefix of
+    0 pages is the identity). The result is the decode's (LSE too, if requested). (The
+    prefix op's `merge` operands would fold the suffixes' state into its own split-KV
+    merge instead; on an H100 that step measured 3-5 us slower than this one: see
+    bench/NOTES.md, session 58.)
 
     Query positions differ between the two parts, so a decode with `pos_encoding`
     (RoPE, ALiBi) or `window_left` is refused with an error: apply RoPE before the op,
