@@ -268,8 +268,7 @@ def Fi_PagedPrefillOp : Fi_DpsOp<"paged_prefill", "O", [AttrSizedOperandSegments
       The op's results are then the attention merged with it (as `fi.merge_state`), in
       one merge: the runtime folds the state into the split-KV merge of the rows it
       splits (`fi_paged_prefill_run_unmerged` and `fi_prefill_merge_run`). Needs `lse`;
-      not with `kv_shard`. `fi-decompose-shared-prefix` passes the suffix decode's state
-      to the prefix this way.
+      not with `kv_shard`.
     * `plan` (optional): a `!fi.plan<paged_prefill>` from `fi.paged_prefill_plan`.
     * `o` (destination): `[nnz_qo, qo_heads, head_dim]`, the type of `q`.
     * `lse` (optional destination): `[nnz_qo, qo_heads]` f32.
