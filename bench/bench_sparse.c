@@ -583,6 +583,20 @@ static float half_to_float(uint16_t h) {
   return f;
 }
 
+/* The fp16 [SP_BATCH, QO_HEADS, HD] output `dev` (once `stream` is done) downloaded into
+ * `host`: its largest |difference| from `ref`. */
+static double max_diff_from(const uint16_t *ref, const void *dev, uint16_t *host, size_t bytes,
+                            cudaStream_t stream) {
+  FI_BENCH_CK(cudaStreamSynchronize(stream));
+  FI_BENCH_CK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (size_t i = 0; i < bytes / 2; ++i) {
+    const double d = fabs((double)half_to_float(ref[i]) - (double)half_to_float(host[i]));
+    if (!(d <= worst)) worst = d;
+  }
+  return worst;
+}
+
 /* FI_BENCH_SP_STRESS=<n>[,<every>]: run `fn` n / every x every more times back to back and
  * snapshot the step's outputs (D2D copies on the timed stream) after every `every`-th run
  * (default 1; at most 4096 snapshots, 1 MiB each per output), then compare each snapshot
@@ -757,12 +771,7 @@ static void shared_prefix(fi_bench_ctx *b) {
     const double ms = fi_bench_time_ms(b, run_composed, &a);
     FI_BENCH_CK(cudaStreamSynchronize(b->stream));
     if (!one) FI_BENCH_CK(cudaMemcpy(h1, bufs[0], q_bytes, cudaMemcpyDeviceToHost));
-    FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
-    double diff = 0;
-    for (size_t i = 0; i < q_bytes / 2; ++i) {
-      const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
-      if (!(d <= diff)) diff = d;
-    }
+    const double diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
     *(one ? &ms_comp : &ms_comp2) = ms;
     *(one ? &max_diff : &max_diff2) = diff;
   }
@@ -891,22 +900,10 @@ static void shared_prefix(fi_bench_ctx *b) {
                                         ws_ov[1], w3, &a.ov_suffix));
   a.one_merge = 0;
   const double ms_ov2 = fi_bench_time_ms(b, run_overlapped, &a);
-  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
-  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
-  double ov_diff2 = 0;
-  for (size_t i = 0; i < q_bytes / 2; ++i) {
-    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
-    if (!(d <= ov_diff2)) ov_diff2 = d;
-  }
+  const double ov_diff2 = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
   a.one_merge = 1;
   const double ms_ov = fi_bench_time_ms(b, run_overlapped, &a);
-  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
-  FI_BENCH_CK(cudaMemcpy(h2, bufs[2], q_bytes, cudaMemcpyDeviceToHost));
-  double ov_diff = 0;
-  for (size_t i = 0; i < q_bytes / 2; ++i) {
-    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
-    if (!(d <= ov_diff)) ov_diff = d;
-  }
+  const double ov_diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
   /* (its final o is the composed step's bits only where both prefix plans are the same:
    * with FI_BENCH_SP_SPLIT, _PRE_TILES or _OV_SPLIT set only its suffix decode is compared) */
   const int same_prefix_plan = !getenv("FI_BENCH_SP_SPLIT") && !getenv("FI_BENCH_SP_PRE_TILES") &&
@@ -925,13 +922,7 @@ static void shared_prefix(fi_bench_ctx *b) {
     cuGreenCtxDestroy(green[0]), cuGreenCtxDestroy(green[1]);
   }
   fi_context_destroy(a.ctx_pre), fi_context_destroy(a.ctx_suf);
-  FI_BENCH_CK(cudaStreamSynchronize(b->stream));
-  FI_BENCH_CK(cudaMemcpy(h2, o2d, q_bytes, cudaMemcpyDeviceToHost));
-  double fused_diff = 0;
-  for (size_t i = 0; i < q_bytes / 2; ++i) {
-    const double d = fabs((double)half_to_float(h1[i]) - (double)half_to_float(h2[i]));
-    if (!(d <= fused_diff)) fused_diff = d;
-  }
+  const double fused_diff = max_diff_from(h1, o2d, h2, q_bytes, b->stream);
   const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
   const double unique_bytes = (double)num_pages * SP_PAGE * KV_HEADS * HD * 2 * 2;
   char tn[64], variant[96];

@@ -215,8 +215,8 @@ template <typename T> struct OtherState {
   int64_t s_sr, s_sh;
 };
 
-// The chunk list of (unit row `prow`, head h), with the other state of output row `row` last
-// where OTHER.
+// Calls merge(list, n) with `loc`'s chunk list of one (row, head), and with output row
+// `row`'s other state appended as its last chunk where OTHER.
 template <typename T, bool OTHER, typename F>
 __device__ __forceinline__ void with_chunk_list(const UnitChunks &loc, int num_chunks,
                                                 const OtherState<T> &other, int64_t row, int h,
@@ -343,7 +343,7 @@ static Strided3 strides3(const fi_tensor *t) {
 template <typename T>
 static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const fi_tensor *vb,
                                const fi_tensor *sb, fi_tensor *vo, float *so, Strided3 sos,
-                               int vec, const fi_context *ctx) {
+                               int vec, const fi_context *ctx, const int32_t *skip_if_zero) {
   int64_t rows = va->shape[0];
   int heads = (int)va->shape[1], D = (int)va->shape[2];
   int vw = vec ? 8 : 1;
@@ -352,35 +352,21 @@ static void launch_merge_state(const fi_tensor *va, const fi_tensor *sa, const f
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 8>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, (const int32_t *)nullptr);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, skip_if_zero);
   else
     fi_cuda_launch(ctx, dim3(grid), dim3(128), 0, merge_state_kernel<T, 1>,
         (const T *)va->data, strides3(va), (const float *)sa->data, strides3(sa),
         (const T *)vb->data, strides3(vb), (const float *)sb->data, strides3(sb),
-        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, (const int32_t *)nullptr);
+        (T *)vo->data, strides3(vo), so, sos, rows, heads, D, skip_if_zero);
 }
 
-// fi_prefill_merge_run's in-place merge of a plan's unsplit rows with the other state (o,
-// v_other 16-byte vectors: its caller checked; lse in the same kernel), skipped on the
-// device where the plan's count of unsplit rows is 0.
-template <typename T>
-static void launch_unsplit_merge(const fi_context *ctx, fi_tensor *o, fi_tensor *lse,
-                                 const fi_tensor *v_other, const fi_tensor *s_other,
-                                 const int32_t *unsplit_rows) {
-  const int64_t rows = o->shape[0];
-  const int heads = (int)o->shape[1], D = (int)o->shape[2];
-  fi_cuda_launch(ctx, dim3(grid_for(rows * heads * (D / 8))), dim3(128), 0,
-                 merge_state_kernel<T, 8>, (const T *)o->data, strides3(o),
-                 (const float *)lse->data, strides3(lse), (const T *)v_other->data,
-                 strides3(v_other), (const float *)s_other->data, strides3(s_other),
-                 (T *)o->data, strides3(o), (float *)lse->data, strides3(lse), rows, heads, D,
-                 unsplit_rows);
-}
-
-extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
-                                         const fi_tensor *s_a, const fi_tensor *v_b,
-                                         const fi_tensor *s_b, fi_tensor *v_out,
-                                         fi_tensor *s_out) {
+// fi_merge_state, and (skip_if_zero given) fi_prefill_merge_run's in-place merge of a plan's
+// unsplit rows, skipped on the device where their count is 0. That caller passes 16-byte
+// vectors and head_dim 64 / 128 / 256, so s_out is written by the v kernel: the lse kernel
+// below, which has no skip, never runs for it.
+static fi_status merge_state(fi_context *ctx, const fi_tensor *v_a, const fi_tensor *s_a,
+                             const fi_tensor *v_b, const fi_tensor *s_b, fi_tensor *v_out,
+                             fi_tensor *s_out, const int32_t *skip_if_zero) {
   int64_t rows = v_a->shape[0];
   int heads = (int)v_a->shape[1];
   if (rows == 0 || heads == 0) return FI_SUCCESS;
@@ -393,9 +379,15 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
   float *so = fused ? (float *)s_out->data : NULL;
   const Strided3 sos = fused ? strides3(s_out) : Strided3{0, 0, 0};
   switch (v_a->dtype) {
-    case FI_DTYPE_F16: launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
-    case FI_DTYPE_BF16: launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
-    case FI_DTYPE_F32: launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx); break;
+    case FI_DTYPE_F16:
+      launch_merge_state<f16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx, skip_if_zero);
+      break;
+    case FI_DTYPE_BF16:
+      launch_merge_state<bf16>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx, skip_if_zero);
+      break;
+    case FI_DTYPE_F32:
+      launch_merge_state<float>(v_a, s_a, v_b, s_b, v_out, so, sos, vec, ctx, skip_if_zero);
+      break;
     default:
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
                           "merge_state: v dtype %s has no CUDA kernel; use f16, bf16 or f32",
@@ -407,6 +399,13 @@ extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
       (const float *)s_a->data, strides3(s_a), (const float *)s_b->data, strides3(s_b),
       (float *)s_out->data, strides3(s_out), rows, heads);
   return fi_cuda_check_launch(ctx, "merge_state (lse)");
+}
+
+extern "C" fi_status fi_cuda_merge_state(fi_context *ctx, const fi_tensor *v_a,
+                                         const fi_tensor *s_a, const fi_tensor *v_b,
+                                         const fi_tensor *s_b, fi_tensor *v_out,
+                                         fi_tensor *s_out) {
+  return merge_state(ctx, v_a, s_a, v_b, s_b, v_out, s_out, nullptr);
 }
 
 template <typename T>
@@ -635,19 +634,10 @@ extern "C" fi_status fi_cuda_prefill_merge_run(fi_context *ctx, const fi_plan *p
     fi_status s = merge_partials(ctx, plan, device_units, nullptr, nullptr, o, lse);
     return s != FI_SUCCESS ? s : fi_cuda_merge_state(ctx, o, lse, v_other, s_other, o, lse);
   }
-  if (!splits_all) {
-    // (counts[10]: the plan's unsplit rows, planner.c's layout note)
-    const int32_t *unsplit = counts ? counts + 10 : nullptr;
-    if (o->shape[0] > 0 && o->shape[1] > 0) {
-      if (o->dtype == FI_DTYPE_F16)
-        launch_unsplit_merge<f16>(ctx, o, lse, v_other, s_other, unsplit);
-      else if (o->dtype == FI_DTYPE_BF16)
-        launch_unsplit_merge<bf16>(ctx, o, lse, v_other, s_other, unsplit);
-      else
-        launch_unsplit_merge<float>(ctx, o, lse, v_other, s_other, unsplit);
-      fi_status s = fi_cuda_check_launch(ctx, "prefill merge (unsplit rows)");
-      if (s != FI_SUCCESS) return s;
-    }
+  if (!splits_all) {  // (counts[10]: the plan's unsplit rows, planner.c's layout note)
+    fi_status s =
+        merge_state(ctx, o, lse, v_other, s_other, o, lse, counts ? counts + 10 : nullptr);
+    if (s != FI_SUCCESS) return s;
   }
   // (a host plan that splits nothing launches nothing here outside a capture)
   return merge_partials(ctx, plan, device_units, v_other, s_other, o, lse);

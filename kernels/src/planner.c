@@ -482,14 +482,6 @@ static uint64_t few_chunks_flag(const fi_merge_unit *merge, int64_t nm) {
   return nm > 0 ? FI_PLAN_FLAG_FEW_CHUNKS : 0;
 }
 
-/* FI_PLAN_FLAG_SPLITS_ALL where the merge units cover all total_qo rows (units never
- * overlap: each output row is one unit's or written by its work unit directly). */
-static uint64_t splits_all_flag(const fi_merge_unit *merge, int64_t nm, int64_t total_qo) {
-  int64_t rows = 0;
-  for (int64_t i = 0; i < nm; ++i) rows += merge[i].rows;
-  return nm > 0 && rows == total_qo ? FI_PLAN_FLAG_SPLITS_ALL : 0;
-}
-
 /* What a host and a device plan share: the problem, the workspace and its offsets, the
  * magic word. Each planner then sets the counts it knows. */
 static void fill_plan(const fi_context *ctx, fi_plan *plan, const fi_plan_problem *pb,
@@ -630,6 +622,8 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   fi_merge_unit *merge = (fi_merge_unit *)(scratch + (size_t)c.units * sizeof(fi_work_unit));
 
   int64_t nu = 0, nm = 0, next_partial = 0;
+  /* rows of merge units (they never overlap); the kernel writes the others directly */
+  int64_t split_rows = 0;
   for (int32_t i = 0; i < pb->batch; ++i) {
     int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
     int64_t row0 = pb->qo_indptr ? pb->qo_indptr[i] : i;
@@ -645,6 +639,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
         merge[nm].first_partial_row = (int32_t)first;
         merge[nm].num_chunks = (int32_t)n;
         ++nm;
+        split_rows += rows;
       }
       for (int64_t ch = 0; ch < n; ++ch) {
         fi_work_unit *u = &work[nu++];
@@ -671,8 +666,6 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     hdr[4] = hdr[5] = hdr[6] = hdr[7] = 0; /* the device planner's status (none here) */
     hdr[8] = pb->batch;
     hdr[9] = lead;
-    int64_t split_rows = 0;
-    for (int64_t i = 0; i < nm; ++i) split_rows += merge[i].rows;
     hdr[10] = (int32_t)(total_qo - split_rows);
     if (ctx->backend == FI_BACKEND_CUDA) {
       fi_status s = fi_cuda_upload(ctx, base, hdr, 11 * sizeof(int32_t));
@@ -693,7 +686,8 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   plan->total_kv = total_kv;
   plan->private_[FI_PLAN_NUM_MERGE] = (uint64_t)nm;
   plan->private_[FI_PLAN_FLAGS] |= few_chunks_flag(merge, nm);
-  plan->private_[FI_PLAN_FLAGS] |= splits_all_flag(merge, nm, total_qo);
+  if (nm > 0 && split_rows == total_qo)
+    plan->private_[FI_PLAN_FLAGS] |= FI_PLAN_FLAG_SPLITS_ALL;
   plan->private_[FI_PLAN_KV_CHUNK] = (uint64_t)chunk;
   plan->private_[FI_PLAN_ROWS_PER_UNIT] = (uint64_t)rpu;
   if (pb->family == FI_OP_DECODE) {

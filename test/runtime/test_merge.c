@@ -111,6 +111,20 @@ static void test_pairwise(fi_context *ctx) {
 
 /* Split-KV: attention over KV halves (two ragged runs with LSE) merged equals one run over
  * the whole KV; and the planner's own split (fixed_split_size) equals no split. fp32. */
+/* Elements of (o, l) [n_o, n_l] outside 1e-5 of the reference; *worst: the largest |o diff|. */
+static int64_t count_off(const float *o, const float *l, const float *o_ref, const float *l_ref,
+                         int64_t n_o, int64_t n_l, double *worst) {
+  int64_t bad = 0;
+  *worst = 0;
+  for (int64_t i = 0; i < n_o; ++i) {
+    if (!close_enough(o[i], o_ref[i], 1e-6, 1e-5)) bad++;
+    if (fabs(o[i] - o_ref[i]) > *worst) *worst = fabs(o[i] - o_ref[i]);
+  }
+  for (int64_t i = 0; i < n_l; ++i)
+    if (!close_enough(l[i], l_ref[i], 1e-6, 1e-5)) bad++;
+  return bad;
+}
+
 static void test_split_reproduces_unsplit(fi_context *ctx) {
   rng r = {23};
   const int batch = 3, hq = 8, hkv = 2, hd = 128;
@@ -165,14 +179,8 @@ static void test_split_reproduces_unsplit(fi_context *ctx) {
   fi_tensor Oa = fi_tensor_contiguous(o_a, FI_DTYPE_F32, 3, qs), La = fi_tensor_contiguous(l_a, FI_DTYPE_F32, 2, ls);
   fi_tensor Ob = fi_tensor_contiguous(o_b, FI_DTYPE_F32, 3, qs), Lb = fi_tensor_contiguous(l_b, FI_DTYPE_F32, 2, ls);
   EXPECT_OK(fi_merge_state(ctx, &Oa, &La, &Ob, &Lb, &Oa, &La), ctx);
-  int64_t bad = 0;
   double worst = 0;
-  for (int64_t i = 0; i < nq * hq * hd; ++i) {
-    if (!close_enough(o_a[i], o_full[i], 1e-6, 1e-5)) bad++;
-    if (fabs(o_a[i] - o_full[i]) > worst) worst = fabs(o_a[i] - o_full[i]);
-  }
-  for (int64_t i = 0; i < nq * hq; ++i)
-    if (!close_enough(l_a[i], l_full[i], 1e-6, 1e-5)) bad++;
+  int64_t bad = count_off(o_a, l_a, o_full, l_full, nq * hq * hd, nq * hq, &worst);
   EXPECT(bad == 0, "merged halves differ from the unsplit run in %lld elements", (long long)bad);
   printf("merge of KV halves vs unsplit: max|diff| %.2e\n", worst);
 
@@ -185,14 +193,7 @@ static void test_split_reproduces_unsplit(fi_context *ctx) {
   EXPECT_OK(fi_ragged_prefill_plan(ctx, &p, batch, qo_indptr, kv_indptr, NULL, NULL, ws, bytes, &plan), ctx);
   EXPECT(plan.num_partial_rows > 0, "fixed_split_size 64 did not split");
   EXPECT_OK(fi_ragged_prefill_run(ctx, &plan, &Q, &K, &V, qo_indptr, kv_indptr, NULL, &O, &L), ctx);
-  bad = 0;
-  worst = 0;
-  for (int64_t i = 0; i < nq * hq * hd; ++i) {
-    if (!close_enough(o_b[i], o_full[i], 1e-6, 1e-5)) bad++;
-    if (fabs(o_b[i] - o_full[i]) > worst) worst = fabs(o_b[i] - o_full[i]);
-  }
-  for (int64_t i = 0; i < nq * hq; ++i)
-    if (!close_enough(l_b[i], l_full[i], 1e-6, 1e-5)) bad++;
+  bad = count_off(o_b, l_b, o_full, l_full, nq * hq * hd, nq * hq, &worst);
   EXPECT(bad == 0, "planner split-KV differs from the unsplit run in %lld elements", (long long)bad);
   printf("planner split-KV (%d partial rows) vs unsplit: max|diff| %.2e\n", plan.num_partial_rows, worst);
 
@@ -213,14 +214,7 @@ static void test_split_reproduces_unsplit(fi_context *ctx) {
     EXPECT_OK(fi_ragged_prefill_plan(ctx, &p, batch, qo_indptr, hi_indptr, NULL, NULL, ws, bytes, &hi_plan), ctx);
     EXPECT_OK(fi_ragged_prefill_run_unmerged(ctx, &hi_plan, &Q, &Khi, &Vhi, qo_indptr, hi_indptr, NULL, &O, &L), ctx);
     EXPECT_OK(fi_prefill_merge_run(ctx, &hi_plan, &Oa, &La, &O, &L), ctx);
-    bad = 0;
-    worst = 0;
-    for (int64_t i = 0; i < nq * hq * hd; ++i) {
-      if (!close_enough(o_b[i], o_full[i], 1e-6, 1e-5)) bad++;
-      if (fabs(o_b[i] - o_full[i]) > worst) worst = fabs(o_b[i] - o_full[i]);
-    }
-    for (int64_t i = 0; i < nq * hq; ++i)
-      if (!close_enough(l_b[i], l_full[i], 1e-6, 1e-5)) bad++;
+    bad = count_off(o_b, l_b, o_full, l_full, nq * hq * hd, nq * hq, &worst);
     EXPECT(bad == 0, "cascade (unmerged run + merge with the other third) differs from the "
            "unsplit run in %lld elements", (long long)bad);
     printf("cascade (unmerged run + fi_prefill_merge_run) vs unsplit: max|diff| %.2e\n", worst);
