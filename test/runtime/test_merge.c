@@ -109,8 +109,6 @@ static void test_pairwise(fi_context *ctx) {
   free(l1); free(l2); free(l3); free(l4); free(vn); free(sn); free(on); free(ln);
 }
 
-/* Split-KV: attention over KV halves (two ragged runs with LSE) merged equals one run over
- * the whole KV; and the planner's own split (fixed_split_size) equals no split. fp32. */
 /* Elements of (o, l) [n_o, n_l] outside 1e-5 of the reference; *worst: the largest |o diff|. */
 static int64_t count_off(const float *o, const float *l, const float *o_ref, const float *l_ref,
                          int64_t n_o, int64_t n_l, double *worst) {
@@ -125,6 +123,8 @@ static int64_t count_off(const float *o, const float *l, const float *o_ref, con
   return bad;
 }
 
+/* Split-KV: attention over KV halves (two ragged runs with LSE) merged equals one run over
+ * the whole KV; and the planner's own split (fixed_split_size) equals no split. fp32. */
 static void test_split_reproduces_unsplit(fi_context *ctx) {
   rng r = {23};
   const int batch = 3, hq = 8, hkv = 2, hd = 128;
