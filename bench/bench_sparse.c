@@ -24,18 +24,17 @@
  * shared prefix as one fused paged prefill (FI_BENCH_SP_FUSED_TILES=<q>x<kv>,
  * FI_BENCH_SP_FUSED_SPLIT) and overlapped with its suffix decode on a second stream
  * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT, FI_BENCH_SP_OV_DECODE_CTAS: at most that many
- * CTAs for the decode, FI_DECODE_MAX_CTAS; FI_BENCH_SP_OV_GREEN=<SMs>: the prefix and the
- * decode each in a green context of its own, the prefix's with that many SMs, the decode's
- * with the rest, so that neither takes the other's SMs; two more rows time each alone in its
- * context). FI_BENCH_SP_STRESS=<n>[,<every>]: the composed and overlapped steps about n more
- * times each, their results snapshotted every `every` runs and compared bit for bit with the
- * composed step's (stress_row). */
+ * CTAs for the decode, FI_DECODE_MAX_CTAS) and in lanes (fi/lanes.h: the prefix planned and
+ * run in the main lane, the decode in the side lane, FI_BENCH_SP_LANES=<side SMs>, 0 the
+ * default share; two more rows time each alone in its lane). FI_BENCH_SP_STRESS=<n>[,<every>]:
+ * the composed and overlapped steps about n more times each, their results snapshotted every
+ * `every` runs and compared bit for bit with the composed step's (stress_row). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
-#include <cuda.h> /* green contexts (FI_BENCH_SP_OV_GREEN) */
 #include <math.h>
 #include <string.h>
 
 #include "bench.h"
+#include "fi/lanes.h"
 
 enum { SEQ = 16384, QO_HEADS = 32, KV_HEADS = 8, HD = 128 };
 
@@ -398,13 +397,17 @@ typedef struct prefix_arg {
    * by events before the merge */
   fi_context *ctx_pre, *ctx_suf;
   fi_plan ov_prefix, ov_suffix;
-  cudaStream_t side, pre_stream; /* pre_stream: the prefix's (stream, or a green context's) */
+  cudaStream_t side, pre_stream; /* pre_stream: the prefix's (the timed stream) */
   cudaEvent_t fork, join, join_pre;
   /* 0: the prefix's own merge, then fi_merge_state (the composed and overlapped rows, as
    * fi-decompose-shared-prefix emits); 1: one merge (fi_paged_prefill_run_unmerged, then
    * fi_prefill_merge_run with the suffixes' state: the "one merge" rows); 2: the same with
    * the prefix before the decode (run_composed only) */
   int one_merge;
+  /* lanes: the prefix's plan made in the main lane (split for its SMs), the decode's in the
+   * side lane, on a.ctx */
+  fi_lanes *lanes;
+  fi_plan lane_prefix, lane_suffix;
 } prefix_arg;
 
 /* The overlapped row's halves, each on its context's stream. */
@@ -441,52 +444,31 @@ static void run_overlapped(void *p) {
   }
 }
 
-/* The overlapped row's halves alone, each on its own stream (FI_BENCH_SP_OV_GREEN: in its
- * green context), forked from and joined to the timed stream. */
-static void run_ov_part(prefix_arg *a, int part) {
-  cudaStream_t s = part == 0 ? a->pre_stream : a->side;
-  FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
-  FI_BENCH_CK(cudaStreamWaitEvent(s, a->fork, 0));
-  if (part == 0) {
-    ov_prefix_run(a);
-    if (a->one_merge) /* (its own merge alone) */
-      FI_BENCH_OK(a->ctx_pre, fi_prefill_merge_run(a->ctx_pre, &a->ov_prefix, NULL, NULL,
-                                                   &a->o_prefix, &a->lse_prefix));
-  } else
-    ov_suffix_run(a);
-  FI_BENCH_CK(cudaEventRecord(a->join_pre, s));
-  FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
-}
-static void run_ov_prefix(void *p) { run_ov_part((prefix_arg *)p, 0); }
-static void run_ov_suffix(void *p) { run_ov_part((prefix_arg *)p, 1); }
-
-/* FI_BENCH_SP_OV_GREEN: two green contexts over disjoint SMs (the first of at least `sms`,
- * the second the rest) and a stream in each; 0 with a note where the driver refuses. */
-static int green_streams(int sms, CUgreenCtx g[2], cudaStream_t s[2], int got[2]) {
-  CUdevice dev;
-  CUdevResource all, part, rest;
-  CUdevResourceDesc desc[2];
-  unsigned int groups = 1;
-  CUresult r = cuCtxGetDevice(&dev);
-  if (r == CUDA_SUCCESS) r = cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM);
-  if (r == CUDA_SUCCESS) r = cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, sms);
-  if (r == CUDA_SUCCESS) r = cuDevResourceGenerateDesc(&desc[0], &part, 1);
-  if (r == CUDA_SUCCESS) r = cuDevResourceGenerateDesc(&desc[1], &rest, 1);
-  for (int i = 0; i < 2 && r == CUDA_SUCCESS; ++i) {
-    r = cuGreenCtxCreate(&g[i], desc[i], dev, CU_GREEN_CTX_DEFAULT_STREAM);
-    if (r == CUDA_SUCCESS)
-      r = cuGreenCtxStreamCreate((CUstream *)&s[i], g[i], CU_STREAM_NON_BLOCKING, 0);
+/* The shared-prefix step in lanes (fi/lanes.h): the prefix in the main lane, the suffix
+ * decode in the side lane at the same time, joined before the merge (part 1 / 2: that
+ * lane's half alone). */
+static void lanes_step(prefix_arg *a, int part) {
+  if (part != 2) {
+    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
+    FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->lane_prefix, &a->q, a->qo_indptr,
+                                             &a->kv, &a->pre, NULL, &a->o_prefix,
+                                             &a->lse_prefix));
+    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
   }
-  if (r != CUDA_SUCCESS) {
-    const char *why = NULL;
-    cuGetErrorString(r, &why);
-    fprintf(stderr, "note: FI_BENCH_SP_OV_GREEN=%d: green contexts refused (%s)\n", sms,
-            why ? why : "?");
-    return 0;
+  if (part != 1) {
+    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_SIDE));
+    FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->lane_suffix, &a->q, &a->kv, &a->suf,
+                                      &a->o_suffix, &a->lse_suffix));
+    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
   }
-  got[0] = (int)part.sm.smCount, got[1] = (int)rest.sm.smCount;
-  return 1;
+  FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
+  if (part == 0)
+    FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
+                                       &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
 }
+static void run_lanes(void *p) { lanes_step((prefix_arg *)p, 0); }
+static void run_lane_prefix(void *p) { lanes_step((prefix_arg *)p, 1); }
+static void run_lane_suffix(void *p) { lanes_step((prefix_arg *)p, 2); }
 
 /* A CUDA context created with the tuning variable `name` (read at context creation) set to
  * `cap` (0: none). */
@@ -819,6 +801,31 @@ static void shared_prefix(fi_bench_ctx *b) {
   cudaFree(a.k_rows.data), cudaFree(a.v_rows.data), cudaFree(a.kv_indptr), cudaFree(ws_ragged);
   const double ms_suffix = fi_bench_time_ms(b, run_suffix_only, &a);
 
+  /* lanes (fi/lanes.h), on the bench's context: each plan made in the lane that runs it */
+  const int side_sms = getenv("FI_BENCH_SP_LANES") ? atoi(getenv("FI_BENCH_SP_LANES")) : 0;
+  double ms_lanes = 0, ms_lane_parts[2] = {0, 0}, lanes_diff = 0;
+  void *ws_ln[2] = {NULL, NULL};
+  const fi_status lanes_made = fi_lanes_create(a.ctx, side_sms, &a.lanes);
+  if (lanes_made != FI_SUCCESS) {
+    fprintf(stderr, "note: no lanes row: %s\n", fi_last_error(a.ctx));
+  } else {
+    FI_BENCH_CK(cudaMalloc(&ws_ln[0], w2));
+    FI_BENCH_CK(cudaMalloc(&ws_ln[1], w3));
+    FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_MAIN));
+    FI_BENCH_OK(a.ctx, fi_paged_prefill_plan(a.ctx, &p, 1, qo_indptr, &h_pre, num_pages, NULL,
+                                             NULL, ws_ln[0], w2, &a.lane_prefix));
+    FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
+    FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_SIDE));
+    FI_BENCH_OK(a.ctx, fi_decode_plan(a.ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws_ln[1],
+                                      w3, &a.lane_suffix));
+    FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
+    FI_BENCH_OK(a.ctx, fi_lanes_join(a.lanes));
+    ms_lanes = fi_bench_time_ms(b, run_lanes, &a);
+    lanes_diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
+    ms_lane_parts[0] = fi_bench_time_ms(b, run_lane_prefix, &a);
+    ms_lane_parts[1] = fi_bench_time_ms(b, run_lane_suffix, &a);
+  }
+
   /* fused: request 0 = the prefix with all 64 queries, request 1 + i = request i's suffix
    * with its query again (q2's second half) */
   const int fb = SP_BATCH + 1;
@@ -872,23 +879,13 @@ static void shared_prefix(fi_bench_ctx *b) {
    * per SM), FI_BENCH_SP_OV_SPLIT its fixed split (default: the planner's) */
   int ov_ctas = getenv("FI_BENCH_SP_OV_CTAS") ? atoi(getenv("FI_BENCH_SP_OV_CTAS")) : 0;
   const int ov_split = getenv("FI_BENCH_SP_OV_SPLIT") ? atoi(getenv("FI_BENCH_SP_OV_SPLIT")) : 0;
-  const int ov_green = getenv("FI_BENCH_SP_OV_GREEN") ? atoi(getenv("FI_BENCH_SP_OV_GREEN")) : 0;
-  CUgreenCtx green[2] = {NULL, NULL};
-  cudaStream_t green_s[2] = {NULL, NULL};
-  int green_sms[2] = {0, 0};
-  const int use_green = ov_green > 0 && green_streams(ov_green, green, green_s, green_sms);
-  if (use_green && ov_ctas <= 0) ov_ctas = green_sms[0]; /* (the prefix's persistent CTAs) */
   const int ov_dec_ctas = getenv("FI_BENCH_SP_OV_DECODE_CTAS")
                               ? atoi(getenv("FI_BENCH_SP_OV_DECODE_CTAS"))
                               : 0;
   a.ctx_pre = context_with_cap("FI_PREFILL_WS_CTAS", ov_ctas);
   a.ctx_suf = context_with_cap("FI_DECODE_MAX_CTAS", ov_dec_ctas);
-  if (use_green) {
-    a.pre_stream = green_s[0], a.side = green_s[1];
-  } else {
-    a.pre_stream = b->stream;
-    FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
-  }
+  a.pre_stream = b->stream;
+  FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.join_pre, cudaEventDisableTiming));
@@ -914,18 +911,9 @@ static void shared_prefix(fi_bench_ctx *b) {
   const int same_prefix_plan = !getenv("FI_BENCH_SP_SPLIT") && !getenv("FI_BENCH_SP_PRE_TILES") &&
                                !getenv("FI_BENCH_SP_OV_SPLIT");
   stress_row(b, "overlapped", run_overlapped, &a, same_prefix_plan ? outs : outs + 1);
-  double ms_ov_parts[2] = {0, 0}; /* (after the check: they leave the halves unmerged) */
-  if (use_green) {
-    ms_ov_parts[0] = fi_bench_time_ms(b, run_ov_prefix, &a);
-    ms_ov_parts[1] = fi_bench_time_ms(b, run_ov_suffix, &a);
-  }
   cudaFree(ws_ov[0]), cudaFree(ws_ov[1]);
   cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaEventDestroy(a.join_pre);
   cudaStreamDestroy(a.side);
-  if (use_green) {
-    cudaStreamDestroy(a.pre_stream);
-    cuGreenCtxDestroy(green[0]), cuGreenCtxDestroy(green[1]);
-  }
   fi_context_destroy(a.ctx_pre), fi_context_destroy(a.ctx_suf);
   const double fused_diff = max_diff_from(h1, o2d, h2, q_bytes, b->stream);
   const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
@@ -945,22 +933,29 @@ static void shared_prefix(fi_bench_ctx *b) {
            a.fused.num_work_units, a.fused.num_partial_rows, ms_plain / ms_fused, fused_diff);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: fused", variant, ms_fused, unique_bytes,
                0);
-  snprintf(variant, sizeof variant, "%sCTAs %d+%d, split %d, u%d: %.1fx plain, |d| %.1e",
-           use_green ? "green " : "", ov_ctas, ov_dec_ctas, ov_split,
-           a.ov_prefix.num_work_units, ms_plain / ms_ov2, ov_diff2);
-  if (use_green)
-    fprintf(stderr, "note: overlapped in green contexts of %d and %d SMs\n", green_sms[0],
-            green_sms[1]);
+  snprintf(variant, sizeof variant, "CTAs %d+%d, split %d, u%d: %.1fx plain, |d| %.1e",
+           ov_ctas, ov_dec_ctas, ov_split, a.ov_prefix.num_work_units, ms_plain / ms_ov2,
+           ov_diff2);
   fi_bench_row(b, "sparse", "shared prefix b64 32k+256: overlapped", variant, ms_ov2,
                unique_bytes, 0);
   snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_ov, ov_diff);
   fi_bench_row(b, "sparse", "  overlapped, one merge (prefix unmerged; merge after the join)",
                variant, ms_ov, unique_bytes, 0);
-  if (use_green) { /* (the halves alone, each in its green context) */
-    prefix_row(b, "  overlapped: its prefix alone", &a.ov_prefix, ms_ov_parts[0]);
-    snprintf(variant, sizeof variant, "green context of %d SMs", green_sms[1]);
-    fi_bench_row(b, "sparse", "  overlapped: its suffixes alone", variant, ms_ov_parts[1],
+  if (a.lanes) { /* (the halves alone, each in its lane) */
+    snprintf(variant, sizeof variant, "%d+%d SMs, u%d: %.1fx plain, |d| %.1e",
+             fi_lanes_sm_count(a.lanes, FI_LANE_MAIN), fi_lanes_sm_count(a.lanes, FI_LANE_SIDE),
+             a.lane_prefix.num_work_units, ms_plain / ms_lanes, lanes_diff);
+    fi_bench_row(b, "sparse", "shared prefix b64 32k+256: lanes", variant, ms_lanes,
+                 unique_bytes, 0);
+    prefix_row(b, "  lanes: its prefix alone (main lane)", &a.lane_prefix, ms_lane_parts[0]);
+    snprintf(variant, sizeof variant, "side lane of %d SMs",
+             fi_lanes_sm_count(a.lanes, FI_LANE_SIDE));
+    fi_bench_row(b, "sparse", "  lanes: its suffixes alone (side lane)", variant,
+                 ms_lane_parts[1],
                  (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
+    fi_lanes_destroy(a.lanes);
+    a.lanes = NULL;
+    cudaFree(ws_ln[0]), cudaFree(ws_ln[1]);
   }
   /* its parts: the prefix (FLOPs of 64 rows x 32768 keys), paged and over contiguous K/V,
    * and the suffix decode */

@@ -18,8 +18,15 @@
  *   - fi_prefill_merge_run without another state gives fi_paged_prefill_run's bits;
  *   - a second cascade run gives the same bits;
  *   - the same cascade with a plan made on the device (the host plan's tiles) gives the
- *     host-planned cascade's bits (the device learns the unsplit rows from the workspace). */
+ *     host-planned cascade's bits (the device learns the unsplit rows from the workspace).
+ * The shared-prefix kind also runs its step in lanes (fi/lanes.h; the side lane of the
+ * default share or of 16, 24 or 40 SMs, by configuration): the prefix planned and run in
+ * the main lane, the suffix decode in the side lane, joined, then fi_merge_state; o and lse
+ * against the host backend, a second run bit for bit, and bit for bit against the same
+ * lanes joined after each half (one after the other on the same SMs: a lane that raced the
+ * other would differ; runs on the context's own stream may choose kernels for all SMs). */
 #include "gpu_common.h"
+#include "fi/lanes.h"
 
 typedef struct cfg {
   int hq, hkv, hd, page;
@@ -48,8 +55,95 @@ typedef struct run_in {
   float *other_s;
 } run_in;
 
-static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void *kv_h,
-                      void *kv_d, int32_t num_pages, void *q_h, void *q_d, int idx,
+static int lanes_runs = 0, lanes_skipped = 0;
+
+/* The shared-prefix step in lanes against `oh` / `lh` (the host backend's) and against its
+ * own plans run in order on the context's stream; returns the elements that differ (and
+ * counts a failure for differing bits). */
+static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in,
+                             const fi_attention_params *p, const fi_page_table *hp,
+                             const fi_page_table *dp, const int32_t *d_qo,
+                             const fi_page_table *hdp, const fi_page_table *ddp,
+                             const fi_paged_kv_cache *kvd, const fi_tensor *Qd,
+                             int32_t num_pages, const void *oh, const float *lh, int idx,
+                             gpu_err *err) {
+  const cfg c = in->c;
+  const int64_t rows = in->rows, ls = rows * c.hq;
+  const size_t obytes = (size_t)(rows * c.hq * c.hd) * 2, lbytes = (size_t)ls * 4;
+  const int64_t qs[3] = {rows, c.hq, c.hd}, lsh[2] = {rows, c.hq};
+  fi_attention_params pd = *p;
+  pd.fixed_split_size = 0;
+  size_t wpb = 0, wdb = 0;
+  FI_CK(cuda, fi_prefill_workspace_size(cuda, p, in->batch, rows, &wpb));
+  FI_CK(cuda, fi_decode_workspace_size(cuda, &pd, in->dec_batch, &wdb));
+  void *wp = gpu_alloc_poisoned(wpb), *wd = gpu_alloc_poisoned(wdb);
+  fi_plan pp, pdc;
+  FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_MAIN));
+  FI_CK(cuda, fi_paged_prefill_plan(cuda, p, in->batch, in->qo_indptr, hp, num_pages, NULL, NULL,
+                                    wp, wpb, &pp));
+  FI_CK(cuda, fi_lanes_leave(lanes));
+  FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_SIDE));
+  FI_CK(cuda, fi_decode_plan(cuda, &pd, in->dec_batch, hdp, num_pages, NULL, wd, wdb, &pdc));
+  FI_CK(cuda, fi_lanes_leave(lanes));
+  FI_CK(cuda, fi_lanes_join(lanes));
+  /* [0], [1]: in lanes at once; [2]: one lane after the other (prefix state, suffix state) */
+  void *op[3], *os[3];
+  float *lp[3], *lsf[3];
+  fi_tensor Op[3], Lp[3], Os[3], Ls[3];
+  for (int k = 0; k < 3; ++k) {
+    op[k] = gpu_alloc_poisoned(obytes), os[k] = gpu_alloc_poisoned(obytes);
+    lp[k] = gpu_alloc_poisoned(lbytes), lsf[k] = gpu_alloc_poisoned(lbytes);
+    Op[k] = fi_tensor_contiguous(op[k], c.dt, 3, qs), Os[k] = fi_tensor_contiguous(os[k], c.dt, 3, qs);
+    Lp[k] = fi_tensor_contiguous(lp[k], FI_DTYPE_F32, 2, lsh);
+    Ls[k] = fi_tensor_contiguous(lsf[k], FI_DTYPE_F32, 2, lsh);
+  }
+  for (int k = 0; k < 3; ++k) {
+    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_MAIN));
+    FI_CK(cuda, fi_paged_prefill_run(cuda, &pp, Qd, d_qo, kvd, dp, NULL, &Op[k], &Lp[k]));
+    FI_CK(cuda, fi_lanes_leave(lanes));
+    if (k == 2) FI_CK(cuda, fi_lanes_join(lanes));
+    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_SIDE));
+    FI_CK(cuda, fi_decode_run(cuda, &pdc, Qd, kvd, ddp, &Os[k], &Ls[k]));
+    FI_CK(cuda, fi_lanes_leave(lanes));
+    FI_CK(cuda, fi_lanes_join(lanes));
+    FI_CK(cuda, fi_merge_state(cuda, &Op[k], &Lp[k], &Os[k], &Ls[k], &Op[k], &Lp[k]));
+  }
+  GPU_CK(cudaDeviceSynchronize());
+  void *og[3];
+  float *lg[3];
+  for (int k = 0; k < 3; ++k) {
+    og[k] = malloc(obytes), lg[k] = malloc(lbytes);
+    gpu_download(og[k], op[k], obytes);
+    gpu_download(lg[k], lp[k], lbytes);
+  }
+  const double tol = c.dt == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
+  long long bad = gpu_compare_rows("o in lanes vs host", og[0], oh, c.dt, rows * c.hq, c.hd,
+                                   c.hd, tol, 1e-3, err);
+  bad += gpu_compare_lse(lg[0], lh, ls, 1e-3, err);
+  int same[3] = {1, 1, 1};
+  for (int k = 1; k < 3; ++k)
+    same[k] = memcmp(og[0], og[k], obytes) == 0 && memcmp(lg[0], lg[k], lbytes) == 0;
+  if (bad || !same[1] || !same[2]) {
+    fprintf(stderr, "FAIL config %d in lanes (%d + %d SMs; batch %d, rows %lld, heads %d/%d, "
+            "hd %d, pages of %d, %d prefix work units): %lld elements differ from the "
+            "host%s%s\n", idx, fi_lanes_sm_count(lanes, FI_LANE_MAIN),
+            fi_lanes_sm_count(lanes, FI_LANE_SIDE), in->batch, (long long)rows, c.hq, c.hkv,
+            c.hd, c.page, pp.num_work_units, bad,
+            same[1] ? "" : "; a second lanes run differs",
+            same[2] ? "" : "; the lanes one after the other differ");
+    ++failed;
+  }
+  ++lanes_runs;
+  for (int k = 0; k < 3; ++k) {
+    free(og[k]), free(lg[k]);
+    cudaFree(op[k]), cudaFree(os[k]), cudaFree(lp[k]), cudaFree(lsf[k]);
+  }
+  cudaFree(wp), cudaFree(wd);
+  return bad;
+}
+
+static void check_one(fi_context *host, fi_context *cuda, fi_lanes *lanes, const run_in *in,
+                      void *kv_h, void *kv_d, int32_t num_pages, void *q_h, void *q_d, int idx,
                       gpu_err *err) {
   const cfg c = in->c;
   const int esz = 2;
@@ -78,15 +172,17 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void
   int32_t *d_px = dev_copy_of(in->pages.indices, sizeof(int32_t) * (in->pages.total_pages + 1));
   int32_t *d_pl = dev_copy_of(in->pages.last_page_len, sizeof(int32_t) * in->batch);
   const fi_page_table dp = {d_pi, d_px, d_pl};
+  fi_page_table hdp = {NULL, NULL, NULL}, ddp = {NULL, NULL, NULL};
+  int32_t *e_pi = NULL, *e_px = NULL, *e_pl = NULL;
   if (in->dec_batch) {
     fi_attention_params pd = p;
     pd.fixed_split_size = 0;
     const gpu_pages *g = &in->dec_pages;
-    const fi_page_table hdp = {g->indptr, g->indices, g->last_page_len};
-    int32_t *e_pi = dev_copy_of(g->indptr, sizeof(int32_t) * (in->dec_batch + 1));
-    int32_t *e_px = dev_copy_of(g->indices, sizeof(int32_t) * (g->total_pages + 1));
-    int32_t *e_pl = dev_copy_of(g->last_page_len, sizeof(int32_t) * in->dec_batch);
-    const fi_page_table ddp = {e_pi, e_px, e_pl};
+    hdp = (fi_page_table){g->indptr, g->indices, g->last_page_len};
+    e_pi = dev_copy_of(g->indptr, sizeof(int32_t) * (in->dec_batch + 1));
+    e_px = dev_copy_of(g->indices, sizeof(int32_t) * (g->total_pages + 1));
+    e_pl = dev_copy_of(g->last_page_len, sizeof(int32_t) * in->dec_batch);
+    ddp = (fi_page_table){e_pi, e_px, e_pl};
     size_t wb = 0;
     FI_CK(host, fi_decode_workspace_size(host, &pd, in->dec_batch, &wb));
     void *wh = malloc(wb);
@@ -104,7 +200,7 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void
     FI_CK(cuda, fi_decode_run(cuda, &pdv, &Qd, &kvd, &ddp, &Od, &Ld));
     GPU_CK(cudaDeviceSynchronize());
     free(wh);
-    cudaFree(wd), cudaFree(e_pi), cudaFree(e_px), cudaFree(e_pl);
+    cudaFree(wd);
   } else {
     memcpy(ov_h, in->other_v, obytes);
     memcpy(os_h, in->other_s, lbytes);
@@ -119,8 +215,15 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void
   FI_CK(host, fi_prefill_workspace_size(host, &p, in->batch, rows, &wb));
   void *wh = malloc(wb);
   fi_plan ph;
-  FI_CK(host, fi_paged_prefill_plan(host, &p, in->batch, in->qo_indptr, &hp, num_pages, NULL,
-                                    NULL, wh, wb, &ph));
+  /* (a fixed split of 64 keys over 2000-key requests can ask for more partial rows than a
+   * workspace holds -- refused, naming the split: the split doubles until it fits) */
+  fi_status planned;
+  while ((planned = fi_paged_prefill_plan(host, &p, in->batch, in->qo_indptr, &hp, num_pages,
+                                          NULL, NULL, wh, wb, &ph)) ==
+             FI_ERROR_WORKSPACE_TOO_SMALL &&
+         p.fixed_split_size > 0)
+    p.fixed_split_size *= 2;
+  FI_CK(host, planned);
   void *oh = malloc(obytes);
   float *lh = malloc(lbytes);
   fi_tensor Oh = fi_tensor_contiguous(oh, c.dt, 3, qs), Lh = fi_tensor_contiguous(lh, FI_DTYPE_F32, 2, lsh);
@@ -184,12 +287,16 @@ static void check_one(fi_context *host, fi_context *cuda, const run_in *in, void
             "%d, split %d, %d work units, %d partial rows): %lld elements "
             "differ%s%s%s\n", idx, in->dec_batch ? "shared prefix" : "general", in->batch,
             (long long)rows, c.hq, c.hkv, c.hd, c.dt == FI_DTYPE_BF16 ? "bf16" : "f16", c.page,
-            in->fixed_split, pc.num_work_units, pc.num_partial_rows, bad,
+            p.fixed_split_size, pc.num_work_units, pc.num_partial_rows, bad,
             rerun_bits ? "" : "; a second run differs", plain_bits ? "" :
             "; the merge without another state differs from fi_paged_prefill_run",
             device_bits ? "" : "; the device plan's cascade differs from the host plan's");
     ++failed;
   }
+  if (in->dec_batch && lanes)
+    check_lanes(cuda, lanes, in, &p, &hp, &dp, d_qo, &hdp, &ddp, &kvd, &Qd, num_pages, oh, lh,
+                idx, err);
+  cudaFree(e_pi), cudaFree(e_px), cudaFree(e_pl);
   for (int k = 0; k < 5; ++k) free(og[k]), free(lg[k]), cudaFree(od[k]), cudaFree(ld[k]);
   cudaFree(wdev);
   free(oh), free(lh), free(wh), free(ov_h), free(os_h);
@@ -208,6 +315,19 @@ int main(void) {
   static const int page_sizes[5] = {1, 5, 8, 16, 32};
   gpu_err err = {0, 0, 0, 0};
   int kinds[2] = {0, 0};
+  /* lanes of the default share and of 16, 24 and 40 SMs (a driver without green contexts:
+   * the lanes' checks are skipped, said below) */
+  static const int side_sms[4] = {0, 16, 24, 40};
+  fi_lanes *lanes[4] = {NULL, NULL, NULL, NULL};
+  const char *no_lanes = NULL;
+  for (int i = 0; i < 4; ++i) {
+    const fi_status s = fi_lanes_create(cuda, side_sms[i], &lanes[i]);
+    if (s == FI_ERROR_UNSUPPORTED) {
+      no_lanes = fi_last_error(cuda);
+      break;
+    }
+    FI_CK(cuda, s);
+  }
   for (int idx = 0; idx < configs; ++idx) {
     cfg c;
     const int hi = gpu_rand_int(0, 3);
@@ -268,7 +388,9 @@ int main(void) {
     void *q_h = malloc(q_elems * 2);
     gpu_fill_random(q_h, c.dt, q_elems);
     void *q_d = gpu_upload(q_h, q_elems * 2);
-    check_one(host, cuda, &in, kv_h, kv_d, num_pages, q_h, q_d, idx, &err);
+    check_one(host, cuda, lanes[(idx / 2) % 4], &in, kv_h, kv_d, num_pages, q_h, q_d, idx,
+              &err);
+    lanes_skipped += shared && !lanes[(idx / 2) % 4];
     free(kv_h), free(q_h), cudaFree(kv_d), cudaFree(q_d);
     free(kv_len), free(in.qo_indptr), free(in.other_v), free(in.other_s);
     gpu_free_pages(&in.pages);
@@ -277,6 +399,15 @@ int main(void) {
   printf("cascade: %d configurations (%d shared prefix, %d general), %d failed; largest error "
          "/ bound: o %.3g, lse %.3g\n", configs, kinds[0], kinds[1], failed, err.max_rel,
          err.max_lse);
+  printf("lanes: %d shared-prefix steps in lanes", lanes_runs);
+  for (int i = 0; i < 4; ++i)
+    if (lanes[i])
+      printf("%s%d + %d SMs", i ? ", " : " (", fi_lanes_sm_count(lanes[i], FI_LANE_MAIN),
+             fi_lanes_sm_count(lanes[i], FI_LANE_SIDE));
+  printf("%s", lanes[0] ? ")" : "");
+  if (no_lanes) printf("; %d skipped: %s", lanes_skipped, no_lanes);
+  printf("\n");
+  for (int i = 0; i < 4; ++i) fi_lanes_destroy(lanes[i]);
   fi_context_destroy(cuda);
   fi_context_destroy(host);
   printf("test_cascade_gpu: %s\n", failed ? "FAILED" : "passed");

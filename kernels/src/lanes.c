@@ -1,0 +1,321 @@
+/* kernels/src/lanes.c -- fi_lanes (fi/lanes.h): two green contexts over disjoint SMs of a
+ * CUDA context's device, a stream in each, and the fork / join events between them and the
+ * context's stream. Entering a lane points the context's stream and SM count at the lane's
+ * (the planner and every launch read them there), leaving restores them.
+ *
+ * The driver's green-context calls are looked up through the CUDA runtime
+ * (cudaGetDriverEntryPointByVersion), so the runtime library does not link libcuda and
+ * still loads where there is no driver. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fi/lanes.h"
+#include "internal.h"
+
+#ifdef FI_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#endif
+
+struct fi_lanes {
+  fi_context *ctx;
+  int32_t sms[2];      /* the lanes' SM counts */
+  int32_t entered;     /* 0, FI_LANE_MAIN or FI_LANE_SIDE */
+  int32_t forked;      /* the lanes' streams wait for the context's stream (since the first
+                          enter after the last join) */
+  int32_t on_base;     /* this epoch's lanes run on the context's stream (a capture) */
+  int32_t pending[2];  /* the lane was entered since the last join */
+  int32_t covered[2];  /* the other lane waited for all of this lane's work (a join inside
+                          it): the context's stream need not wait for this one too */
+  void *base_stream;   /* the context's own stream and SM count, while a lane is entered */
+  int32_t base_sms;
+#ifdef FI_HAVE_CUDA
+  CUgreenCtx green[2];
+  cudaStream_t stream[2];
+  cudaEvent_t fork, done[2];
+#endif
+};
+
+#ifdef FI_HAVE_CUDA
+typedef CUresult (*get_device_fn)(CUdevice *, int);
+typedef CUresult (*get_resource_fn)(CUdevice, CUdevResource *, CUdevResourceType);
+typedef CUresult (*split_fn)(CUdevResource *, unsigned int *, const CUdevResource *,
+                             CUdevResource *, unsigned int, unsigned int);
+typedef CUresult (*desc_fn)(CUdevResourceDesc *, CUdevResource *, unsigned int);
+typedef CUresult (*green_create_fn)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned int);
+typedef CUresult (*green_destroy_fn)(CUgreenCtx);
+typedef CUresult (*green_stream_fn)(CUstream *, CUgreenCtx, unsigned int, int);
+typedef CUresult (*error_string_fn)(CUresult, const char **);
+
+/* One driver entry point (NULL where the driver has none). */
+static void *driver_entry(const char *name, unsigned int version) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  return fn;
+}
+
+static fi_status driver_failed(fi_context *ctx, CUresult r, const char *what) {
+  const char *why = "unknown driver error";
+  error_string_fn str = (error_string_fn)driver_entry("cuGetErrorString", 6000);
+  if (str) str(r, &why);
+  return fi_set_error(ctx, r == CUDA_ERROR_NOT_SUPPORTED ? FI_ERROR_UNSUPPORTED : FI_ERROR_CUDA,
+                      "fi_lanes_create: %s failed: %s", what, why);
+}
+
+static void release_cuda(fi_lanes *l) {
+  green_destroy_fn destroy = (green_destroy_fn)driver_entry("cuGreenCtxDestroy", 12040);
+  for (int i = 0; i < 2; ++i) {
+    if (l->done[i]) cudaEventDestroy(l->done[i]);
+    if (l->stream[i]) cudaStreamDestroy(l->stream[i]);
+    if (l->green[i] && destroy) destroy(l->green[i]);
+  }
+  if (l->fork) cudaEventDestroy(l->fork);
+}
+
+static fi_status create_cuda(fi_context *ctx, int32_t side_sms, fi_lanes *l) {
+  get_device_fn get_device = (get_device_fn)driver_entry("cuDeviceGet", 2000);
+  get_resource_fn get_resource = (get_resource_fn)driver_entry("cuDeviceGetDevResource", 12040);
+  split_fn split = (split_fn)driver_entry("cuDevSmResourceSplitByCount", 12040);
+  desc_fn desc = (desc_fn)driver_entry("cuDevResourceGenerateDesc", 12040);
+  green_create_fn create = (green_create_fn)driver_entry("cuGreenCtxCreate", 12040);
+  green_stream_fn stream = (green_stream_fn)driver_entry("cuGreenCtxStreamCreate", 12050);
+  if (!get_device || !get_resource || !split || !desc || !create || !stream ||
+      !driver_entry("cuGreenCtxDestroy", 12040))
+    return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
+                        "fi_lanes_create: the CUDA driver has no green contexts (they need "
+                        "a 12.4 or later driver); run the step on one stream instead");
+  CUdevice dev;
+  CUdevResource all, part[2];
+  memset(&all, 0, sizeof all);
+  memset(part, 0, sizeof part);
+  CUresult r = get_device(&dev, ctx->device);
+  if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDeviceGet");
+  r = get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM);
+  if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDeviceGetDevResource");
+  /* one group of at least (all - side) SMs for the main lane, the rest for the side */
+  const unsigned int total = all.sm.smCount;
+  if ((unsigned int)side_sms >= total)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_create: side_sms = %d leaves no SMs to the main lane (the "
+                        "device has %u); give fewer", side_sms, total);
+  unsigned int groups = 1;
+  r = split(&part[0], &groups, &all, &part[1], 0, total - (unsigned int)side_sms);
+  if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDevSmResourceSplitByCount");
+  if (groups != 1 || part[1].sm.smCount == 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_create: side_sms = %d: the driver's SM groups leave no SMs "
+                        "to the side lane (the device has %u); give more", side_sms, total);
+  for (int i = 0; i < 2; ++i) {
+    CUdevResourceDesc d;
+    r = desc(&d, &part[i], 1);
+    if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDevResourceGenerateDesc");
+    r = create(&l->green[i], d, dev, CU_GREEN_CTX_DEFAULT_STREAM);
+    if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuGreenCtxCreate");
+    r = stream((CUstream *)&l->stream[i], l->green[i], CU_STREAM_NON_BLOCKING, 0);
+    if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuGreenCtxStreamCreate");
+    l->sms[i] = (int32_t)part[i].sm.smCount;
+    if (cudaEventCreateWithFlags(&l->done[i], cudaEventDisableTiming) != cudaSuccess) break;
+  }
+  if (!l->done[0] || !l->done[1] ||
+      cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming) != cudaSuccess) {
+    cudaGetLastError();
+    return fi_set_error(ctx, FI_ERROR_CUDA, "fi_lanes_create: creating the lanes' events failed");
+  }
+  return FI_SUCCESS;
+}
+
+/* Whether the context's stream is capturing a graph. */
+static int capturing(const fi_context *ctx) {
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return cs != cudaStreamCaptureStatusNone;
+}
+
+static fi_status cuda_failed(fi_context *ctx, const char *fn, cudaError_t e) {
+  return fi_set_error(ctx, FI_ERROR_CUDA, "%s: %s", fn, cudaGetErrorString(e));
+}
+#endif
+
+static int is_cuda_lanes(const fi_lanes *l) {
+  return fi_context_backend(l->ctx) == FI_BACKEND_CUDA;
+}
+
+fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  if (!out)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT, "fi_lanes_create: out is NULL");
+  *out = NULL;
+  if (side_sms < 0)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_create: side_sms = %d is negative; give 0 for the default "
+                        "share or a count of SMs", side_sms);
+  const int32_t sm_count = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  if (side_sms == 0) side_sms = (int32_t)lround(FI_LANES_DEFAULT_SIDE_SHARE * sm_count);
+  if (side_sms < 1) side_sms = 1;
+  fi_lanes *l = calloc(1, sizeof *l);
+  if (!l)
+    return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "fi_lanes_create: out of host memory");
+  l->ctx = ctx;
+  if (fi_context_backend(ctx) == FI_BACKEND_CUDA) {
+#ifdef FI_HAVE_CUDA
+    const fi_status s = create_cuda(ctx, side_sms, l);
+    if (s != FI_SUCCESS) {
+      release_cuda(l);
+      free(l);
+      return s;
+    }
+#else
+    free(l);
+    return fi_set_error(ctx, FI_ERROR_BACKEND_UNAVAILABLE,
+                        "fi_lanes_create: this runtime was built without CUDA");
+#endif
+  } else {
+    if (side_sms >= sm_count) {
+      free(l);
+      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                          "fi_lanes_create: side_sms = %d leaves no SMs to the main lane "
+                          "(the context counts %d); give fewer", side_sms, sm_count);
+    }
+    l->sms[0] = l->sms[1] = sm_count; /* (the host backend runs each lane with every thread) */
+  }
+  *out = l;
+  return FI_SUCCESS;
+}
+
+/* Opens the lanes' epoch at the first enter after a join: both lanes' streams wait for the
+ * context's stream once (one event), so that entering the second lane costs no call. */
+static fi_status fork_lanes(fi_lanes *l) {
+  fi_context *ctx = l->ctx;
+  l->forked = 1;
+  l->on_base = 1;
+#ifdef FI_HAVE_CUDA
+  if (is_cuda_lanes(l) && !capturing(ctx)) {
+    cudaError_t e = cudaEventRecord(l->fork, (cudaStream_t)ctx->stream);
+    for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(l->stream[i], l->fork, 0);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return cuda_failed(ctx, "fi_lanes_enter: forking the lanes from the context's stream", e);
+    }
+    l->on_base = 0;
+  }
+#endif
+  return FI_SUCCESS;
+}
+
+fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
+  if (!l) return FI_ERROR_INVALID_ARGUMENT;
+  fi_context *ctx = l->ctx;
+  if (lane != FI_LANE_MAIN && lane != FI_LANE_SIDE)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_enter: lane %d is not FI_LANE_MAIN (1) or FI_LANE_SIDE (2)",
+                        lane);
+  if (l->entered)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_enter: lane %d is still entered; fi_lanes_leave it before "
+                        "entering lane %d", l->entered, lane);
+  if (!l->forked) {
+    const fi_status s = fork_lanes(l);
+    if (s != FI_SUCCESS) return s;
+  }
+  l->base_stream = ctx->stream;
+  l->base_sms = ctx->target.sm_count;
+#ifdef FI_HAVE_CUDA
+  if (!l->on_base) {
+    ctx->stream = l->stream[lane - 1];
+    ctx->target.sm_count = l->sms[lane - 1];
+  }
+#endif
+  l->pending[lane - 1] = 1;
+  l->covered[lane - 1] = 0;
+  l->entered = lane;
+  return FI_SUCCESS;
+}
+
+fi_status fi_lanes_leave(fi_lanes *l) {
+  if (!l) return FI_ERROR_INVALID_ARGUMENT;
+  fi_context *ctx = l->ctx;
+  if (!l->entered)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_leave: no lane is entered (fi_lanes_enter first)");
+  ctx->stream = l->base_stream;
+  ctx->target.sm_count = l->base_sms;
+  l->entered = 0;
+  return FI_SUCCESS;
+}
+
+#ifdef FI_HAVE_CUDA
+/* `waiter` waits for lane i's work so far. */
+static fi_status wait_for_lane(fi_lanes *l, int i, cudaStream_t waiter) {
+  cudaError_t e = cudaEventRecord(l->done[i], l->stream[i]);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(waiter, l->done[i], 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return cuda_failed(l->ctx, "fi_lanes_join: waiting for a lane's work", e);
+  }
+  return FI_SUCCESS;
+}
+#endif
+
+fi_status fi_lanes_join(fi_lanes *l) {
+  if (!l) return FI_ERROR_INVALID_ARGUMENT;
+  /* (inside a lane: that lane waits for the other's work, which stays pending for the
+   * context's stream) */
+  const int inside = l->entered != 0;
+  for (int i = 0; i < 2; ++i) {
+    if (!l->pending[i] || (inside && i == l->entered - 1)) continue;
+    if (!inside && l->covered[i] && l->pending[1 - i]) continue; /* (waited for through it) */
+#ifdef FI_HAVE_CUDA
+    if (!l->on_base) {
+      const fi_status s = wait_for_lane(l, i, (cudaStream_t)l->ctx->stream);
+      if (s != FI_SUCCESS) return s;
+    }
+#endif
+    if (inside) l->covered[i] = 1;
+  }
+  if (!inside) {
+    l->pending[0] = l->pending[1] = 0;
+    l->covered[0] = l->covered[1] = 0;
+    l->forked = 0; /* (the next enter forks again) */
+  }
+  return FI_SUCCESS;
+}
+
+int32_t fi_lanes_sm_count(const fi_lanes *l, int32_t lane) {
+  if (!l || (lane != FI_LANE_MAIN && lane != FI_LANE_SIDE)) return 0;
+  return l->sms[lane - 1];
+}
+
+void *fi_lanes_stream(const fi_lanes *l, int32_t lane) {
+  if (!l || (lane != FI_LANE_MAIN && lane != FI_LANE_SIDE) || !is_cuda_lanes(l)) return NULL;
+#ifdef FI_HAVE_CUDA
+  return l->stream[lane - 1];
+#else
+  return NULL;
+#endif
+}
+
+void fi_lanes_destroy(fi_lanes *l) {
+  if (!l) return;
+  if (l->entered) fi_lanes_leave(l);
+  fi_lanes_join(l);
+#ifdef FI_HAVE_CUDA
+  if (is_cuda_lanes(l)) {
+    /* (the join ordered the context's stream after the lanes' work; their green contexts
+     * go only once that work is done) */
+    for (int i = 0; i < 2; ++i)
+      if (l->stream[i]) cudaStreamSynchronize(l->stream[i]);
+    release_cuda(l);
+  }
+#endif
+  free(l);
+}
