@@ -47,6 +47,23 @@ void FiDialect::registerTypes() {
       >();
 }
 
+/// Discardable `fi.*` attributes: `fi.lane` is checked here (the lowering's other markers,
+/// e.g. `fi.variant` on calls, are its own business).
+LogicalResult FiDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName() != "fi.lane")
+    return success();
+  auto lane = dyn_cast<StringAttr>(attr.getValue());
+  if (!lane || (lane.getValue() != "main" && lane.getValue() != "side"))
+    return op->emitError() << "'fi.lane' must be \"main\" or \"side\", got "
+                           << attr.getValue();
+  if (!isa<PagedDecodeOp, PagedPrefillOp, RaggedPrefillOp, BlockSparseAttentionOp,
+           DecodePlanOp, PagedPrefillPlanOp, RaggedPrefillPlanOp, BlockSparsePlanOp>(op))
+    return op->emitError() << "'fi.lane' is for fi attention ops and their plans, not "
+                           << op->getName() << "; drop it (ops without a lane run on the "
+                              "context's stream after the lanes join)";
+  return success();
+}
+
 FailureOr<bool> mlir::fi::parseBoolKeyword(AsmParser &parser) {
   if (succeeded(parser.parseOptionalKeyword("true")))
     return true;

@@ -192,24 +192,40 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
   return FI_SUCCESS;
 }
 
-/* Opens the lanes' epoch at the first enter after a join: both lanes' streams wait for the
- * context's stream once (one event), so that entering the second lane costs no call. */
-static fi_status fork_lanes(fi_lanes *l) {
+/* Opens the lanes' epoch at the first enter after a join (`first`; a capture decides here
+ * whether the epoch's lanes run on the context's stream), or forks again inside it
+ * (fi_lanes_fork): both lanes' streams wait for the context's stream once (one event), so
+ * that entering the second lane costs no call. */
+static fi_status fork_lanes(fi_lanes *l, int first) {
   fi_context *ctx = l->ctx;
-  l->forked = 1;
-  l->on_base = 1;
+  if (first) {
+    l->forked = 1;
+    l->on_base = 1;
 #ifdef FI_HAVE_CUDA
-  if (is_cuda_lanes(l) && !capturing(ctx)) {
+    if (is_cuda_lanes(l) && !capturing(ctx)) l->on_base = 0;
+#endif
+  }
+#ifdef FI_HAVE_CUDA
+  if (!l->on_base) {
     cudaError_t e = cudaEventRecord(l->fork, (cudaStream_t)ctx->stream);
     for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(l->stream[i], l->fork, 0);
     if (e != cudaSuccess) {
       cudaGetLastError();
       return cuda_failed(ctx, "fi_lanes_enter: forking the lanes from the context's stream", e);
     }
-    l->on_base = 0;
   }
 #endif
   return FI_SUCCESS;
+}
+
+fi_status fi_lanes_fork(fi_lanes *l) {
+  if (!l) return FI_ERROR_INVALID_ARGUMENT;
+  if (l->entered)
+    return fi_set_error(l->ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_fork: lane %d is entered; fork from outside the lanes",
+                        l->entered);
+  if (!l->forked) return FI_SUCCESS; /* (the next enter forks) */
+  return fork_lanes(l, 0);
 }
 
 fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
@@ -224,7 +240,7 @@ fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
                         "fi_lanes_enter: lane %d is still entered; fi_lanes_leave it before "
                         "entering lane %d", l->entered, lane);
   if (!l->forked) {
-    const fi_status s = fork_lanes(l);
+    const fi_status s = fork_lanes(l, 1);
     if (s != FI_SUCCESS) return s;
   }
   l->base_stream = ctx->stream;

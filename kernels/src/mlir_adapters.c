@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fi/lanes.h"
 #include "fi/mlir_adapters.h"
 #include "internal.h"
 
@@ -72,9 +73,14 @@ fi_context *fi_rt_context(void) {
   return ctx ? ctx : fi_default_context();
 }
 
+static void lanes_join_outside(const char *op, fi_context *ctx);
+
+/* The context of an adapter that enqueues work on the context's stream: outside a lane,
+ * after the lanes' pending work (fi_rt_set_lanes). */
 static fi_context *context_or_report(const char *op) {
   fi_context *ctx = fi_rt_context();
   if (!ctx) report(op, FI_ERROR_BACKEND_UNAVAILABLE, fi_last_error(NULL));
+  else lanes_join_outside(op, ctx);
   return ctx;
 }
 
@@ -229,9 +235,16 @@ static int poison_enabled(void) {
   return on;
 }
 
+static void lanes_after_alloc(fi_context *ctx);
+
 void *fi_rt_alloc(size_t bytes) {
-  fi_context *ctx = context_or_report("fi_rt_alloc");
-  if (!ctx) return NULL;
+  /* (not context_or_report: an allocation between two lanes' runs does not join them; the
+   * lanes wait for it instead, lanes_after_alloc) */
+  fi_context *ctx = fi_rt_context();
+  if (!ctx) {
+    report("fi_rt_alloc", FI_ERROR_BACKEND_UNAVAILABLE, fi_last_error(NULL));
+    return NULL;
+  }
   if (bytes == 0) bytes = 1;
   void *p = NULL;
 #ifdef FI_HAVE_CUDA
@@ -275,13 +288,17 @@ void *fi_rt_alloc(size_t bytes) {
     snprintf(msg, sizeof(msg), "could not allocate %zu bytes%s", bytes,
              alloc_hook ? " (the embedder's allocation hook returned NULL)" : "");
     report("fi_rt_alloc", FI_ERROR_OUT_OF_MEMORY, msg);
+  } else {
+    lanes_after_alloc(ctx);
   }
   return p;
 }
 
+
 void fi_rt_free(void *ptr) {
   fi_context *ctx = fi_rt_context();
   if (!ctx || !ptr) return;
+  lanes_join_outside("fi_rt_free", ctx); /* (a lane may still use it) */
 #ifdef FI_HAVE_CUDA
   if (is_cuda(ctx)) {
     if (capturing || graph_owns(ptr)) return; /* the graph frees its buffers */
@@ -1433,6 +1450,8 @@ typedef struct ctx_scratch {
   fi_context *ctx;
   void *stage, *merge;
   size_t stage_bytes, merge_bytes;
+  fi_lanes *lanes; /* fi_rt_set_lanes (not owned), or NULL */
+  int32_t in_lane; /* the lane compiled code entered (fi_rt_lane_enter), or 0 */
   struct ctx_scratch *next;
 } ctx_scratch;
 static ctx_scratch *scratches = NULL; /* (written under rt_lock) */
@@ -1452,6 +1471,82 @@ static ctx_scratch *scratch_of(const char *op, fi_context *ctx) {
   }
   if (!s) report(op, FI_ERROR_OUT_OF_MEMORY, "could not allocate a scratch record");
   return s;
+}
+
+/* The record of `ctx` if it has one (never creates it). */
+static ctx_scratch *existing_scratch(const fi_context *ctx) {
+  ctx_scratch *s = __atomic_load_n(&scratches, __ATOMIC_ACQUIRE);
+  while (s && s->ctx != ctx) s = s->next;
+  return s;
+}
+
+/* ---------------------------------------------------------------- lanes ---------- */
+
+fi_status fi_rt_set_lanes(fi_context *ctx, fi_lanes *lanes) {
+  if (!ctx) return FI_ERROR_INVALID_ARGUMENT;
+  ctx_scratch *s = scratch_of("fi_rt_set_lanes", ctx);
+  if (!s) return FI_ERROR_OUT_OF_MEMORY;
+  if (s->in_lane)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_rt_set_lanes: compiled code is inside lane %d of this context; set "
+                        "the lanes between steps", s->in_lane);
+  if (s->lanes) {
+    const fi_status st = fi_lanes_join(s->lanes);
+    if (st != FI_SUCCESS) return st;
+  }
+  s->lanes = lanes;
+  return FI_SUCCESS;
+}
+
+/* Work on the context's stream outside a lane comes after the lanes' pending work. */
+static void lanes_join_outside(const char *op, fi_context *ctx) {
+  ctx_scratch *s = existing_scratch(ctx);
+  if (!s || !s->lanes || s->in_lane) return;
+  const fi_status st = fi_lanes_join(s->lanes);
+  if (st != FI_SUCCESS) report(op, st, fi_last_error(ctx));
+}
+
+/* An allocation (and its poison) on the context's stream while lanes run: the lanes'
+ * streams wait for it before their next work. */
+static void lanes_after_alloc(fi_context *ctx) {
+  ctx_scratch *s = existing_scratch(ctx);
+  if (!s || !s->lanes || s->in_lane) return;
+  const fi_status st = fi_lanes_fork(s->lanes);
+  if (st != FI_SUCCESS) report("fi_rt_alloc", st, fi_last_error(ctx));
+}
+
+void _mlir_ciface_fi_rt_lane_enter(int32_t lane) {
+  fi_context *ctx = fi_rt_context();
+  if (!ctx) {
+    report("fi.lane", FI_ERROR_BACKEND_UNAVAILABLE, fi_last_error(NULL));
+    return;
+  }
+  ctx_scratch *s = scratch_of("fi.lane", ctx);
+  if (!s) return;
+  if (s->lanes) {
+    const fi_status st = fi_lanes_enter(s->lanes, lane);
+    if (st != FI_SUCCESS) {
+      report("fi.lane", st, fi_last_error(ctx));
+      return;
+    }
+  }
+  s->in_lane = lane;
+}
+
+void _mlir_ciface_fi_rt_lane_leave(void) {
+  fi_context *ctx = fi_rt_context();
+  ctx_scratch *s = ctx ? existing_scratch(ctx) : NULL;
+  if (!s || !s->in_lane) return;
+  s->in_lane = 0;
+  if (s->lanes) {
+    const fi_status st = fi_lanes_leave(s->lanes);
+    if (st != FI_SUCCESS) report("fi.lane", st, fi_last_error(ctx));
+  }
+}
+
+void _mlir_ciface_fi_rt_lanes_join(void) {
+  fi_context *ctx = fi_rt_context();
+  if (ctx) lanes_join_outside("fi.lane", ctx);
 }
 
 static _Thread_local void *capture_stage = NULL;
@@ -1945,6 +2040,7 @@ FI_CACHE_TYPES(DEF_APPEND)
 fi_status fi_rt_check(void) {
   fi_context *ctx = fi_rt_context();
   if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  lanes_join_outside("fi_rt_check", ctx);
   fi_status worst = FI_SUCCESS;
 #ifdef FI_HAVE_CUDA
   if (is_cuda(ctx)) {
@@ -2001,6 +2097,7 @@ fi_status fi_rt_check(void) {
 fi_status fi_rt_synchronize(void) {
   fi_context *ctx = fi_rt_context();
   if (!ctx) return FI_ERROR_BACKEND_UNAVAILABLE;
+  lanes_join_outside("fi_rt_synchronize", ctx);
 #ifdef FI_HAVE_CUDA
   if (is_cuda(ctx) && ctx->comm) { /* sharded steps: never wait forever for a dead rank */
     fi_status st = fi_comm_synchronize(ctx);

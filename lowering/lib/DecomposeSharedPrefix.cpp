@@ -66,7 +66,7 @@ struct SplitCache {
   }
 };
 
-LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
+LogicalResult decompose(PagedDecodeOp d, SplitCache &cache, bool lanes) {
   if (!d.hasTensorForm())
     return d.emitOpError() << "is `shared_prefix` in memref form; run fi-decompose-shared-"
                               "prefix before bufferization (fi-to-llvm does)";
@@ -125,20 +125,29 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
   SmallVector<Value, 1> none;
   auto one = [](Value v) { return v ? SmallVector<Value, 1>{v} : SmallVector<Value, 1>{}; };
   Value k = d.getK(), v = d.getV();
+  // Every destination first: in lanes an allocation between the two parts would come
+  // between the lanes' runs.
+  Value prefixO = emptyLike(b, loc, o), prefixLse = emptyLse();
+  Value suffixO = emptyLike(b, loc, o), suffixLse = emptyLse();
+  Value lseDest = d.getLse() ? d.getLse() : emptyLse();
+  NamedAttrList prefixAttrs = attrs, suffixAttrs = attrs;
+  if (lanes) {
+    prefixAttrs.set("fi.lane", b.getStringAttr("main"));
+    suffixAttrs.set("fi.lane", b.getStringAttr("side"));
+  }
   Operation *prefix = createWithSegments(
       b, loc, PagedPrefillOp::getOperationName(),
       {one(d.getQ()), one(qoIndptr), one(k), one(v), one(split.getResult(1)),
        one(split.getResult(2)), one(split.getResult(3)), /*mask*/ none, none,
        /*head scales*/ none, none, none, /*variant_args*/ none, /*merge*/ none, none,
-       /*plan*/ none, one(emptyLike(b, loc, o)), one(emptyLse())},
-      TypeRange{o.getType(), lseType}, attrs);
+       /*plan*/ none, one(prefixO), one(prefixLse)},
+      TypeRange{o.getType(), lseType}, prefixAttrs);
   Operation *suffix = createWithSegments(
       b, loc, PagedDecodeOp::getOperationName(),
       {one(d.getQ()), one(k), one(v), one(split.getResult(4)), one(split.getResult(5)),
-       one(split.getResult(6)), /*variant_args*/ none, /*plan*/ none,
-       one(emptyLike(b, loc, o)), one(emptyLse())},
-      TypeRange{o.getType(), lseType}, attrs);
-  Value lseDest = d.getLse() ? d.getLse() : emptyLse();
+       one(split.getResult(6)), /*variant_args*/ none, /*plan*/ none, one(suffixO),
+       one(suffixLse)},
+      TypeRange{o.getType(), lseType}, suffixAttrs);
   auto merge = MergeStateOp::create(
       b, loc, TypeRange{o.getType(), lseDest.getType()}, prefix->getResult(0),
       prefix->getResult(1), suffix->getResult(0), suffix->getResult(1), o, lseDest);
@@ -151,6 +160,7 @@ LogicalResult decompose(PagedDecodeOp d, SplitCache &cache) {
 
 struct FiDecomposeSharedPrefixPass
     : public mlir::fi::impl::FiDecomposeSharedPrefixBase<FiDecomposeSharedPrefixPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<PagedDecodeOp> ops;
     getOperation().walk([&](PagedDecodeOp d) {
@@ -159,7 +169,7 @@ struct FiDecomposeSharedPrefixPass
     });
     SplitCache cache{getAnalysis<DominanceInfo>(), {}};
     for (PagedDecodeOp d : ops)
-      if (failed(decompose(d, cache)))
+      if (failed(decompose(d, cache, lanes)))
         return signalPassFailure();
   }
 };

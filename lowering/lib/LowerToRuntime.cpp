@@ -130,6 +130,20 @@ public:
     return func::CallOp::create(b, loc, fn, args);
   }
 
+  /// Lanes (`fi.lane`, fi/lanes.h): the op's calls between fi_rt_lane_enter(1 main, 2
+  /// side) and fi_rt_lane_leave; nothing for ops without a lane.
+  LogicalResult enterLane(Operation *op) {
+    auto lane = op->getAttrOfType<StringAttr>("fi.lane");
+    if (!lane)
+      return success();
+    return call(op, "fi_rt_lane_enter", {i32(op->getLoc(), lane.getValue() == "side" ? 2 : 1)});
+  }
+  LogicalResult leaveLane(Operation *op) {
+    if (!op->hasAttr("fi.lane"))
+      return success();
+    return call(op, "fi_rt_lane_leave", {});
+  }
+
   /// A module-level slot in which the adapters keep one plan op's runtime plan and
   /// workspace across calls: `__fi_plan_slot_<n>`, the first free n from `next` on.
   Value newSlot(Location loc, unsigned &next) {
@@ -686,6 +700,21 @@ struct MemrefCopyToRuntime : public OpConversionPattern<memref::CopyOp> {
   }
 };
 
+/// A plan op in a lane plans for that lane's SMs: the ops it feeds must run in the same
+/// lane (a plan for the main lane's SMs run on every SM would leave SMs idle).
+static LogicalResult checkPlanLane(Operation *plan) {
+  Attribute lane = plan->getAttr("fi.lane");
+  for (Operation *user : plan->getUsers())
+    if (user->getAttr("fi.lane") != lane)
+      return plan->emitOpError()
+             << "is in lane " << (lane ? lane : StringAttr::get(plan->getContext(), "(none)"))
+             << " but feeds " << user->getName() << " in lane "
+             << (user->getAttr("fi.lane") ? user->getAttr("fi.lane")
+                                          : StringAttr::get(plan->getContext(), "(none)"))
+             << "; give a plan and the ops it feeds the same `fi.lane`";
+  return success();
+}
+
 /// A plan op -> its plan call; the `!fi.plan` result becomes the call's slot.
 template <typename PlanOp>
 struct PlanToRuntime : public OpConversionPattern<PlanOp> {
@@ -697,8 +726,12 @@ struct PlanToRuntime : public OpConversionPattern<PlanOp> {
   LogicalResult matchAndRewrite(PlanOp op, typename PlanOp::Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     CallBuilder cb(rewriter, op, backend);
+    if (failed(checkPlanLane(op)))
+      return failure();
+    if (failed(cb.enterLane(op)))
+      return failure();
     FailureOr<Value> slot = cb.lowerPlan(op, adaptor.getOperands(), *nextSlot);
-    if (failed(slot))
+    if (failed(slot) || failed(cb.leaveLane(op)))
       return failure();
     rewriter.replaceOp(op, *slot);
     return success();
@@ -719,7 +752,8 @@ struct RunToRuntime : public OpConversionPattern<RunOp> {
       if (failed(cb.checkBackend(op, info->headDim, info->qType, info->kvType, info->mask,
                                  info->tiles, info->family == PlanFamily::decode)))
         return failure();
-    if (failed(cb.lowerRun(op, adaptor.getOperands())))
+    if (failed(cb.enterLane(op)) || failed(cb.lowerRun(op, adaptor.getOperands())) ||
+        failed(cb.leaveLane(op)))
       return failure();
     rewriter.eraseOp(op);
     return success();
@@ -827,7 +861,20 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       return failure(); // on to the next handler
     });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // A function that ran ops in lanes joins them before it returns: its caller reads the
+    // results on the context's stream.
+    module.walk([&](func::FuncOp fn) {
+      bool lanes = false;
+      fn.walk([&](func::CallOp c) { lanes |= c.getCallee() == "fi_rt_lane_enter"; });
+      if (!lanes)
+        return;
+      fn.walk([&](func::ReturnOp ret) {
+        OpBuilder rb(ret);
+        CallBuilder cb(rb, ret, backend);
+        (void)cb.call(ret, "fi_rt_lanes_join", {});
+      });
+    });
   }
 };
 

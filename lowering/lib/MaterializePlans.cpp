@@ -213,9 +213,13 @@ Value mlir::fi::materializePlan(OpBuilder &b, Operation *op, NumPagesCache *know
         i64(b, info->kvHeads), i64(b, info->headDim), qType, kvType, info->tiles);
     s.getPlanMutable().assign(plan);
   }
-  // An op whose tiles are left to plan time says so on its plan as well.
+  // An op whose tiles are left to plan time says so on its plan as well; an op in a lane
+  // plans in it (the plan is made for that lane's SMs).
   if (plan && op->hasAttr("fi.tiles_at_plan_time"))
     plan.getDefiningOp()->setAttr("fi.tiles_at_plan_time", UnitAttr::get(ctx));
+  if (plan)
+    if (Attribute lane = op->getAttr("fi.lane"))
+      plan.getDefiningOp()->setAttr("fi.lane", lane);
   return plan;
 }
 

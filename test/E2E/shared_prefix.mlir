@@ -4,13 +4,15 @@
 // page tables whose requests share 0-40 leading pages (drivers/shared_prefix.c). Checked
 // against (1) the runtime's own composition (fi_split_shared_prefix, the paged prefill, the
 // decode and fi_merge_state with the compiled code's tiles): bit for bit; (2) a plain
-// decode over the whole page tables, an independent path: within f16 rounding.
+// decode over the whole page tables, an independent path: within f16 rounding. Half the
+// trials run with lanes installed (fi_rt_set_lanes: the parts fi-decompose-shared-prefix
+// marks run in the main and side lanes; on the host backend, in order).
 //
 // RUN: fi-opt %s --fi-to-llvm | mlir-translate --mlir-to-llvmir | llc -O2 -filetype=obj --relocation-model=pic -o %t.o
 // RUN: %cc %fi_e2e_cflags %S/drivers/shared_prefix.c %t.o %fi_e2e_ldflags -o %t.exe
 // RUN: %t.exe | FileCheck %s
 // CHECK-NOT: MISMATCH
-// CHECK: shared_prefix: 16 trials bit-exact against the composition, within {{.*}} of plain decode
+// CHECK: shared_prefix: 16 trials bit-exact against the composition (8 in lanes), within {{.*}} of plain decode
 // CHECK: E2E shared-prefix: PASS
 
 // GQA group 4, page 16, soft cap, with LSE.

@@ -116,3 +116,21 @@ func.func @block_sparse_mma_tiles(%q: memref<?x4x256xf16>, %k: memref<?x2x256xf1
        tiles = #fi.tiles<q = 128, kv = 128, split_kv = true, cores = tensor>}
   return
 }
+
+// -----
+
+// A plan made in one lane (for its SMs) run in another.
+func.func @plan_in_another_lane(%q: memref<?x2x64xbf16>, %kv: memref<?x2x2x8x64xbf16>,
+    %p: memref<?xi32>, %i: memref<?xi32>, %l: memref<?xi32>, %np: index,
+    %o: memref<?x2x64xbf16>) {
+  // expected-error @below {{'fi.decode_plan' op is in lane "main" but feeds fi.paged_decode in lane "side"; give a plan and the ops it feeds the same `fi.lane`}}
+  %plan = fi.decode_plan pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) num_pages(%np)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = hnd>, num_qo_heads = 2,
+       num_kv_heads = 2, head_dim = 64, q_type = bf16, kv_type = bf16,
+       tiles = #fi.tiles<q = 1, kv = 32, split_kv = false, cores = cuda>, fi.lane = "main"}
+  fi.paged_decode q(%q : memref<?x2x64xbf16>) kv(%kv : memref<?x2x2x8x64xbf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) plan(%plan : !fi.plan<decode>)
+      outs(%o : memref<?x2x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = hnd>, fi.lane = "side"}
+  return
+}

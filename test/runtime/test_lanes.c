@@ -44,12 +44,16 @@ static void test_rules(fi_context *ctx) {
   EXPECT_ERR(fi_lanes_enter(lanes, FI_LANE_SIDE), FI_ERROR_INVALID_ARGUMENT,
              "lane 1 is still entered", "fi_lanes_leave");
   EXPECT_OK(fi_lanes_join(lanes), ctx); /* (inside a lane: waits for the other one) */
+  EXPECT_ERR(fi_lanes_fork(lanes), FI_ERROR_INVALID_ARGUMENT, "lane 1 is entered");
   EXPECT_OK(fi_lanes_leave(lanes), ctx);
+  EXPECT_OK(fi_lanes_fork(lanes), ctx);
   EXPECT_OK(fi_lanes_join(lanes), ctx);
   EXPECT_OK(fi_lanes_join(lanes), ctx); /* nothing pending: a no-op */
+  EXPECT_OK(fi_lanes_fork(lanes), ctx); /* before an enter: a no-op */
   EXPECT(fi_lanes_enter(NULL, 1) == FI_ERROR_INVALID_ARGUMENT &&
              fi_lanes_leave(NULL) == FI_ERROR_INVALID_ARGUMENT &&
-             fi_lanes_join(NULL) == FI_ERROR_INVALID_ARGUMENT,
+             fi_lanes_join(NULL) == FI_ERROR_INVALID_ARGUMENT &&
+             fi_lanes_fork(NULL) == FI_ERROR_INVALID_ARGUMENT,
          "NULL lanes accepted");
   /* destroying with a lane entered leaves it (the context's own state comes back) */
   EXPECT_OK(fi_lanes_enter(lanes, FI_LANE_SIDE), ctx);

@@ -67,6 +67,11 @@ enum { FI_LANE_MAIN = 1, FI_LANE_SIDE = 2 };
 fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out);
 /* Enters FI_LANE_MAIN or FI_LANE_SIDE (one lane at a time: leave the other first). */
 fi_status fi_lanes_enter(fi_lanes *lanes, int32_t lane);
+/* Outside a lane, after the lanes forked: both lanes' streams wait for everything enqueued
+ * on the context's stream so far (work enqueued there since the fork that a lane's later
+ * runs read: an output buffer allocated and cleared in stream order). No-op before the
+ * first enter (which forks anyway). */
+fi_status fi_lanes_fork(fi_lanes *lanes);
 /* Leaves the entered lane; the context's runs go to its own stream again. */
 fi_status fi_lanes_leave(fi_lanes *lanes);
 /* Outside a lane: the context's stream waits (on the device) for every lane's work left so

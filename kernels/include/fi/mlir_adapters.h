@@ -169,6 +169,18 @@ fi_status fi_rt_graph_replay(fi_rt_graph *graph);
 /* Waits for the stream when the graph owns buffers, then frees the graph and them. */
 void fi_rt_graph_destroy(fi_rt_graph *graph);
 
+/* Lanes for compiled code (fi/lanes.h): ops marked `fi.lane = "main"` / `"side"` (the parts
+ * of a shared-prefix decode, fi-decompose-shared-prefix) run in the lanes `lanes` made on
+ * `ctx` (kept alive by the caller until it sets NULL or another; NULL: none, the marked ops
+ * run in order on the context's stream). The lowered code enters the op's lane around its
+ * plan and run calls (_mlir_ciface_fi_rt_lane_enter / _leave); every other adapter call on
+ * the context first joins the lanes' pending work (an allocation instead makes the lanes
+ * wait for it, fi_lanes_fork), and so does a function that ran lane ops before it
+ * returns (_mlir_ciface_fi_rt_lanes_join). Host backend: the lanes change nothing. Set
+ * between steps, not from inside one. */
+struct fi_lanes;
+fi_status fi_rt_set_lanes(fi_context *ctx, struct fi_lanes *lanes);
+
 /* Number of workspace (re)allocations the plan adapters have made so far; a program
  * can check that its steady-state steps make none. */
 long fi_rt_workspace_allocations(void);

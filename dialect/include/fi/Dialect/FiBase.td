@@ -54,7 +54,17 @@ def Fi_Dialect : Dialect {
       step from the index arrays and the problem shape; their `!fi.plan<family>` result
       is an optional operand of the matching op. Identical plans of all layers of a step
       fold into one with plain `-cse` ("plan once, run per layer").
+    * **Lanes**: the discardable attribute `fi.lane = "main"` or `"side"` on an attention
+      op (`fi.paged_decode`, `fi.paged_prefill`, `fi.ragged_prefill`,
+      `fi.block_sparse_attention`) or its plan op says that the op may run in that lane
+      (`fi/lanes.h`: two disjoint partitions of the GPU's SMs, a stream each) at the
+      same time as the other lane's ops. The lowered code enters the lane around the op's
+      calls and joins the lanes before any other work; where the embedder installed no
+      lanes (`fi_rt_set_lanes`) or on the host backend, the ops run in order as without
+      the attribute. `fi-decompose-shared-prefix` puts a shared prefix's prefill in the
+      main lane and its suffix decode in the side lane.
   }];
+  let hasOperationAttrVerify = 1;
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{

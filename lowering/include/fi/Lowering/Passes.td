@@ -23,7 +23,17 @@ def FiDecomposeSharedPrefix : Pass<"fi-decompose-shared-prefix", "ModuleOp"> {
     (RoPE, ALiBi) or `window_left` is refused with an error: apply RoPE before the op,
     or drop `shared_prefix`. First step of fi-to-llvm; ops without `shared_prefix` are
     left alone.
+
+    With `lanes` (the default) the prefix's prefill is marked `fi.lane = "main"` and the
+    suffix decode `fi.lane = "side"`: where the embedder installed lanes
+    (`fi_rt_set_lanes`, `fi/lanes.h`), the compute-bound prefix and the memory-bound
+    decode run at the same time on disjoint SMs (bench/NOTES.md, "lanes"); otherwise in
+    order, as without the marks. The destinations of both parts are made before either.
   }];
+  let options = [
+    Option<"lanes", "lanes", "bool", /*default=*/"true",
+           "Mark the prefix's prefill and the suffix decode for the main and side lanes">
+  ];
   let dependentDialects = ["::mlir::fi::FiDialect", "::mlir::tensor::TensorDialect"];
 }
 
