@@ -24,7 +24,9 @@
  * the main lane, the suffix decode in the side lane, joined, then fi_merge_state; o and lse
  * against the host backend, a second run bit for bit, and bit for bit against the same
  * lanes joined after each half (one after the other on the same SMs: a lane that raced the
- * other would differ; runs on the context's own stream may choose kernels for all SMs). */
+ * other would differ; runs on the context's own stream may choose kernels for all SMs); the
+ * same step captured in a CUDA graph (lanes run on the captured stream) and replayed, o and
+ * lse against the host backend. */
 #include "gpu_common.h"
 #include "fi/lanes.h"
 
@@ -86,11 +88,13 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
   FI_CK(cuda, fi_decode_plan(cuda, &pd, in->dec_batch, hdp, num_pages, NULL, wd, wdb, &pdc));
   FI_CK(cuda, fi_lanes_leave(lanes));
   FI_CK(cuda, fi_lanes_join(lanes));
-  /* [0], [1]: in lanes at once; [2]: one lane after the other (prefix state, suffix state) */
-  void *op[3], *os[3];
-  float *lp[3], *lsf[3];
-  fi_tensor Op[3], Lp[3], Os[3], Ls[3];
-  for (int k = 0; k < 3; ++k) {
+  /* [0], [1]: in lanes at once; [2]: one lane after the other; [3]: captured in a CUDA
+   * graph (the lanes then run on the captured stream, in order), replayed (prefix state,
+   * suffix state) */
+  void *op[4], *os[4];
+  float *lp[4], *lsf[4];
+  fi_tensor Op[4], Lp[4], Os[4], Ls[4];
+  for (int k = 0; k < 4; ++k) {
     op[k] = gpu_alloc_poisoned(obytes), os[k] = gpu_alloc_poisoned(obytes);
     lp[k] = gpu_alloc_poisoned(lbytes), lsf[k] = gpu_alloc_poisoned(lbytes);
     Op[k] = fi_tensor_contiguous(op[k], c.dt, 3, qs), Os[k] = fi_tensor_contiguous(os[k], c.dt, 3, qs);
@@ -108,10 +112,32 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
     FI_CK(cuda, fi_lanes_join(lanes));
     FI_CK(cuda, fi_merge_state(cuda, &Op[k], &Lp[k], &Os[k], &Ls[k], &Op[k], &Lp[k]));
   }
+  {
+    cudaStream_t cs;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    GPU_CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    FI_CK(cuda, fi_context_set_stream(cuda, cs));
+    GPU_CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_MAIN));
+    FI_CK(cuda, fi_paged_prefill_run(cuda, &pp, Qd, d_qo, kvd, dp, NULL, &Op[3], &Lp[3]));
+    FI_CK(cuda, fi_lanes_leave(lanes));
+    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_SIDE));
+    FI_CK(cuda, fi_decode_run(cuda, &pdc, Qd, kvd, ddp, &Os[3], &Ls[3]));
+    FI_CK(cuda, fi_lanes_leave(lanes));
+    FI_CK(cuda, fi_lanes_join(lanes));
+    FI_CK(cuda, fi_merge_state(cuda, &Op[3], &Lp[3], &Os[3], &Ls[3], &Op[3], &Lp[3]));
+    GPU_CK(cudaStreamEndCapture(cs, &graph));
+    GPU_CK(cudaGraphInstantiate(&exec, graph, 0));
+    GPU_CK(cudaGraphLaunch(exec, cs));
+    GPU_CK(cudaStreamSynchronize(cs));
+    FI_CK(cuda, fi_context_set_stream(cuda, NULL));
+    cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(cs);
+  }
   GPU_CK(cudaDeviceSynchronize());
-  void *og[3];
-  float *lg[3];
-  for (int k = 0; k < 3; ++k) {
+  void *og[4];
+  float *lg[4];
+  for (int k = 0; k < 4; ++k) {
     og[k] = malloc(obytes), lg[k] = malloc(lbytes);
     gpu_download(og[k], op[k], obytes);
     gpu_download(lg[k], lp[k], lbytes);
@@ -120,6 +146,9 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
   long long bad = gpu_compare_rows("o in lanes vs host", og[0], oh, c.dt, rows * c.hq, c.hd,
                                    c.hd, tol, 1e-3, err);
   bad += gpu_compare_lse(lg[0], lh, ls, 1e-3, err);
+  bad += gpu_compare_rows("o of the captured lanes vs host", og[3], oh, c.dt, rows * c.hq,
+                          c.hd, c.hd, tol, 1e-3, err);
+  bad += gpu_compare_lse(lg[3], lh, ls, 1e-3, err);
   int same[3] = {1, 1, 1};
   for (int k = 1; k < 3; ++k)
     same[k] = memcmp(og[0], og[k], obytes) == 0 && memcmp(lg[0], lg[k], lbytes) == 0;
@@ -134,7 +163,7 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
     ++failed;
   }
   ++lanes_runs;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 4; ++k) {
     free(og[k]), free(lg[k]);
     cudaFree(op[k]), cudaFree(os[k]), cudaFree(lp[k]), cudaFree(lsf[k]);
   }
