@@ -311,6 +311,8 @@ int32_t fi_lanes_sm_count(const fi_lanes *l, int32_t lane) {
   return l->sms[lane - 1];
 }
 
+fi_context *fi_lanes_context(const fi_lanes *l) { return l ? l->ctx : NULL; }
+
 void *fi_lanes_stream(const fi_lanes *l, int32_t lane) {
   if (!l || (lane != FI_LANE_MAIN && lane != FI_LANE_SIDE) || !is_cuda_lanes(l)) return NULL;
 #ifdef FI_HAVE_CUDA

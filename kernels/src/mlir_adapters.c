@@ -1490,6 +1490,10 @@ fi_status fi_rt_set_lanes(fi_context *ctx, fi_lanes *lanes) {
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_rt_set_lanes: compiled code is inside lane %d of this context; set "
                         "the lanes between steps", s->in_lane);
+  if (lanes && fi_lanes_context(lanes) != ctx)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_rt_set_lanes: the lanes were made on another context; make them "
+                        "on this one (fi_lanes_create(ctx, ...))");
   if (s->lanes) {
     const fi_status st = fi_lanes_join(s->lanes);
     if (st != FI_SUCCESS) return st;

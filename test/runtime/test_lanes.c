@@ -3,6 +3,7 @@
  * compute outside one (on the host the lanes are the context itself). The lanes' overlap on
  * a GPU is checked by test/gpu/test_cascade_gpu.c. */
 #include "fi/lanes.h"
+#include "fi/mlir_adapters.h"
 #include "test_util.h"
 
 enum { ROWS = 37, HEADS = 4, HD = 64 };
@@ -37,6 +38,8 @@ static void test_rules(fi_context *ctx) {
          "fi_lanes_sm_count of no lane is not 0");
   EXPECT(fi_lanes_stream(lanes, FI_LANE_MAIN) == NULL && fi_lanes_stream(NULL, 1) == NULL,
          "a host lane has a stream");
+  EXPECT(fi_lanes_context(lanes) == ctx && fi_lanes_context(NULL) == NULL,
+         "fi_lanes_context is not the context the lanes were made on");
   EXPECT_ERR(fi_lanes_enter(lanes, 0), FI_ERROR_INVALID_ARGUMENT, "lane 0", "FI_LANE_MAIN");
   EXPECT_ERR(fi_lanes_enter(lanes, 3), FI_ERROR_INVALID_ARGUMENT, "lane 3", "FI_LANE_SIDE");
   EXPECT_ERR(fi_lanes_leave(lanes), FI_ERROR_INVALID_ARGUMENT, "no lane is entered");
@@ -106,6 +109,24 @@ static void test_runs(fi_context *ctx) {
     for (int j = 0; j < 3; ++j) free(o[k][j]), free(l[k][j]);
 }
 
+/* Compiled code's lanes (fi_rt_set_lanes): only lanes of the same context, and the adapters
+ * that enter, leave and join them do nothing harmful without lanes. */
+static void test_compiled(fi_context *ctx) {
+  fi_context *other = NULL;
+  EXPECT_OK(fi_context_create(FI_BACKEND_HOST, &other), ctx);
+  fi_lanes *lanes = NULL, *foreign = NULL;
+  EXPECT_OK(fi_lanes_create(ctx, 0, &lanes), ctx);
+  EXPECT_OK(fi_lanes_create(other, 0, &foreign), other);
+  EXPECT_ERR(fi_rt_set_lanes(ctx, foreign), FI_ERROR_INVALID_ARGUMENT,
+             "made on another context");
+  EXPECT_OK(fi_rt_set_lanes(ctx, lanes), ctx);
+  EXPECT_OK(fi_rt_set_lanes(ctx, NULL), ctx);
+  EXPECT(fi_rt_set_lanes(NULL, lanes) == FI_ERROR_INVALID_ARGUMENT, "NULL context accepted");
+  fi_lanes_destroy(foreign);
+  fi_lanes_destroy(lanes);
+  fi_context_destroy(other);
+}
+
 int main(void) {
   fi_context *ctx = NULL;
   if (fi_context_create(FI_BACKEND_HOST, &ctx) != FI_SUCCESS) {
@@ -114,6 +135,7 @@ int main(void) {
   }
   test_rules(ctx);
   test_runs(ctx);
+  test_compiled(ctx);
   fi_context_destroy(ctx);
   return test_finish("test_lanes");
 }

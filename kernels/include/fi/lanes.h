@@ -39,6 +39,11 @@
  *    green context's SM partition.
  *  - Host backend: the lanes are the context itself; enter, leave and join check their
  *    arguments and order and change nothing.
+ * When they pay: when the two lanes' work takes about as long alone, each in its lane. The
+ * default side share balances the shared-prefix step of bench/NOTES.md (64 requests, a
+ * 32768-token prefix, 256 tokens each: ~86 us per half on an H100); a step whose suffixes
+ * are short gains little and its prefix loses the side lane's SMs: size the side lane
+ * (side_sms) for the step, or install no lanes.
  * CUDA lanes are green contexts (driver 12.4 or later); fi_lanes_create returns
  * FI_ERROR_UNSUPPORTED with the driver's reason where it has none. */
 #ifndef FI_LANES_H
@@ -81,6 +86,8 @@ fi_status fi_lanes_join(fi_lanes *lanes);
 /* The SMs of FI_LANE_MAIN or FI_LANE_SIDE (host backend: the context's SM count); 0 for
  * another lane number or NULL. */
 int32_t fi_lanes_sm_count(const fi_lanes *lanes, int32_t lane);
+/* The context the lanes were made on (NULL for NULL). */
+fi_context *fi_lanes_context(const fi_lanes *lanes);
 /* The cudaStream_t of FI_LANE_MAIN or FI_LANE_SIDE, for the embedder's own work in a lane
  * (enqueue it between fi_lanes_enter and the next join, as the runtime's runs); NULL on the
  * host backend, for another lane number or NULL. */
