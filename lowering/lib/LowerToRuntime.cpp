@@ -864,17 +864,20 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       return signalPassFailure();
     // A function that ran ops in lanes joins them before it returns: its caller reads the
     // results on the context's stream.
-    module.walk([&](func::FuncOp fn) {
+    WalkResult joins = module.walk([&](func::FuncOp fn) {
       bool lanes = false;
       fn.walk([&](func::CallOp c) { lanes |= c.getCallee() == "fi_rt_lane_enter"; });
       if (!lanes)
-        return;
-      fn.walk([&](func::ReturnOp ret) {
+        return WalkResult::advance();
+      return fn.walk([&](func::ReturnOp ret) {
         OpBuilder rb(ret);
         CallBuilder cb(rb, ret, backend);
-        (void)cb.call(ret, "fi_rt_lanes_join", {});
+        return failed(cb.call(ret, "fi_rt_lanes_join", {})) ? WalkResult::interrupt()
+                                                            : WalkResult::advance();
       });
     });
+    if (joins.wasInterrupted())
+      signalPassFailure();
   }
 };
 
