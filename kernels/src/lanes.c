@@ -30,12 +30,19 @@ struct fi_lanes {
                           it): the context's stream need not wait for this one too */
   void *base_stream;   /* the context's own stream and SM count, while a lane is entered */
   int32_t base_sms;
+  void *fork_stream;   /* the context's stream the lanes forked from (this epoch) */
 #ifdef FI_HAVE_CUDA
   CUgreenCtx green[2];
   cudaStream_t stream[2];
   cudaEvent_t fork, done[2];
 #endif
 };
+
+/* The default side lane of a device of `sms` SMs (FI_LANES_DEFAULT_SIDE_SHARE, at least 1). */
+static int32_t default_side(unsigned int sms) {
+  const long side = lround(FI_LANES_DEFAULT_SIDE_SHARE * (double)sms);
+  return side < 1 ? 1 : (int32_t)side;
+}
 
 #ifdef FI_HAVE_CUDA
 typedef CUresult (*get_device_fn)(CUdevice *, int);
@@ -99,8 +106,10 @@ static fi_status create_cuda(fi_context *ctx, int32_t side_sms, fi_lanes *l) {
   if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDeviceGet");
   r = get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM);
   if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDeviceGetDevResource");
-  /* one group of at least (all - side) SMs for the main lane, the rest for the side */
+  /* one group of at least (all - side) SMs for the main lane, the rest for the side (0:
+   * the default share of the device's SMs, not of a lane another lanes object entered) */
   const unsigned int total = all.sm.smCount;
+  if (side_sms == 0) side_sms = default_side(total);
   if ((unsigned int)side_sms >= total)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_lanes_create: side_sms = %d leaves no SMs to the main lane (the "
@@ -160,8 +169,6 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
                         "fi_lanes_create: side_sms = %d is negative; give 0 for the default "
                         "share or a count of SMs", side_sms);
   const int32_t sm_count = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  if (side_sms == 0) side_sms = (int32_t)lround(FI_LANES_DEFAULT_SIDE_SHARE * sm_count);
-  if (side_sms < 1) side_sms = 1;
   fi_lanes *l = calloc(1, sizeof *l);
   if (!l)
     return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "fi_lanes_create: out of host memory");
@@ -180,6 +187,7 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
                         "fi_lanes_create: this runtime was built without CUDA");
 #endif
   } else {
+    if (side_sms == 0) side_sms = default_side((unsigned int)sm_count);
     if (side_sms >= sm_count) {
       free(l);
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
@@ -198,15 +206,15 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
  * that entering the second lane costs no call. */
 static fi_status fork_lanes(fi_lanes *l, int first) {
   fi_context *ctx = l->ctx;
-  if (first) {
-    l->forked = 1;
-    l->on_base = 1;
+  int on_base = first ? 1 : l->on_base;
 #ifdef FI_HAVE_CUDA
-    if (is_cuda_lanes(l) && !capturing(ctx)) l->on_base = 0;
-#endif
-  }
-#ifdef FI_HAVE_CUDA
-  if (!l->on_base) {
+  const int cuda = is_cuda_lanes(l);
+  if (first && cuda && !capturing(ctx)) on_base = 0;
+  if (!first && !on_base && capturing(ctx))
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes: the context's stream began capturing a graph while the "
+                        "lanes ran outside it; fi_lanes_join before the capture begins");
+  if (!on_base) {
     cudaError_t e = cudaEventRecord(l->fork, (cudaStream_t)ctx->stream);
     for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(l->stream[i], l->fork, 0);
     if (e != cudaSuccess) {
@@ -215,7 +223,20 @@ static fi_status fork_lanes(fi_lanes *l, int first) {
     }
   }
 #endif
+  if (first) { /* (only once the fork is in place) */
+    l->forked = 1;
+    l->on_base = on_base;
+    l->fork_stream = ctx->stream;
+  }
   return FI_SUCCESS;
+}
+
+/* A lane's work must stay ordered with the stream the lanes forked from. */
+static fi_status same_stream(fi_lanes *l, const char *fn) {
+  if (!l->forked || l->ctx->stream == l->fork_stream) return FI_SUCCESS;
+  return fi_set_error(l->ctx, FI_ERROR_INVALID_ARGUMENT,
+                      "%s: the context's stream changed (fi_context_set_stream) since the "
+                      "lanes forked from it; fi_lanes_join on the old stream first", fn);
 }
 
 fi_status fi_lanes_fork(fi_lanes *l) {
@@ -225,7 +246,8 @@ fi_status fi_lanes_fork(fi_lanes *l) {
                         "fi_lanes_fork: lane %d is entered; fork from outside the lanes",
                         l->entered);
   if (!l->forked) return FI_SUCCESS; /* (the next enter forks) */
-  return fork_lanes(l, 0);
+  const fi_status st = same_stream(l, "fi_lanes_fork");
+  return st != FI_SUCCESS ? st : fork_lanes(l, 0);
 }
 
 fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
@@ -241,6 +263,15 @@ fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
                         "entering lane %d", l->entered, lane);
   if (!l->forked) {
     const fi_status s = fork_lanes(l, 1);
+    if (s != FI_SUCCESS) return s;
+  } else {
+    fi_status s = same_stream(l, "fi_lanes_enter");
+#ifdef FI_HAVE_CUDA
+    if (s == FI_SUCCESS && !l->on_base && capturing(ctx))
+      s = fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                       "fi_lanes_enter: the context's stream began capturing a graph while "
+                       "the lanes ran outside it; fi_lanes_join before the capture begins");
+#endif
     if (s != FI_SUCCESS) return s;
   }
   l->base_stream = ctx->stream;
@@ -284,6 +315,10 @@ static fi_status wait_for_lane(fi_lanes *l, int i, cudaStream_t waiter) {
 
 fi_status fi_lanes_join(fi_lanes *l) {
   if (!l) return FI_ERROR_INVALID_ARGUMENT;
+  if (!l->entered) {
+    const fi_status st = same_stream(l, "fi_lanes_join");
+    if (st != FI_SUCCESS) return st;
+  }
   /* (inside a lane: that lane waits for the other's work, which stays pending for the
    * context's stream) */
   const int inside = l->entered != 0;
@@ -316,6 +351,7 @@ fi_context *fi_lanes_context(const fi_lanes *l) { return l ? l->ctx : NULL; }
 void *fi_lanes_stream(const fi_lanes *l, int32_t lane) {
   if (!l || (lane != FI_LANE_MAIN && lane != FI_LANE_SIDE) || !is_cuda_lanes(l)) return NULL;
 #ifdef FI_HAVE_CUDA
+  if (l->forked && l->on_base) return l->fork_stream; /* (a capture: the lanes run there) */
   return l->stream[lane - 1];
 #else
   return NULL;
@@ -330,8 +366,9 @@ void fi_lanes_destroy(fi_lanes *l) {
   if (is_cuda_lanes(l)) {
     /* (the join ordered the context's stream after the lanes' work; their green contexts
      * go only once that work is done) */
-    for (int i = 0; i < 2; ++i)
-      if (l->stream[i]) cudaStreamSynchronize(l->stream[i]);
+    if (!capturing(l->ctx)) /* (a synchronisation would invalidate a capture) */
+      for (int i = 0; i < 2; ++i)
+        if (l->stream[i]) cudaStreamSynchronize(l->stream[i]);
     release_cuda(l);
   }
 #endif

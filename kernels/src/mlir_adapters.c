@@ -1448,8 +1448,10 @@ static void decode_run(fi_memref *slot, fi_memref *q, fi_memref *k, fi_memref *v
  * runs on the context): the prefill stage and merge_state's absent s_out. */
 typedef struct ctx_scratch {
   fi_context *ctx;
-  void *stage, *merge;
-  size_t stage_bytes, merge_bytes;
+  /* the prefill stage of runs outside a lane ([0]) and in each lane ([1], [2]: two lanes'
+   * prefills may run at once) */
+  void *stage[3], *merge;
+  size_t stage_bytes[3], merge_bytes;
   fi_lanes *lanes; /* fi_rt_set_lanes (not owned), or NULL */
   int32_t in_lane; /* the lane compiled code entered (fi_rt_lane_enter), or 0 */
   struct ctx_scratch *next;
@@ -1581,21 +1583,22 @@ static int set_prefill_stage(const char *op, fi_context *ctx, const fi_attention
   } else {
     ctx_scratch *sc = scratch_of(op, ctx);
     if (!sc) return 0;
-    if (sc->stage_bytes < need) {
-      backend_free(ctx, sc->stage);
+    const int lane = sc->in_lane >= 1 && sc->in_lane <= 2 ? sc->in_lane : 0;
+    if (sc->stage_bytes[lane] < need) {
+      backend_free(ctx, sc->stage[lane]);
       size_t grown = 1 << 20;
       while (grown < need) grown *= 2;
-      sc->stage = backend_alloc(ctx, grown);
-      sc->stage_bytes = sc->stage ? grown : 0;
-      if (!sc->stage) {
+      sc->stage[lane] = backend_alloc(ctx, grown);
+      sc->stage_bytes[lane] = sc->stage[lane] ? grown : 0;
+      if (!sc->stage[lane]) {
         char msg[160];
         snprintf(msg, sizeof(msg), "could not allocate a prefill stage of %zu bytes", grown);
         report(op, FI_ERROR_OUT_OF_MEMORY, msg);
         return 0;
       }
     }
-    buf = sc->stage;
-    bytes = sc->stage_bytes;
+    buf = sc->stage[lane];
+    bytes = sc->stage_bytes[lane];
   }
   return !failed(op, ctx, fi_context_set_prefill_stage(ctx, buf, bytes));
 }

@@ -20,6 +20,8 @@
 #include "fi/heuristics.h"
 #include "fi/runtime.h"
 
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -700,6 +702,63 @@ struct MemrefCopyToRuntime : public OpConversionPattern<memref::CopyOp> {
   }
 };
 
+/// The buffer a memref value views (through views and casts).
+static Value bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      v = cast.getSource();
+    else
+      break;
+  }
+  return v;
+}
+
+/// Ops of the two lanes run at once until the lanes join (the runtime joins them before any
+/// other fi op's calls). Where an op of one lane would read a buffer the other lane writes,
+/// or write one it reads or writes, since the last join, a join call goes before it: the
+/// lanes then run that op after the other lane's work instead of racing it.
+static LogicalResult joinDependentLanes(ModuleOp module, StringRef backend) {
+  WalkResult result = module.walk([&](Block *block) {
+    llvm::DenseSet<Value> reads[2], writes[2];
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      auto lane = op.getAttrOfType<StringAttr>("fi.lane");
+      if (!lane) {
+        if (op.getDialect() && isa<FiDialect>(op.getDialect()))
+          for (int i = 0; i < 2; ++i)
+            reads[i].clear(), writes[i].clear();
+        continue;
+      }
+      const int me = lane.getValue() == "side" ? 1 : 0, other = 1 - me;
+      SmallVector<Value> opReads, opWrites;
+      auto dps = dyn_cast<DestinationStyleOpInterface>(&op);
+      for (OpOperand &use : op.getOpOperands()) {
+        if (!isa<MemRefType>(use.get().getType()))
+          continue;
+        (dps && dps.isDpsInit(&use) ? opWrites : opReads).push_back(bufferRoot(use.get()));
+      }
+      bool conflict = false;
+      for (Value w : opWrites)
+        conflict |= reads[other].contains(w) || writes[other].contains(w);
+      for (Value r : opReads)
+        conflict |= writes[other].contains(r);
+      if (conflict) {
+        OpBuilder b(&op);
+        CallBuilder cb(b, &op, backend);
+        if (failed(cb.call(&op, "fi_rt_lanes_join", {})))
+          return WalkResult::interrupt();
+        for (int i = 0; i < 2; ++i)
+          reads[i].clear(), writes[i].clear();
+      }
+      reads[me].insert(opReads.begin(), opReads.end());
+      writes[me].insert(opWrites.begin(), opWrites.end());
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 /// A plan op in a lane plans for that lane's SMs: the ops it feeds must run in the same
 /// lane (a plan for the main lane's SMs run on every SM would leave SMs idle).
 static LogicalResult checkPlanLane(Operation *plan) {
@@ -832,6 +891,8 @@ struct FiLowerToRuntimePass : public mlir::fi::impl::FiLowerToRuntimeBase<FiLowe
       return WalkResult::advance();
     });
     if (users.wasInterrupted())
+      return signalPassFailure();
+    if (failed(joinDependentLanes(module, backend)))
       return signalPassFailure();
     // Variant functions become hooks with the runtime's C signatures.
     VariantDeviceOptions device{variantBitcode, variantChip};

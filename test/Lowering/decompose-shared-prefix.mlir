@@ -29,12 +29,16 @@
 // LLVM: llvm.call @fi_rt_lane_enter(%[[MAIN:.*]]) : (i32) -> ()
 // LLVM: llvm.call @fi_rt_paged_prefill_plan(
 // LLVM: llvm.call @fi_rt_lane_leave()
+// (the two runs are independent: no join between them)
+// LLVM-NOT: llvm.call @fi_rt_lanes_join
 // LLVM: llvm.call @fi_rt_lane_enter(%[[MAIN]])
 // LLVM: llvm.call @fi_rt_paged_prefill_run_f16_f16(
 // LLVM: llvm.call @fi_rt_lane_leave()
 // LLVM: llvm.call @fi_rt_lane_enter(%[[SIDE]])
+// LLVM-NOT: llvm.call @fi_rt_lanes_join
 // LLVM: llvm.call @fi_rt_decode_run_f16_f16(
 // LLVM: llvm.call @fi_rt_lane_leave()
+// LLVM-NOT: llvm.call @fi_rt_lanes_join
 // LLVM: llvm.call @fi_rt_merge_state_f16(
 // LLVM: llvm.call @fi_rt_lanes_join()
 // LLVM: llvm.return

@@ -162,3 +162,38 @@ func.func @append(%kn: memref<?x2x32xf8E4M3FN>, %vn: memref<?x2x32xf8E4M3FN>, %a
       {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>}
   return
 }
+
+// -----
+
+// Lanes: an op of one lane that reads what the other lane wrote since the lanes forked
+// waits for it (a join call before its lane); independent lane ops do not.
+// (the plans, hoisted, each in its op's lane)
+// CHECK-LABEL: func.func @lanes_dependent
+// CHECK-COUNT-3: call @fi_rt_decode_plan(
+// CHECK-NOT: call @fi_rt_lanes_join
+// CHECK: call @fi_rt_decode_run_bf16_bf16(
+// CHECK-NEXT: call @fi_rt_lane_leave() : () -> ()
+// CHECK-NOT: call @fi_rt_lanes_join
+// CHECK: call @fi_rt_decode_run_bf16_bf16(
+// CHECK-NEXT: call @fi_rt_lane_leave() : () -> ()
+// CHECK-NEXT: call @fi_rt_lanes_join() : () -> ()
+// CHECK: call @fi_rt_lane_enter(
+// CHECK: call @fi_rt_decode_run_bf16_bf16(
+// CHECK-NEXT: call @fi_rt_lane_leave() : () -> ()
+// CHECK-NEXT: call @fi_rt_lanes_join() : () -> ()
+// CHECK-NEXT: return
+func.func @lanes_dependent(%q: memref<?x2x64xbf16>, %kv: memref<?x2x2x8x64xbf16>,
+    %p: memref<?xi32>, %i: memref<?xi32>, %l: memref<?xi32>, %o1: memref<?x2x64xbf16>,
+    %o2: memref<?x2x64xbf16>, %o3: memref<?x2x64xbf16>) {
+  // main: q -> o1; side: q -> o2 (independent: no join); side: o1 -> o3 (reads main's o1)
+  fi.paged_decode q(%q : memref<?x2x64xbf16>) kv(%kv : memref<?x2x2x8x64xbf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o1 : memref<?x2x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = hnd>, fi.lane = "main"}
+  fi.paged_decode q(%q : memref<?x2x64xbf16>) kv(%kv : memref<?x2x2x8x64xbf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o2 : memref<?x2x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = hnd>, fi.lane = "side"}
+  fi.paged_decode q(%o1 : memref<?x2x64xbf16>) kv(%kv : memref<?x2x2x8x64xbf16>)
+      pages(%p, %i, %l : memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o3 : memref<?x2x64xbf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 8, layout = hnd>, fi.lane = "side"}
+  return
+}

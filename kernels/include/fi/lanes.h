@@ -31,12 +31,17 @@
  *    stream reads a lane's results or reuses its buffers, and before anything waits on
  *    the context's stream alone (fi_plan_device_status, a stream synchronisation).
  *  - Runs in the two lanes at once must not share a workspace, an output or the prefill
- *    stage (fi_context_set_prefill_stage): each lane's runs use their own.
- *  - Do not call fi_context_set_stream while a lane is entered, nor destroy the context
- *    before its lanes.
- *  - CUDA graphs: while the context's stream is capturing, a lane runs on that stream with
- *    every SM (the same results, in order, not overlapped): a captured kernel does not keep a
- *    green context's SM partition.
+ *    stage (fi_context_set_prefill_stage): each lane's runs use their own; a run that reads
+ *    another lane's output comes after a join. (Compiled code: the adapters keep a prefill
+ *    stage per lane, and the lowering puts a join before an `fi.lane` op that reads or
+ *    writes a buffer the other lane writes or reads.)
+ *  - Do not call fi_context_set_stream between a fork and its join (enter, fork and join
+ *    refuse: the lanes forked from the old stream), nor destroy the context before its
+ *    lanes (or lanes installed with fi_rt_set_lanes before uninstalling them).
+ *  - CUDA graphs: lanes forked while the context's stream is capturing run on that stream
+ *    with every SM (the same results, in order, not overlapped): a captured kernel does not
+ *    keep a green context's SM partition. Join before a capture begins (enter and fork refuse
+ *    lanes forked outside a capture that is now running).
  *  - Host backend: the lanes are the context itself; enter, leave and join check their
  *    arguments and order and change nothing.
  * When they pay: when the two lanes' work takes about as long alone, each in its lane. The
@@ -88,8 +93,9 @@ fi_status fi_lanes_join(fi_lanes *lanes);
 int32_t fi_lanes_sm_count(const fi_lanes *lanes, int32_t lane);
 /* The context the lanes were made on (NULL for NULL). */
 fi_context *fi_lanes_context(const fi_lanes *lanes);
-/* The cudaStream_t of FI_LANE_MAIN or FI_LANE_SIDE, for the embedder's own work in a lane
- * (enqueue it between fi_lanes_enter and the next join, as the runtime's runs); NULL on the
+/* The cudaStream_t of FI_LANE_MAIN or FI_LANE_SIDE, for the embedder's own work in a lane:
+ * enqueue it while that lane is entered (only an entered lane's work is joined), as the
+ * runtime's runs are. While the lanes run on a capturing stream, that stream. NULL on the
  * host backend, for another lane number or NULL. */
 void *fi_lanes_stream(const fi_lanes *lanes, int32_t lane);
 /* Frees the lanes (joins first if work is pending, leaves an entered lane); NULL is a
