@@ -397,8 +397,8 @@ typedef struct prefix_arg {
    * by events before the merge */
   fi_context *ctx_pre, *ctx_suf;
   fi_plan ov_prefix, ov_suffix;
-  cudaStream_t side, pre_stream; /* pre_stream: the prefix's (the timed stream) */
-  cudaEvent_t fork, join, join_pre;
+  cudaStream_t side; /* the decode's (the prefix runs on the timed stream) */
+  cudaEvent_t fork, join;
   /* 0: the prefix's own merge, then fi_merge_state (the composed and overlapped rows, as
    * fi-decompose-shared-prefix emits); 1: one merge (fi_paged_prefill_run_unmerged, then
    * fi_prefill_merge_run with the suffixes' state: the "one merge" rows); 2: the same with
@@ -424,13 +424,12 @@ static void ov_suffix_run(prefix_arg *a) {
 static void run_overlapped(void *p) {
   prefix_arg *a = (prefix_arg *)p;
   FI_BENCH_CK(cudaEventRecord(a->fork, a->stream));
-  if (a->pre_stream != a->stream) FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->fork, 0));
   FI_BENCH_CK(cudaStreamWaitEvent(a->side, a->fork, 0));
   /* (the prefix first: its CTAs take their SMs before the decode's fill the rest) */
   ov_prefix_run(a);
   ov_suffix_run(a);
   FI_BENCH_CK(cudaEventRecord(a->join, a->side));
-  FI_BENCH_CK(cudaStreamWaitEvent(a->pre_stream, a->join, 0));
+  FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join, 0));
   if (a->one_merge)
     FI_BENCH_OK(a->ctx_pre, fi_prefill_merge_run(a->ctx_pre, &a->ov_prefix, &a->o_suffix,
                                                  &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
@@ -438,10 +437,6 @@ static void run_overlapped(void *p) {
     FI_BENCH_OK(a->ctx_pre, fi_merge_state(a->ctx_pre, &a->o_prefix, &a->lse_prefix,
                                            &a->o_suffix, &a->lse_suffix, &a->o_prefix,
                                            &a->lse_prefix));
-  if (a->pre_stream != a->stream) {
-    FI_BENCH_CK(cudaEventRecord(a->join_pre, a->pre_stream));
-    FI_BENCH_CK(cudaStreamWaitEvent(a->stream, a->join_pre, 0));
-  }
 }
 
 /* The shared-prefix step in lanes (fi/lanes.h): the prefix in the main lane, the suffix
@@ -884,12 +879,10 @@ static void shared_prefix(fi_bench_ctx *b) {
                               : 0;
   a.ctx_pre = context_with_cap("FI_PREFILL_WS_CTAS", ov_ctas);
   a.ctx_suf = context_with_cap("FI_DECODE_MAX_CTAS", ov_dec_ctas);
-  a.pre_stream = b->stream;
   FI_BENCH_CK(cudaStreamCreateWithFlags(&a.side, cudaStreamNonBlocking));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming));
   FI_BENCH_CK(cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming));
-  FI_BENCH_CK(cudaEventCreateWithFlags(&a.join_pre, cudaEventDisableTiming));
-  FI_BENCH_OK(a.ctx_pre, fi_context_set_stream(a.ctx_pre, a.pre_stream));
+  FI_BENCH_OK(a.ctx_pre, fi_context_set_stream(a.ctx_pre, b->stream));
   FI_BENCH_OK(a.ctx_suf, fi_context_set_stream(a.ctx_suf, a.side));
   void *ws_ov[2];
   FI_BENCH_CK(cudaMalloc(&ws_ov[0], w2));
@@ -912,7 +905,7 @@ static void shared_prefix(fi_bench_ctx *b) {
                                !getenv("FI_BENCH_SP_OV_SPLIT");
   stress_row(b, "overlapped", run_overlapped, &a, same_prefix_plan ? outs : outs + 1);
   cudaFree(ws_ov[0]), cudaFree(ws_ov[1]);
-  cudaEventDestroy(a.fork), cudaEventDestroy(a.join), cudaEventDestroy(a.join_pre);
+  cudaEventDestroy(a.fork), cudaEventDestroy(a.join);
   cudaStreamDestroy(a.side);
   fi_context_destroy(a.ctx_pre), fi_context_destroy(a.ctx_suf);
   const double fused_diff = max_diff_from(h1, o2d, h2, q_bytes, b->stream);

@@ -28,9 +28,9 @@ struct fi_lanes {
   int32_t pending[2];  /* the lane was entered since the last join */
   int32_t covered[2];  /* the other lane waited for all of this lane's work (a join inside
                           it): the context's stream need not wait for this one too */
-  void *base_stream;   /* the context's own stream and SM count, while a lane is entered */
-  int32_t base_sms;
-  void *fork_stream;   /* the context's stream the lanes forked from (this epoch) */
+  void *fork_stream;   /* the context's stream the lanes forked from (this epoch; a lane's
+                          leave points the context back at it) */
+  int32_t base_sms;    /* the context's SM count while a lane is entered */
 #ifdef FI_HAVE_CUDA
   CUgreenCtx green[2];
   cudaStream_t stream[2];
@@ -208,12 +208,7 @@ static fi_status fork_lanes(fi_lanes *l, int first) {
   fi_context *ctx = l->ctx;
   int on_base = first ? 1 : l->on_base;
 #ifdef FI_HAVE_CUDA
-  const int cuda = is_cuda_lanes(l);
-  if (first && cuda && !capturing(ctx)) on_base = 0;
-  if (!first && !on_base && capturing(ctx))
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "fi_lanes: the context's stream began capturing a graph while the "
-                        "lanes ran outside it; fi_lanes_join before the capture begins");
+  if (first && is_cuda_lanes(l) && !capturing(ctx)) on_base = 0;
   if (!on_base) {
     cudaError_t e = cudaEventRecord(l->fork, (cudaStream_t)ctx->stream);
     for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(l->stream[i], l->fork, 0);
@@ -231,12 +226,23 @@ static fi_status fork_lanes(fi_lanes *l, int first) {
   return FI_SUCCESS;
 }
 
-/* A lane's work must stay ordered with the stream the lanes forked from. */
-static fi_status same_stream(fi_lanes *l, const char *fn) {
-  if (!l->forked || l->ctx->stream == l->fork_stream) return FI_SUCCESS;
-  return fi_set_error(l->ctx, FI_ERROR_INVALID_ARGUMENT,
-                      "%s: the context's stream changed (fi_context_set_stream) since the "
-                      "lanes forked from it; fi_lanes_join on the old stream first", fn);
+/* A forked epoch's lanes stay ordered with the stream they forked from: refused where the
+ * context's stream changed since, or (`capture`) began capturing while they ran outside. */
+static fi_status epoch_intact(fi_lanes *l, const char *fn, int capture) {
+  if (!l->forked) return FI_SUCCESS;
+  if (l->ctx->stream != l->fork_stream)
+    return fi_set_error(l->ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s: the context's stream changed (fi_context_set_stream) since the "
+                        "lanes forked from it; fi_lanes_join on the old stream first", fn);
+#ifdef FI_HAVE_CUDA
+  if (capture && !l->on_base && capturing(l->ctx))
+    return fi_set_error(l->ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "%s: the context's stream began capturing a graph while the lanes "
+                        "ran outside it; fi_lanes_join before the capture begins", fn);
+#else
+  (void)capture;
+#endif
+  return FI_SUCCESS;
 }
 
 fi_status fi_lanes_fork(fi_lanes *l) {
@@ -246,7 +252,7 @@ fi_status fi_lanes_fork(fi_lanes *l) {
                         "fi_lanes_fork: lane %d is entered; fork from outside the lanes",
                         l->entered);
   if (!l->forked) return FI_SUCCESS; /* (the next enter forks) */
-  const fi_status st = same_stream(l, "fi_lanes_fork");
+  const fi_status st = epoch_intact(l, "fi_lanes_fork", 1);
   return st != FI_SUCCESS ? st : fork_lanes(l, 0);
 }
 
@@ -261,20 +267,9 @@ fi_status fi_lanes_enter(fi_lanes *l, int32_t lane) {
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_lanes_enter: lane %d is still entered; fi_lanes_leave it before "
                         "entering lane %d", l->entered, lane);
-  if (!l->forked) {
-    const fi_status s = fork_lanes(l, 1);
-    if (s != FI_SUCCESS) return s;
-  } else {
-    fi_status s = same_stream(l, "fi_lanes_enter");
-#ifdef FI_HAVE_CUDA
-    if (s == FI_SUCCESS && !l->on_base && capturing(ctx))
-      s = fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                       "fi_lanes_enter: the context's stream began capturing a graph while "
-                       "the lanes ran outside it; fi_lanes_join before the capture begins");
-#endif
-    if (s != FI_SUCCESS) return s;
-  }
-  l->base_stream = ctx->stream;
+  const fi_status s =
+      l->forked ? epoch_intact(l, "fi_lanes_enter", 1) : fork_lanes(l, 1);
+  if (s != FI_SUCCESS) return s;
   l->base_sms = ctx->target.sm_count;
 #ifdef FI_HAVE_CUDA
   if (!l->on_base) {
@@ -294,7 +289,7 @@ fi_status fi_lanes_leave(fi_lanes *l) {
   if (!l->entered)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_lanes_leave: no lane is entered (fi_lanes_enter first)");
-  ctx->stream = l->base_stream;
+  ctx->stream = l->fork_stream;
   ctx->target.sm_count = l->base_sms;
   l->entered = 0;
   return FI_SUCCESS;
@@ -316,7 +311,7 @@ static fi_status wait_for_lane(fi_lanes *l, int i, cudaStream_t waiter) {
 fi_status fi_lanes_join(fi_lanes *l) {
   if (!l) return FI_ERROR_INVALID_ARGUMENT;
   if (!l->entered) {
-    const fi_status st = same_stream(l, "fi_lanes_join");
+    const fi_status st = epoch_intact(l, "fi_lanes_join", 0);
     if (st != FI_SUCCESS) return st;
   }
   /* (inside a lane: that lane waits for the other's work, which stays pending for the

@@ -294,7 +294,6 @@ void *fi_rt_alloc(size_t bytes) {
   return p;
 }
 
-
 void fi_rt_free(void *ptr) {
   fi_context *ctx = fi_rt_context();
   if (!ctx || !ptr) return;
@@ -1504,21 +1503,23 @@ fi_status fi_rt_set_lanes(fi_context *ctx, fi_lanes *lanes) {
   return FI_SUCCESS;
 }
 
+/* The lanes installed on `ctx` when the caller is outside them (NULL otherwise). */
+static fi_lanes *lanes_outside(const fi_context *ctx) {
+  const ctx_scratch *s = existing_scratch(ctx);
+  return s && !s->in_lane ? s->lanes : NULL;
+}
+
 /* Work on the context's stream outside a lane comes after the lanes' pending work. */
 static void lanes_join_outside(const char *op, fi_context *ctx) {
-  ctx_scratch *s = existing_scratch(ctx);
-  if (!s || !s->lanes || s->in_lane) return;
-  const fi_status st = fi_lanes_join(s->lanes);
-  if (st != FI_SUCCESS) report(op, st, fi_last_error(ctx));
+  fi_lanes *lanes = lanes_outside(ctx);
+  if (lanes) failed(op, ctx, fi_lanes_join(lanes));
 }
 
 /* An allocation (and its poison) on the context's stream while lanes run: the lanes'
  * streams wait for it before their next work. */
 static void lanes_after_alloc(fi_context *ctx) {
-  ctx_scratch *s = existing_scratch(ctx);
-  if (!s || !s->lanes || s->in_lane) return;
-  const fi_status st = fi_lanes_fork(s->lanes);
-  if (st != FI_SUCCESS) report("fi_rt_alloc", st, fi_last_error(ctx));
+  fi_lanes *lanes = lanes_outside(ctx);
+  if (lanes) failed("fi_rt_alloc", ctx, fi_lanes_fork(lanes));
 }
 
 void _mlir_ciface_fi_rt_lane_enter(int32_t lane) {

@@ -762,15 +762,15 @@ static LogicalResult joinDependentLanes(ModuleOp module, StringRef backend) {
 /// A plan op in a lane plans for that lane's SMs: the ops it feeds must run in the same
 /// lane (a plan for the main lane's SMs run on every SM would leave SMs idle).
 static LogicalResult checkPlanLane(Operation *plan) {
-  Attribute lane = plan->getAttr("fi.lane");
+  auto laneOf = [&](Operation *op) -> Attribute {
+    Attribute lane = op->getAttr("fi.lane");
+    return lane ? lane : StringAttr::get(plan->getContext(), "(none)");
+  };
   for (Operation *user : plan->getUsers())
-    if (user->getAttr("fi.lane") != lane)
-      return plan->emitOpError()
-             << "is in lane " << (lane ? lane : StringAttr::get(plan->getContext(), "(none)"))
-             << " but feeds " << user->getName() << " in lane "
-             << (user->getAttr("fi.lane") ? user->getAttr("fi.lane")
-                                          : StringAttr::get(plan->getContext(), "(none)"))
-             << "; give a plan and the ops it feeds the same `fi.lane`";
+    if (laneOf(user) != laneOf(plan))
+      return plan->emitOpError() << "is in lane " << laneOf(plan) << " but feeds "
+                                 << user->getName() << " in lane " << laneOf(user)
+                                 << "; give a plan and the ops it feeds the same `fi.lane`";
   return success();
 }
 

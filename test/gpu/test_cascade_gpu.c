@@ -59,9 +59,21 @@ typedef struct run_in {
 
 static int lanes_runs = 0, lanes_skipped = 0;
 
-/* The shared-prefix step in lanes against `oh` / `lh` (the host backend's) and against its
- * own plans run in order on the context's stream; returns the elements that differ (and
- * counts a failure for differing bits). */
+/* After the device's work: n states (o, lse) into new host buffers. */
+static void download_states(int n, void *const *o, float *const *lse, void **o_host,
+                            float **lse_host, size_t obytes, size_t lbytes) {
+  GPU_CK(cudaDeviceSynchronize());
+  for (int k = 0; k < n; ++k) {
+    o_host[k] = malloc(obytes), lse_host[k] = malloc(lbytes);
+    gpu_download(o_host[k], o[k], obytes);
+    gpu_download(lse_host[k], lse[k], lbytes);
+  }
+}
+
+/* The shared-prefix step in lanes against `oh` / `lh` (the host backend's), against a
+ * second lanes run and the lanes joined after each half (bit for bit), and captured in a
+ * graph (against the host); returns the elements that differ (and counts a failure for
+ * differing bits). */
 static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in,
                              const fi_attention_params *p, const fi_page_table *hp,
                              const fi_page_table *dp, const int32_t *d_qo,
@@ -101,7 +113,13 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
     Lp[k] = fi_tensor_contiguous(lp[k], FI_DTYPE_F32, 2, lsh);
     Ls[k] = fi_tensor_contiguous(lsf[k], FI_DTYPE_F32, 2, lsh);
   }
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 4; ++k) {
+    cudaStream_t cs = NULL;
+    if (k == 3) {
+      GPU_CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+      FI_CK(cuda, fi_context_set_stream(cuda, cs));
+      GPU_CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    }
     FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_MAIN));
     FI_CK(cuda, fi_paged_prefill_run(cuda, &pp, Qd, d_qo, kvd, dp, NULL, &Op[k], &Lp[k]));
     FI_CK(cuda, fi_lanes_leave(lanes));
@@ -111,37 +129,20 @@ static long long check_lanes(fi_context *cuda, fi_lanes *lanes, const run_in *in
     FI_CK(cuda, fi_lanes_leave(lanes));
     FI_CK(cuda, fi_lanes_join(lanes));
     FI_CK(cuda, fi_merge_state(cuda, &Op[k], &Lp[k], &Os[k], &Ls[k], &Op[k], &Lp[k]));
+    if (k == 3) {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      GPU_CK(cudaStreamEndCapture(cs, &graph));
+      GPU_CK(cudaGraphInstantiate(&exec, graph, 0));
+      GPU_CK(cudaGraphLaunch(exec, cs));
+      GPU_CK(cudaStreamSynchronize(cs));
+      FI_CK(cuda, fi_context_set_stream(cuda, NULL));
+      cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(cs);
+    }
   }
-  {
-    cudaStream_t cs;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    GPU_CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-    FI_CK(cuda, fi_context_set_stream(cuda, cs));
-    GPU_CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
-    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_MAIN));
-    FI_CK(cuda, fi_paged_prefill_run(cuda, &pp, Qd, d_qo, kvd, dp, NULL, &Op[3], &Lp[3]));
-    FI_CK(cuda, fi_lanes_leave(lanes));
-    FI_CK(cuda, fi_lanes_enter(lanes, FI_LANE_SIDE));
-    FI_CK(cuda, fi_decode_run(cuda, &pdc, Qd, kvd, ddp, &Os[3], &Ls[3]));
-    FI_CK(cuda, fi_lanes_leave(lanes));
-    FI_CK(cuda, fi_lanes_join(lanes));
-    FI_CK(cuda, fi_merge_state(cuda, &Op[3], &Lp[3], &Os[3], &Ls[3], &Op[3], &Lp[3]));
-    GPU_CK(cudaStreamEndCapture(cs, &graph));
-    GPU_CK(cudaGraphInstantiate(&exec, graph, 0));
-    GPU_CK(cudaGraphLaunch(exec, cs));
-    GPU_CK(cudaStreamSynchronize(cs));
-    FI_CK(cuda, fi_context_set_stream(cuda, NULL));
-    cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(cs);
-  }
-  GPU_CK(cudaDeviceSynchronize());
   void *og[4];
   float *lg[4];
-  for (int k = 0; k < 4; ++k) {
-    og[k] = malloc(obytes), lg[k] = malloc(lbytes);
-    gpu_download(og[k], op[k], obytes);
-    gpu_download(lg[k], lp[k], lbytes);
-  }
+  download_states(4, op, lp, og, lg, obytes, lbytes);
   const double tol = c.dt == FI_DTYPE_BF16 ? 2e-2 : 1e-2;
   long long bad = gpu_compare_rows("o in lanes vs host", og[0], oh, c.dt, rows * c.hq, c.hd,
                                    c.hd, tol, 1e-3, err);
@@ -289,14 +290,9 @@ static void check_one(fi_context *host, fi_context *cuda, fi_lanes *lanes, const
                                            wb, &pdev));
   FI_CK(cuda, fi_paged_prefill_run_unmerged(cuda, &pdev, &Qd, d_qo, &kvd, &dp, NULL, &Od[4], &Ld[4]));
   FI_CK(cuda, fi_prefill_merge_run(cuda, &pdev, &OVd, &OSd, &Od[4], &Ld[4]));
-  GPU_CK(cudaDeviceSynchronize());
   void *og[5];
   float *lg[5];
-  for (int k = 0; k < 5; ++k) {
-    og[k] = malloc(obytes), lg[k] = malloc(lbytes);
-    gpu_download(og[k], od[k], obytes);
-    gpu_download(lg[k], ld[k], lbytes);
-  }
+  download_states(5, od, ld, og, lg, obytes, lbytes);
   /* (the merge without another state against the merged run, before the two-merge form's
    * merge_state rewrites Od[2]) */
   const int plain_bits = memcmp(og[2], og[3], obytes) == 0 && memcmp(lg[2], lg[3], lbytes) == 0;
