@@ -806,14 +806,21 @@ static void shared_prefix(fi_bench_ctx *b) {
   } else {
     FI_BENCH_CK(cudaMalloc(&ws_ln[0], w2));
     FI_BENCH_CK(cudaMalloc(&ws_ln[1], w3));
-    FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_MAIN));
-    FI_BENCH_OK(a.ctx, fi_paged_prefill_plan(a.ctx, &p, 1, qo_indptr, &h_pre, num_pages, NULL,
+    /* FI_BENCH_SP_LN_ALL=pre|suf|both: that plan made outside the lanes (for all SMs);
+     * FI_BENCH_SP_LN_SPLIT=<tokens>: the lane prefix plan's fixed_split_size */
+    const char *ln_all = getenv("FI_BENCH_SP_LN_ALL") ? getenv("FI_BENCH_SP_LN_ALL") : "";
+    const int pre_all = !strcmp(ln_all, "pre") || !strcmp(ln_all, "both");
+    const int suf_all = !strcmp(ln_all, "suf") || !strcmp(ln_all, "both");
+    fi_attention_params pl = p;
+    if (getenv("FI_BENCH_SP_LN_SPLIT")) pl.fixed_split_size = atoi(getenv("FI_BENCH_SP_LN_SPLIT"));
+    if (!pre_all) FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_MAIN));
+    FI_BENCH_OK(a.ctx, fi_paged_prefill_plan(a.ctx, &pl, 1, qo_indptr, &h_pre, num_pages, NULL,
                                              NULL, ws_ln[0], w2, &a.lane_prefix));
-    FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
-    FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_SIDE));
+    if (!pre_all) FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
+    if (!suf_all) FI_BENCH_OK(a.ctx, fi_lanes_enter(a.lanes, FI_LANE_SIDE));
     FI_BENCH_OK(a.ctx, fi_decode_plan(a.ctx, &p, SP_BATCH, &h_suf, num_pages, NULL, ws_ln[1],
                                       w3, &a.lane_suffix));
-    FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
+    if (!suf_all) FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
     FI_BENCH_OK(a.ctx, fi_lanes_join(a.lanes));
     ms_lanes = fi_bench_time_ms(b, run_lanes, &a);
     lanes_diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
@@ -941,8 +948,9 @@ static void shared_prefix(fi_bench_ctx *b) {
     fi_bench_row(b, "sparse", "shared prefix b64 32k+256: lanes", variant, ms_lanes,
                  unique_bytes, 0);
     prefix_row(b, "  lanes: its prefix alone (main lane)", &a.lane_prefix, ms_lane_parts[0]);
-    snprintf(variant, sizeof variant, "side lane of %d SMs",
-             fi_lanes_sm_count(a.lanes, FI_LANE_SIDE));
+    fi_tiles_name(a.lane_suffix.tiles, 1, tn, sizeof tn);
+    snprintf(variant, sizeof variant, "%s u%d, side lane of %d SMs", tn,
+             a.lane_suffix.num_work_units, fi_lanes_sm_count(a.lanes, FI_LANE_SIDE));
     fi_bench_row(b, "sparse", "  lanes: its suffixes alone (side lane)", variant,
                  ms_lane_parts[1],
                  (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);

@@ -258,7 +258,9 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * kernel, short of the bytes in flight that the SM's share of the bandwidth needs.
    * fp8 KV, below two unsplit CTAs per SM: the unsplit grid read 9-17 % slower than the
    * split plan on 3 of the 4 such rows of the e4m3 sweep (bench/sweeps/
-   * decode_h200_fp8.csv; the 4th 2.6 % faster). 16-bit KV at head_dim 128 (the shape
+   * decode_h200_fp8.csv; the 4th 2.6 % faster; on a device of at most 30 GB/s per SM the
+   * planner keeps grids from 1.6 per SM unsplit all the same, planner.c
+   * decode_target_units). 16-bit KV at head_dim 128 (the shape
    * measured), up to 1.5 per SM: H200, decode_vs_fi, session 48: (17, 8192, 32, 8) 0.87 ->
    * 1.11x FlashInfer's better path, (20, 8192, 32, 8) pages of 8 0.69 -> 0.99x, (40, 4096,
    * 32, 4) 0.94 -> 0.99x, (5, 8192, 32, 32) 0.88 -> 0.95x (bench/NOTES.md). Above 1.5 the

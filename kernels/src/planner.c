@@ -159,19 +159,29 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * pages of 4 or 8 tokens (or other pages in boxes of 4 or 8 rows), which the
  * warp-specialised kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM
  * cannot issue them fast enough (H100, (16, 4096, 32, 8) pages of 8: 69 % unsplit, 88 %
- * split). The tuning knob FI_DECODE_ONE_WAVE forces the choice (1 unsplit, 0 split). */
+ * split). Over an fp8 cache the bar is higher: per byte its consumers do twice the 16-bit
+ * work (every element widened), and one CTA per SM cannot keep up, so such grids stay
+ * unsplit only from FI_FP8_UNSPLIT_TENTHS / 10 CTAs per SM (H100, e4m3, % of copy unsplit /
+ * split: (16, 4096, 32, 8) 57 / 79, (24, 4096) at 1.45 per SM 77 / 80, (28, 4096) at 1.7
+ * 89 / 82, (32, 2048) at 1.94 84 / 80, MHA (6, 4096, 32, 32) at 1.45 78 / 86 and (8, 4096,
+ * 32, 32) at 1.94 93 / 89; bench/NOTES.md, session 61). The tuning knob FI_DECODE_ONE_WAVE
+ * forces the choice (1 unsplit from 9/10 of the SMs, whatever the cache, 0 split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
+#define FI_FP8_UNSPLIT_TENTHS 16
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles, int64_t unsplit_units) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  const int one_wave = ctx->tuning.decode_one_wave >= 0
-                           ? ctx->tuning.decode_one_wave != 0
-                           : !(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
-                                 !fi_decode_several_boxes(p->page_size);
-  if (one_wave && unsplit_units * kvh * 10 >= sms * 9) return unsplit_units;
+  /* the unsplit grid's CTAs per SM, in tenths, from which it stays unsplit (0: never) */
+  int64_t unsplit_from = 0;
+  if (ctx->tuning.decode_one_wave >= 0)
+    unsplit_from = ctx->tuning.decode_one_wave != 0 ? 9 : 0;
+  else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
+           !fi_decode_several_boxes(p->page_size))
+    unsplit_from = fi_dtype_size(p->kv_dtype) == 1 ? FI_FP8_UNSPLIT_TENTHS : 9;
+  if (unsplit_from > 0 && unsplit_units * kvh * 10 >= sms * unsplit_from) return unsplit_units;
   const int mha = p->num_qo_heads == kvh;
   const int32_t box_rows = fi_decode_page_box_rows(p->page_size);
   int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&

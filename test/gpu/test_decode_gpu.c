@@ -572,13 +572,16 @@ static double device_gbps_per_sm(int sms) {
 }
 
 /* The host plan of a decode of `batch` requests of `len` tokens each (32 query heads, `kvh`
- * KV heads, head_dim 128, pages of `page`); only its counts are read afterwards. */
-static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page, int len) {
+ * KV heads, head_dim 128, pages of `page`, a KV cache of `kv_dtype`); only its counts are
+ * read afterwards. */
+static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page, int len,
+                                  fi_dtype kv_dtype) {
   int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
   for (int i = 0; i < batch; ++i) lens[i] = len;
   gpu_pages pg = gpu_make_pages(batch, lens, page, 0);
   fi_attention_params p = fi_attention_params_default(32, kvh, 128);
   p.page_size = page;
+  p.kv_dtype = kv_dtype;
   size_t ws = 0;
   FI_CK(dctx, fi_decode_workspace_size(dctx, &p, batch, &ws));
   void *w = NULL;
@@ -596,7 +599,9 @@ static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page
  * decode_target_units): a 16-bit GQA decode whose (request, kv head) CTAs cover at
  * least 9/10 of the SMs is not split (one CTA of up to 16 warps per SM runs it) on a device
  * with at most 30 GB/s of memory bandwidth per SM (an H100), and is split on one with more
- * (an H200); one request fewer is always split. The expected shapes follow from this
+ * (an H200); one request fewer is always split, and so is the same batch over an e4m3
+ * cache (one CTA per SM cannot widen its bytes fast enough): e4m3 grids stay unsplit there
+ * from 1.6 CTAs per SM (1.7: unsplit, 1.4: split). The expected shapes follow from this
  * device's SM count and bandwidth, computed here from its attributes as the runtime does.
  * Skipped when a decode tuning knob in the environment changes the planner's target. */
 static int split_rule_test(fi_context *dctx) {
@@ -612,16 +617,19 @@ static int split_rule_test(fi_context *dctx) {
   const double gbps_per_sm = device_gbps_per_sm(sms);
   printf("split rule: %.1f GB/s of memory bandwidth per SM\n", gbps_per_sm);
   int failed = 0;
-  for (int batch = fill - 1; batch <= fill; ++batch) {
+  const int fp8_17 = (17 * sms + 10 * kvh - 1) / (10 * kvh), fp8_14 = (14 * sms) / (10 * kvh);
+  for (int c = 0; c < 5; ++c) {
+    const int batch = c == 0 ? fill - 1 : c == 3 ? fp8_17 : c == 4 ? fp8_14 : fill, fp8 = c >= 2;
     if (batch < 1) continue;
-    const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, 16, 4096);
+    const fi_plan plan =
+        plan_equal_lengths(dctx, batch, kvh, 16, 4096, fp8 ? FI_DTYPE_E4M3 : FI_DTYPE_F16);
     const int unsplit = plan.num_partial_rows == 0 && plan.num_work_units == batch;
-    const int want_unsplit = batch == fill && !(gbps_per_sm > 30.0);
+    const int want_unsplit = (c == 1 || c == 3) && !(gbps_per_sm > 30.0);
     const int ok = unsplit == want_unsplit;
-    printf("split rule: batch %d x %d kv heads on %d SMs -> %d work units, %d partial rows "
+    printf("split rule: batch %d x %d kv heads%s on %d SMs -> %d work units, %d partial rows "
            "(%s expected): %s\n",
-           batch, kvh, sms, plan.num_work_units, plan.num_partial_rows,
-           want_unsplit ? "unsplit" : "split", ok ? "ok" : "FAIL");
+           batch, kvh, fp8 ? " over e4m3" : "", sms, plan.num_work_units,
+           plan.num_partial_rows, want_unsplit ? "unsplit" : "split", ok ? "ok" : "FAIL");
     failed |= !ok;
   }
   return failed;
@@ -675,7 +683,8 @@ static int hopper_split_rule_test(fi_context *dctx) {
     const int batch = cases[c].batch, kvh = cases[c].kvh;
     if (cases[c].page == 16 && batch * kvh * 10 >= sms * 9 && !(gbps_per_sm > 30.0))
       cases[c].per_sm = 0; /* one CTA per SM, unsplit */
-    const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, cases[c].page, cases[c].len);
+    const fi_plan plan =
+        plan_equal_lengths(dctx, batch, kvh, cases[c].page, cases[c].len, FI_DTYPE_F16);
     const int units = plan.num_work_units;
     int ok;
     if (cases[c].per_sm == 0) {
