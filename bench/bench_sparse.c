@@ -26,7 +26,9 @@
  * (FI_BENCH_SP_OV_CTAS, FI_BENCH_SP_OV_SPLIT, FI_BENCH_SP_OV_DECODE_CTAS: at most that many
  * CTAs for the decode, FI_DECODE_MAX_CTAS) and in lanes (fi/lanes.h: the prefix planned and
  * run in the main lane, the decode in the side lane, FI_BENCH_SP_LANES=<side SMs>, 0 the
- * default share; two more rows time each alone in its lane). FI_BENCH_SP_STRESS=<n>[,<every>]:
+ * default share; FI_BENCH_SP_LN_ALL=pre|suf|both makes that plan outside the lanes, for all
+ * SMs, FI_BENCH_SP_LN_SPLIT=<tokens> the lane prefix plan's fixed split; two more rows time
+ * each alone in its lane). FI_BENCH_SP_STRESS=<n>[,<every>]:
  * the composed and overlapped steps about n more times each, their results snapshotted every
  * `every` runs and compared bit for bit with the composed step's (stress_row). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
