@@ -287,10 +287,16 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   int sparse_grid;
   if (fp8_kv || (box_rows == 4 && (p->head_dim == 64 || p->head_dim == 128)))
     sparse_grid = two_per_sm;
-  else if (p->head_dim == 64 || (p->head_dim == 128 && box_rows == 8))
-    sparse_grid = one_and_half || (two_per_sm && group_size(p) < 4 &&
-                                   (p->head_dim == 64 || p->avg_kv_len >= 4096));
-  else
+  else if (p->head_dim == 64 || (p->head_dim == 128 && box_rows == 8)) {
+    /* (head_dim 64 over pages of 16, groups of 4 or more: that band splits from 4096 keys
+     * only; H100 sweep decode_h100_hd64.csv, (24, 2048, 64, 8) 43.4 us unsplit against
+     * 46.6 split, (24, 16384, 64, 8) 280.5 against 275.5) */
+    const int short_gqa = p->head_dim == 64 && box_rows == 16 && group_size(p) >= 4 &&
+                          p->avg_kv_len < 4096;
+    sparse_grid = (one_and_half && !short_gqa) ||
+                  (two_per_sm && group_size(p) < 4 &&
+                   (p->head_dim == 64 || p->avg_kv_len >= 4096));
+  } else
     sparse_grid = p->head_dim == 128 && one_and_half;
   if (!tiles.split_kv && ws_kernel && tiles.cores == FI_CORES_TENSOR && p->batch > 0 &&
       p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV && sparse_grid)
@@ -351,6 +357,13 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * 128-token chunks: (8, 16384, 32, 4) 77.5 us against 96.5 for 128). */
   if (t->sm_version == 90 && p->head_dim == 64 && fp8_kv)
     tiles.kv_tile = tiles.cores == FI_CORES_CUDA ? 64 : split_ctas > t->sm_count ? 32 : 128;
+  /* 16-bit KV at head_dim 64 on the warp-specialised kernel, split: KV tiles of 64 (its
+   * launch's larger shared-memory budget; H100 sweep decode_h100_hd64.csv: 1-6 % faster
+   * than 32 on every split row of up to 8 requests, (1, 2048, 32, 8) 11.7 us against 12.4;
+   * the H200 sweep's within 0.1 us either way) */
+  if (ws_kernel && p->head_dim == 64 && !fp8_kv && tiles.cores == FI_CORES_TENSOR &&
+      tiles.split_kv)
+    tiles.kv_tile = 64;
   return tiles;
 }
 

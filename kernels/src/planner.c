@@ -147,25 +147,32 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
                                 p->page_size, p->fixed_split_size);
 }
 
-/* The work-unit target of a decode plan. A per-warp plan whose unsplit (request, kv head)
- * CTAs already cover at least 9/10 of the SMs is not split (its target is its unsplit unit
- * count): the launcher then runs one CTA of up to 12 warps per SM (16 with single K/V
- * slots; tcw_warps_for), as many warps per SM as a split plan's smaller CTAs, without
- * partial rows to write and merge. Measured on an H100 (bench/NOTES.md, v10):
- * (16, 4096, 32, 8), 128 CTAs, 81.8 -> 83.5 % of copy. Not where the device's memory
- * bandwidth per SM exceeds FI_ONE_WAVE_MAX_GBPS_PER_SM: one such CTA per SM cannot keep
- * enough bytes in flight (H200, 36 GB/s per SM: 16 x 131072 tokens read at 77 % of copy
- * unsplit, 99.6 % split; H100, 25 GB/s per SM: 101.6 % unsplit; bench/NOTES.md). Nor with
- * pages of 4 or 8 tokens (or other pages in boxes of 4 or 8 rows), which the
- * warp-specialised kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM
- * cannot issue them fast enough (H100, (16, 4096, 32, 8) pages of 8: 69 % unsplit, 88 %
- * split). Over an fp8 cache the bar is higher: per byte its consumers do twice the 16-bit
- * work (every element widened), and one CTA per SM cannot keep up, so such grids stay
- * unsplit only from FI_FP8_UNSPLIT_TENTHS / 10 CTAs per SM (H100, e4m3, % of copy unsplit /
- * split: (16, 4096, 32, 8) 57 / 79, (24, 4096) at 1.45 per SM 77 / 80, (28, 4096) at 1.7
- * 89 / 82, (32, 2048) at 1.94 84 / 80, MHA (6, 4096, 32, 32) at 1.45 78 / 86 and (8, 4096,
- * 32, 32) at 1.94 93 / 89; bench/NOTES.md, session 61). The tuning knob FI_DECODE_ONE_WAVE
- * forces the choice (1 unsplit from 9/10 of the SMs, whatever the cache, 0 split). */
+/* The work-unit target of a decode plan. On a device of at most
+ * FI_ONE_WAVE_MAX_GBPS_PER_SM of memory bandwidth per SM (an H100, 25 GB/s), some grids
+ * whose unsplit (request, kv head) CTAs nearly fill the SMs are not split (the target is
+ * their unsplit unit count), so there are no partial rows to write and merge:
+ * - 16-bit KV at head_dim 128, from 9/10 of the SMs up to 1.1 CTAs per SM: the launcher
+ *   runs one CTA of up to 12 warps per SM (16 with single K/V slots; tcw_warps_for), as
+ *   many warps per SM as a split plan's smaller CTAs (H100, % of copy unsplit / split:
+ *   (16, 4096, 32, 8), 128 CTAs, 91 / 90, bench/NOTES.md v10 and session 61; (17, 4096)
+ *   93 / 89, (18, 4096) at 1.09 per SM 91 / 88). Beyond, the unsplit grid's second,
+ *   partial wave costs more than the merge ((20, 4096), 1.21 per SM: 83-88 / 91-92;
+ *   session 61);
+ * - fp8 KV (head_dim 128) from FI_FP8_UNSPLIT_TENTHS / 10 CTAs per SM: per byte its
+ *   consumers do twice the 16-bit work (every element widened), so one CTA per SM cannot
+ *   keep up, but from 1.6 the unsplit grid's CTAs can (H100, e4m3, % of copy unsplit /
+ *   split: (16, 4096, 32, 8) 57 / 79, (24, 4096) at 1.45 per SM 77 / 80, (28, 4096) at 1.7
+ *   89 / 82, (32, 2048) at 1.94 84 / 80, MHA (6, 4096, 32, 32) at 1.45 78 / 86 and (8,
+ *   4096, 32, 32) at 1.94 93 / 89; session 61).
+ * Not at head_dim 64, whose CTAs stream half the bytes per token (H100, (16, 4096, 32, 8)
+ * 58 % unsplit, 80 % split; (16, 16384) 65 / 95 %; session 61). Not where the bandwidth
+ * per SM is higher: one such CTA per SM cannot keep enough bytes in flight (H200, 36 GB/s
+ * per SM: 16 x 131072 tokens read at 77 % of copy unsplit, 99.6 % split). Nor with pages
+ * of 4 or 8 tokens (or other pages in boxes of 4 or 8 rows), which the warp-specialised
+ * kernel loads as 4 or 2 boxes per sub-tile: one CTA's producer per SM cannot issue them
+ * fast enough (H100, (16, 4096, 32, 8) pages of 8: 69 % unsplit, 88 % split). The tuning
+ * knob FI_DECODE_ONE_WAVE forces the choice (1: unsplit from 9/10 of the SMs, whatever the
+ * cache or the grid's size, 0: split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
 #define FI_FP8_UNSPLIT_TENTHS 16
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
@@ -174,14 +181,19 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  /* the unsplit grid's CTAs per SM, in tenths, from which it stays unsplit (0: never) */
-  int64_t unsplit_from = 0;
-  if (ctx->tuning.decode_one_wave >= 0)
-    unsplit_from = ctx->tuning.decode_one_wave != 0 ? 9 : 0;
-  else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
-           !fi_decode_several_boxes(p->page_size))
-    unsplit_from = fi_dtype_size(p->kv_dtype) == 1 ? FI_FP8_UNSPLIT_TENTHS : 9;
-  if (unsplit_from > 0 && unsplit_units * kvh * 10 >= sms * unsplit_from) return unsplit_units;
+  /* the band of CTAs per SM, in tenths, where the unsplit grid stays unsplit (lo 0: none) */
+  int64_t lo = 0, hi = INT64_MAX / 16;
+  if (ctx->tuning.decode_one_wave >= 0) {
+    if (ctx->tuning.decode_one_wave != 0) lo = 9;
+  } else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
+             !fi_decode_several_boxes(p->page_size) && p->head_dim == 128) {
+    if (fi_dtype_size(p->kv_dtype) == 1)
+      lo = FI_FP8_UNSPLIT_TENTHS;
+    else
+      lo = 9, hi = 11;
+  }
+  const int64_t tenths = unsplit_units * kvh * 10; /* over sms: the CTAs per SM in tenths */
+  if (lo > 0 && tenths >= sms * lo && tenths <= sms * hi) return unsplit_units;
   const int mha = p->num_qo_heads == kvh;
   const int32_t box_rows = fi_decode_page_box_rows(p->page_size);
   int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&

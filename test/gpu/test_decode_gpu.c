@@ -572,14 +572,14 @@ static double device_gbps_per_sm(int sms) {
 }
 
 /* The host plan of a decode of `batch` requests of `len` tokens each (32 query heads, `kvh`
- * KV heads, head_dim 128, pages of `page`, a KV cache of `kv_dtype`); only its counts are
+ * KV heads, `head_dim`, pages of `page`, a KV cache of `kv_dtype`); only its counts are
  * read afterwards. */
 static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page, int len,
-                                  fi_dtype kv_dtype) {
+                                  fi_dtype kv_dtype, int head_dim) {
   int32_t *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
   for (int i = 0; i < batch; ++i) lens[i] = len;
   gpu_pages pg = gpu_make_pages(batch, lens, page, 0);
-  fi_attention_params p = fi_attention_params_default(32, kvh, 128);
+  fi_attention_params p = fi_attention_params_default(32, kvh, head_dim);
   p.page_size = page;
   p.kv_dtype = kv_dtype;
   size_t ws = 0;
@@ -596,14 +596,15 @@ static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page
 }
 
 /* The planner's split rule for the per-warp tensor-core kernel (planner.c,
- * decode_target_units): a 16-bit GQA decode whose (request, kv head) CTAs cover at
- * least 9/10 of the SMs is not split (one CTA of up to 16 warps per SM runs it) on a device
- * with at most 30 GB/s of memory bandwidth per SM (an H100), and is split on one with more
- * (an H200); one request fewer is always split, and so is the same batch over an e4m3
- * cache (one CTA per SM cannot widen its bytes fast enough): e4m3 grids stay unsplit there
- * from 1.6 CTAs per SM (1.7: unsplit, 1.4: split). The expected shapes follow from this
- * device's SM count and bandwidth, computed here from its attributes as the runtime does.
- * Skipped when a decode tuning knob in the environment changes the planner's target. */
+ * decode_target_units) on a device of at most 30 GB/s of memory bandwidth per SM (an H100):
+ * a 16-bit GQA decode at head_dim 128 whose (request, kv head) CTAs cover 9/10 of the SMs
+ * up to 1.1 per SM is not split (one CTA of up to 16 warps per SM runs it); one request
+ * fewer, 1.2 CTAs per SM, the same batch at head_dim 64 and over an e4m3 cache are split;
+ * e4m3 grids stay unsplit from 1.6 CTAs per SM (1.7: unsplit, 1.4: split). On a device with
+ * more bandwidth per SM (an H200) every one of these is split. The expected shapes follow
+ * from this device's SM count and bandwidth, computed here from its attributes as the
+ * runtime does. Skipped when a decode tuning knob in the environment changes the planner's
+ * target. */
 static int split_rule_test(fi_context *dctx) {
   static const char *const knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE",
                                       "FI_DECODE_ONE_WAVE", "FI_DECODE_SPLIT"};
@@ -615,21 +616,30 @@ static int split_rule_test(fi_context *dctx) {
   GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int kvh = 8, fill = (9 * sms + 10 * kvh - 1) / (10 * kvh);  /* ceil(0.9 sms / kvh) */
   const double gbps_per_sm = device_gbps_per_sm(sms);
+  const int low_bw = !(gbps_per_sm > 30.0);
   printf("split rule: %.1f GB/s of memory bandwidth per SM\n", gbps_per_sm);
+  const struct { int batch, head_dim, fp8, unsplit; } cases[] = {
+      {fill - 1, 128, 0, 0},
+      {fill, 128, 0, low_bw},
+      {(12 * sms) / (10 * kvh), 128, 0, 0},
+      {fill, 64, 0, 0},
+      {fill, 128, 1, 0},
+      {(17 * sms + 10 * kvh - 1) / (10 * kvh), 128, 1, low_bw},
+      {(14 * sms) / (10 * kvh), 128, 1, 0}};
   int failed = 0;
-  const int fp8_17 = (17 * sms + 10 * kvh - 1) / (10 * kvh), fp8_14 = (14 * sms) / (10 * kvh);
-  for (int c = 0; c < 5; ++c) {
-    const int batch = c == 0 ? fill - 1 : c == 3 ? fp8_17 : c == 4 ? fp8_14 : fill, fp8 = c >= 2;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int batch = cases[c].batch;
     if (batch < 1) continue;
-    const fi_plan plan =
-        plan_equal_lengths(dctx, batch, kvh, 16, 4096, fp8 ? FI_DTYPE_E4M3 : FI_DTYPE_F16);
+    const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, 16, 4096,
+                                            cases[c].fp8 ? FI_DTYPE_E4M3 : FI_DTYPE_F16,
+                                            cases[c].head_dim);
     const int unsplit = plan.num_partial_rows == 0 && plan.num_work_units == batch;
-    const int want_unsplit = (c == 1 || c == 3) && !(gbps_per_sm > 30.0);
-    const int ok = unsplit == want_unsplit;
-    printf("split rule: batch %d x %d kv heads%s on %d SMs -> %d work units, %d partial rows "
-           "(%s expected): %s\n",
-           batch, kvh, fp8 ? " over e4m3" : "", sms, plan.num_work_units,
-           plan.num_partial_rows, want_unsplit ? "unsplit" : "split", ok ? "ok" : "FAIL");
+    const int ok = unsplit == cases[c].unsplit;
+    printf("split rule: batch %d x %d kv heads, head_dim %d%s on %d SMs -> %d work units, %d "
+           "partial rows (%s expected): %s\n",
+           batch, kvh, cases[c].head_dim, cases[c].fp8 ? " over e4m3" : "", sms,
+           plan.num_work_units, plan.num_partial_rows, cases[c].unsplit ? "unsplit" : "split",
+           ok ? "ok" : "FAIL");
     failed |= !ok;
   }
   return failed;
@@ -643,8 +653,8 @@ static int split_rule_test(fi_context *dctx) {
  * with GQA over pages of 8 only where 3 would leave under 2.5 busy CTAs per SM. Requests
  * of 8192 (32768 for one request) tokens; the planner's units per KV head u then satisfy
  * lo < u <= hi for the target it aims at. On a device of at most 30 GB/s of memory
- * bandwidth per SM (an H100) grids over pages of 16 covering 9/10 of the SMs stay unsplit
- * (split_rule_test). Skipped off sm_90, in a build without sm_90a code (no Hopper tier)
+ * bandwidth per SM (an H100) grids over pages of 16 covering 9/10 of the SMs up to 1.1 CTAs
+ * per SM stay unsplit (split_rule_test). Skipped off sm_90, in a build without sm_90a code (no Hopper tier)
  * or with a decode knob set. */
 static int hopper_split_rule_test(fi_context *dctx) {
   int major = 0, sms = 0;
@@ -681,10 +691,11 @@ static int hopper_split_rule_test(fi_context *dctx) {
   int failed = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const int batch = cases[c].batch, kvh = cases[c].kvh;
-    if (cases[c].page == 16 && batch * kvh * 10 >= sms * 9 && !(gbps_per_sm > 30.0))
+    if (cases[c].page == 16 && batch * kvh * 10 >= sms * 9 && batch * kvh * 10 <= sms * 11 &&
+        !(gbps_per_sm > 30.0))
       cases[c].per_sm = 0; /* one CTA per SM, unsplit */
     const fi_plan plan =
-        plan_equal_lengths(dctx, batch, kvh, cases[c].page, cases[c].len, FI_DTYPE_F16);
+        plan_equal_lengths(dctx, batch, kvh, cases[c].page, cases[c].len, FI_DTYPE_F16, 128);
     const int units = plan.num_work_units;
     int ok;
     if (cases[c].per_sm == 0) {
