@@ -325,6 +325,20 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * (8, 16384, 32, 4) 232 against 250), 32 between ((8, 2048, 32, 4) 46.9 against 56.8).
    * split_ctas estimates the split grid as the planner makes it (plan_split.h: this
    * kernel's CTAs per SM, the shortest chunk); 0 unsplit or unknown. */
+  /* head_dim 256, 16-bit KV without RoPE on tensor cores (GQA), grids of about one unsplit
+   * CTA per SM (the H100 sweep bench/sweeps/decode_h100_hd256.csv, whose batches of 16-32
+   * the H200 sweep lacks): from 9/10 of the SMs to one CTA per SM unsplit on KV tiles of 64
+   * ((16, 2048, 32, 8) 114 us against 133 split; (16, 16384, 32, 8) 828 against 818);
+   * above, up to 1.5 per SM, split ((24, 16384, 32, 8) 1354 us split on 64 against 1450
+   * unsplit; (24, 2048) 200 either way). */
+  const int hd256_tc16 = t->sm_version == 90 && p->head_dim == 256 &&
+                         tiles.cores == FI_CORES_TENSOR && !fp8_kv && !p->rope && p->batch > 0;
+  const int hd256_one_wave = hd256_tc16 && unsplit_ctas * 10 >= 9LL * t->sm_count &&
+                             unsplit_ctas <= t->sm_count;
+  if (hd256_one_wave) tiles.split_kv = 0;
+  if (hd256_tc16 && unsplit_ctas > t->sm_count && 2 * unsplit_ctas <= 3LL * t->sm_count &&
+      p->avg_kv_len >= FI_SPLIT_MIN_AVG_KV)
+    tiles.split_kv = 1;
   int64_t split_ctas = 0;
   if (tiles.split_kv && p->batch > 0 && p->avg_kv_len > 0) {
     const int64_t chunks = (p->avg_kv_len + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK,
@@ -339,6 +353,15 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
       tiles.kv_tile = fp8_kv ? 32 : 16;
       if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
+      /* 16-bit, unsplit grids of 4 to 8 CTAs per SM: 32 (H100 sweep decode_h100_hd256.csv:
+       * (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32, 32) 732 against 762;
+       * 16 holds fewer CTAs per SM, so such a grid takes a second wave there; from 15 per
+       * SM both take many and 16 leads on the H200 again) */
+      if (!fp8_kv && !tiles.split_kv && unsplit_ctas > 4LL * t->sm_count &&
+          unsplit_ctas <= 8LL * t->sm_count)
+        tiles.kv_tile = 32;
+    } else if (hd256_one_wave) {
+      tiles.kv_tile = 64;
     } else if (split_ctas > 0 && !(p->rope && !fp8_kv)) {
       /* fp8 KV: 64 only for the grids of at most one CTA per SM (its long chunks read
        * 25 % slower on 64: (8, 16384, 32, 8) 593 us against 474, e4m3 sweep). RoPE over a
