@@ -39,8 +39,11 @@
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
- *    CUDA cores and 64 for split tensor-core grids of at most one CTA per SM or long
- *    chunks (decode_h200_hd256.csv); over fp8 KV at head_dim 256 32 on CUDA cores (64 for
+ *    CUDA cores (32 for unsplit 16-bit grids of 4-8 CTAs per SM, decode_h100_hd256.csv) and
+ *    64 for split tensor-core grids of at most one CTA per SM or long chunks
+ *    (decode_h200_hd256.csv) and for 16-bit ones kept unsplit at about one CTA per SM
+ *    (item 4); split 16-bit plans at head_dim 64 64 (decode_h100_hd64.csv); over fp8 KV at
+ *    head_dim 256 32 on CUDA cores (64 for
  *    one long request) and 64 for split grids of at most one CTA per SM, at head_dim 64
  *    64 on CUDA cores and 128 on tensor cores but for split grids beyond one CTA per SM
  *    (decode_h200_e4m3_hd64.csv, _hd256.csv; the rules at the end of
@@ -93,9 +96,13 @@
  *    Hopper fast path (fi_select_decode_tiles) also splits sparser grids with long KV:
  *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
  *    or below two with pages loaded as boxes of 4 rows (fi_tile_problem.page_size,
- *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; other 16-bit
- *    head dims keep the rule above. CUDA-core plans at head_dim 256, and over fp8 KV at
- *    64, split below two unsplit CTAs per SM.
+ *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; at head_dim
+ *    64 up to 1.5 per SM (groups of 4 or more from 4096 keys) and below two for groups
+ *    below 4. Tensor-core plans at head_dim 256 (16-bit KV, no RoPE) stay unsplit from 9/10
+ *    of a CTA per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
+ *    head_dim 256, and over fp8 KV at 64, split below two unsplit CTAs per SM. The planner
+ *    may still keep a split plan's grid unsplit where the device's memory bandwidth per SM
+ *    is low (planner.c, decode_target_units: an H100).
  */
 #include "fi/heuristics.h"
 #include "plan_split.h"
