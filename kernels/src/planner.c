@@ -181,8 +181,9 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
   int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  /* the band of CTAs per SM, in tenths, where the unsplit grid stays unsplit (lo 0: none) */
-  int64_t lo = 0, hi = INT64_MAX / 16;
+  /* the band of CTAs per SM, in tenths, where the unsplit grid stays unsplit (lo 0: none;
+   * hi 0: no upper end) */
+  int64_t lo = 0, hi = 0;
   if (ctx->tuning.decode_one_wave >= 0) {
     if (ctx->tuning.decode_one_wave != 0) lo = 9;
   } else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
@@ -193,7 +194,7 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
       lo = 9, hi = 11;
   }
   const int64_t tenths = unsplit_units * kvh * 10; /* over sms: the CTAs per SM in tenths */
-  if (lo > 0 && tenths >= sms * lo && tenths <= sms * hi) return unsplit_units;
+  if (lo > 0 && tenths >= sms * lo && (hi == 0 || tenths <= sms * hi)) return unsplit_units;
   const int mha = p->num_qo_heads == kvh;
   const int32_t box_rows = fi_decode_page_box_rows(p->page_size);
   int per_sm = decode_plan_is_tws(ctx, p) && fi_dtype_size(p->kv_dtype) == 2 && !mha &&
