@@ -42,8 +42,7 @@
  *    CUDA cores (32 for unsplit 16-bit grids of 4-8 CTAs per SM, decode_h100_hd256.csv) and
  *    64 for split tensor-core grids of at most one CTA per SM or long chunks
  *    (decode_h200_hd256.csv) and for 16-bit ones kept unsplit at about one CTA per SM
- *    (item 4); split 16-bit plans at head_dim 64 64 (decode_h100_hd64.csv); over fp8 KV at
- *    head_dim 256 32 on CUDA cores (64 for
+ *    (item 4); over fp8 KV at head_dim 256 32 on CUDA cores (64 for
  *    one long request) and 64 for split grids of at most one CTA per SM, at head_dim 64
  *    64 on CUDA cores and 128 on tensor cores but for split grids beyond one CTA per SM
  *    (decode_h200_e4m3_hd64.csv, _hd256.csv; the rules at the end of
@@ -97,9 +96,10 @@
  *    fp8 KV below two unsplit CTAs per SM; 16-bit KV at head_dim 128 up to 1.5 per SM,
  *    or below two with pages loaded as boxes of 4 rows (fi_tile_problem.page_size,
  *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; at head_dim
- *    64 up to 1.5 per SM (groups of 4 or more from 4096 keys) and below two for groups
- *    below 4. Tensor-core plans at head_dim 256 (16-bit KV, no RoPE) stay unsplit from 9/10
- *    of a CTA per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
+ *    64 up to 1.5 per SM (over pages in boxes of 16 rows, groups of 4 or more only from 4096
+ *    keys) and below two for groups below 4. Off the warp-specialised kernel, Hopper
+ *    tensor-core plans at head_dim 256 (16-bit KV, no RoPE) stay unsplit from 9/10 of a CTA
+ *    per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
  *    head_dim 256, and over fp8 KV at 64, split below two unsplit CTAs per SM. The planner
  *    may still keep a split plan's grid unsplit where the device's memory bandwidth per SM
  *    is low (planner.c, decode_target_units: an H100).
@@ -295,11 +295,12 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
   if (fp8_kv || (box_rows == 4 && (p->head_dim == 64 || p->head_dim == 128)))
     sparse_grid = two_per_sm;
   else if (p->head_dim == 64 || (p->head_dim == 128 && box_rows == 8)) {
-    /* (head_dim 64 over pages of 16, groups of 4 or more: that band splits from 4096 keys
-     * only; H100 sweep decode_h100_hd64.csv, (24, 2048, 64, 8) 43.4 us unsplit against
-     * 46.6 split, (24, 16384, 64, 8) 280.5 against 275.5) */
-    const int short_gqa = p->head_dim == 64 && box_rows == 16 && group_size(p) >= 4 &&
-                          p->avg_kv_len < 4096;
+    /* (head_dim 64 over pages of 16 -- or of a size not known yet, so that a compiled plan
+     * takes the runtime's choice for pages of 16 --, groups of 4 or more: that band splits
+     * from 4096 keys only; H100 sweep decode_h100_hd64.csv, (24, 2048, 64, 8) 43.4 us
+     * unsplit against 46.6 split, (24, 16384, 64, 8) 280.5 against 275.5) */
+    const int short_gqa = p->head_dim == 64 && (box_rows == 16 || box_rows == 0) &&
+                          group_size(p) >= 4 && p->avg_kv_len < 4096;
     sparse_grid = (one_and_half && !short_gqa) ||
                   (two_per_sm && group_size(p) < 4 &&
                    (p->head_dim == 64 || p->avg_kv_len >= 4096));
@@ -361,9 +362,9 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
       if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
       /* 16-bit, unsplit grids of 4 to 8 CTAs per SM: 32 (H100 sweep decode_h100_hd256.csv:
-       * (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32, 32) 732 against 762;
-       * 16 holds fewer CTAs per SM, so such a grid takes a second wave there; from 15 per
-       * SM both take many and 16 leads on the H200 again) */
+       * (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32, 32) 732 against 762; at
+       * 3.9 per SM 16 leads, 348 against 464, and from 15 per SM it leads on the H200 by
+       * 4-6 %. Measured, not explained: by shared memory 16 fits more CTAs per SM than 32.) */
       if (!fp8_kv && !tiles.split_kv && unsplit_ctas > 4LL * t->sm_count &&
           unsplit_ctas <= 8LL * t->sm_count)
         tiles.kv_tile = 32;
@@ -387,13 +388,6 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
    * 128-token chunks: (8, 16384, 32, 4) 77.5 us against 96.5 for 128). */
   if (t->sm_version == 90 && p->head_dim == 64 && fp8_kv)
     tiles.kv_tile = tiles.cores == FI_CORES_CUDA ? 64 : split_ctas > t->sm_count ? 32 : 128;
-  /* 16-bit KV at head_dim 64 on the warp-specialised kernel, split: KV tiles of 64 (its
-   * launch's larger shared-memory budget; H100 sweep decode_h100_hd64.csv: 1-6 % faster
-   * than 32 on every split row of up to 8 requests, (1, 2048, 32, 8) 11.7 us against 12.4;
-   * the H200 sweep's within 0.1 us either way) */
-  if (ws_kernel && p->head_dim == 64 && !fp8_kv && tiles.cores == FI_CORES_TENSOR &&
-      tiles.split_kv)
-    tiles.kv_tile = 64;
   return tiles;
 }
 

@@ -151,9 +151,11 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * FI_ONE_WAVE_MAX_GBPS_PER_SM of memory bandwidth per SM (an H100, 25 GB/s), some grids
  * whose unsplit (request, kv head) CTAs nearly fill the SMs are not split (the target is
  * their unsplit unit count), so there are no partial rows to write and merge:
- * - 16-bit KV at head_dim 128, from 9/10 of the SMs up to 1.1 CTAs per SM: the launcher
- *   runs one CTA of up to 12 warps per SM (16 with single K/V slots; tcw_warps_for), as
- *   many warps per SM as a split plan's smaller CTAs (H100, % of copy unsplit / split:
+ * - 16-bit KV at head_dim 128, from 9/10 of the SMs up to 1.1 CTAs per SM: the launchers
+ *   give such a grid's CTAs more warps (the warp-specialised kernel 14 at up to one CTA per
+ *   SM, 7 or 8 each for two; the per-warp one up to 12, 16 with single K/V slots;
+ *   decode.cuh launch_tws, tcw_warps_for), about as many warps per SM as a split plan's
+ *   smaller CTAs, without its partial rows (H100, % of copy unsplit / split:
  *   (16, 4096, 32, 8), 128 CTAs, 91 / 90, bench/NOTES.md v10 and session 61; (17, 4096)
  *   93 / 89, (18, 4096) at 1.09 per SM 91 / 88). Beyond, the unsplit grid's second,
  *   partial wave costs more than the merge ((20, 4096), 1.21 per SM: 83-88 / 91-92;

@@ -603,33 +603,46 @@ static fi_plan plan_equal_lengths(fi_context *dctx, int batch, int kvh, int page
  * e4m3 grids stay unsplit from 1.6 CTAs per SM (1.7: unsplit, 1.4: split). On a device with
  * more bandwidth per SM (an H200) every one of these is split. The expected shapes follow
  * from this device's SM count and bandwidth, computed here from its attributes as the
- * runtime does. Skipped when a decode tuning knob in the environment changes the planner's
- * target. */
+ * runtime does. The grids above one CTA per SM split only through the Hopper fast path's
+ * rules (heuristics.c): those cases run on an sm_90 device of a build with sm_90a code.
+ * Skipped when a decode tuning knob in the environment changes the planner's target. */
 static int split_rule_test(fi_context *dctx) {
   static const char *const knobs[] = {"FI_DECODE_CTAS_PER_SM", "FI_DECODE_WARP_PIPE",
-                                      "FI_DECODE_ONE_WAVE", "FI_DECODE_SPLIT"};
+                                      "FI_DECODE_ONE_WAVE", "FI_DECODE_SPLIT",
+                                      "FI_DECODE_WARP_SPEC"};
   if (first_knob_set(knobs, sizeof knobs / sizeof knobs[0])) {
     printf("split rule: skipped (a decode tuning knob is set)\n");
     return 0;
   }
-  int sms = 0;
+  int sms = 0, major = 0;
   GPU_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  GPU_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+#ifdef FI_CUDA_HAS_SM90A
+  const int hopper = major == 9;
+#else
+  const int hopper = 0;
+#endif
   const int kvh = 8, fill = (9 * sms + 10 * kvh - 1) / (10 * kvh);  /* ceil(0.9 sms / kvh) */
   const double gbps_per_sm = device_gbps_per_sm(sms);
   const int low_bw = !(gbps_per_sm > 30.0);
   printf("split rule: %.1f GB/s of memory bandwidth per SM\n", gbps_per_sm);
-  const struct { int batch, head_dim, fp8, unsplit; } cases[] = {
-      {fill - 1, 128, 0, 0},
-      {fill, 128, 0, low_bw},
-      {(12 * sms) / (10 * kvh), 128, 0, 0},
-      {fill, 64, 0, 0},
-      {fill, 128, 1, 0},
-      {(17 * sms + 10 * kvh - 1) / (10 * kvh), 128, 1, low_bw},
-      {(14 * sms) / (10 * kvh), 128, 1, 0}};
+  const struct { int batch, head_dim, fp8, unsplit, above_one; } cases[] = {
+      {fill - 1, 128, 0, 0, 0},
+      {fill, 128, 0, low_bw, 0},
+      {(12 * sms) / (10 * kvh), 128, 0, 0, 1},
+      {fill, 64, 0, 0, 0},
+      {fill, 128, 1, 0, 0},
+      {(17 * sms + 10 * kvh - 1) / (10 * kvh), 128, 1, low_bw, 1},
+      {(14 * sms) / (10 * kvh), 128, 1, 0, 1}};
   int failed = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const int batch = cases[c].batch;
     if (batch < 1) continue;
+    if (cases[c].above_one && !hopper) {
+      printf("split rule: batch %d x %d kv heads: skipped (above one CTA per SM: the Hopper "
+             "fast path's rule)\n", batch, kvh);
+      continue;
+    }
     const fi_plan plan = plan_equal_lengths(dctx, batch, kvh, 16, 4096,
                                             cases[c].fp8 ? FI_DTYPE_E4M3 : FI_DTYPE_F16,
                                             cases[c].head_dim);

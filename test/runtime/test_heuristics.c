@@ -272,6 +272,71 @@ int main(void) {
            (int)t.cores);
   }
 
+  /* 4f. The rules fitted to the H100 grids of session 61 (bench/sweeps/decode_h100_hd64.csv,
+   * _hd256.csv). head_dim 64, 16-bit KV on the fast path, GQA between 1 and 1.5 CTAs per
+   * SM: not split below 4096 keys (pages of 16, or of a size not known yet), split from
+   * 4096; MHA in that band still split. */
+  {
+    fi_tile_problem p = prob(24, 64, 8, 64, 2, 2, 1, 2048); /* 192 CTAs: 1.45 per SM */
+    p.fast_path = 1;
+    p.page_size = 16;
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.split_kv == 0,
+           "hd 64, (24, 2048, 64, 8), pages of 16: cores %d split %d", (int)t.cores, t.split_kv);
+    p.page_size = 0; /* (a compiled op before its pages are known: the same choice) */
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 0, "hd 64, (24, 2048, 64, 8), unknown pages: split %d", t.split_kv);
+    p.page_size = 16;
+    p.avg_kv_len = 16384;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 1, "hd 64, (24, 16384, 64, 8): split %d", t.split_kv);
+    fi_tile_problem m = prob(6, 32, 32, 64, 2, 2, 1, 2048); /* MHA, 1.45 per SM */
+    m.fast_path = 1;
+    m.page_size = 16;
+    t = fi_select_decode_tiles(&h100, &m);
+    EXPECT(t.split_kv == 1, "hd 64 MHA (6, 2048, 32, 32): split %d", t.split_kv);
+  }
+  /* head_dim 256, 16-bit KV, GQA on tensor cores: 0.9-1 CTA per SM unsplit on KV tiles of
+   * 64, 1-1.5 per SM split on 64, below 0.9 split as before; with RoPE the old rule
+   * (split below one CTA per SM, tiles of 32). MHA on CUDA cores: unsplit grids of 4-8
+   * CTAs per SM on tiles of 32, of 16 elsewhere. */
+  {
+    fi_tile_problem p = prob(16, 32, 8, 256, 2, 2, 1, 2048); /* 128 CTAs: 0.97 per SM */
+    p.fast_path = 1;
+    p.page_size = 16;
+    fi_tiles t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.split_kv == 0 && t.kv_tile == 64,
+           "hd 256 (16, 2048, 32, 8): cores %d split %d kv %d", (int)t.cores, t.split_kv,
+           t.kv_tile);
+    p.rope = 1;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 1 && t.kv_tile == 32, "hd 256 (16, 2048, 32, 8) RoPE: split %d kv %d",
+           t.split_kv, t.kv_tile);
+    p.rope = 0;
+    p.batch = 24; /* 1.45 per SM */
+    p.avg_kv_len = 16384;
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 1 && t.kv_tile == 64, "hd 256 (24, 16384, 32, 8): split %d kv %d",
+           t.split_kv, t.kv_tile);
+    p.batch = 8; /* 0.48 per SM: split, as before */
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 1, "hd 256 (8, 16384, 32, 8): split %d", t.split_kv);
+    p.batch = 32; /* 1.94 per SM: unsplit, as before */
+    t = fi_select_decode_tiles(&h100, &p);
+    EXPECT(t.split_kv == 0 && t.kv_tile == 32, "hd 256 (32, 16384, 32, 8): split %d kv %d",
+           t.split_kv, t.kv_tile);
+    static const struct { int batch, kv; } mha[] = {{16, 16}, {24, 32}, {32, 32}, {64, 16}};
+    for (size_t i = 0; i < sizeof mha / sizeof mha[0]; ++i) {
+      fi_tile_problem m = prob(mha[i].batch, 32, 32, 256, 2, 2, 1, 2048);
+      m.fast_path = 1;
+      m.page_size = 16;
+      t = fi_select_decode_tiles(&h100, &m);
+      EXPECT(t.cores == FI_CORES_CUDA && t.split_kv == 0 && t.kv_tile == mha[i].kv,
+             "hd 256 MHA (%d, 2048, 32, 32): cores %d split %d kv %d, want kv %d",
+             mha[i].batch, (int)t.cores, t.split_kv, t.kv_tile, mha[i].kv);
+    }
+  }
+
   /* whole choices and names */
   {
     fi_tile_problem p = prob(1, 32, 8, 128, 2, 2, 1, 8192);
