@@ -920,6 +920,7 @@ static void shared_prefix(fi_bench_ctx *b) {
   const double fused_diff = max_diff_from(h1, o2d, h2, q_bytes, b->stream);
   const double plain_bytes = (double)SP_BATCH * per_req * SP_PAGE * KV_HEADS * HD * 2 * 2;
   const double unique_bytes = (double)num_pages * SP_PAGE * KV_HEADS * HD * 2 * 2;
+  const double suffix_bytes = (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2;
   char tn[64], variant[96];
   fi_tiles_name(a.plain.tiles, 1, tn, sizeof tn);
   fi_bench_row(b, "sparse", plain_name, tn, ms_plain, plain_bytes, 0);
@@ -954,8 +955,7 @@ static void shared_prefix(fi_bench_ctx *b) {
     snprintf(variant, sizeof variant, "%s u%d, side lane of %d SMs", tn,
              a.lane_suffix.num_work_units, fi_lanes_sm_count(a.lanes, FI_LANE_SIDE));
     fi_bench_row(b, "sparse", "  lanes: its suffixes alone (side lane)", variant,
-                 ms_lane_parts[1],
-                 (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
+                 ms_lane_parts[1], suffix_bytes, 0);
     fi_lanes_destroy(a.lanes);
     a.lanes = NULL;
     cudaFree(ws_ln[0]), cudaFree(ws_ln[1]);
@@ -966,8 +966,7 @@ static void shared_prefix(fi_bench_ctx *b) {
   prefix_row(b, "  the prefix over contiguous K/V", &a.ragged, ms_ragged);
   if (l2_pages > 0) prefix_row(b, "  its prefix, K/V in L2 (FI_BENCH_SP_L2)", &a.prefix, ms_l2);
   fi_tiles_name(a.suffix.tiles, 1, tn, sizeof tn);
-  fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix,
-               (double)SP_BATCH * SP_SUFFIX_PAGES * SP_PAGE * KV_HEADS * HD * 2 * 2, 0);
+  fi_bench_row(b, "sparse", "  its suffixes (decode)", tn, ms_suffix, suffix_bytes, 0);
   free(h1), free(h2), free(h_comp), free(h_suf_out);
   cudaFree(q2d), cudaFree(o2d), cudaFree(l2d), cudaFree(ws_fused);
   cudaFree((void *)(uintptr_t)a.fused_pages.indptr);

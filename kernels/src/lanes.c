@@ -38,10 +38,18 @@ struct fi_lanes {
 #endif
 };
 
-/* The default side lane of a device of `sms` SMs (FI_LANES_DEFAULT_SIDE_SHARE, at least 1). */
-static int32_t default_side(unsigned int sms) {
-  const long side = lround(FI_LANES_DEFAULT_SIDE_SHARE * (double)sms);
-  return side < 1 ? 1 : (int32_t)side;
+/* The side lane's SMs of `total` (0: the default share, FI_LANES_DEFAULT_SIDE_SHARE, at
+ * least 1), refused where they leave none to the main lane. */
+static fi_status resolve_side(fi_context *ctx, int32_t *side_sms, unsigned int total) {
+  if (*side_sms == 0) {
+    const long side = lround(FI_LANES_DEFAULT_SIDE_SHARE * (double)total);
+    *side_sms = side < 1 ? 1 : (int32_t)side;
+  }
+  if ((unsigned int)*side_sms >= total)
+    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
+                        "fi_lanes_create: side_sms = %d leaves no SMs to the main lane (the "
+                        "device has %u); give fewer", *side_sms, total);
+  return FI_SUCCESS;
 }
 
 #ifdef FI_HAVE_CUDA
@@ -109,11 +117,8 @@ static fi_status create_cuda(fi_context *ctx, int32_t side_sms, fi_lanes *l) {
   /* one group of at least (all - side) SMs for the main lane, the rest for the side (0:
    * the default share of the device's SMs, not of a lane another lanes object entered) */
   const unsigned int total = all.sm.smCount;
-  if (side_sms == 0) side_sms = default_side(total);
-  if ((unsigned int)side_sms >= total)
-    return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "fi_lanes_create: side_sms = %d leaves no SMs to the main lane (the "
-                        "device has %u); give fewer", side_sms, total);
+  const fi_status side_ok = resolve_side(ctx, &side_sms, total);
+  if (side_ok != FI_SUCCESS) return side_ok;
   unsigned int groups = 1;
   r = split(&part[0], &groups, &all, &part[1], 0, total - (unsigned int)side_sms);
   if (r != CUDA_SUCCESS) return driver_failed(ctx, r, "cuDevSmResourceSplitByCount");
@@ -168,7 +173,6 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "fi_lanes_create: side_sms = %d is negative; give 0 for the default "
                         "share or a count of SMs", side_sms);
-  const int32_t sm_count = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   fi_lanes *l = calloc(1, sizeof *l);
   if (!l)
     return fi_set_error(ctx, FI_ERROR_OUT_OF_MEMORY, "fi_lanes_create: out of host memory");
@@ -187,12 +191,11 @@ fi_status fi_lanes_create(fi_context *ctx, int32_t side_sms, fi_lanes **out) {
                         "fi_lanes_create: this runtime was built without CUDA");
 #endif
   } else {
-    if (side_sms == 0) side_sms = default_side((unsigned int)sm_count);
-    if (side_sms >= sm_count) {
+    const int32_t sm_count = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+    const fi_status s = resolve_side(ctx, &side_sms, (unsigned int)sm_count);
+    if (s != FI_SUCCESS) {
       free(l);
-      return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                          "fi_lanes_create: side_sms = %d leaves no SMs to the main lane "
-                          "(the context counts %d); give fewer", side_sms, sm_count);
+      return s;
     }
     l->sms[0] = l->sms[1] = sm_count; /* (the host backend runs each lane with every thread) */
   }

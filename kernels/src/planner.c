@@ -176,6 +176,9 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * knob FI_DECODE_ONE_WAVE forces the choice (1: unsplit from 9/10 of the SMs, whatever the
  * cache or the grid's size, 0: split). */
 #define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
+/* (the bands' ends in tenths of a CTA per SM) */
+#define FI_UNSPLIT_FROM_TENTHS 9
+#define FI_UNSPLIT_TO_TENTHS 11
 #define FI_FP8_UNSPLIT_TENTHS 16
 static int64_t decode_target_units(const fi_context *ctx, const fi_attention_params *p,
                                    fi_tiles tiles, int64_t unsplit_units) {
@@ -187,13 +190,13 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
    * hi 0: no upper end) */
   int64_t lo = 0, hi = 0;
   if (ctx->tuning.decode_one_wave >= 0) {
-    if (ctx->tuning.decode_one_wave != 0) lo = 9;
+    if (ctx->tuning.decode_one_wave != 0) lo = FI_UNSPLIT_FROM_TENTHS;
   } else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
              !fi_decode_several_boxes(p->page_size) && p->head_dim == 128) {
     if (fi_dtype_size(p->kv_dtype) == 1)
       lo = FI_FP8_UNSPLIT_TENTHS;
     else
-      lo = 9, hi = 11;
+      lo = FI_UNSPLIT_FROM_TENTHS, hi = FI_UNSPLIT_TO_TENTHS;
   }
   const int64_t tenths = unsplit_units * kvh * 10; /* over sms: the CTAs per SM in tenths */
   if (lo > 0 && tenths >= sms * lo && (hi == 0 || tenths <= sms * hi)) return unsplit_units;

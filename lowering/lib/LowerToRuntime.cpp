@@ -41,6 +41,9 @@ using namespace mlir::fi;
 
 namespace {
 
+/// A verified `fi.lane` value as fi/lanes.h numbers it: 1 "main", 2 "side".
+static int laneNumber(StringAttr lane) { return lane.getValue() == "side" ? 2 : 1; }
+
 /// Builds the runtime calls of one op: the helpers every pattern shares. `b` is the
 /// pattern's rewriter; ops are created at its insertion point, declarations and slots at
 /// the top of the module.
@@ -138,7 +141,7 @@ public:
     auto lane = op->getAttrOfType<StringAttr>("fi.lane");
     if (!lane)
       return success();
-    return call(op, "fi_rt_lane_enter", {i32(op->getLoc(), lane.getValue() == "side" ? 2 : 1)});
+    return call(op, "fi_rt_lane_enter", {i32(op->getLoc(), laneNumber(lane))});
   }
   LogicalResult leaveLane(Operation *op) {
     if (!op->hasAttr("fi.lane"))
@@ -730,7 +733,7 @@ static LogicalResult joinDependentLanes(ModuleOp module, StringRef backend) {
             reads[i].clear(), writes[i].clear();
         continue;
       }
-      const int me = lane.getValue() == "side" ? 1 : 0, other = 1 - me;
+      const int me = laneNumber(lane) - 1, other = 1 - me;
       SmallVector<Value> opReads, opWrites;
       auto dps = dyn_cast<DestinationStyleOpInterface>(&op);
       for (OpOperand &use : op.getOpOperands()) {

@@ -30,8 +30,14 @@ enum { MAX_ROWS = 8192, TOLERANCE_PERMILLE = 1030 };
 typedef struct sweep_row {
   int batch, kv_len, qo_heads, kv_heads;
   char variant[48];
+  char kernel[48]; /* the name it is compared under (kernel_key) */
   double us;
 } sweep_row;
+
+static int same_shape(const sweep_row *a, const sweep_row *b) {
+  return a->batch == b->batch && a->kv_len == b->kv_len && a->qo_heads == b->qo_heads &&
+         a->kv_heads == b->kv_heads;
+}
 
 /* What the grid held fixed, from the file's first line. */
 typedef struct sweep_setup {
@@ -71,6 +77,34 @@ static int parse_setup(const char *line, sweep_setup *s) {
   s->kv_fp8 = strstr(line, "e4m3 KV") != NULL;
   s->kv_matches_q = !s->kv_fp8 && (strstr(line, "fp16") || strstr(line, "bf16"));
   return s->head_dim > 0 && s->page_size > 0 && (s->kv_fp8 || s->kv_matches_q);
+}
+
+/* The tile problem of a row's shape, as api.c's select_decode_tiles builds it. */
+static fi_tile_problem shape_problem(const sweep_setup *setup, const sweep_row *r) {
+  fi_tile_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = r->batch;
+  p.num_qo_heads = r->qo_heads;
+  p.num_kv_heads = r->kv_heads;
+  p.head_dim = setup->head_dim;
+  p.q_dtype_bytes = 2;
+  p.kv_dtype_bytes = setup->kv_fp8 ? 1 : 2;
+  p.avg_qo_len = 1;
+  p.avg_kv_len = r->kv_len;
+  p.page_size = setup->page_size;
+  /* (api.c select_decode_tiles: 16-bit q; KV of q's dtype or fp8; pages in boxes) */
+  p.fast_path = fi_decode_page_box_rows(setup->page_size) != 0 &&
+                (setup->kv_fp8 || setup->kv_matches_q);
+  return p;
+}
+
+/* Whether the warp-specialised decode kernel runs the row's tensor-core variants (its launch
+ * ignores kv_tile: kernel_key pools them). */
+static int pools_kv_tile(const sweep_setup *setup, const sweep_row *r) {
+  const fi_dtype kv_dt = setup->kv_fp8 ? FI_DTYPE_E4M3 : FI_DTYPE_F16;
+  return shape_problem(setup, r).fast_path &&
+         fi_decode_tws_shape_ok(FI_DTYPE_F16, kv_dt, setup->head_dim,
+                                r->qo_heads / r->kv_heads, setup->page_size, 0);
 }
 
 int main(int argc, char **argv) {
@@ -119,58 +153,33 @@ int main(int argc, char **argv) {
   }
   printf("test_decode_sweep: %s: head_dim %d, page %d, %s KV\n", path, setup.head_dim,
          setup.page_size, setup.kv_fp8 ? "e4m3" : "16-bit");
+  for (int i = 0; i < n; ++i)
+    kernel_key(rows[i].variant, pools_kv_tile(&setup, &rows[i]), rows[i].kernel,
+               sizeof rows[i].kernel);
   const fi_target sm90 = fi_target_default(); /* sm_90, 132 SMs */
   int shapes = 0, bad = 0, missing = 0;
   double worst = 1.0;
   for (int i = 0; i < n; ++i) {
     /* the first row of each shape */
     int seen = 0;
-    for (int j = 0; j < i && !seen; ++j)
-      seen = rows[j].batch == rows[i].batch && rows[j].kv_len == rows[i].kv_len &&
-             rows[j].qo_heads == rows[i].qo_heads && rows[j].kv_heads == rows[i].kv_heads;
+    for (int j = 0; j < i && !seen; ++j) seen = same_shape(&rows[j], &rows[i]);
     if (seen) continue;
     ++shapes;
-    fi_tile_problem p;
-    memset(&p, 0, sizeof p);
-    p.batch = rows[i].batch;
-    p.num_qo_heads = rows[i].qo_heads;
-    p.num_kv_heads = rows[i].kv_heads;
-    p.head_dim = setup.head_dim;
-    p.q_dtype_bytes = 2;
-    p.kv_dtype_bytes = setup.kv_fp8 ? 1 : 2;
-    p.avg_qo_len = 1;
-    p.avg_kv_len = rows[i].kv_len;
-    p.page_size = setup.page_size;
-    /* (api.c select_decode_tiles: 16-bit q; KV of q's dtype or fp8; pages in boxes) */
-    p.fast_path = fi_decode_page_box_rows(setup.page_size) != 0 &&
-                  (setup.kv_fp8 || setup.kv_matches_q);
-    const fi_dtype q_dt = FI_DTYPE_F16;
-    const fi_dtype kv_dt = setup.kv_fp8 ? FI_DTYPE_E4M3 : q_dt;
-    const int pool = p.fast_path &&
-                     fi_decode_tws_shape_ok(q_dt, kv_dt, setup.head_dim,
-                                            rows[i].qo_heads / rows[i].kv_heads,
-                                            setup.page_size, 0);
-    char chosen_variant[64], chosen[64], best_name[64] = "";
+    const fi_tile_problem p = shape_problem(&setup, &rows[i]);
+    char chosen_variant[64], chosen[48];
+    const char *best_name = "";
     fi_tiles_name(fi_select_decode_tiles(&sm90, &p), 1, chosen_variant, sizeof chosen_variant);
-    kernel_key(chosen_variant, pool, chosen, sizeof chosen);
+    kernel_key(chosen_variant, pools_kv_tile(&setup, &rows[i]), chosen, sizeof chosen);
     double best = 0, mine = 0;
     for (int j = i; j < n; ++j) {
       const sweep_row *r = &rows[j];
-      if (r->batch != rows[i].batch || r->kv_len != rows[i].kv_len ||
-          r->qo_heads != rows[i].qo_heads || r->kv_heads != rows[i].kv_heads)
-        continue;
-      /* the kernel's mean over its lines (at the first line of each kernel only) */
-      char rk[64];
-      kernel_key(r->variant, pool, rk, sizeof rk);
+      if (!same_shape(r, &rows[i])) continue;
+      /* the kernel's median over its lines (at the first line of each kernel only) */
       int first = 1, count = 0;
       double times[64];
       for (int k = i; k < n && first; ++k) {
         const sweep_row *x = &rows[k];
-        char xk[64];
-        kernel_key(x->variant, pool, xk, sizeof xk);
-        if (x->batch != r->batch || x->kv_len != r->kv_len || x->qo_heads != r->qo_heads ||
-            x->kv_heads != r->kv_heads || strcmp(xk, rk))
-          continue;
+        if (!same_shape(x, r) || strcmp(x->kernel, r->kernel)) continue;
         if (k < j) first = 0;
         if (count < 64) times[count++] = x->us;
       }
@@ -178,8 +187,8 @@ int main(int argc, char **argv) {
       qsort(times, (size_t)count, sizeof times[0], compare_doubles);
       const double us = count % 2 ? times[count / 2]
                                   : 0.5 * (times[count / 2 - 1] + times[count / 2]);
-      if (best == 0 || us < best) best = us, snprintf(best_name, sizeof best_name, "%s", rk);
-      if (!strcmp(rk, chosen)) mine = us;
+      if (best == 0 || us < best) best = us, best_name = r->kernel;
+      if (!strcmp(r->kernel, chosen)) mine = us;
     }
     if (mine == 0) {
       printf("MISSING (%d, %d, %d, %d): the chosen %s was not measured\n", rows[i].batch,
