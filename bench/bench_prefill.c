@@ -240,7 +240,29 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   free(indices);
 }
 
+/* FI_BENCH_PREFILL_ROWS="b,q,kv,qo,kvh ...": only these rows, each a paged append (batch b
+ * of q new tokens on kv cached ones, causal, pages of 16 in order, head_dim 128), without
+ * the tile sweep: the plan's split (u<units> in the variant) under planner knobs. */
+static int prefill_env_rows(fi_bench_ctx *b) {
+  const char *rows = getenv("FI_BENCH_PREFILL_ROWS");
+  if (!rows || !*rows) return 0;
+  for (const char *r = rows; *r;) {
+    int bt, q, kv, qo, kvh, n = 0;
+    if (sscanf(r, "%d,%d,%d,%d,%d%n", &bt, &q, &kv, &qo, &kvh, &n) != 5 || bt < 1 || q < 1 ||
+        kv < q || qo < 1 || kvh < 1 || qo % kvh) {
+      fprintf(stderr, "FI_BENCH_PREFILL_ROWS: bad row at \"%s\": want b,q,kv,qo,kvh with "
+                      "kv >= q and kvh dividing qo, rows separated by spaces\n", r);
+      return 1;
+    }
+    prefill_case(b, 2, bt, q, kv, qo, kvh, 128, 16, 0);
+    r += n;
+    while (*r == ' ') ++r;
+  }
+  return 1;
+}
+
 void fi_bench_prefill(fi_bench_ctx *b) {
+  if (prefill_env_rows(b)) return;
   static const int ragged[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}, {32, 512, 32, 8},
                                   {4, 4096, 32, 32}};
   const char *sweep_env = getenv("FI_BENCH_PREFILL_SWEEP");

@@ -59,6 +59,7 @@ struct DevicePlanArgs {
   int64_t cap_units, cap_merge, cap_partial;
   int64_t target;                 // the work-unit target (planner.c)
   int64_t one_wave;               // > 0: the units of one wave (fi_plan_one_wave_units)
+  int64_t one_wave_tenths;        // fi_plan_one_wave_tenths
   int64_t fixed_chunk;            // > 0: fixed_split_size rounded up to the granularity
   int32_t auto_split;             // 1: the search may split (split_kv, no fixed size)
   int32_t *status_mirror;         // mapped host memory an error record is also written to
@@ -318,7 +319,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_units_kernel(const DevicePl
             block_sum(count_some(a, kc * g, t, blockDim.x), warp_sums, &total).units >
                 a.one_wave) {
           const int64_t k1 = search_chunk_pages(a, kc, hi, a.one_wave, ok_of_warp);
-          if (k1 <= 2 * kc && (k1 < hi || unsplit <= a.one_wave)) kc = k1;
+          if (10 * k1 <= a.one_wave_tenths * kc && (k1 < hi || unsplit <= a.one_wave)) kc = k1;
         }
         chunk = kc * g;
         if (chunk >= max_kv) chunk = 0;
@@ -532,6 +533,7 @@ extern "C" fi_status fi_cuda_plan_device(fi_context *ctx, const fi_cuda_device_p
   a.cap_partial = caps->partial;
   a.target = caps->target;
   a.one_wave = caps->one_wave;
+  a.one_wave_tenths = caps->one_wave_tenths;
   a.fixed_chunk = caps->fixed_chunk;
   a.auto_split = caps->auto_split;
   a.header = (int32_t *)plan->workspace;

@@ -135,6 +135,8 @@ typedef struct fi_cuda_device_plan_caps {
   int64_t target;                /* work-unit target of the automatic split */
   int64_t one_wave;              /* > 0: the units of one wave, the split's alternative
                                     (fi_plan_one_wave_units) */
+  int64_t one_wave_tenths;       /* the one-wave chunk at most this many tenths of the
+                                    two-wave one (fi_plan_one_wave_tenths) */
   int64_t fixed_chunk;           /* > 0: fixed split chunk in tokens */
   int64_t rows_per_unit;         /* query rows per unit (decode: 1) */
   int64_t granularity;           /* chunks are multiples of it: page size (ragged 16; decode

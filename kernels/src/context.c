@@ -95,6 +95,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.merge_warps = env_int("FI_MERGE_WARPS", 1);
   ctx->tuning.decode_max_ctas = env_int("FI_DECODE_MAX_CTAS", 0);
   ctx->tuning.decode_split = env_int("FI_DECODE_SPLIT", -1);
+  ctx->tuning.prefill_one_wave_tenths = env_int("FI_PREFILL_ONE_WAVE_TENTHS", 0);
 }
 
 fi_status fi_context_create(fi_backend backend, fi_context **out) {

@@ -87,7 +87,8 @@ struct fi_context {
    * FI_DECODE_WARP_SPEC, FI_DECODE_TWS_SLOTS, FI_PREFILL_WARP_SPEC, FI_DECODE_ONE_WAVE,
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
-   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD. */
+   * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD,
+   * FI_PREFILL_ONE_WAVE_TENTHS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -151,6 +152,11 @@ struct fi_context {
                              host decode plan (the planner still splits only below its
                              target; given tiles, device plans and compiled #fi.tiles keep
                              theirs; A / B runs) */
+    int32_t prefill_one_wave_tenths; /* > 0: a split prefill plan takes the chunk whose
+                                        items fit one wave of CTAs where it is at most this
+                                        many tenths of the two-wave chunk (planner.c
+                                        fi_plan_one_wave_tenths); <= 0: the measured
+                                        default, FI_PLAN_ONE_WAVE_TENTHS (A / B runs) */
   } tuning;
 
   /* Backend-private state (the CUDA backend may hang what it needs here; it must free it

@@ -147,9 +147,12 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
 int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p);
 /* Units of one wave of CTAs (prefill families; 0 for decode): the chunk whose items fit it
- * replaces the two-wave chunk when at most twice as long (planner.c). */
+ * replaces the two-wave chunk when at most fi_plan_one_wave_tenths / 10 times as long
+ * (planner.c). */
 int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p);
+#define FI_PLAN_ONE_WAVE_TENTHS 24
+int64_t fi_plan_one_wave_tenths(const fi_context *ctx);
 
 /* Exact decode workspace bytes for any problem of <= max_batch requests and
  * <= max_kv_tokens KV tokens in all (the bound a fixed split size needs). */

@@ -13,7 +13,8 @@
  * CTAs), found by binary search (the count is non-increasing in the chunk size); no
  * split when the unsplit problem already has >= target units. A prefill whose chunk leaves
  * more units than one wave of CTAs holds takes the smallest chunk that fits one wave
- * instead when that one is at most twice as long (fi_plan_one_wave_units). Chunks are
+ * instead when that one is at most 2.4 times as long (fi_plan_one_wave_units,
+ * fi_plan_one_wave_tenths). Chunks are
  * uniform, so the largest unit holds at most `chunk` KV tokens, and by minimality of the
  * chunk for the target T it was searched for (the two-wave one or the one-wave one)
  *   chunk - g < total_kv / (T - tiles)               (g = page granularity)
@@ -89,10 +90,14 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
 
 /* The prefill split's one-wave alternative (fi_plan_build; plan_device.cu does the same).
  * Where the two-wave chunk leaves more (unit, KV head) items than the CTAs of one wave, the
- * smallest chunk whose items fit one wave is taken instead when it is at most twice as long:
- * two waves of chunks c take as long as one wave of chunks 2c, and the one wave has half the
- * units, partial rows and merge work (the shared prefix's 64 x 32768 prefill on an H200:
- * 16 units 94-97 us, 32 units 102-105 us; bench/NOTES.md). Returns the units of one wave
+ * smallest chunk whose items fit one wave is taken instead when it is at most
+ * fi_plan_one_wave_tenths (24) tenths as long: two waves of chunks c compute as long as one
+ * wave of chunks 2c, and the one wave writes and merges fewer than half the partial rows.
+ * Measured on an H100 (bench/NOTES.md, session 62; paged appends of 32 / 8 heads): one wave
+ * at 2.2x the chunk 8-11 % faster ((1, 96 new on 32768) 110 us against 120; (1, 96 on 8192)
+ * 43.6 against 48.8), at 2.5x 2 % slower ((2, 96 on 16384) 134 against 131), at 3x 10-37 %
+ * slower; the shared prefix's 64 x 32768 prefill on 104 SMs at 2.17x 94.6 us against 104.9
+ * (an H200 in session 44, at 2x: 94-97 us against 102-105). Returns the units of one wave
  * (0: no alternative: decode, or more KV heads than CTAs). */
 int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p) {
@@ -100,6 +105,13 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
   const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   return sms / kvh;
+}
+
+/* How much longer than the two-wave chunk the one-wave chunk may be, in tenths (the knob
+ * FI_PREFILL_ONE_WAVE_TENTHS, else FI_PLAN_ONE_WAVE_TENTHS). */
+int64_t fi_plan_one_wave_tenths(const fi_context *ctx) {
+  return ctx->tuning.prefill_one_wave_tenths > 0 ? ctx->tuning.prefill_one_wave_tenths
+                                                 : FI_PLAN_ONE_WAVE_TENTHS;
 }
 
 /* Split decode plans that the CUDA backend runs with its per-warp tensor-core kernel
@@ -634,7 +646,8 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
         /* (k1 >= kc: fewer units take longer chunks; k1 = hi: none below hi fits one wave,
          * so it fits only unsplit) */
         const int64_t k1 = smallest_chunk_pages(pb, rpu, sharded, &k, g, wave, kc, hi);
-        if (k1 <= 2 * kc && (k1 < hi || unsplit.units <= wave)) kc = k1;
+        if (10 * k1 <= fi_plan_one_wave_tenths(ctx) * kc && (k1 < hi || unsplit.units <= wave))
+          kc = k1;
       }
       chunk = kc * g;
       if (chunk >= max_kv) chunk = 0;
@@ -773,6 +786,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
   dc->partial = k.partial;
   dc->target = target;
   dc->one_wave = fi_plan_one_wave_units(ctx, pb->family, params);
+  dc->one_wave_tenths = fi_plan_one_wave_tenths(ctx);
   dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
   dc->rows_per_unit = rpu;
   dc->granularity = g;
