@@ -58,7 +58,8 @@ static uint32_t page_rng = 24681357u;
 /* One case: batch requests of qo_len queries on kv_len keys, causal; paged: 0 ragged, 1 a
  * shuffled page table, 2 pages in order. */
 static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int kv_len,
-                         int qo_heads, int kv_heads, int hd, int page_size, int sweep) {
+                         int qo_heads, int kv_heads, int hd, int page_size, int sweep,
+                         int fixed_split) {
   char name[96], hd_tag[16] = "";
   /* FI_BENCH_PREFILL_MASK=none: the same rows without the causal mask */
   const char *mask_env = getenv("FI_BENCH_PREFILL_MASK");
@@ -76,6 +77,7 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   fi_attention_params p = fi_attention_params_default(qo_heads, kv_heads, hd);
   p.mask_mode = no_mask ? FI_MASK_NONE : FI_MASK_CAUSAL;
   p.page_size = paged ? page_size : 1;
+  p.fixed_split_size = fixed_split;
   int32_t *qo_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
   int32_t *kv_indptr = malloc(sizeof(int32_t) * (size_t)(batch + 1));
   int pages_per = (kv_len + page_size - 1) / page_size;
@@ -240,21 +242,23 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   free(indices);
 }
 
-/* FI_BENCH_PREFILL_ROWS="b,q,kv,qo,kvh ...": only these rows, each a paged append (batch b
- * of q new tokens on kv cached ones, causal, pages of 16 in order, head_dim 128), without
- * the tile sweep: the plan's split (u<units> in the variant) under planner knobs. */
+/* FI_BENCH_PREFILL_ROWS="b,q,kv,qo,kvh[,split] ...": only these rows, each a paged append
+ * (batch b of q new tokens on kv cached ones, causal, pages of 16 in order, head_dim 128),
+ * without the tile sweep: the plan's split (u<units> in the variant) under planner knobs,
+ * or a fixed split of `split` tokens. */
 static int prefill_env_rows(fi_bench_ctx *b) {
   const char *rows = getenv("FI_BENCH_PREFILL_ROWS");
   if (!rows || !*rows) return 0;
   for (const char *r = rows; *r;) {
-    int bt, q, kv, qo, kvh, n = 0;
+    int bt, q, kv, qo, kvh, split = 0, n = 0, n6 = 0;
     if (sscanf(r, "%d,%d,%d,%d,%d%n", &bt, &q, &kv, &qo, &kvh, &n) != 5 || bt < 1 || q < 1 ||
         kv < q || qo < 1 || kvh < 1 || qo % kvh) {
-      fprintf(stderr, "FI_BENCH_PREFILL_ROWS: bad row at \"%s\": want b,q,kv,qo,kvh with "
-                      "kv >= q and kvh dividing qo, rows separated by spaces\n", r);
+      fprintf(stderr, "FI_BENCH_PREFILL_ROWS: bad row at \"%s\": want b,q,kv,qo,kvh[,split] "
+                      "with kv >= q and kvh dividing qo, rows separated by spaces\n", r);
       return 1;
     }
-    prefill_case(b, 2, bt, q, kv, qo, kvh, 128, 16, 0);
+    if (sscanf(r + n, ",%d%n", &split, &n6) == 1) n += n6;
+    prefill_case(b, 2, bt, q, kv, qo, kvh, 128, 16, 0, split > 0 ? split : 0);
     r += n;
     while (*r == ' ') ++r;
   }
@@ -269,11 +273,11 @@ void fi_bench_prefill(fi_bench_ctx *b) {
   int sweep = !sweep_env || atoi(sweep_env) != 0;
   for (int i = 0; i < 4; ++i)
     prefill_case(b, 0, ragged[i][0], ragged[i][1], ragged[i][1], ragged[i][2], ragged[i][3],
-                 128, 16, sweep);
-  prefill_case(b, 0, 1, 8192, 8192, 16, 8, 256, 16, sweep);
-  prefill_case(b, 0, 8, 2048, 2048, 16, 8, 256, 16, sweep);
+                 128, 16, sweep, 0);
+  prefill_case(b, 0, 1, 8192, 8192, 16, 8, 256, 16, sweep, 0);
+  prefill_case(b, 0, 8, 2048, 2048, 16, 8, 256, 16, sweep, 0);
   for (int order = 1; order <= 2; ++order) {
-    prefill_case(b, order, 8, 512, 4096, 32, 8, 128, 16, sweep);
-    prefill_case(b, order, 1, 8192, 8192, 32, 8, 128, 16, sweep);
+    prefill_case(b, order, 8, 512, 4096, 32, 8, 128, 16, sweep, 0);
+    prefill_case(b, order, 1, 8192, 8192, 32, 8, 128, 16, sweep, 0);
   }
 }

@@ -146,13 +146,7 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
  * for two per SM of ctx's target (decode: more, see planner.c). */
 int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p);
-/* Units of one wave of CTAs (prefill families; 0 for decode): the chunk whose items fit it
- * replaces the two-wave chunk when at most fi_plan_one_wave_tenths / 10 times as long
- * (planner.c). */
-int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
-                               const fi_attention_params *p);
-#define FI_PLAN_ONE_WAVE_TENTHS 24
-int64_t fi_plan_one_wave_tenths(const fi_context *ctx);
+
 
 /* Exact decode workspace bytes for any problem of <= max_batch requests and
  * <= max_kv_tokens KV tokens in all (the bound a fixed split size needs). */
@@ -188,6 +182,14 @@ static inline int fi_prefill_ws_tiles(const fi_attention_params *p, fi_tiles t) 
          (t.kv_tile == (p->head_dim > 128 ? 64 : 128) ||
           (p->head_dim == 128 && t.kv_tile == FI_WS_WIDE_KV_TILE));
 }
+
+/* Units of one wave of CTAs (prefill plans on the warp-specialised kernel's tiles; else 0):
+ * the chunk whose items fit it replaces the two-wave chunk when at most
+ * fi_plan_one_wave_tenths / 10 times as long (planner.c). */
+int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
+                               const fi_attention_params *p, fi_tiles tiles);
+#define FI_PLAN_ONE_WAVE_TENTHS 24
+int64_t fi_plan_one_wave_tenths(const fi_context *ctx);
 
 /* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`
  * (planner.c): decode 1; prefill q_tile / group, or whole tiles of rows across tokens where

@@ -98,10 +98,13 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
  * 43.6 against 48.8), at 2.5x 2 % slower ((2, 96 on 16384) 134 against 131), at 3x 10-37 %
  * slower; the shared prefix's 64 x 32768 prefill on 104 SMs at 2.17x 94.6 us against 104.9
  * (an H200 in session 44, at 2x: 94-97 us against 102-105). Returns the units of one wave
- * (0: no alternative: decode, or more KV heads than CTAs). */
+ * (0: no alternative: decode, tiles of another kernel than the persistent warp-specialised
+ * one, or more KV heads than CTAs). Other kernels keep the two-wave chunk: they hold
+ * several CTAs per SM, and one CTA per SM is not their wave (a 16 / 16-head append of 32
+ * tokens on 32768 on the mma.sync q32 tiles, 8 units against 17: 241 us against 142). */
 int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
-                               const fi_attention_params *p) {
-  if (family == FI_OP_DECODE) return 0;
+                               const fi_attention_params *p, fi_tiles tiles) {
+  if (family == FI_OP_DECODE || !fi_prefill_ws_tiles(p, tiles)) return 0;
   const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   return sms / kvh;
@@ -641,7 +644,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
     const int64_t lo = ceil_div(FI_MIN_CHUNK, g), hi = ceil_div(max_kv, g);
     if (lo < hi) {
       int64_t kc = smallest_chunk_pages(pb, rpu, sharded, &k, g, target, lo, hi);
-      const int64_t wave = fi_plan_one_wave_units(ctx, pb->family, params);
+      const int64_t wave = fi_plan_one_wave_units(ctx, pb->family, params, tiles);
       if (wave > 0 && kc < hi && count_for_chunk(pb, rpu, kc * g, sharded).units > wave) {
         /* (k1 >= kc: fewer units take longer chunks; k1 = hi: none below hi fits one wave,
          * so it fits only unsplit) */
@@ -785,7 +788,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
   dc->merge = k.merge;
   dc->partial = k.partial;
   dc->target = target;
-  dc->one_wave = fi_plan_one_wave_units(ctx, pb->family, params);
+  dc->one_wave = fi_plan_one_wave_units(ctx, pb->family, params, tiles);
   dc->one_wave_tenths = fi_plan_one_wave_tenths(ctx);
   dc->fixed_chunk = params->fixed_split_size > 0 ? ceil_div(params->fixed_split_size, g) * g : 0;
   dc->rows_per_unit = rpu;

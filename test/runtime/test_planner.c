@@ -261,7 +261,7 @@ static void test_balance(fi_context *ctx) {
     int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
     if (chunk > 0) {
       int64_t T = fi_plan_target_units_for(ctx, f, &p);
-      const int64_t wave = fi_plan_one_wave_units(ctx, f, &p);
+      const int64_t wave = fi_plan_one_wave_units(ctx, f, &p, plan.tiles);
       EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial,
              l.num_work_units, (long long)T);
       if (wave > 0 && l.num_work_units <= wave) T = wave;
@@ -291,19 +291,27 @@ static void test_balance(fi_context *ctx) {
  * plan takes the smallest c (a multiple of 16, >= 128) within the two-wave target T, unless
  * that leaves more units than one wave W holds and the smallest c within W is at most
  * 2.4 times it (3 query tiles over 32768 keys: 2.19 times, taken; 6 tiles: 2.5 times,
- * kept). Decode plans never take it (W = 0). */
+ * kept). Decode plans and the tiles of other kernels than the persistent warp-specialised
+ * one never take it (W = 0): those keep the two-wave chunk. */
 static void test_one_wave(fi_context *ctx) {
   fi_attention_params p = fi_attention_params_default(32, 8, 128);
   p.page_size = 16;
-  EXPECT(fi_plan_one_wave_units(ctx, FI_OP_DECODE, &p) == 0, "decode has a one-wave alternative");
+  const fi_tiles ws_tiles = {128, 128, 1, FI_CORES_WGMMA};
+  const fi_tiles others[] = {{64, 128, 1, FI_CORES_WGMMA}, {32, 32, 1, FI_CORES_TENSOR}};
+  EXPECT(fi_plan_one_wave_units(ctx, FI_OP_DECODE, &p, ws_tiles) == 0,
+         "decode has a one-wave alternative");
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
+    EXPECT(fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p, others[i]) == 0,
+           "q_tile %d kv_tile %d cores %d has a one-wave alternative", others[i].q_tile,
+           others[i].kv_tile, (int)others[i].cores);
   const int64_t T = fi_plan_target_units_for(ctx, FI_OP_PAGED_PREFILL, &p);
-  const int64_t W = fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p);
+  const int64_t W = fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p, ws_tiles);
   int taken = 0, kept = 0, near = 0;
   const int64_t kvs[] = {4096, 32768, 32768 + 16, 100000, 7777};
   for (int q = 1; q <= 6; ++q)
     for (size_t ki = 0; ki < sizeof kvs / sizeof kvs[0]; ++ki) {
       const int64_t kv = kvs[ki];
-      fi_tiles t = {128, 128, 1, FI_CORES_TENSOR};
+      const fi_tiles t = ws_tiles;
       const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, t);
       const int64_t qo = rpu * q, tiles = q;
       int64_t c2 = 0, c1 = 0;
@@ -335,6 +343,16 @@ static void test_one_wave(fi_context *ctx) {
       const int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
       EXPECT(chunk == want, "q tiles %d, kv %lld: chunk %lld, expected %lld (T %lld, W %lld)", q,
              (long long)kv, (long long)chunk, (long long)want, (long long)T, (long long)W);
+      if (want != c2) { /* the same q tiles on mma.sync tiles: the two-wave chunk */
+        const fi_tiles mt = others[1];
+        const int32_t mqo_indptr[2] = {
+            0, (int32_t)(q * fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, mt))};
+        EXPECT_OK(fi_paged_prefill_plan(ctx, &p, 1, mqo_indptr, &pages, kv_indptr[1], NULL, &mt,
+                                        ws, bytes, &plan), ctx);
+        EXPECT((int64_t)plan.private_[FI_PLAN_KV_CHUNK] == c2,
+               "q tiles %d, kv %lld on mma.sync tiles: chunk %lld, expected the two-wave %lld", q,
+               (long long)kv, (long long)plan.private_[FI_PLAN_KV_CHUNK], (long long)c2);
+      }
       free(ws);
       free(indices);
     }
