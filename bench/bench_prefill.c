@@ -91,7 +91,10 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
     page_indptr[i] = i * pages_per;
   }
   for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page_size;
-  for (int i = 0; i < num_pages; ++i) indices[i] = i;
+  /* FI_BENCH_PREFILL_L2_PAGES=n (paged rows): the page table lists pages 0 .. n - 1 again
+   * and again, the same tiles and boxes over K / V that stays in L2 */
+  const int l2_pages = getenv("FI_BENCH_PREFILL_L2_PAGES") ? atoi(getenv("FI_BENCH_PREFILL_L2_PAGES")) : 0;
+  for (int i = 0; i < num_pages; ++i) indices[i] = l2_pages > 0 ? i % l2_pages : i;
   if (paged == 1) /* a shuffled page table (2: the pages in order) */
     for (int i = num_pages - 1; i > 0; --i) {
       page_rng = page_rng * 1664525u + 1013904223u;
@@ -245,7 +248,7 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
 /* FI_BENCH_PREFILL_ROWS="b,q,kv,qo,kvh[,split] ...": only these rows, each a paged append
  * (batch b of q new tokens on kv cached ones, causal, pages of 16 in order, head_dim 128),
  * without the tile sweep: the plan's split (u<units> in the variant) under planner knobs,
- * or a fixed split of `split` tokens. */
+ * or a fixed split of `split` tokens (FI_BENCH_PREFILL_L2_PAGES=n: over n pages reused). */
 static int prefill_env_rows(fi_bench_ctx *b) {
   const char *rows = getenv("FI_BENCH_PREFILL_ROWS");
   if (!rows || !*rows) return 0;
