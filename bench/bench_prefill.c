@@ -93,7 +93,8 @@ static void prefill_case(fi_bench_ctx *b, int paged, int batch, int qo_len, int 
   for (int i = 0; i < batch; ++i) last[i] = kv_len - (pages_per - 1) * page_size;
   /* FI_BENCH_PREFILL_L2_PAGES=n (paged rows): the page table lists pages 0 .. n - 1 again
    * and again, the same tiles and boxes over K / V that stays in L2 */
-  const int l2_pages = getenv("FI_BENCH_PREFILL_L2_PAGES") ? atoi(getenv("FI_BENCH_PREFILL_L2_PAGES")) : 0;
+  const char *l2_env = getenv("FI_BENCH_PREFILL_L2_PAGES");
+  const int l2_pages = l2_env ? atoi(l2_env) : 0;
   for (int i = 0; i < num_pages; ++i) indices[i] = l2_pages > 0 ? i % l2_pages : i;
   if (paged == 1) /* a shuffled page table (2: the pages in order) */
     for (int i = num_pages - 1; i > 0; --i) {

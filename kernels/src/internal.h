@@ -147,7 +147,6 @@ static inline int64_t fi_problem_kv_len(const fi_plan_problem *pb, int32_t i) {
 int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p);
 
-
 /* Exact decode workspace bytes for any problem of <= max_batch requests and
  * <= max_kv_tokens KV tokens in all (the bound a fixed split size needs). */
 size_t fi_plan_decode_workspace_bytes_kv(const fi_context *ctx, const fi_attention_params *p,

@@ -13,8 +13,8 @@
  * CTAs), found by binary search (the count is non-increasing in the chunk size); no
  * split when the unsplit problem already has >= target units. A prefill whose chunk leaves
  * more units than one wave of CTAs holds takes the smallest chunk that fits one wave
- * instead when that one is at most 2.4 times as long (fi_plan_one_wave_units,
- * fi_plan_one_wave_tenths). Chunks are
+ * instead when that one is at most 2.4 times as long and the plan runs on the persistent
+ * warp-specialised kernel (fi_plan_one_wave_units, fi_plan_one_wave_tenths). Chunks are
  * uniform, so the largest unit holds at most `chunk` KV tokens, and by minimality of the
  * chunk for the target T it was searched for (the two-wave one or the one-wave one)
  *   chunk - g < total_kv / (T - tiles)               (g = page granularity)
