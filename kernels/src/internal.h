@@ -187,6 +187,10 @@ static inline int fi_prefill_ws_tiles(const fi_attention_params *p, fi_tiles t) 
  * fi_plan_one_wave_tenths / 10 times as long (planner.c). */
 int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p, fi_tiles tiles);
+/* A split prefill plan's unit target for these tiles: fi_plan_target_units_for, or on the
+ * persistent warp-specialised kernel's tiles two waves rounded down (planner.c). */
+int64_t fi_plan_prefill_target_units(const fi_context *ctx, fi_op_family family,
+                                     const fi_attention_params *p, fi_tiles tiles);
 #define FI_PLAN_ONE_WAVE_TENTHS 24
 int64_t fi_plan_one_wave_tenths(const fi_context *ctx);
 

@@ -10,8 +10,9 @@
  * Chunk choice. fixed_split_size > 0: that many tokens (rounded up to the page size),
  * for batch-invariant results. Automatic (fixed_split_size == 0 and tiles.split_kv): the
  * smallest chunk >= FI_MIN_CHUNK whose unit count stays <= the target (two waves of
- * CTAs), found by binary search (the count is non-increasing in the chunk size); no
- * split when the unsplit problem already has >= target units. A prefill whose chunk leaves
+ * CTAs; on the persistent prefill kernel never more: fi_plan_prefill_target_units), found
+ * by binary search (the count is non-increasing in the chunk size); no split when the
+ * unsplit problem already has >= target units. A prefill whose chunk leaves
  * more units than one wave of CTAs holds takes the smallest chunk that fits one wave
  * instead when that one is at most 2.4 times as long and the plan runs on the persistent
  * warp-specialised kernel (fi_plan_one_wave_units, fi_plan_one_wave_tenths). Chunks are
@@ -108,6 +109,23 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
   const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
   const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
   return sms / kvh;
+}
+
+/* A split prefill plan's unit target: fi_plan_target_units_for's two CTAs per SM, rounded
+ * up over the KV heads; on the persistent warp-specialised kernel's tiles rounded down, so
+ * that the items never make a third wave (MHA over 32 KV heads: 9 units x 32 heads = 288
+ * items for 264 CTAs, three waves that compute as long as the unsplit plan's one and add
+ * its partial rows: (3 x 64 new tokens on 16384, 32 / 32 heads) 336-339 us split into 9
+ * units, 278-279 unsplit; the 8 units rounded down leave it unsplit by the one-wave rule,
+ * bench/NOTES.md session 62). Other kernels hold several CTAs per SM: rounded up ((3 x 32
+ * on 4096, mma.sync q32 tiles) 106 us on 9 units, 235 unsplit). */
+int64_t fi_plan_prefill_target_units(const fi_context *ctx, fi_op_family family,
+                                     const fi_attention_params *p, fi_tiles tiles) {
+  if (!fi_prefill_ws_tiles(p, tiles)) return fi_plan_target_units_for(ctx, family, p);
+  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  const int64_t u = 2 * sms / kvh;
+  return u < 1 ? 1 : u;
 }
 
 /* How much longer than the two-wave chunk the one-wave chunk may be, in tenths (the knob
@@ -602,7 +620,7 @@ fi_status fi_plan_build(fi_context *ctx, const fi_plan_problem *pb,
   counts unsplit = count_for_chunk(pb, rpu, 0, sharded);
   int64_t target = pb->family == FI_OP_DECODE
                        ? decode_target_units(ctx, params, tiles, unsplit.units)
-                       : fi_plan_target_units_for(ctx, pb->family, params);
+                       : fi_plan_prefill_target_units(ctx, pb->family, params, tiles);
 
   if (!fits(unsplit, &k)) {
     if (sharded) /* the fixed split's counts (>= the unsplit ones) when there is one */
@@ -783,7 +801,7 @@ fi_status fi_plan_prepare_device(fi_context *ctx, const fi_plan_problem *pb,
   }
   int64_t g = chunk_granularity(pb, params, decode);
   int64_t target = decode ? decode_target_units(ctx, params, tiles, pb->batch)
-                          : fi_plan_target_units_for(ctx, pb->family, params);
+                          : fi_plan_prefill_target_units(ctx, pb->family, params, tiles);
   dc->units = k.units;
   dc->merge = k.merge;
   dc->partial = k.partial;

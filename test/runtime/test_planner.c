@@ -260,7 +260,8 @@ static void test_balance(fi_context *ctx) {
     fi_plan_layout l = fi_plan_get_layout(&plan);
     int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
     if (chunk > 0) {
-      int64_t T = fi_plan_target_units_for(ctx, f, &p);
+      int64_t T = f == FI_OP_DECODE ? fi_plan_target_units_for(ctx, f, &p)
+                                    : fi_plan_prefill_target_units(ctx, f, &p, plan.tiles);
       const int64_t wave = fi_plan_one_wave_units(ctx, f, &p, plan.tiles);
       EXPECT(l.num_work_units <= T, "trial %d: %d units > target %lld", trial,
              l.num_work_units, (long long)T);
@@ -304,7 +305,7 @@ static void test_one_wave(fi_context *ctx) {
     EXPECT(fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p, others[i]) == 0,
            "q_tile %d kv_tile %d cores %d has a one-wave alternative", others[i].q_tile,
            others[i].kv_tile, (int)others[i].cores);
-  const int64_t T = fi_plan_target_units_for(ctx, FI_OP_PAGED_PREFILL, &p);
+  const int64_t T = fi_plan_prefill_target_units(ctx, FI_OP_PAGED_PREFILL, &p, ws_tiles);
   const int64_t W = fi_plan_one_wave_units(ctx, FI_OP_PAGED_PREFILL, &p, ws_tiles);
   int taken = 0, kept = 0, near = 0;
   const int64_t kvs[] = {4096, 32768, 32768 + 16, 100000, 7777};
@@ -358,6 +359,41 @@ static void test_one_wave(fi_context *ctx) {
     }
   EXPECT(taken >= 3 && kept >= 1 && near >= 2, "one-wave test: %d taken, %d kept, %d near 2.4",
          taken, kept, near);
+  /* MHA over 32 KV heads on 132 SMs: two waves are 264 CTAs, 8.25 units. On the persistent
+   * kernel's tiles the target rounds down to 8 (no third wave): 3 query tiles over 16384
+   * keys then fit one wave unsplit (3 units); on mma.sync tiles it rounds up to 9 (3 chunks
+   * of 5472 tokens per tile). */
+  {
+    fi_attention_params m = fi_attention_params_default(32, 32, 128);
+    m.page_size = 16;
+    const fi_tiles mt = others[1];
+    EXPECT(fi_plan_prefill_target_units(ctx, FI_OP_PAGED_PREFILL, &m, ws_tiles) == 8 &&
+               fi_plan_prefill_target_units(ctx, FI_OP_PAGED_PREFILL, &m, mt) == 9,
+           "MHA targets %lld (persistent kernel) / %lld (mma.sync), want 8 / 9",
+           (long long)fi_plan_prefill_target_units(ctx, FI_OP_PAGED_PREFILL, &m, ws_tiles),
+           (long long)fi_plan_prefill_target_units(ctx, FI_OP_PAGED_PREFILL, &m, mt));
+    const fi_tiles *tl[2] = {&ws_tiles, &mt};
+    const int32_t want_units[2] = {3, 9};
+    for (int i = 0; i < 2; ++i) {
+      const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &m, *tl[i]);
+      int32_t qo_indptr[2] = {0, (int32_t)(3 * rpu)}, kv_indptr[2] = {0, 16384 / 16};
+      int32_t last[1] = {16};
+      int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)kv_indptr[1]);
+      for (int32_t j = 0; j < kv_indptr[1]; ++j) indices[j] = j;
+      size_t bytes = 0;
+      EXPECT_OK(fi_prefill_workspace_size(ctx, &m, 1, qo_indptr[1], &bytes), ctx);
+      char *ws = xmalloc(bytes);
+      fi_page_table pages = {kv_indptr, indices, last};
+      fi_plan plan;
+      EXPECT_OK(fi_paged_prefill_plan(ctx, &m, 1, qo_indptr, &pages, kv_indptr[1], NULL, tl[i],
+                                      ws, bytes, &plan), ctx);
+      EXPECT(plan.num_work_units == want_units[i],
+             "MHA, 3 query tiles on 16384 keys, %s tiles: %d units, want %d",
+             i ? "mma.sync" : "persistent", plan.num_work_units, want_units[i]);
+      free(ws);
+      free(indices);
+    }
+  }
   printf("one wave: %d plans took the one-wave chunk, %d kept the two-wave one (T %lld, W %lld)\n",
          taken, kept, (long long)T, (long long)W);
 }
