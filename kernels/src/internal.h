@@ -191,7 +191,6 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
  * persistent warp-specialised kernel's tiles two waves rounded down (planner.c). */
 int64_t fi_plan_prefill_target_units(const fi_context *ctx, fi_op_family family,
                                      const fi_attention_params *p, fi_tiles tiles);
-#define FI_PLAN_ONE_WAVE_TENTHS 24
 int64_t fi_plan_one_wave_tenths(const fi_context *ctx);
 
 /* Query rows (tokens) per work unit of a plan of this family, params and tiles on `ctx`

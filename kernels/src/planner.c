@@ -67,6 +67,13 @@ enum { FI_ALIGN = 256, FI_RAGGED_GRANULARITY = 16 };
 
 static size_t align_up(size_t x) { return (x + FI_ALIGN - 1) / FI_ALIGN * FI_ALIGN; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* The target's SMs and the problem's KV heads, at least 1 each. */
+static int64_t target_sms(const fi_context *ctx) {
+  return ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+}
+static int64_t kv_heads(const fi_attention_params *p) {
+  return p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+}
 
 /* CTAs per SM a split decode plan aims for (units x kv_heads / SMs). Decode CTAs are
  * latency-bound chains of tiles (bench/NOTES.md, v6): 5 per SM (about one wave of the
@@ -80,8 +87,8 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
   int64_t per_sm = 2;
   if (family == FI_OP_DECODE)
     per_sm = ctx->tuning.ctas_per_sm > 0 ? ctx->tuning.ctas_per_sm : FI_DECODE_CTAS_PER_SM;
-  int64_t ctas = per_sm * (ctx->target.sm_count > 0 ? ctx->target.sm_count : 1);
-  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  int64_t ctas = per_sm * target_sms(ctx);
+  int64_t kvh = kv_heads(p);
   /* Decode rounds down: units x kv heads must not exceed the CTAs that fit in one wave
    * (rounded up, 3 per SM with 8 KV heads gave 400 CTAs for 396 slots: a second wave of 4
    * CTAs doubled the kernel time, bench/NOTES.md v8). */
@@ -106,9 +113,7 @@ int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
 int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
                                const fi_attention_params *p, fi_tiles tiles) {
   if (family == FI_OP_DECODE || !fi_prefill_ws_tiles(p, tiles)) return 0;
-  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  return sms / kvh;
+  return target_sms(ctx) / kv_heads(p);
 }
 
 /* A split prefill plan's unit target: fi_plan_target_units_for's two CTAs per SM, rounded
@@ -122,14 +127,13 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
 int64_t fi_plan_prefill_target_units(const fi_context *ctx, fi_op_family family,
                                      const fi_attention_params *p, fi_tiles tiles) {
   if (!fi_prefill_ws_tiles(p, tiles)) return fi_plan_target_units_for(ctx, family, p);
-  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
-  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  const int64_t u = 2 * sms / kvh;
+  const int64_t u = 2 * target_sms(ctx) / kv_heads(p);
   return u < 1 ? 1 : u;
 }
 
 /* How much longer than the two-wave chunk the one-wave chunk may be, in tenths (the knob
  * FI_PREFILL_ONE_WAVE_TENTHS, else FI_PLAN_ONE_WAVE_TENTHS). */
+enum { FI_PLAN_ONE_WAVE_TENTHS = 24 };
 int64_t fi_plan_one_wave_tenths(const fi_context *ctx) {
   return ctx->tuning.prefill_one_wave_tenths > 0 ? ctx->tuning.prefill_one_wave_tenths
                                                  : FI_PLAN_ONE_WAVE_TENTHS;
@@ -173,7 +177,7 @@ static int decode_plan_is_tcw(const fi_context *ctx, const fi_attention_params *
 /* Whether a per-warp plan (decode_plan_is_tcw) runs on the warp-specialised kernel: the
  * launch's conditions (decode.cu) that a plan knows. */
 static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *p) {
-  const int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+  const int64_t kvh = kv_heads(p);
   return ctx->target.sm_version == 90 && ctx->wgmma_available && ctx->tuning.warp_spec != 0 &&
          ctx->tuning.heads_n != 0 &&
          fi_decode_tws_shape_ok(p->q_dtype, p->kv_dtype, p->head_dim, p->num_qo_heads / kvh,
@@ -217,8 +221,8 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
                                    fi_tiles tiles, int64_t unsplit_units) {
   int64_t t = fi_plan_target_units_for(ctx, FI_OP_DECODE, p);
   if (!decode_plan_is_tcw(ctx, p, tiles)) return t;
-  int64_t kvh = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
-  int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  int64_t kvh = kv_heads(p);
+  int64_t sms = target_sms(ctx);
   /* the band of CTAs per SM, in tenths, where the unsplit grid stays unsplit (lo 0: none;
    * hi 0: no upper end) */
   int64_t lo = 0, hi = 0;
@@ -1225,7 +1229,7 @@ fi_status fi_plan_build_block_sparse(fi_context *ctx, const fi_attention_params 
    * halving units that nearly fill one wave only makes two waves of halves plus the partial
    * rows and their merge (block-sparse 64 x 64 at 50 %, 512 x 65536, 16 units x 8 KV heads
    * on 132 SMs: split in two 565 us, whole 542 us; bench/NOTES.md). */
-  const int64_t sms = ctx->target.sm_count > 0 ? ctx->target.sm_count : 1;
+  const int64_t sms = target_sms(ctx);
   const int64_t items = nu * params->num_kv_heads;
   double share = 0; /* tiles per SM; 0: no split */
   if (tiles.split_kv && items > 0 && items < sms) {

@@ -287,6 +287,26 @@ static void test_balance(fi_context *ctx) {
   printf("balance: %d split plans, worst largest/mean unit = %.3f\n", checked, worst_ratio);
 }
 
+/* Plans one paged prefill request of qo query rows over kv tokens (pages of 16, in order)
+ * on `tiles` into a workspace sized for it; the plan's fields stay readable after. */
+static fi_plan plan_one_request(fi_context *ctx, const fi_attention_params *p, int64_t qo,
+                                int64_t kv, const fi_tiles *tiles) {
+  int32_t qo_indptr[2] = {0, (int32_t)qo}, kv_indptr[2] = {0, (int32_t)((kv + 15) / 16)};
+  int32_t last[1] = {(int32_t)(kv - 16 * (kv_indptr[1] - 1))};
+  int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)kv_indptr[1]);
+  for (int32_t j = 0; j < kv_indptr[1]; ++j) indices[j] = j;
+  size_t bytes = 0;
+  EXPECT_OK(fi_prefill_workspace_size(ctx, p, 1, qo, &bytes), ctx);
+  char *ws = xmalloc(bytes);
+  fi_page_table pages = {kv_indptr, indices, last};
+  fi_plan plan;
+  EXPECT_OK(fi_paged_prefill_plan(ctx, p, 1, qo_indptr, &pages, kv_indptr[1], NULL, tiles, ws,
+                                  bytes, &plan), ctx);
+  free(ws);
+  free(indices);
+  return plan;
+}
+
 /* The prefill split's one-wave alternative, against a search written here: one request of
  * q query tiles over kv tokens (pages of 16) has q * ceil(kv / c) units for a chunk c; the
  * plan takes the smallest c (a multiple of 16, >= 128) within the two-wave target T, unless
@@ -311,10 +331,7 @@ static void test_one_wave(fi_context *ctx) {
   const int64_t kvs[] = {4096, 32768, 32768 + 16, 100000, 7777};
   for (int q = 1; q <= 6; ++q)
     for (size_t ki = 0; ki < sizeof kvs / sizeof kvs[0]; ++ki) {
-      const int64_t kv = kvs[ki];
-      const fi_tiles t = ws_tiles;
-      const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, t);
-      const int64_t qo = rpu * q, tiles = q;
+      const int64_t kv = kvs[ki], tiles = q;
       int64_t c2 = 0, c1 = 0;
       for (int64_t c = 128; c < kv && !c2; c += 16)
         if (tiles * ((kv + c - 1) / c) <= T) c2 = c;
@@ -330,32 +347,20 @@ static void test_one_wave(fi_context *ctx) {
       else
         ++kept;
       if (c2 && fits1 && len1 > 2 * c2 && len1 <= 3 * c2) ++near; /* between the old 2x and 3x */
-      int32_t qo_indptr[2] = {0, (int32_t)qo}, kv_indptr[2] = {0, (int32_t)((kv + 15) / 16)};
-      int32_t last[1] = {(int32_t)(kv - 16 * (kv_indptr[1] - 1))};
-      int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)kv_indptr[1]);
-      for (int32_t j = 0; j < kv_indptr[1]; ++j) indices[j] = j;
-      size_t bytes = 0;
-      EXPECT_OK(fi_prefill_workspace_size(ctx, &p, 1, qo, &bytes), ctx);
-      char *ws = xmalloc(bytes);
-      fi_page_table pages = {kv_indptr, indices, last};
-      fi_plan plan;
-      EXPECT_OK(fi_paged_prefill_plan(ctx, &p, 1, qo_indptr, &pages, kv_indptr[1], NULL, &t, ws,
-                                      bytes, &plan), ctx);
+      /* q query tiles of rows_per_unit rows, on the persistent kernel's and mma.sync tiles */
+      const int64_t ws_rows = q * fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, ws_tiles);
+      const int64_t mma_rows =
+          q * fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, others[1]);
+      fi_plan plan = plan_one_request(ctx, &p, ws_rows, kv, &ws_tiles);
       const int64_t chunk = (int64_t)plan.private_[FI_PLAN_KV_CHUNK];
       EXPECT(chunk == want, "q tiles %d, kv %lld: chunk %lld, expected %lld (T %lld, W %lld)", q,
              (long long)kv, (long long)chunk, (long long)want, (long long)T, (long long)W);
       if (want != c2) { /* the same q tiles on mma.sync tiles: the two-wave chunk */
-        const fi_tiles mt = others[1];
-        const int32_t mqo_indptr[2] = {
-            0, (int32_t)(q * fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &p, mt))};
-        EXPECT_OK(fi_paged_prefill_plan(ctx, &p, 1, mqo_indptr, &pages, kv_indptr[1], NULL, &mt,
-                                        ws, bytes, &plan), ctx);
+        plan = plan_one_request(ctx, &p, mma_rows, kv, &others[1]);
         EXPECT((int64_t)plan.private_[FI_PLAN_KV_CHUNK] == c2,
                "q tiles %d, kv %lld on mma.sync tiles: chunk %lld, expected the two-wave %lld", q,
                (long long)kv, (long long)plan.private_[FI_PLAN_KV_CHUNK], (long long)c2);
       }
-      free(ws);
-      free(indices);
     }
   EXPECT(taken >= 3 && kept >= 1 && near >= 2, "one-wave test: %d taken, %d kept, %d near 2.4",
          taken, kept, near);
@@ -376,22 +381,10 @@ static void test_one_wave(fi_context *ctx) {
     const int32_t want_units[2] = {3, 9};
     for (int i = 0; i < 2; ++i) {
       const int64_t rpu = fi_prefill_rows_per_unit(ctx, FI_OP_PAGED_PREFILL, &m, *tl[i]);
-      int32_t qo_indptr[2] = {0, (int32_t)(3 * rpu)}, kv_indptr[2] = {0, 16384 / 16};
-      int32_t last[1] = {16};
-      int32_t *indices = xmalloc(sizeof(int32_t) * (size_t)kv_indptr[1]);
-      for (int32_t j = 0; j < kv_indptr[1]; ++j) indices[j] = j;
-      size_t bytes = 0;
-      EXPECT_OK(fi_prefill_workspace_size(ctx, &m, 1, qo_indptr[1], &bytes), ctx);
-      char *ws = xmalloc(bytes);
-      fi_page_table pages = {kv_indptr, indices, last};
-      fi_plan plan;
-      EXPECT_OK(fi_paged_prefill_plan(ctx, &m, 1, qo_indptr, &pages, kv_indptr[1], NULL, tl[i],
-                                      ws, bytes, &plan), ctx);
+      const fi_plan plan = plan_one_request(ctx, &m, 3 * rpu, 16384, tl[i]);
       EXPECT(plan.num_work_units == want_units[i],
              "MHA, 3 query tiles on 16384 keys, %s tiles: %d units, want %d",
              i ? "mma.sync" : "persistent", plan.num_work_units, want_units[i]);
-      free(ws);
-      free(indices);
     }
   }
   printf("one wave: %d plans took the one-wave chunk, %d kept the two-wave one (T %lld, W %lld)\n",
