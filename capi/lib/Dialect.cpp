@@ -99,9 +99,14 @@ MlirFiCores mlirFiTilesAttrGetCores(MlirAttribute attr) {
 
 MlirAttribute mlirFiTargetAttrGet(MlirContext ctx, int64_t smVersion, int64_t smCount,
                                   int64_t smemPerBlock) {
+  return mlirFiTargetAttrGetWithDramBandwidth(ctx, smVersion, smCount, smemPerBlock, 0);
+}
+MlirAttribute mlirFiTargetAttrGetWithDramBandwidth(MlirContext ctx, int64_t smVersion,
+                                                   int64_t smCount, int64_t smemPerBlock,
+                                                   int64_t dramGbpsPerSm) {
   MLIRContext *context = unwrap(ctx);
   return wrap(TargetAttr::getChecked(emitOnContext(context), context, smVersion, smCount,
-                                     smemPerBlock));
+                                     smemPerBlock, dramGbpsPerSm));
 }
 bool mlirAttributeIsAFiTarget(MlirAttribute attr) { return isa<TargetAttr>(unwrap(attr)); }
 int64_t mlirFiTargetAttrGetSmVersion(MlirAttribute attr) {
@@ -112,6 +117,9 @@ int64_t mlirFiTargetAttrGetSmCount(MlirAttribute attr) {
 }
 int64_t mlirFiTargetAttrGetSmemPerBlock(MlirAttribute attr) {
   return cast<TargetAttr>(unwrap(attr)).getSmemPerBlock();
+}
+int64_t mlirFiTargetAttrGetDramGbpsPerSm(MlirAttribute attr) {
+  return cast<TargetAttr>(unwrap(attr)).getDramGbpsPerSm();
 }
 
 //===----------------------------------------------------------------------===//

@@ -101,7 +101,7 @@ LogicalResult TilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t smVersion, int64_t smCount,
-                                 int64_t smemPerBlock) {
+                                 int64_t smemPerBlock, int64_t dramGbpsPerSm) {
   if (smVersion < 1)
     return emitError() << "#fi.target sm = " << smVersion
                        << " must be a positive SM version, e.g. 90 for Hopper";
@@ -111,6 +111,10 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (smemPerBlock < 1)
     return emitError() << "#fi.target smem = " << smemPerBlock
                        << " must be >= 1 byte (232448 on an H100)";
+  if (dramGbpsPerSm < 0 || dramGbpsPerSm > INT32_MAX)
+    return emitError() << "#fi.target dram_gbps_per_sm = " << dramGbpsPerSm
+                       << " must be >= 0 GB/s per SM (25 on an H100 SXM; 0 or omitted: "
+                          "unknown)";
   return success();
 }
 

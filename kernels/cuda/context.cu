@@ -75,10 +75,11 @@ extern "C" fi_status fi_cuda_context_init(fi_context *ctx, fi_target *target) {
       cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ctx->device) ==
           cudaSuccess &&
       prop.multiProcessorCount > 0)
-    ctx->dram_gbps_per_sm = (float)(2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 /
-                                    prop.multiProcessorCount);
+    target->dram_gbps_per_sm = (int32_t)(2.0 * mem_khz * 1e3 * bus_bits / 8.0 / 1e9 /
+                                             prop.multiProcessorCount +
+                                         0.5);
   else
-    ctx->dram_gbps_per_sm = 0.f;
+    target->dram_gbps_per_sm = 0;
   ctx->smem_reserved_per_block = (int32_t)prop.reservedSharedMemPerBlock;
   ctx->l2_bytes = prop.l2CacheSize;
   fi_cuda_merge_prepare(ctx);

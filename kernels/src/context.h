@@ -30,9 +30,6 @@ struct fi_context {
   /* CUDA backend: the device's shared memory per SM and the part of it each block reserves
    * (the warp-specialised decode kernel sizes its ring from them) */
   int32_t smem_per_sm, smem_reserved_per_block;
-  /* CUDA backend: the device memory's peak bandwidth per SM in GB/s, from its clock and bus
-   * width (0: unknown, the host backend). The decode planner's one-wave rule reads it. */
-  float dram_gbps_per_sm;
   /* CUDA backend: the device's L2 cache in bytes (0: unknown, the host backend). The prefill
    * plans' deep-ring rule reads it (api.c choose_ws_layout). */
   int64_t l2_bytes;

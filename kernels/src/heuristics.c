@@ -39,7 +39,8 @@
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
- *    CUDA cores (32 for unsplit 16-bit grids of 4-8 CTAs per SM, decode_h100_hd256.csv) and
+ *    CUDA cores (32 for unsplit 16-bit grids of 4-8 CTAs per SM, and beyond 8 on devices
+ *    of low bandwidth per SM, fi_target.dram_gbps_per_sm: decode_h100_hd256.csv) and
  *    64 for split tensor-core grids of at most one CTA per SM or long chunks
  *    (decode_h200_hd256.csv) and for 16-bit ones kept unsplit at about one CTA per SM
  *    (item 4); over fp8 KV at head_dim 256 32 on CUDA cores (64 for
@@ -102,7 +103,7 @@
  *    per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
  *    head_dim 256, and over fp8 KV at 64, split below two unsplit CTAs per SM. The planner
  *    may still keep a split plan's grid unsplit where the device's memory bandwidth per SM
- *    is low (planner.c, decode_target_units: an H100).
+ *    is low (fi_target_low_dram_per_sm; planner.c, decode_target_units: an H100).
  */
 #include "fi/heuristics.h"
 #include "plan_split.h"
@@ -123,7 +124,12 @@ fi_target fi_target_default(void) {
   t.sm_version = 90;
   t.sm_count = 132;
   t.smem_per_block = 232448;
+  t.dram_gbps_per_sm = 25; /* 3.35 TB/s over 132 SMs */
   return t;
+}
+
+int32_t fi_target_low_dram_per_sm(const fi_target *t) {
+  return t->dram_gbps_per_sm <= FI_LOW_DRAM_GBPS_PER_SM;
 }
 
 static int32_t group_size(const fi_tile_problem *p) {
@@ -361,12 +367,16 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
       tiles.kv_tile = fp8_kv ? 32 : 16;
       if (fp8_kv && tiles.split_kv && p->avg_kv_len >= 8192 && 4 * unsplit_ctas <= t->sm_count)
         tiles.kv_tile = 64;
-      /* 16-bit, unsplit grids of 4 to 8 CTAs per SM: 32 (H100 sweep decode_h100_hd256.csv:
-       * (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32, 32) 732 against 762; at
-       * 3.9 per SM 16 leads, 348 against 464, and from 15 per SM it leads on the H200 by
-       * 4-6 %. Measured, not explained: by shared memory 16 fits more CTAs per SM than 32.) */
+      /* 16-bit, unsplit grids of more than 4 CTAs per SM: 32 (H100 sweep
+       * decode_h100_hd256.csv: (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32,
+       * 32) 732 against 762; at 3.9 per SM 16 leads, 348 against 464). From 15 per SM the
+       * device decides: on the H200 (36 GB/s per SM) 16 leads by 4-6 %
+       * (decode_h200_hd256.csv), on both H100 grids 32 by 1-7 % ((64, 2048, 32, 32) 1449
+       * against 1485 us, 1456 against 1552 in sweeps/unfitted/decode_h100_hd256_s62.csv),
+       * so above 8 per SM 32 only at low bandwidth per SM. Measured, not explained: by
+       * shared memory 16 fits more CTAs per SM than 32.) */
       if (!fp8_kv && !tiles.split_kv && unsplit_ctas > 4LL * t->sm_count &&
-          unsplit_ctas <= 8LL * t->sm_count)
+          (unsplit_ctas <= 8LL * t->sm_count || fi_target_low_dram_per_sm(t)))
         tiles.kv_tile = 32;
     } else if (hd256_one_wave) {
       tiles.kv_tile = 64;

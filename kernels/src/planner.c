@@ -185,7 +185,7 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
 }
 
 /* The work-unit target of a decode plan. On a device of at most
- * FI_ONE_WAVE_MAX_GBPS_PER_SM of memory bandwidth per SM (an H100, 25 GB/s), some grids
+ * FI_LOW_DRAM_GBPS_PER_SM of memory bandwidth per SM (an H100, 25 GB/s), some grids
  * whose unsplit (request, kv head) CTAs nearly fill the SMs are not split (the target is
  * their unsplit unit count), so there are no partial rows to write and merge:
  * - 16-bit KV at head_dim 128, from 9/10 of the SMs up to 1.1 CTAs per SM: the launchers
@@ -212,7 +212,6 @@ static int decode_plan_is_tws(const fi_context *ctx, const fi_attention_params *
  * fast enough (H100, (16, 4096, 32, 8) pages of 8: 69 % unsplit, 88 % split). The tuning
  * knob FI_DECODE_ONE_WAVE forces the choice (1: unsplit from 9/10 of the SMs, whatever the
  * cache or the grid's size, 0: split). */
-#define FI_ONE_WAVE_MAX_GBPS_PER_SM 30.0f
 /* (the bands' ends in tenths of a CTA per SM) */
 #define FI_UNSPLIT_FROM_TENTHS 9
 #define FI_UNSPLIT_TO_TENTHS 11
@@ -228,7 +227,7 @@ static int64_t decode_target_units(const fi_context *ctx, const fi_attention_par
   int64_t lo = 0, hi = 0;
   if (ctx->tuning.decode_one_wave >= 0) {
     if (ctx->tuning.decode_one_wave != 0) lo = FI_UNSPLIT_FROM_TENTHS;
-  } else if (!(ctx->dram_gbps_per_sm > FI_ONE_WAVE_MAX_GBPS_PER_SM) &&
+  } else if (fi_target_low_dram_per_sm(&ctx->target) &&
              !fi_decode_several_boxes(p->page_size) && p->head_dim == 128) {
     if (fi_dtype_size(p->kv_dtype) == 1)
       lo = FI_FP8_UNSPLIT_TENTHS;

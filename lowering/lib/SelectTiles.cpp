@@ -43,6 +43,7 @@ fi_target targetOf(ModuleOp module) {
     t.sm_version = static_cast<int32_t>(attr.getSmVersion());
     t.sm_count = static_cast<int32_t>(attr.getSmCount());
     t.smem_per_block = static_cast<int32_t>(attr.getSmemPerBlock());
+    t.dram_gbps_per_sm = static_cast<int32_t>(attr.getDramGbpsPerSm()); // 0: unknown
   }
   return t;
 }

@@ -82,10 +82,16 @@ static void testAttributes(MlirContext ctx) {
   printAttr("target", target);
   // CHECK: target: #fi.target<sm = 90, sm_count = 132, smem = 232448>
   EXPECT(mlirAttributeIsAFiTarget(target));
-  printf("target fields: %lld %lld %lld\n", (long long)mlirFiTargetAttrGetSmVersion(target),
+  printf("target fields: %lld %lld %lld %lld\n", (long long)mlirFiTargetAttrGetSmVersion(target),
          (long long)mlirFiTargetAttrGetSmCount(target),
-         (long long)mlirFiTargetAttrGetSmemPerBlock(target));
-  // CHECK: target fields: 90 132 232448
+         (long long)mlirFiTargetAttrGetSmemPerBlock(target),
+         (long long)mlirFiTargetAttrGetDramGbpsPerSm(target));
+  // CHECK: target fields: 90 132 232448 0
+
+  MlirAttribute h200 = mlirFiTargetAttrGetWithDramBandwidth(ctx, 90, 132, 232448, 36);
+  printAttr("h200 target", h200);
+  // CHECK: h200 target: #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>
+  EXPECT(mlirFiTargetAttrGetDramGbpsPerSm(h200) == 36);
 
   MlirAttribute mask = mlirFiMaskModeAttrGet(ctx, MlirFiMaskModeCausal);
   MlirAttribute pos = mlirFiPosEncodingAttrGet(ctx, MlirFiPosEncodingRopeLlama);
@@ -156,6 +162,10 @@ static void testInvalidValues(MlirContext ctx) {
   // CHECK: diagnostic: #fi.target sm_count = 0 must be >= 1
   printf("bad target is null: %d\n", (int)mlirAttributeIsNull(badTarget));
   // CHECK: bad target is null: 1
+  MlirAttribute badDram = mlirFiTargetAttrGetWithDramBandwidth(ctx, 90, 132, 232448, -1);
+  // CHECK: diagnostic: #fi.target dram_gbps_per_sm = -1 must be >= 0
+  printf("bad dram is null: %d\n", (int)mlirAttributeIsNull(badDram));
+  // CHECK: bad dram is null: 1
   MlirAttribute badEnum = mlirFiMaskModeAttrGet(ctx, (MlirFiMaskMode)7);
   // CHECK: diagnostic: invalid MlirFiMaskMode value 7
   printf("bad enum is null: %d\n", (int)mlirAttributeIsNull(badEnum));

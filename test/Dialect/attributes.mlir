@@ -23,6 +23,12 @@ module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448
   // CHECK-LABEL: func.func private @target_a100
   // CHECK-SAME: t = #fi.target<sm = 80, sm_count = 108, smem = 166912>
   func.func private @target_a100() attributes {t = #fi.target<sm = 80, sm_count = 108, smem = 166912>}
+  // CHECK-LABEL: func.func private @target_h200
+  // CHECK-SAME: t = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>
+  // CHECK-SAME: u = #fi.target<sm = 90, sm_count = 132, smem = 232448>}
+  func.func private @target_h200() attributes {
+    t = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>,
+    u = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 0>}
 }
 
 // CHECK-LABEL: func.func private @enums

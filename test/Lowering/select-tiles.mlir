@@ -350,6 +350,47 @@ func.func @prefill_static_page8(%q: tensor<512x32x128xf16>, %qo: tensor<5xi32>,
 
 // -----
 
+// MHA decode at head_dim 256 over 64 requests: 64 x 32 = 2048 unsplit CTAs, 15.5 per SM
+// (not split on CUDA cores from two per SM). The KV tile depends on the device's memory
+// bandwidth per SM: without #fi.target (an H100, 25 GB/s per SM) 32, as on both H100
+// sweeps (bench/sweeps/decode_h100_hd256.csv, unfitted/decode_h100_hd256_s62.csv); on a
+// target of 36 GB/s per SM (an H200) 16, 4-6 % faster there (decode_h200_hd256.csv).
+// CHECK-LABEL: func.func @decode_hd256_mha_h100
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = false, cores = cuda>
+func.func @decode_hd256_mha_h100(%q: tensor<64x32x256xf16>, %k: tensor<?x16x32x256xf16>,
+    %v: tensor<?x16x32x256xf16>, %p: tensor<65xi32>, %i: tensor<?xi32>, %l: tensor<64xi32>,
+    %o: tensor<64x32x256xf16>) -> tensor<64x32x256xf16> {
+  %r = fi.paged_decode q(%q : tensor<64x32x256xf16>)
+      kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
+      pages(%p, %i, %l : tensor<65xi32>, tensor<?xi32>, tensor<64xi32>)
+      outs(%o : tensor<64x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<64x32x256xf16>
+  return %r : tensor<64x32x256xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @decode_hd256_mha_h200
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 16, split_kv = false, cores = cuda>
+module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>} {
+func.func @decode_hd256_mha_h200(%q: tensor<64x32x256xf16>, %k: tensor<?x16x32x256xf16>,
+    %v: tensor<?x16x32x256xf16>, %p: tensor<65xi32>, %i: tensor<?xi32>, %l: tensor<64xi32>,
+    %o: tensor<64x32x256xf16>) -> tensor<64x32x256xf16> {
+  %r = fi.paged_decode q(%q : tensor<64x32x256xf16>)
+      kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
+      pages(%p, %i, %l : tensor<65xi32>, tensor<?xi32>, tensor<64xi32>)
+      outs(%o : tensor<64x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<64x32x256xf16>
+  return %r : tensor<64x32x256xf16>
+}
+}
+
+// -----
+
 // The same op on an A100 (#fi.target on the module): no wgmma; mma.sync kernel with
 // 4 warps, regs 160 + kv (kv 128 infeasible); 164 KiB of shared memory fits two kv-32
 // blocks but one kv-64 block -> 32.

@@ -624,8 +624,16 @@ static int split_rule_test(fi_context *dctx) {
 #endif
   const int kvh = 8, fill = (9 * sms + 10 * kvh - 1) / (10 * kvh);  /* ceil(0.9 sms / kvh) */
   const double gbps_per_sm = device_gbps_per_sm(sms);
-  const int low_bw = !(gbps_per_sm > 30.0);
+  const int gbps_rounded = (int)(gbps_per_sm + 0.5);
+  const int low_bw = gbps_rounded <= 30;
   printf("split rule: %.1f GB/s of memory bandwidth per SM\n", gbps_per_sm);
+  /* the context's target carries it (rounded), which the heuristics read */
+  if (fi_context_target(dctx).dram_gbps_per_sm != gbps_rounded) {
+    printf("FAIL split rule: the context's target has %d GB/s of memory bandwidth per SM, "
+           "the device's attributes give %d\n",
+           fi_context_target(dctx).dram_gbps_per_sm, gbps_rounded);
+    return 1;
+  }
   const struct { int batch, head_dim, fp8, unsplit, above_one; } cases[] = {
       {fill - 1, 128, 0, 0, 0},
       {fill, 128, 0, low_bw, 0},

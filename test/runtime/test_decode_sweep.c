@@ -6,9 +6,12 @@
  * line names what the grid held fixed -- "head_dim D, page P, fp16" (or "bf16", or "f16 q,
  * e4m3 KV": FI_BENCH_DECODE_HEAD_DIM, FI_BENCH_DECODE_PAGE, FI_BENCH_GRID_KV) -- and the
  * test builds the problem from it as api.c's select_decode_tiles does. For every shape it
- * asks fi_select_decode_tiles for the variant the runtime would plan on an sm_90 target of
- * 132 SMs (the H100's and the H200's facts alike) and requires its recorded time to be
- * within 3 % of the shape's fastest variant.
+ * asks fi_select_decode_tiles for the variant the runtime would plan on the grid's device
+ * -- an sm_90 target of 132 SMs (the H100's and the H200's facts alike) with the memory
+ * bandwidth per SM the runtime computed there: the header's "dram N GB/s per SM", or for
+ * grids recorded before it was written, 25 on an H100 and 36 on an H200 (what context.cu
+ * computes on those devices) -- and requires its recorded time to be within 3 % of the
+ * shape's fastest variant.
  *
  * Variants that run the same kernel with the same plan count as one: on the shapes that the
  * warp-specialised decode kernel runs (tensor cores on the fast path, internal.h
@@ -42,6 +45,7 @@ static int same_shape(const sweep_row *a, const sweep_row *b) {
 /* What the grid held fixed, from the file's first line. */
 typedef struct sweep_setup {
   int head_dim, page_size, kv_fp8, kv_matches_q; /* (q: 16-bit in every grid) */
+  int dram_gbps_per_sm;                          /* the device's (0: unknown) */
 } sweep_setup;
 
 /* The name under which `variant` is compared: with `pool_kv_tile` (the shape runs the
@@ -76,6 +80,9 @@ static int parse_setup(const char *line, sweep_setup *s) {
   s->page_size = header_int(line, ", page");
   s->kv_fp8 = strstr(line, "e4m3 KV") != NULL;
   s->kv_matches_q = !s->kv_fp8 && (strstr(line, "fp16") || strstr(line, "bf16"));
+  s->dram_gbps_per_sm = header_int(line, "dram");
+  if (s->dram_gbps_per_sm < 0)
+    s->dram_gbps_per_sm = strstr(line, " H200") ? 36 : strstr(line, " H100") ? 25 : 0;
   return s->head_dim > 0 && s->page_size > 0 && (s->kv_fp8 || s->kv_matches_q);
 }
 
@@ -120,7 +127,7 @@ int main(int argc, char **argv) {
   }
   static sweep_row rows[MAX_ROWS];
   int n = 0, have_setup = 0;
-  sweep_setup setup = {0, 0, 0, 0};
+  sweep_setup setup = {0, 0, 0, 0, 0};
   char line[512];
   while (fgets(line, sizeof line, f)) {
     if (n == MAX_ROWS) {
@@ -151,12 +158,14 @@ int main(int argc, char **argv) {
             have_setup ? "fewer than 100 rows" : "no header line");
     return 1;
   }
-  printf("test_decode_sweep: %s: head_dim %d, page %d, %s KV\n", path, setup.head_dim,
-         setup.page_size, setup.kv_fp8 ? "e4m3" : "16-bit");
+  printf("test_decode_sweep: %s: head_dim %d, page %d, %s KV, %d GB/s per SM\n", path,
+         setup.head_dim, setup.page_size, setup.kv_fp8 ? "e4m3" : "16-bit",
+         setup.dram_gbps_per_sm);
   for (int i = 0; i < n; ++i)
     kernel_key(rows[i].variant, pools_kv_tile(&setup, &rows[i]), rows[i].kernel,
                sizeof rows[i].kernel);
-  const fi_target sm90 = fi_target_default(); /* sm_90, 132 SMs */
+  fi_target sm90 = fi_target_default(); /* sm_90, 132 SMs */
+  sm90.dram_gbps_per_sm = setup.dram_gbps_per_sm;
   int shapes = 0, bad = 0, missing = 0;
   double worst = 1.0;
   for (int i = 0; i < n; ++i) {

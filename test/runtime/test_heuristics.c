@@ -9,8 +9,15 @@ static fi_tile_problem prob(int batch, int hq, int hkv, int hd, int qb, int kb, 
 
 int main(void) {
   fi_target h100 = fi_target_default();
-  EXPECT(h100.sm_version == 90 && h100.sm_count == 132 && h100.smem_per_block == 232448,
+  EXPECT(h100.sm_version == 90 && h100.sm_count == 132 && h100.smem_per_block == 232448 &&
+             h100.dram_gbps_per_sm == 25 && fi_target_low_dram_per_sm(&h100),
          "default target is not an H100 SXM");
+  fi_target h200 = h100;
+  h200.dram_gbps_per_sm = 36;
+  EXPECT(!fi_target_low_dram_per_sm(&h200), "36 GB/s per SM counts as low bandwidth");
+  fi_target unknown_dram = h100;
+  unknown_dram.dram_gbps_per_sm = 0;
+  EXPECT(fi_target_low_dram_per_sm(&unknown_dram), "an unknown bandwidth is not taken as an H100's");
 
   /* 1. q tile: smallest of 1/16/32/64/128 covering avg_qo_len * group */
   struct { int64_t qo; int hq, hkv, hd; int want; } qt[] = {
@@ -170,7 +177,8 @@ int main(void) {
   {
     struct { int batch, hq, hkv, hd, kb, kv, cores, kv_tile, split; const char *why; } dt[] = {
         {8, 32, 32, 256, 2, 16384, FI_CORES_CUDA, 16, 1, "head_dim 256, MHA, 256 ctas"},
-        {64, 32, 32, 256, 2, 2048, FI_CORES_CUDA, 16, 0, "head_dim 256, MHA, 2048 ctas"},
+        {64, 32, 32, 256, 2, 2048, FI_CORES_CUDA, 32, 0,
+         "head_dim 256, MHA, 2048 ctas (an H100's bandwidth per SM; 16 at 36 GB/s, below)"},
         {1, 32, 8, 256, 2, 2048, FI_CORES_TENSOR, 64, 1,
          "head_dim 256, 1 x 2048, 8 kv heads: 128 split ctas"},
         {1, 32, 8, 256, 2, 16384, FI_CORES_TENSOR, 32, 1,
@@ -298,8 +306,9 @@ int main(void) {
   }
   /* head_dim 256, 16-bit KV, GQA on tensor cores: 0.9-1 CTA per SM unsplit on KV tiles of
    * 64, 1-1.5 per SM split on 64, below 0.9 split as before; with RoPE the old rule
-   * (split below one CTA per SM, tiles of 32). MHA on CUDA cores: unsplit grids of 4-8
-   * CTAs per SM on tiles of 32, of 16 elsewhere. */
+   * (split below one CTA per SM, tiles of 32). MHA on CUDA cores: unsplit grids of more
+   * than 4 CTAs per SM on tiles of 32 (beyond 8 per SM only at low bandwidth per SM: 16 on
+   * an H200), of 16 elsewhere. */
   {
     fi_tile_problem p = prob(16, 32, 8, 256, 2, 2, 1, 2048); /* 128 CTAs: 0.97 per SM */
     p.fast_path = 1;
@@ -325,7 +334,8 @@ int main(void) {
     t = fi_select_decode_tiles(&h100, &p);
     EXPECT(t.split_kv == 0 && t.kv_tile == 32, "hd 256 (32, 16384, 32, 8): split %d kv %d",
            t.split_kv, t.kv_tile);
-    static const struct { int batch, kv; } mha[] = {{16, 16}, {24, 32}, {32, 32}, {64, 16}};
+    static const struct { int batch, kv, kv_h200; } mha[] = {
+        {16, 16, 16}, {24, 32, 32}, {32, 32, 32}, {64, 32, 16}, {128, 32, 16}};
     for (size_t i = 0; i < sizeof mha / sizeof mha[0]; ++i) {
       fi_tile_problem m = prob(mha[i].batch, 32, 32, 256, 2, 2, 1, 2048);
       m.fast_path = 1;
@@ -334,6 +344,10 @@ int main(void) {
       EXPECT(t.cores == FI_CORES_CUDA && t.split_kv == 0 && t.kv_tile == mha[i].kv,
              "hd 256 MHA (%d, 2048, 32, 32): cores %d split %d kv %d, want kv %d",
              mha[i].batch, (int)t.cores, t.split_kv, t.kv_tile, mha[i].kv);
+      t = fi_select_decode_tiles(&h200, &m);
+      EXPECT(t.cores == FI_CORES_CUDA && t.split_kv == 0 && t.kv_tile == mha[i].kv_h200,
+             "hd 256 MHA (%d, 2048, 32, 32) at 36 GB/s per SM: cores %d split %d kv %d, want "
+             "kv %d", mha[i].batch, (int)t.cores, t.split_kv, t.kv_tile, mha[i].kv_h200);
     }
   }
 

@@ -93,16 +93,25 @@ MLIR_CAPI_EXPORTED bool mlirFiTilesAttrGetSplitKv(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirFiCores mlirFiTilesAttrGetCores(MlirAttribute attr);
 
 /*===-------------------------------------------------------------------===*
- * #fi.target<sm = 90, sm_count = 132, smem = 232448>
+ * #fi.target<sm = 90, sm_count = 132, smem = 232448[, dram_gbps_per_sm = 25]>
  *===-------------------------------------------------------------------===*/
 
-/* Null attribute (and a diagnostic) if any value is < 1. */
+/* Null attribute (and a diagnostic) if any value is < 1. The memory bandwidth per SM is
+ * left unknown (0). */
 MLIR_CAPI_EXPORTED MlirAttribute mlirFiTargetAttrGet(MlirContext ctx, int64_t smVersion,
                                                      int64_t smCount, int64_t smemPerBlock);
+/* The same with the device memory's peak bandwidth per SM in GB/s (0: unknown; null and a
+ * diagnostic if negative). */
+MLIR_CAPI_EXPORTED MlirAttribute mlirFiTargetAttrGetWithDramBandwidth(MlirContext ctx,
+                                                                      int64_t smVersion,
+                                                                      int64_t smCount,
+                                                                      int64_t smemPerBlock,
+                                                                      int64_t dramGbpsPerSm);
 MLIR_CAPI_EXPORTED bool mlirAttributeIsAFiTarget(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t mlirFiTargetAttrGetSmVersion(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t mlirFiTargetAttrGetSmCount(MlirAttribute attr);
 MLIR_CAPI_EXPORTED int64_t mlirFiTargetAttrGetSmemPerBlock(MlirAttribute attr);
+MLIR_CAPI_EXPORTED int64_t mlirFiTargetAttrGetDramGbpsPerSm(MlirAttribute attr);
 
 /*===-------------------------------------------------------------------===*
  * Enum attributes: #fi.mask_mode<...>, #fi.pos_encoding<...>,

@@ -16,10 +16,22 @@ typedef struct fi_target {
   int32_t sm_version;         /* 90 for Hopper, 80 for Ampere */
   int32_t sm_count;           /* 132 on an H100 SXM */
   int32_t smem_per_block;     /* bytes a block may opt in to (232448 on an H100) */
+  /* Peak device-memory bandwidth per SM in GB/s, rounded (25 on an H100 SXM, 36 on an
+   * H200; 0: unknown, taken as at most FI_LOW_DRAM_GBPS_PER_SM). */
+  int32_t dram_gbps_per_sm;
 } fi_target;
 
-/* An H100 SXM: sm_90, 132 SMs, 227 KiB of shared memory per block. */
+/* Some decode choices depend on how much memory bandwidth each SM has to keep busy: on a
+ * device of at most this many GB/s per SM (an H100) fewer bytes in flight per SM suffice
+ * (the planner's one-wave grids, head_dim 256's KV tiles; bench/NOTES.md, sessions 61
+ * and 63). */
+enum { FI_LOW_DRAM_GBPS_PER_SM = 30 };
+
+/* An H100 SXM: sm_90, 132 SMs, 227 KiB of shared memory per block, 25 GB/s of HBM3 per SM. */
 fi_target fi_target_default(void);
+
+/* 1 when `t` has at most FI_LOW_DRAM_GBPS_PER_SM per SM (or does not say). */
+int32_t fi_target_low_dram_per_sm(const fi_target *t);
 
 typedef enum fi_core_kind {
   FI_CORES_CUDA = 0,   /* CUDA-core kernel (decode with small GQA groups) */

@@ -77,13 +77,19 @@ def Fi_TargetAttr : Fi_Attr<"Target", "target"> {
     * `sm`: SM version (90 for Hopper, 80 for Ampere).
     * `sm_count`: number of SMs (132 on an H100 SXM).
     * `smem`: shared memory in bytes one block may opt in to (232448 on an H100).
+    * `dram_gbps_per_sm` (optional): peak device-memory bandwidth per SM in GB/s, rounded
+      (25 on an H100 SXM, 36 on an H200; omitted or 0: unknown, taken as at most 30 like
+      an H100's). Decode tiles of some shapes depend on it (head_dim 256 over CUDA cores:
+      KV tiles of 32 from more than 8 CTAs per SM only up to 30 GB/s per SM).
 
-    Example: `#fi.target<sm = 90, sm_count = 132, smem = 232448>`
+    Example: `#fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>`
   }];
   let parameters = (ins "int64_t":$smVersion, "int64_t":$smCount,
-                        "int64_t":$smemPerBlock);
+                        "int64_t":$smemPerBlock,
+                        DefaultValuedParameter<"int64_t", "0">:$dramGbpsPerSm);
   let assemblyFormat = [{
-    `<` `sm` `=` $smVersion `,` `sm_count` `=` $smCount `,` `smem` `=` $smemPerBlock `>`
+    `<` `sm` `=` $smVersion `,` `sm_count` `=` $smCount `,` `smem` `=` $smemPerBlock
+    (`,` `dram_gbps_per_sm` `=` $dramGbpsPerSm^)? `>`
   }];
   let genVerifyDecl = 1;
 }
