@@ -369,7 +369,7 @@ static void decode_grid(fi_bench_ctx *b, const char *path) {
   }
   fprintf(f, "# fi_bench decode grid on %s (copy %.0f GB/s, dram %d GB/s per SM); head_dim "
           "%d, page %d, %s; batches", b->gpu, b->copy_gbps,
-          (int)fi_context_target(b->ctx).dram_gbps_per_sm, decode_head_dim(),
+          fi_context_target(b->ctx).dram_gbps_per_sm, decode_head_dim(),
           decode_page_size(),
           extras == DECODE_FP8 ? "f16 q, e4m3 KV" : extras == DECODE_BF16 ? "bf16" : "fp16");
   for (int i = 0; i < num_batches; ++i) fprintf(f, " %d", batches[i]);

@@ -113,8 +113,8 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " must be >= 1 byte (232448 on an H100)";
   if (dramGbpsPerSm < 0 || dramGbpsPerSm > INT32_MAX)
     return emitError() << "#fi.target dram_gbps_per_sm = " << dramGbpsPerSm
-                       << " must be >= 0 GB/s per SM (25 on an H100 SXM; 0 or omitted: "
-                          "unknown)";
+                       << " must be >= 0 GB/s per SM and fit 32 bits (25 on an H100 SXM; 0 "
+                          "or omitted: unknown)";
   return success();
 }
 

@@ -81,10 +81,12 @@ static int64_t kv_heads(const fi_attention_params *p) {
  * 5, 6, 8, 16.
  * The context's FI_DECODE_CTAS_PER_SM knob overrides it (benchmark sweeps). */
 enum { FI_DECODE_CTAS_PER_SM = 5 };
+/* A split prefill plan's CTAs per SM: two waves of the prefill kernels' CTAs. */
+enum { FI_PREFILL_CTAS_PER_SM = 2 };
 
 int32_t fi_plan_target_units_for(const fi_context *ctx, fi_op_family family,
                                  const fi_attention_params *p) {
-  int64_t per_sm = 2;
+  int64_t per_sm = FI_PREFILL_CTAS_PER_SM;
   if (family == FI_OP_DECODE)
     per_sm = ctx->tuning.ctas_per_sm > 0 ? ctx->tuning.ctas_per_sm : FI_DECODE_CTAS_PER_SM;
   int64_t ctas = per_sm * target_sms(ctx);
@@ -127,7 +129,7 @@ int64_t fi_plan_one_wave_units(const fi_context *ctx, fi_op_family family,
 int64_t fi_plan_prefill_target_units(const fi_context *ctx, fi_op_family family,
                                      const fi_attention_params *p, fi_tiles tiles) {
   if (!fi_prefill_ws_tiles(p, tiles)) return fi_plan_target_units_for(ctx, family, p);
-  const int64_t u = 2 * target_sms(ctx) / kv_heads(p);
+  const int64_t u = FI_PREFILL_CTAS_PER_SM * target_sms(ctx) / kv_heads(p);
   return u < 1 ? 1 : u;
 }
 
