@@ -206,6 +206,30 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
       : "memory");
 }
+// L2 eviction priority of a copy-engine transfer's lines (PTX createpolicy, whole range):
+// data another CTA will read again (a KV head's tiles, shared by its query tiles) is kept
+// over data read or written once (Q, O), as FA3 does.
+enum class L2Evict { normal, first, last };
+template <L2Evict E> __device__ __forceinline__ uint64_t l2_policy() {
+  uint64_t pol;
+  if constexpr (E == L2Evict::first)
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  else if constexpr (E == L2Evict::last)
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+  else
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+// tma_load_3d with an L2 policy (l2_policy) for the lines it reads.
+__device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2,
+                                            uint64_t *bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar)),
+      "l"(policy)
+      : "memory");
+}
 // The box of the 3-D tensor map `map` at coordinates (c0, c1, c2) written from shared memory
 // at `src` through the copy engine (shared -> global), in this thread's current bulk group:
 // `src` may be reused once tma_store_wait_read has returned.
@@ -215,6 +239,15 @@ __device__ __forceinline__ void tma_store_3d(const void *map, const void *src, i
       "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::
           "l"(reinterpret_cast<uint64_t>(map)),
       "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
+      : "memory");
+}
+// tma_store_3d with an L2 policy (l2_policy) for the lines it writes.
+__device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1,
+                                             int c2, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group.L2::cache_hint"
+      " [%0, {%1, %2, %3}], [%4], %5;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)), "l"(policy)
       : "memory");
 }
 // Closes this thread's bulk group of tensor stores.
@@ -235,6 +268,16 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
       "r"(smem_addr(bar))
+      : "memory");
+}
+// tma_load_4d with an L2 policy (l2_policy) for the lines it reads.
+__device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2,
+                                            int c3, uint64_t *bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 }
 

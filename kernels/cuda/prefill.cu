@@ -481,6 +481,8 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // short dense ones; H200, bench/NOTES.md session 52)
   p.q_ahead = ctx->tuning.prefill_q_ahead < 0 ? p.bsr_tiles != nullptr
                                               : ctx->tuning.prefill_q_ahead != 0;
+  p.l2_hints = ctx->tuning.prefill_l2_hints < 0 ? FI_PREFILL_L2_DEFAULT_HINTS
+                                                 : ctx->tuning.prefill_l2_hints;
   const int kvk = kv_kind_of(a);
   // k_scale / v_scale apply to every KV dtype (1 by default), as on the host backend; an fp8
   // q's q_scale scales the logits too.

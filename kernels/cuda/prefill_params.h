@@ -23,6 +23,14 @@ static inline FastDiv fi_make_fastdiv(uint32_t d) {
   return f;
 }
 
+// PrefillParams.l2_hints: K / V tiles kept in L2 over other lines (a KV head's tiles are
+// read again by its other query tiles), Q tiles and O boxes the first lines evicted (each
+// read or written once).
+enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIRST = 4 };
+// The default (measured: bench/NOTES.md, session 64).
+#define FI_PREFILL_L2_DEFAULT_HINTS \
+  (FI_PREFILL_L2_KV_LAST | FI_PREFILL_L2_Q_FIRST | FI_PREFILL_L2_O_FIRST)
+
 // How the KV cache is stored relative to the query dtype.
 enum { FI_KV_SAME = 0, FI_KV_E4M3 = 1, FI_KV_E5M2 = 2 };
 
@@ -82,6 +90,9 @@ struct PrefillParams {
   // epilogue allows; 0, after the chunk's last tile, the slot released at the chunk's end
   // (the tuning knob FI_PREFILL_Q_AHEAD; the same bits either way).
   int32_t q_ahead;
+  // L2 eviction priorities of the warp-specialised kernel's copy-engine transfers
+  // (FI_PREFILL_L2_* bits; the tuning knob FI_PREFILL_L2_HINTS; the same bits either way).
+  int32_t l2_hints;
   // The persistent kernel's scheduler (prefill_ws.cuh): [0] items handed out past the first
   // wave, [1] CTAs done; zero between runs (set by the planner, reset by the last CTA).
   int32_t *sched;

@@ -70,6 +70,10 @@
 // LSE for the merge kernel. Rows a box reads past a unit's end (other tokens, or zeros past
 // the tensor) are computed and never stored; K rows past the request's end are masked and
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
+// The copy engine's transfers carry L2 eviction priorities (PrefillParams.l2_hints, all
+// three by default): K/V tiles evicted last (the KV head's other query tiles, running on
+// other SMs at about the same time, read them again), Q tiles and O boxes first (each
+// moved once).
 //
 // Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64, 128 or
 // 256 (KV tiles of 64 keys and one Q slot, WsShape; not block-sparse), f16/bf16 queries, a
@@ -294,6 +298,20 @@ __device__ __forceinline__ WsVariantForm ws_variant_form() {
   else
     return {false, false, false, false};
 }
+// The L2 policies of the kernel's copy-engine transfers (PrefillParams.l2_hints).
+__device__ __forceinline__ uint64_t ws_kv_policy(const PrefillParams &p) {
+  return p.l2_hints & FI_PREFILL_L2_KV_LAST ? fi::l2_policy<fi::L2Evict::last>()
+                                            : fi::l2_policy<fi::L2Evict::normal>();
+}
+__device__ __forceinline__ uint64_t ws_q_policy(const PrefillParams &p) {
+  return p.l2_hints & FI_PREFILL_L2_Q_FIRST ? fi::l2_policy<fi::L2Evict::first>()
+                                            : fi::l2_policy<fi::L2Evict::normal>();
+}
+__device__ __forceinline__ uint64_t ws_o_policy(const PrefillParams &p) {
+  return p.l2_hints & FI_PREFILL_L2_O_FIRST ? fi::l2_policy<fi::L2Evict::first>()
+                                            : fi::l2_policy<fi::L2Evict::normal>();
+}
+
 // Whether the run is causal: the call's mask, or (a variant kernel) the causal term the
 // lowering split off the program's mask_mod (fi_variant_mask_causal), which then runs as
 // the built-in causal mask does: chunks end at the diagonal, one bound per row.
@@ -762,7 +780,7 @@ struct PrefillWs {
   #pragma unroll
           for (int h = 0; h < HD / SLAB; ++h)
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128), &maps.q, SLAB * h, kv_head * group,
-                            c.q_tok_begin + c.t_lo, &q_full[qs]);
+                            c.q_tok_begin + c.t_lo, &q_full[qs], ws_q_policy(p));
       }
       if (rows_across) {  // CTA_Q rows from head h0 of token t_lo: box b by lane b % 32
         __syncwarp();     // (the bytes expected before any box lands)
@@ -790,7 +808,8 @@ struct PrefillWs {
   #pragma unroll
           for (int h = 0; h < HD / SLAB; ++h)
             fi::tma_load_3d(q_tile + h * (CTA_Q * 128) + row * 128, map, SLAB * h,
-                            kv_head * group + head, c.q_tok_begin + tok, &q_full[qs]);
+                            kv_head * group + head, c.q_tok_begin + tok, &q_full[qs],
+                            ws_q_policy(p));
         }
       }
       __syncwarp();  // (`walk` written before any lane reads it)
@@ -893,22 +912,22 @@ struct PrefillWs {
   #pragma unroll
               for (int h = 0; h < HD / 64; ++h)
                 fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
-                                c.kv_head, row0 + src.half_key[lane], full);
+                                c.kv_head, row0 + src.half_key[lane], full, ws_kv_policy(p));
           } else if (!p.paged || staged) {  // token rows (ragged, or staged)
             if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
-              fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full);
+              fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full, ws_kv_policy(p));
             else if (lane == 0)
   #pragma unroll
               for (int h = 0; h < HD / SLAB; ++h)
                 fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
-                                full);
+                                full, ws_kv_policy(p));
           } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
             // a box per page, or (a run) one box over all (block-sparse: half 0's alone
             // where half 1 keeps nothing)
   #pragma unroll
             for (int h = 0; h < HD / 64; ++h)
               fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
-                              c.kv_head, src.in_page, src.page, full);
+                              c.kv_head, src.in_page, src.page, full, ws_kv_policy(p));
           }
         }
         if ((BSR || page_boxes) && tile + 1 < span_tiles) {
@@ -1682,7 +1701,7 @@ struct PrefillWs {
 #pragma unroll
           for (int slab = 0; slab < HD / 64; ++slab)
             fi::tma_store_3d(&maps.o, rows + slab * (64 * 64), slab * 64, kv_head * group,
-                             q_tok_begin + tok);
+                             q_tok_begin + tok, ws_o_policy(p));
           fi::tma_store_commit();
           fi::tma_store_wait_read();
         }
@@ -1732,7 +1751,7 @@ struct PrefillWs {
 #pragma unroll
             for (int slab = 0; slab < HD / 64; ++slab)
               fi::tma_store_3d(&maps.o, stage_rows + slab * (CTA_Q * 64) + wg * (64 * 64),
-                               slab * 64, kv_head * group, q_tok_begin + tok);
+                               slab * 64, kv_head * group, q_tok_begin + tok, ws_o_policy(p));
             fi::tma_store_commit();
           }
         } else {

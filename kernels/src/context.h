@@ -85,7 +85,7 @@ struct fi_context {
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
    * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD,
-   * FI_PREFILL_ONE_WAVE_TENTHS. */
+   * FI_PREFILL_ONE_WAVE_TENTHS, FI_PREFILL_L2_HINTS. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -127,6 +127,11 @@ struct fi_context {
                                 chunk's last tile, the slot released at the chunk's end;
                                 -1 (default): 1 for block-sparse runs, 0 otherwise. The
                                 same bits. */
+    int32_t prefill_l2_hints; /* -1 default (FI_PREFILL_L2_DEFAULT_HINTS), else the
+                                 warp-specialised prefill kernel's L2 eviction priorities
+                                 as PrefillParams.l2_hints bits (prefill_params.h:
+                                 1 K / V kept, 2 Q and 4 O evicted first; A / B runs, the
+                                 same bits) */
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */

@@ -24,10 +24,11 @@
  * wgmma plan that needs a stage (RoPE, fp8 KV, pages not a multiple of 16) runs a third
  * time without it, on the mma.sync kernel, against the host's output. Every wgmma run is
  * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
- * loaded and multiplied as before the skip) and FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
+ * loaded and multiplied as before the skip), FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
  * copied after the chunk's last tile, into a slot released at its end; the main context
- * runs with it at 1, block-sparse runs' default, unless the environment sets it) and must
- * give the same bits. Then the
+ * runs with it at 1, block-sparse runs' default, unless the environment sets it) and
+ * FI_PREFILL_L2_HINTS=0 (copies without L2 eviction priorities) and must give the same
+ * bits. Then the
  * CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
@@ -36,10 +37,11 @@
 #include "fi/cuda_variants.h"
 
 static fi_context *host, *cuda;
-/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0 and FI_PREFILL_Q_AHEAD=0: a
- * tile's empty second half loaded, zeroed and multiplied as any short half, and each
- * chunk's Q copied late; every wgmma run must give the bits it gives with the default (the
- * skipped steps add exactly 0; the order of the copies changes no arithmetic). */
+/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0, FI_PREFILL_Q_AHEAD=0 and
+ * FI_PREFILL_L2_HINTS=0: a tile's empty second half loaded, zeroed and multiplied as any
+ * short half, each chunk's Q copied late, no L2 eviction priorities; every wgmma run must
+ * give the bits it gives with the default (the skipped steps add exactly 0; the order of
+ * the copies and their priorities change no arithmetic). */
 static fi_context *cuda_full;
 
 enum { PAT_LOCAL, PAT_GLOBAL_LOCAL, PAT_RANDOM, PAT_BANDED, PAT_EMPTY_ROWS, PAT_FULL, PAT_COUNT };
@@ -417,8 +419,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
     FI_CK(cuda_full, fi_context_set_prefill_stage(cuda_full, NULL, 0));
     if (s != FI_SUCCESS) {
       fprintf(stderr,
-              "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0 FI_PREFILL_Q_AHEAD=0: "
-              "%s\n",
+              "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0 FI_PREFILL_Q_AHEAD=0 "
+              "FI_PREFILL_L2_HINTS=0: %s\n",
               idx, desc, fi_last_error(cuda_full));
       failed = 1;
     } else {
@@ -426,7 +428,7 @@ static int run_config(int idx, int maxlen, long long *elements) {
       gpu_download(ld2, dlse, lb);
       if (memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0)) {
         fprintf(stderr, "FAIL config %d: %s\n  the run with FI_PREFILL_BSR_HALF_SKIP=0 "
-                "FI_PREFILL_Q_AHEAD=0 differs from the default's\n", idx, desc);
+                "FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs from the default's\n", idx, desc);
         failed = 1;
       }
       /* (the second run's own bits, compared below, again) */
@@ -592,9 +594,11 @@ int main(void) {
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda));
   setenv("FI_PREFILL_BSR_HALF_SKIP", "0", 1); /* (read once, when the context is created) */
   setenv("FI_PREFILL_Q_AHEAD", "0", 1);
+  setenv("FI_PREFILL_L2_HINTS", "0", 1);
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda_full));
   unsetenv("FI_PREFILL_BSR_HALF_SKIP");
   unsetenv("FI_PREFILL_Q_AHEAD");
+  unsetenv("FI_PREFILL_L2_HINTS");
   all_mma = gpu_env_u64("FI_TEST_BSR_MMA", 0) != 0;
   gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
   const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
@@ -606,8 +610,8 @@ int main(void) {
          "unless reported; %d plans split long rows, %d over a paged cache (%d of them also "
          "run through page boxes, bit-identical to the staged run), %d on the mma.sync "
          "kernel; %d wgmma plans also run without the stage they need (on the mma.sync "
-         "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0 and "
-         "FI_PREFILL_Q_AHEAD=0\n", n, failed,
+         "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0, "
+         "FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0\n", n, failed,
          elements, split_configs, paged_configs, unstaged_configs, mma_configs,
          fallback_configs, half_ab_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */

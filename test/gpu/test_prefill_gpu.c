@@ -11,7 +11,8 @@
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs; a second run of the plan,
  * the same problem planned on the device and the plan run in a context with
- * FI_PREFILL_Q_AHEAD=0 must give the same bits. Exit 77 without a GPU.
+ * FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0 (no L2 eviction priorities) must give the
+ * same bits. Exit 77 without a GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
@@ -42,23 +43,39 @@ static int device_plans_run; /* configurations also planned on the device, bit-e
 /* The CUDA context runs with FI_PREFILL_Q_AHEAD=1 (unless the environment sets it; the
  * default is 1 for block-sparse runs only), a second one created with it at 0 (the
  * warp-specialised kernel copies each chunk's Q after the chunk before's last tile, into a
- * slot released at that chunk's end): every configuration's plan runs in it too and must
- * give the same bits (the order of the copies changes no arithmetic). */
+ * slot released at that chunk's end) and with FI_PREFILL_L2_HINTS=0 (its copies without L2
+ * eviction priorities): every configuration's plan runs in it too and must give the same
+ * bits (the order of the copies and their priorities change no arithmetic). */
 static fi_context *cuda_q_late;
 static int q_late_runs;
 
-/* A CUDA context created with FI_PREFILL_Q_AHEAD at `value` (the tuning knobs are read at
- * context creation; overwrite 0: where the environment sets none), the environment put
- * back as it was. */
-static fi_status create_cuda_with_knobs(fi_context **ctx, const char *value, int overwrite) {
-  const char *v = getenv("FI_PREFILL_Q_AHEAD");
-  char saved[32];
-  const int had = v != NULL;
-  if (v) snprintf(saved, sizeof saved, "%s", v);
-  setenv("FI_PREFILL_Q_AHEAD", value, overwrite);
+/* Sets the environment variable `name` to `value` (overwrite 0: where the environment sets
+ * none), saving what was there in `saved`; put_env_back restores it. */
+typedef struct saved_env {
+  char value[32];
+  int had;
+} saved_env;
+static void set_env_saved(const char *name, const char *value, int overwrite, saved_env *saved) {
+  const char *v = getenv(name);
+  saved->had = v != NULL;
+  if (v) snprintf(saved->value, sizeof saved->value, "%s", v);
+  setenv(name, value, overwrite);
+}
+static void put_env_back(const char *name, const saved_env *saved) {
+  if (saved->had) setenv(name, saved->value, 1);
+  else unsetenv(name);
+}
+/* A CUDA context created with FI_PREFILL_Q_AHEAD at `value` and, where `l2_hints` is not
+ * NULL, FI_PREFILL_L2_HINTS at it (the tuning knobs are read at context creation;
+ * overwrite 0: where the environment sets none), the environment put back as it was. */
+static fi_status create_cuda_with_knobs(fi_context **ctx, const char *value, int overwrite,
+                                        const char *l2_hints) {
+  saved_env q_ahead, hints;
+  set_env_saved("FI_PREFILL_Q_AHEAD", value, overwrite, &q_ahead);
+  if (l2_hints) set_env_saved("FI_PREFILL_L2_HINTS", l2_hints, 1, &hints);
   const fi_status s = fi_context_create(FI_BACKEND_CUDA, ctx);
-  if (had) setenv("FI_PREFILL_Q_AHEAD", saved, 1);
-  else unsetenv("FI_PREFILL_Q_AHEAD");
+  put_env_back("FI_PREFILL_Q_AHEAD", &q_ahead);
+  if (l2_hints) put_env_back("FI_PREFILL_L2_HINTS", &hints);
   return s;
 }
 static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
@@ -630,7 +647,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int rerun_differs =
       memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
-  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0: the same bits. */
+  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0 and no L2 hints: the same bits. */
   int q_late_differs = 0;
   if (cuda_q_late) {
     CK(cudaMemset(dout, 0xff, o_dev_bytes));
@@ -642,7 +659,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     CK(cudaDeviceSynchronize());
     fi_context_set_prefill_stage(cuda_q_late, NULL, 0);
     if (s != FI_SUCCESS) {
-      fprintf(stderr, "config %d: run with FI_PREFILL_Q_AHEAD=0: %s\n", idx,
+      fprintf(stderr, "config %d: run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0: %s\n", idx,
               fi_last_error(cuda_q_late));
       q_late_differs = 1;
     } else {
@@ -770,7 +787,7 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
     if (device_differs) fprintf(stderr, "; the device-planned run differs from the host-planned one");
     if (q_late_differs)
-      fprintf(stderr, "; the run with FI_PREFILL_Q_AHEAD=0 differs");
+      fprintf(stderr, "; the run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs");
     if (pad_touched) fprintf(stderr, "; %zu bytes written between o's rows", pad_touched);
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
@@ -1144,9 +1161,10 @@ int main(void) {
   }
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
-  /* (Q_AHEAD on in `cuda` unless the environment says otherwise, off in cuda_q_late) */
-  if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0) ||
-      create_cuda_with_knobs(&cuda_q_late, "0", 1)) {
+  /* (Q_AHEAD on in `cuda` unless the environment says otherwise, off in cuda_q_late, which
+   * also runs without L2 hints) */
+  if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0, NULL) ||
+      create_cuda_with_knobs(&cuda_q_late, "0", 1, "0")) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
     return 1;
   }
@@ -1181,7 +1199,8 @@ int main(void) {
     }
   }
   printf("test_prefill_gpu: %d configs, %d failed; %d also planned on the device "
-         "(bit-exact); %d also run with FI_PREFILL_Q_AHEAD=0 (bit-exact); tiles run:", num,
+         "(bit-exact); %d also run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 (bit-exact); "
+         "tiles run:", num,
          failures, device_plans_run, q_late_runs);
   for (int t = 0; t < NUM_TILES; ++t)
     printf(" %dx%d:%d", tile_list[t][0], tile_list[t][1], tile_seen[t]);
