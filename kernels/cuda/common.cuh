@@ -197,18 +197,9 @@ __device__ __forceinline__ bool mbar_test(uint64_t *bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
-// The box of the 3-D tensor map `map` at coordinates (c0, c1, c2), as tma_load_4d.
-__device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2,
-                                            uint64_t *bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
-      : "memory");
-}
 // L2 eviction priority of a copy-engine transfer's lines (PTX createpolicy, whole range):
-// data another CTA will read again (a KV head's tiles, shared by its query tiles) is kept
-// over data read or written once (Q, O), as FA3 does.
+// data other CTAs read again soon (a KV head's tiles, shared by its query tiles) kept over
+// data moved once, as FA3 does; `normal` is the priority of a copy without a hint.
 enum class L2Evict { normal, first, last };
 template <L2Evict E> __device__ __forceinline__ uint64_t l2_policy() {
   uint64_t pol;
@@ -220,7 +211,8 @@ template <L2Evict E> __device__ __forceinline__ uint64_t l2_policy() {
     asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(pol));
   return pol;
 }
-// tma_load_3d with an L2 policy (l2_policy) for the lines it reads.
+// The box of the 3-D tensor map `map` at coordinates (c0, c1, c2), as tma_load_4d, its
+// lines at the L2 priority `policy` (l2_policy).
 __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, int c1, int c2,
                                             uint64_t *bar, uint64_t policy) {
   asm volatile(
@@ -231,17 +223,9 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *map, int c0, 
       : "memory");
 }
 // The box of the 3-D tensor map `map` at coordinates (c0, c1, c2) written from shared memory
-// at `src` through the copy engine (shared -> global), in this thread's current bulk group:
-// `src` may be reused once tma_store_wait_read has returned.
-__device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1,
-                                             int c2) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::
-          "l"(reinterpret_cast<uint64_t>(map)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
-      : "memory");
-}
-// tma_store_3d with an L2 policy (l2_policy) for the lines it writes.
+// at `src` through the copy engine (shared -> global), in this thread's current bulk group,
+// its lines at the L2 priority `policy` (l2_policy): `src` may be reused once
+// tma_store_wait_read has returned.
 __device__ __forceinline__ void tma_store_3d(const void *map, const void *src, int c0, int c1,
                                              int c2, uint64_t policy) {
   asm volatile(

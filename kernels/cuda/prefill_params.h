@@ -24,8 +24,8 @@ static inline FastDiv fi_make_fastdiv(uint32_t d) {
 }
 
 // PrefillParams.l2_hints: K / V tiles kept in L2 over other lines (a KV head's tiles are
-// read again by its other query tiles), Q tiles and O boxes the first lines evicted (each
-// read or written once).
+// read again by its other query tiles), Q tiles (read once per chunk) and O boxes the first
+// lines evicted; a cleared bit puts those copies at the normal priority.
 enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIRST = 4 };
 // The default (measured: bench/NOTES.md, session 64).
 #define FI_PREFILL_L2_DEFAULT_HINTS \

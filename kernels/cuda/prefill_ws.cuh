@@ -72,8 +72,8 @@
 // V rows past it zeroed in shared memory before P V (0 x NaN would be NaN).
 // The copy engine's transfers carry L2 eviction priorities (PrefillParams.l2_hints, all
 // three by default): K/V tiles evicted last (the KV head's other query tiles, running on
-// other SMs at about the same time, read them again), Q tiles and O boxes first (each
-// moved once).
+// other SMs at about the same time, read them again), Q tiles (read once per chunk; a split
+// unit's chunks each read the same Q again, measured faster so as well) and O boxes first.
 //
 // Scope (prefill.cu checks it and otherwise runs prefill_kernel.cuh): head_dim 64, 128 or
 // 256 (KV tiles of 64 keys and one Q slot, WsShape; not block-sparse), f16/bf16 queries, a

@@ -130,8 +130,8 @@ struct fi_context {
     int32_t prefill_l2_hints; /* -1 default (FI_PREFILL_L2_DEFAULT_HINTS), else the
                                  warp-specialised prefill kernel's L2 eviction priorities
                                  as PrefillParams.l2_hints bits (prefill_params.h:
-                                 1 K / V kept, 2 Q and 4 O evicted first; A / B runs, the
-                                 same bits) */
+                                 1 K / V kept, 2 Q and 4 O evicted first, a cleared bit
+                                 the normal priority; A / B runs, the same bits) */
     int32_t prefill_lead_units; /* -1 default (host prefill plans hand out their costliest
                                    units for every head first, planner.c lead_units), 0
                                    head-major order throughout (for A / B runs) */

@@ -27,8 +27,8 @@
  * loaded and multiplied as before the skip), FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
  * copied after the chunk's last tile, into a slot released at its end; the main context
  * runs with it at 1, block-sparse runs' default, unless the environment sets it) and
- * FI_PREFILL_L2_HINTS=0 (copies without L2 eviction priorities) and must give the same
- * bits. Then the
+ * FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction priority) and must give the
+ * same bits. Then the
  * CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
@@ -39,9 +39,9 @@
 static fi_context *host, *cuda;
 /* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0, FI_PREFILL_Q_AHEAD=0 and
  * FI_PREFILL_L2_HINTS=0: a tile's empty second half loaded, zeroed and multiplied as any
- * short half, each chunk's Q copied late, no L2 eviction priorities; every wgmma run must
- * give the bits it gives with the default (the skipped steps add exactly 0; the order of
- * the copies and their priorities change no arithmetic). */
+ * short half, each chunk's Q copied late, every copy at L2's normal eviction priority;
+ * every wgmma run must give the bits it gives with the default (the skipped steps add
+ * exactly 0; the order of the copies and their priorities change no arithmetic). */
 static fi_context *cuda_full;
 
 enum { PAT_LOCAL, PAT_GLOBAL_LOCAL, PAT_RANDOM, PAT_BANDED, PAT_EMPTY_ROWS, PAT_FULL, PAT_COUNT };
@@ -127,7 +127,7 @@ static int paged_configs; /* configurations over a paged cache */
 static int unstaged_configs; /* of those, pages staged by choice run again without it */
 static int mma_configs; /* planned on the mma.sync kernel */
 static int fallback_configs; /* wgmma plans run again without their stage: mma.sync */
-static int half_ab_configs; /* wgmma runs again with both knobs at 0: same bits */
+static int half_ab_configs; /* wgmma runs again with all three knobs at 0: same bits */
 static int all_mma;     /* FI_TEST_BSR_MMA=1 */
 
 /* One CUDA run of plan cp: over the paged cache (paged) or contiguous k, v. */
@@ -428,7 +428,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
       gpu_download(ld2, dlse, lb);
       if (memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0)) {
         fprintf(stderr, "FAIL config %d: %s\n  the run with FI_PREFILL_BSR_HALF_SKIP=0 "
-                "FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs from the default's\n", idx, desc);
+                "FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs from the default's\n",
+                idx, desc);
         failed = 1;
       }
       /* (the second run's own bits, compared below, again) */

@@ -11,8 +11,8 @@
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs; a second run of the plan,
  * the same problem planned on the device and the plan run in a context with
- * FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0 (no L2 eviction priorities) must give the
- * same bits. Exit 77 without a GPU.
+ * FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction
+ * priority) must give the same bits. Exit 77 without a GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
@@ -43,8 +43,8 @@ static int device_plans_run; /* configurations also planned on the device, bit-e
 /* The CUDA context runs with FI_PREFILL_Q_AHEAD=1 (unless the environment sets it; the
  * default is 1 for block-sparse runs only), a second one created with it at 0 (the
  * warp-specialised kernel copies each chunk's Q after the chunk before's last tile, into a
- * slot released at that chunk's end) and with FI_PREFILL_L2_HINTS=0 (its copies without L2
- * eviction priorities): every configuration's plan runs in it too and must give the same
+ * slot released at that chunk's end) and with FI_PREFILL_L2_HINTS=0 (its copies at L2's
+ * normal eviction priority): every configuration's plan runs in it too and must give the same
  * bits (the order of the copies and their priorities change no arithmetic). */
 static fi_context *cuda_q_late;
 static int q_late_runs;
@@ -647,7 +647,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int rerun_differs =
       memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
-  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0 and no L2 hints: the same bits. */
+  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0: the
+   * same bits. */
   int q_late_differs = 0;
   if (cuda_q_late) {
     CK(cudaMemset(dout, 0xff, o_dev_bytes));
@@ -1162,7 +1163,7 @@ int main(void) {
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
   /* (Q_AHEAD on in `cuda` unless the environment says otherwise, off in cuda_q_late, which
-   * also runs without L2 hints) */
+   * also runs with FI_PREFILL_L2_HINTS=0) */
   if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0, NULL) ||
       create_cuda_with_knobs(&cuda_q_late, "0", 1, "0")) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
