@@ -816,11 +816,12 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
  * each replay's output (poisoned before) is compared with the host backend's. */
 static int graph_test(fi_context *host, int HQ, int HK) {
   enum { HD = 128, CAP_Q = 1024, CAP_KV = 2048 };
-  const char *saved = getenv("FI_PREFILL_WARP_SPEC");
-  if (hopper) setenv("FI_PREFILL_WARP_SPEC", "2", 1);
+  saved_env warp_spec;
+  if (hopper) set_env_saved("FI_PREFILL_WARP_SPEC", "2", 1, &warp_spec);
   fi_context *cuda = NULL;
-  if (fi_context_create(FI_BACKEND_CUDA, &cuda)) { fprintf(stderr, "graph: context\n"); return 1; }
-  if (hopper) { if (saved) setenv("FI_PREFILL_WARP_SPEC", saved, 1); else unsetenv("FI_PREFILL_WARP_SPEC"); }
+  const fi_status made = fi_context_create(FI_BACKEND_CUDA, &cuda);
+  if (hopper) put_env_back("FI_PREFILL_WARP_SPEC", &warp_spec);
+  if (made) { fprintf(stderr, "graph: context\n"); return 1; }
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   if (fi_context_set_stream(cuda, stream)) { fprintf(stderr, "graph: %s\n", fi_last_error(cuda)); return 1; }
