@@ -17,7 +17,8 @@
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (head_dim 256: 64; plans with wgmma 128 x 176 tiles, head_dim 128 without
-// extras: 176, prefill_ws_wide_kernel; causal: tiles wholly above the bottom-right diagonal are skipped;
+// extras or with a soft cap alone: 176, prefill_ws_wide_kernel; causal: tiles wholly above
+// the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
 // two halves of 64 keys, each loaded from its own first key and kept up to its own length
@@ -400,7 +401,8 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
 // WIDE (prefill_ws_wide_kernel, for plans with wgmma 128 x 176 tiles: head_dim 128 without
-// extras; host plans take them on long units, api.c choose_ws_layout): KV tiles of 176 keys,
+// extras or with a soft cap alone; host plans take them on long units, api.c
+// choose_ws_layout): KV tiles of 176 keys,
 // FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer, two stages
 // of 44 KB each for K and V).
 // Measured on H200s (bench/NOTES.md, session 43): 3.5-5 % faster than 128 keys on
@@ -462,8 +464,8 @@ struct PrefillWs {
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
-  static_assert(!WIDE || (HD == 128 && XF == 0 && !BSR && !VARIANT && !FP8),
-                "wide tiles run head_dim 128 without extras");
+  static_assert(!WIDE || (HD == 128 && (XF == 0 || XF == WS_X_CAP) && !BSR && !VARIANT && !FP8),
+                "wide tiles run head_dim 128 without extras or with a soft cap alone");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
@@ -1813,13 +1815,14 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
-// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras, not block-sparse or a
-// variant (a plan with wgmma 128 x 176 tiles, PrefillParams.ws_wide).
-template <typename DT>
+// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras (XF 0) or a soft cap alone
+// (WS_X_CAP), not block-sparse or a variant (a plan with wgmma 128 x 176 tiles,
+// PrefillParams.ws_wide).
+template <typename DT, int XF>
 __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
     prefill_ws_wide_kernel(const __grid_constant__ PrefillParams p,
                            const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<128, DT, 0, false, false, false, true>(p, maps);
+  prefill_ws_body<128, DT, XF, false, false, false, true>(p, maps);
 }
 
 // head_dim 128 over KV tiles of 128 keys with the deep ring (WsShape DEEP): no extras, not
@@ -1890,9 +1893,13 @@ cudaError_t prepare_prefill_ws() {
                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                WsShape<128, 2, false, true>::SMEM);
     if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute((const void *)prefill_ws_wide_kernel<DT>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                WsShape<128, 2, true>::SMEM);
+    for (const void *k : {(const void *)prefill_ws_wide_kernel<DT, 0>,
+                          (const void *)prefill_ws_wide_kernel<DT, WS_X_CAP>}) {
+      const cudaError_t w = cudaFuncSetAttribute(
+          k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<128, 2, true>::SMEM);
+      if (w != cudaSuccess) return w;
+    }
+    return cudaSuccess;
   }
   return cudaSuccess;
 }
@@ -1920,12 +1927,15 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
-  // (run_prefill sets ws_wide and ws_deep only for runs without extras, variant or
-  // block-sparse tiles)
+  // (run_prefill sets ws_wide only for runs without extras but a soft cap, and ws_deep only
+  // for runs without extras; neither with a variant or block-sparse tiles)
   if constexpr (HD == 128) {
     if (p.ws_wide)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
-                           WsShape<128, 2, true>::SMEM, prefill_ws_wide_kernel<DT>, p, maps);
+                           WsShape<128, 2, true>::SMEM,
+                           p.logits_soft_cap > 0.f ? prefill_ws_wide_kernel<DT, WS_X_CAP>
+                                                   : prefill_ws_wide_kernel<DT, 0>,
+                           p, maps);
     if (p.ws_deep)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, false, true>::SMEM, prefill_ws_deep_kernel<DT>, p,

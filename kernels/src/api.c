@@ -315,7 +315,7 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit ||
-      fi_params_modify_scores(p) || p->kv_shards > 0 || p->num_kv_heads <= 0 ||
+      !fi_params_fit_wide_tile(p) || p->kv_shards > 0 || p->num_kv_heads <= 0 ||
       p->num_qo_heads / p->num_kv_heads > 128)
     return;
   const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
@@ -330,8 +330,10 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
                         ctx->l2_bytes > 0 &&
                         kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
   const int by_rule = ctx->tuning.prefill_ws_deep < 0;
-  const int deep = by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0;
-  if (!(by_rule && deep_rule) && !tiles_given &&
+  /* (the deep ring's instance has no extras: a soft-capped plan widens or stays) */
+  const int capped = p->logits_soft_cap > 0.f;
+  const int deep = !capped && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
+  if ((capped || !(by_rule && deep_rule)) && !tiles_given &&
       !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
       unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV)) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
