@@ -1244,7 +1244,7 @@ int main(void) {
     fprintf(stderr, "FAIL: no configuration planned lead units\n");
     ++failures;
   }
-  /* (about one in twenty-five draws a soft cap on 176 keys: required from 200 configs) */
+  /* (about one in twenty draws a soft cap on 176 keys: required from 200 configs) */
   if (hopper && ws_mode && num >= 100 && (wide_seen == 0 || (num >= 200 && wide_capped == 0))) {
     fprintf(stderr, "FAIL: no configuration ran the warp-specialised kernel's 128 x 176 "
                     "tiles%s\n", wide_seen ? " with a soft cap" : "");
