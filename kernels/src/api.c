@@ -304,7 +304,7 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
  *     4096, 3 % slower at 2048 and 11 % at 512; causal 3 % faster at 8192 and 16384, 1-15 %
  *     slower on shorter rows), token rows or pages of 16. A soft-capped plan takes this rule
  *     alone (the deep ring's instance has no extras; session 65: the soft cap on 176 keys
- *     1.00-1.04x the 128-key tile on (1, 8192), the same on (1, 16384)).
+ *     1.00-1.03x the 128-key tile on (1, 8192) and (2, 8192), the same on (1, 16384)).
  * The plan records both (the tile in its tiles: a device plan made with them runs the same
  * kernel, bit-identical; the deep ring computes the same numbers as the two-slot one, so
  * device plans, which never take it, still match). Tuning prefill_ws_deep (A / B runs,
