@@ -307,11 +307,13 @@ static int wide_tile_rule(fi_context *cuda) {
       ++failures;
     }
   }
-  /* given with a soft cap: planned; with ALiBi: refused naming the tile */
-  for (int alibi = 0; alibi < 2; ++alibi) {
+  /* given with a soft cap: planned; with ALiBi or a window beside it: refused naming the
+   * tile */
+  for (int other = 0; other < 3; ++other) {
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
     prm.logits_soft_cap = 30.f;
-    if (alibi) prm.pos_encoding = FI_POS_ALIBI;
+    if (other == 1) prm.pos_encoding = FI_POS_ALIBI;
+    if (other == 2) prm.window_left = 64;
     const fi_tiles wide = {128, 176, 0, FI_CORES_WGMMA};
     int32_t ind[2] = {0, 256};
     size_t ws = 0;
@@ -320,10 +322,11 @@ static int wide_tile_rule(fi_context *cuda) {
     fi_plan pl;
     fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wide, w, ws, &pl);
     cudaFree(w);
-    if (alibi ? s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")
+    if (other ? s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")
               : s != FI_SUCCESS || pl.tiles.kv_tile != 176) {
       fprintf(stderr, "FAIL: kv_tile 176 given with a soft cap%s: %s (%s)\n",
-              alibi ? " and ALiBi" : "", fi_status_string(s), fi_last_error(cuda));
+              other == 1 ? " and ALiBi" : other == 2 ? " and a window" : "",
+              fi_status_string(s), fi_last_error(cuda));
       ++failures;
     }
   }
@@ -1135,6 +1138,9 @@ static void draw_config(config *c, int i) {
     if (c->hd == 128 && c->pos != FI_POS_ALIBI &&
         c->mask != FI_MASK_CUSTOM && c->window_left < 0 && rnd() % 3 == 0)
       c->tiles.kv_tile = 176;
+    /* (half of those without a soft cap get one, so that the capped instance runs often) */
+    if (c->tiles.kv_tile == 176 && c->soft_cap == 0.f && solo < 0 && (rnd() & 1))
+      c->soft_cap = 10.f + 20.f * fabsf(rfloat() * rfloat());
     c->tiles.split_kv = rnd() & 1;
     c->tiles.cores = FI_CORES_WGMMA;
     return;
