@@ -39,8 +39,9 @@
  *
  * 3. KV tile. Decode (fi_select_decode_tiles): fixed by measurement of the decode
  *    kernels (bench/NOTES.md, v6): 32 for both core kinds; at head_dim 256 on Hopper 16 on
- *    CUDA cores (32 for unsplit 16-bit grids of 4-8 CTAs per SM, and beyond 8 on devices
- *    of low bandwidth per SM, fi_target.dram_gbps_per_sm: decode_h100_hd256.csv) and
+ *    CUDA cores (32 for unsplit 16-bit grids of 4-6 CTAs per SM, and beyond 6 on devices
+ *    of low bandwidth per SM, fi_target.dram_gbps_per_sm: decode_h100_hd256.csv,
+ *    decode_h200_hd256_band.csv) and
  *    64 for split tensor-core grids of at most one CTA per SM or long chunks
  *    (decode_h200_hd256.csv) and for 16-bit ones kept unsplit at about one CTA per SM
  *    (item 4); over fp8 KV at head_dim 256 32 on CUDA cores (64 for
@@ -99,7 +100,7 @@
  *    or below two with pages loaded as boxes of 4 rows (fi_tile_problem.page_size,
  *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; at head_dim
  *    64 up to 1.5 per SM (over pages in boxes of 16 rows, groups of 4 or more only from 4096
- *    keys) and below two for groups below 4. Off the warp-specialised kernel, Hopper
+ *    keys on devices of low bandwidth per SM) and below two for groups below 4. Off the warp-specialised kernel, Hopper
  *    tensor-core plans at head_dim 256 (16-bit KV, no RoPE) stay unsplit from 9/10 of a CTA
  *    per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
  *    head_dim 256, and over fp8 KV at 64, split below two unsplit CTAs per SM. The planner
@@ -303,11 +304,15 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
     sparse_grid = two_per_sm;
   else if (p->head_dim == 64 || (p->head_dim == 128 && box_rows == 8)) {
     /* (head_dim 64 over pages of 16 -- or of a size not known yet, so that a compiled plan
-     * takes the runtime's choice for pages of 16 --, groups of 4 or more: that band splits
-     * from 4096 keys only; H100 sweep decode_h100_hd64.csv, (24, 2048, 64, 8) 43.4 us
-     * unsplit against 46.6 split, (24, 16384, 64, 8) 280.5 against 275.5) */
+     * takes the runtime's choice for pages of 16 --, groups of 4 or more, on a device of low
+     * bandwidth per SM: that band splits from 4096 keys only; H100 sweep decode_h100_hd64.csv,
+     * (24, 2048, 64, 8) 43.4 us unsplit against 46.6 split, (24, 16384, 64, 8) 280.5
+     * against 275.5. On the H200 (36 GB/s per SM) the short rows split as well:
+     * decode_h200_hd64_band.csv, (24, 2048, 32, 8) 34.3 us split against 43.7 unsplit,
+     * (24, 2048, 64, 8) 37.3 against 43.8.) */
     const int short_gqa = p->head_dim == 64 && (box_rows == 16 || box_rows == 0) &&
-                          group_size(p) >= 4 && p->avg_kv_len < 4096;
+                          group_size(p) >= 4 && p->avg_kv_len < 4096 &&
+                          fi_target_low_dram_per_sm(t);
     sparse_grid = (one_and_half && !short_gqa) ||
                   (two_per_sm && group_size(p) < 4 &&
                    (p->head_dim == 64 || p->avg_kv_len >= 4096));
@@ -370,14 +375,16 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
         tiles.kv_tile = 64;
       /* 16-bit, unsplit grids of more than 4 CTAs per SM: 32 (H100 sweep
        * decode_h100_hd256.csv: (24, 2048, 32, 32) 525 us against 749 on 16, (32, 2048, 32,
-       * 32) 732 against 762; at 3.9 per SM 16 leads, 348 against 464). From 15 per SM the
-       * device decides: on the H200 (36 GB/s per SM) 16 leads by 4-6 %
-       * (decode_h200_hd256.csv), on both H100 grids 32 by 1-7 % ((64, 2048, 32, 32) 1449
-       * against 1485 us, 1456 against 1552 in sweeps/unfitted/decode_h100_hd256_s62.csv),
-       * so above 8 per SM 32 only at low bandwidth per SM. Measured, not explained: by
-       * shared memory 16 fits more CTAs per SM than 32.) */
+       * 32) 732 against 762; at 3.9 per SM 16 leads, 348 against 464). Above 6 per SM the
+       * device decides: on the H200 (36 GB/s per SM) 16 leads by 4-6 % from 7.8 per SM
+       * ((32, 2048, 32, 32) 562 us against 585, decode_h200_hd256_band.csv; 15.5 per SM in
+       * decode_h200_hd256.csv) where 32 led by 14 % at 5.8 ((24, 2048, 32, 32) 423 against
+       * 490), on both H100 grids 32 by 1-7 % ((64, 2048, 32, 32) 1449 against 1485 us, 1456
+       * against 1552 in sweeps/unfitted/decode_h100_hd256_s62.csv), so above 6 per SM 32
+       * only at low bandwidth per SM. Measured, not explained: by shared memory 16 fits
+       * more CTAs per SM than 32, so a grid past 32's slots takes a second wave on 32.) */
       if (!fp8_kv && !tiles.split_kv && unsplit_ctas > 4LL * t->sm_count &&
-          (unsplit_ctas <= 8LL * t->sm_count || fi_target_low_dram_per_sm(t)))
+          (unsplit_ctas <= 6LL * t->sm_count || fi_target_low_dram_per_sm(t)))
         tiles.kv_tile = 32;
     } else if (hd256_one_wave) {
       tiles.kv_tile = 64;

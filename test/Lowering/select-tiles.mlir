@@ -391,6 +391,83 @@ func.func @decode_hd256_mha_h200(%q: tensor<64x32x256xf16>, %k: tensor<?x16x32x2
 
 // -----
 
+// head_dim 256 MHA at 7.8 unsplit CTAs per SM (32 requests): 32 on an H100, 16 on a target
+// of 36 GB/s per SM (decode_h200_hd256_band.csv: 562 us against 585 on 32).
+// CHECK-LABEL: func.func @decode_hd256_mha_b32_h100
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 32, split_kv = false, cores = cuda>
+func.func @decode_hd256_mha_b32_h100(%q: tensor<32x32x256xf16>, %k: tensor<?x16x32x256xf16>,
+    %v: tensor<?x16x32x256xf16>, %p: tensor<33xi32>, %i: tensor<?xi32>, %l: tensor<32xi32>,
+    %o: tensor<32x32x256xf16>) -> tensor<32x32x256xf16> {
+  %r = fi.paged_decode q(%q : tensor<32x32x256xf16>)
+      kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
+      pages(%p, %i, %l : tensor<33xi32>, tensor<?xi32>, tensor<32xi32>)
+      outs(%o : tensor<32x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<32x32x256xf16>
+  return %r : tensor<32x32x256xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @decode_hd256_mha_b32_h200
+// CHECK: fi.paged_decode
+// CHECK-SAME: tiles = #fi.tiles<q = 1, kv = 16, split_kv = false, cores = cuda>
+module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>} {
+func.func @decode_hd256_mha_b32_h200(%q: tensor<32x32x256xf16>, %k: tensor<?x16x32x256xf16>,
+    %v: tensor<?x16x32x256xf16>, %p: tensor<33xi32>, %i: tensor<?xi32>, %l: tensor<32xi32>,
+    %o: tensor<32x32x256xf16>) -> tensor<32x32x256xf16> {
+  %r = fi.paged_decode q(%q : tensor<32x32x256xf16>)
+      kv(%k, %v : tensor<?x16x32x256xf16>, tensor<?x16x32x256xf16>)
+      pages(%p, %i, %l : tensor<33xi32>, tensor<?xi32>, tensor<32xi32>)
+      outs(%o : tensor<32x32x256xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<32x32x256xf16>
+  return %r : tensor<32x32x256xf16>
+}
+}
+
+// -----
+
+// head_dim 64, group 8, 1.45 unsplit CTAs per SM over 2048 keys: unsplit on an H100
+// (decode_h100_hd64.csv: 43.4 us against 46.6 split), split at 36 GB/s per SM
+// (decode_h200_hd64_band.csv: 37.3 us against 43.8 unsplit).
+// CHECK-LABEL: func.func @decode_hd64_gqa_b24_h100
+// CHECK: fi.paged_decode
+// CHECK-SAME: split_kv = false, cores = tensor>
+func.func @decode_hd64_gqa_b24_h100(%q: tensor<24x64x64xf16>, %k: tensor<?x16x8x64xf16>,
+    %v: tensor<?x16x8x64xf16>, %p: tensor<25xi32>, %i: tensor<?xi32>, %l: tensor<24xi32>,
+    %o: tensor<24x64x64xf16>) -> tensor<24x64x64xf16> {
+  %r = fi.paged_decode q(%q : tensor<24x64x64xf16>)
+      kv(%k, %v : tensor<?x16x8x64xf16>, tensor<?x16x8x64xf16>)
+      pages(%p, %i, %l : tensor<25xi32>, tensor<?xi32>, tensor<24xi32>)
+      outs(%o : tensor<24x64x64xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<24x64x64xf16>
+  return %r : tensor<24x64x64xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @decode_hd64_gqa_b24_h200
+// CHECK: fi.paged_decode
+// CHECK-SAME: split_kv = true, cores = tensor>
+module attributes {fi.target = #fi.target<sm = 90, sm_count = 132, smem = 232448, dram_gbps_per_sm = 36>} {
+func.func @decode_hd64_gqa_b24_h200(%q: tensor<24x64x64xf16>, %k: tensor<?x16x8x64xf16>,
+    %v: tensor<?x16x8x64xf16>, %p: tensor<25xi32>, %i: tensor<?xi32>, %l: tensor<24xi32>,
+    %o: tensor<24x64x64xf16>) -> tensor<24x64x64xf16> {
+  %r = fi.paged_decode q(%q : tensor<24x64x64xf16>)
+      kv(%k, %v : tensor<?x16x8x64xf16>, tensor<?x16x8x64xf16>)
+      pages(%p, %i, %l : tensor<25xi32>, tensor<?xi32>, tensor<24xi32>)
+      outs(%o : tensor<24x64x64xf16>)
+      {bsr = #fi.bsr<block_rows = 1, block_cols = 16, layout = nhd>, fi.avg_kv_len = 2048 : i64}
+      -> tensor<24x64x64xf16>
+  return %r : tensor<24x64x64xf16>
+}
+}
+
+// -----
+
 // The same op on an A100 (#fi.target on the module): no wgmma; mma.sync kernel with
 // 4 warps, regs 160 + kv (kv 128 infeasible); 164 KiB of shared memory fits two kv-32
 // blocks but one kv-64 block -> 32.

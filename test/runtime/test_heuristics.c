@@ -283,7 +283,8 @@ int main(void) {
   /* 4f. The rules fitted to the H100 grids of session 61 (bench/sweeps/decode_h100_hd64.csv,
    * _hd256.csv). head_dim 64, 16-bit KV on the fast path, GQA between 1 and 1.5 CTAs per
    * SM: not split below 4096 keys (pages of 16, or of a size not known yet), split from
-   * 4096; MHA in that band still split. */
+   * 4096; MHA in that band still split. At 36 GB/s per SM (the H200 band grid,
+   * decode_h200_hd64_band.csv) the short GQA rows split too. */
   {
     fi_tile_problem p = prob(24, 64, 8, 64, 2, 2, 1, 2048); /* 192 CTAs: 1.45 per SM */
     p.fast_path = 1;
@@ -295,6 +296,10 @@ int main(void) {
     t = fi_select_decode_tiles(&h100, &p);
     EXPECT(t.split_kv == 0, "hd 64, (24, 2048, 64, 8), unknown pages: split %d", t.split_kv);
     p.page_size = 16;
+    t = fi_select_decode_tiles(&h200, &p);
+    EXPECT(t.cores == FI_CORES_TENSOR && t.split_kv == 1,
+           "hd 64, (24, 2048, 64, 8) at 36 GB/s per SM: cores %d split %d", (int)t.cores,
+           t.split_kv);
     p.avg_kv_len = 16384;
     t = fi_select_decode_tiles(&h100, &p);
     EXPECT(t.split_kv == 1, "hd 64, (24, 16384, 64, 8): split %d", t.split_kv);
@@ -307,8 +312,8 @@ int main(void) {
   /* head_dim 256, 16-bit KV, GQA on tensor cores: 0.9-1 CTA per SM unsplit on KV tiles of
    * 64, 1-1.5 per SM split on 64, below 0.9 split as before; with RoPE the old rule
    * (split below one CTA per SM, tiles of 32). MHA on CUDA cores: unsplit grids of more
-   * than 4 CTAs per SM on tiles of 32 (beyond 8 per SM only at low bandwidth per SM: 16 on
-   * an H200), of 16 elsewhere. */
+   * than 4 CTAs per SM on tiles of 32 (beyond 6 per SM only at low bandwidth per SM: 16 on
+   * an H200, decode_h200_hd256_band.csv), of 16 elsewhere. */
   {
     fi_tile_problem p = prob(16, 32, 8, 256, 2, 2, 1, 2048); /* 128 CTAs: 0.97 per SM */
     p.fast_path = 1;
@@ -335,7 +340,7 @@ int main(void) {
     EXPECT(t.split_kv == 0 && t.kv_tile == 32, "hd 256 (32, 16384, 32, 8): split %d kv %d",
            t.split_kv, t.kv_tile);
     static const struct { int batch, kv, kv_h200; } mha[] = {
-        {16, 16, 16}, {24, 32, 32}, {32, 32, 32}, {64, 32, 16}, {128, 32, 16}};
+        {16, 16, 16}, {24, 32, 32}, {32, 32, 16}, {64, 32, 16}, {128, 32, 16}};
     for (size_t i = 0; i < sizeof mha / sizeof mha[0]; ++i) {
       fi_tile_problem m = prob(mha[i].batch, 32, 32, 256, 2, 2, 1, 2048);
       m.fast_path = 1;
