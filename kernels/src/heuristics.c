@@ -100,9 +100,10 @@
  *    or below two with pages loaded as boxes of 4 rows (fi_tile_problem.page_size,
  *    fi_decode_page_box_rows), or of 8 rows for groups below 4 from 4096 keys; at head_dim
  *    64 up to 1.5 per SM (over pages in boxes of 16 rows, groups of 4 or more only from 4096
- *    keys on devices of low bandwidth per SM) and below two for groups below 4. Off the warp-specialised kernel, Hopper
- *    tensor-core plans at head_dim 256 (16-bit KV, no RoPE) stay unsplit from 9/10 of a CTA
- *    per SM to one and split up to 1.5 (decode_h100_hd256.csv); CUDA-core plans at
+ *    keys on devices of low bandwidth per SM) and below two for groups below 4. Off the
+ *    warp-specialised kernel, Hopper tensor-core plans at head_dim 256 (16-bit KV, no
+ *    RoPE) stay unsplit from 9/10 of a CTA per SM to one and split up to 1.5
+ *    (decode_h100_hd256.csv); CUDA-core plans at
  *    head_dim 256, and over fp8 KV at 64, split below two unsplit CTAs per SM. The planner
  *    may still keep a split plan's grid unsplit where the device's memory bandwidth per SM
  *    is low (fi_target_low_dram_per_sm; planner.c, decode_target_units: an H100).
@@ -382,7 +383,7 @@ fi_tiles fi_select_decode_tiles(const fi_target *t, const fi_tile_problem *p) {
        * 490), on both H100 grids 32 by 1-7 % ((64, 2048, 32, 32) 1449 against 1485 us, 1456
        * against 1552 in sweeps/unfitted/decode_h100_hd256_s62.csv), so above 6 per SM 32
        * only at low bandwidth per SM. Measured, not explained: by shared memory 16 fits
-       * more CTAs per SM than 32, so a grid past 32's slots takes a second wave on 32.) */
+       * more CTAs per SM than 32 -- a grid past 32's slots may take a second wave there.) */
       if (!fp8_kv && !tiles.split_kv && unsplit_ctas > 4LL * t->sm_count &&
           (unsplit_ctas <= 6LL * t->sm_count || fi_target_low_dram_per_sm(t)))
         tiles.kv_tile = 32;
