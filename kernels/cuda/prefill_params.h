@@ -91,6 +91,11 @@ struct PrefillParams {
   // epilogue allows; 0, after the chunk's last tile, the slot released at the chunk's end
   // (the tuning knob FI_PREFILL_Q_AHEAD; the same bits either way).
   int32_t q_ahead;
+  // The warp-specialised kernel's producer: 1, V(tile) copied after K(tile + 1) (FA3's
+  // order) in the instances whose rule allows it (prefill_ws.cuh, V_LAG_RULE), the chunk's
+  // last V before the next chunk's Q or K; 0, K then V of each tile. The tuning knob
+  // FI_PREFILL_V_LAG; the same bits either way.
+  int32_t v_lag;
   // L2 eviction priorities of the warp-specialised kernel's copy-engine transfers
   // (FI_PREFILL_L2_* bits; the tuning knob FI_PREFILL_L2_HINTS; the same bits either way).
   int32_t l2_hints;

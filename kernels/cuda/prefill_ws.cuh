@@ -36,10 +36,11 @@
 //     per KV tile the K tile and the V tile (boxes of (64 dims, 1 head, 128 tokens) for the
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one, or one box
 //     over all of a tile's pages where they are consecutive page ids, WsMaps.k_run) into one of
-//     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes). It
-//     waits only for a slot to be released, so the next chunk's Q and first K/V tiles land
-//     while the consumers finish the current chunk -- the prologue that the short units of
-//     the one-CTA-per-unit kernel paid in full. With two Q slots and PrefillParams.q_ahead
+//     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes); V a
+//     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order) where the consumers
+//     release V late. It waits only for a slot to be released, so the next chunk's Q and
+//     first K/V tiles land while the consumers finish the current chunk -- the prologue
+//     that the short units of the one-CTA-per-unit kernel paid in full. With two Q slots and PrefillParams.q_ahead
 //     the next chunk's Q goes out between the current chunk's tiles, as soon as the
 //     consumers have released the chunk before's slot (at its last S unless its epilogue
 //     stages rows there), so that it lands under the current chunk; else after the
@@ -472,6 +473,18 @@ struct PrefillWs {
   using MT = std::conditional_t<FP8, fi_wgmma::e4m3, DT>;  // the wgmma operand type
   using W = WsShape<HD, ES, WIDE, DEEP>;
   static constexpr int CTA_Q = W::CTA_Q, CTA_KV = W::CTA_KV, STAGES = W::STAGES;
+  // The consumers' order (consume says why): TURNS, the warpgroups take turns issuing their
+  // GEMMs; RELEASE_V, V(tile-1)'s stage goes back with K(tile)'s; MAX_FIRST, S waited for
+  // alone, the row maxima under P V, then V(tile)'s wait.
+  static constexpr bool TURNS = !VARIANT && HD <= 128, RELEASE_V = TURNS && !FP8,
+                        MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
+  // The producer's V lag (PrefillParams.v_lag): where the consumers wait for
+  // V(tile) at the end of the tile's softmax, not right after the maxima (MAX_FIRST, 1 %
+  // slower with the lag), and not in the variant kernels (not measured). Measured on an H100
+  // (bench/NOTES.md, session 67): 1-3 % faster on the 128-key rows, fp8 attention's and
+  // the window's.
+  // (compiled out elsewhere: those instances' producer is the one they were measured with)
+  static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
@@ -871,66 +884,83 @@ struct PrefillWs {
       // then runs under the wait for the next free stage instead of after it.
       int ahead_tile = -1;
       TileSrc ahead = {{0, 0}, 0, 0};
-      auto issue_tile = [&](int tile, int cls) {
-        const uint32_t st = kv_seq % STAGES, par = (kv_seq / STAGES) & 1;
-        ++kv_seq;
-        unsigned char *const k_dst = kv_ring + st * 2 * W::KV_BYTES;
+      // One part of tile `tile` (0: K, 1: V) into ring stage seq % STAGES (cls: the tile's
+      // mask class, for the consumers; src: where its keys are).
+      auto issue_part = [&](int part, uint32_t seq, int tile, int cls, const TileSrc &src) {
+        const uint32_t st = seq % STAGES, par = (seq / STAGES) & 1;
         const int kv0 = c.kv_lo + tile * CTA_KV;
-        const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
         const bool one_half = BSR && src.half_key[1] < 0;
         // Token rows (ragged, or staged): the request's first row.
         const int row0 = p.paged ? c.kv_page_begin * p.page_size : c.kv_tok_begin;
-        // A tile of consecutive pages goes as one box over them (checked once K's stage
-        // is free, so that the page ids' loads stay under that wait; pages past the
-        // request's last read it again, so a tile reaching past its end is never a run
-        // and a run box reads only the request's pages).
+        // A tile of consecutive pages goes as one box over them (checked once the stage is
+        // free, so that the page ids' loads stay under that wait; pages past the request's
+        // last read it again, so a tile reaching past its end is never a run and a run box
+        // reads only the request's pages).
         int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
+        uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
+        unsigned char *const dst = kv_ring + st * 2 * W::KV_BYTES + part * W::KV_BYTES;
+        if (lane == 0) {
+          fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
+          // (the consumers read it once K has landed, before they release the stage)
+          if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
+          fi::mbar_arrive_expect_tx(full, one_half ? W::KV_BYTES / 2 : W::KV_BYTES);
+        }
+        __syncwarp();  // the expected bytes are set before any lane's copy lands
+        // (the boxes' lanes: page - lane all equal, each box at its page's start)
+        if (!BSR && page_boxes && maps.kv_run_pages == boxes && lane < boxes) {
+          int all_equal = 0;
+          __match_all_sync((1u << boxes) - 1u,
+                           src.in_page == 0 ? src.page - lane : INT_MIN + lane, &all_equal);
+          if (all_equal) issuers = 1;
+        }
+        // (k_run and v_run lie as far past k and v: kRunMapOffset)
+        const CUtensorMap *const map =
+            (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
+        const bool staged = part == 0 ? p.k_staged : p.v_staged;
+        if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
+          if (lane < (one_half ? 1 : 2))
+  #pragma unroll
+            for (int h = 0; h < HD / 64; ++h)
+              fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
+                              c.kv_head, row0 + src.half_key[lane], full, ws_kv_policy(p));
+        } else if (!p.paged || staged) {  // token rows (ragged, or staged)
+          if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
+            fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full, ws_kv_policy(p));
+          else if (lane == 0)
+  #pragma unroll
+            for (int h = 0; h < HD / SLAB; ++h)
+              fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
+                              full, ws_kv_policy(p));
+        } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
+          // a box per page, or (a run) one box over all (block-sparse: half 0's alone
+          // where half 1 keeps nothing)
+  #pragma unroll
+          for (int h = 0; h < HD / 64; ++h)
+            fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
+                            c.kv_head, src.in_page, src.page, full, ws_kv_policy(p));
+        }
+      };
+      // V lag (p.v_lag, FA3's producer order): V(tile) goes out after K(tile + 1), so that a
+      // V stage released late (after the consumers' softmax) never holds back the next K;
+      // the chunk's last V before the next chunk's Q or K. Else K, then V, of each tile.
+      // (the lagging V is the ring's position seq; its keys looked up again rather than
+      // held in the producer's 40 registers)
+      const bool v_lag = V_LAG_RULE && p.v_lag != 0;
+      int lag_tile = -1;
+      auto flush_v = [&](uint32_t seq) {
+        if (lag_tile >= 0) issue_part(1, seq, lag_tile, 0, lookup(lag_tile));
+        lag_tile = -1;
+      };
+      auto issue_tile = [&](int tile, int cls) {
+        const uint32_t seq = kv_seq++;
+        const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
         // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
         // unrolled: the producer's 40 registers.)
   #pragma unroll 1
-        for (int part = 0; part < 2; ++part) {
-          uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
-          unsigned char *const dst = k_dst + part * W::KV_BYTES;
-          if (lane == 0) {
-            fi::mbar_wait(part == 0 ? &k_empty[st] : &v_empty[st], par ^ 1);
-            // (the consumers read it once K has landed, before they release the stage)
-            if (classify && part == 0) stage_info[st] = make_int2(kv0, cls);
-            fi::mbar_arrive_expect_tx(full, one_half ? W::KV_BYTES / 2 : W::KV_BYTES);
-          }
-          __syncwarp();  // the expected bytes are set before any lane's copy lands
-          // (the boxes' lanes: page - lane all equal, each box at its page's start)
-          if (!BSR && part == 0 && page_boxes && maps.kv_run_pages == boxes && lane < boxes) {
-            int all_equal = 0;
-            __match_all_sync((1u << boxes) - 1u,
-                             src.in_page == 0 ? src.page - lane : INT_MIN + lane, &all_equal);
-            if (all_equal) issuers = 1;
-          }
-          // (k_run and v_run lie as far past k and v: kRunMapOffset)
-          const CUtensorMap *const map =
-              (part == 0 ? &maps.k : &maps.v) + (issuers < boxes ? kRunMapOffset : 0);
-          const bool staged = part == 0 ? p.k_staged : p.v_staged;
-          if (BSR && (!p.paged || staged)) {  // lane h copies half h (64 token rows)
-            if (lane < (one_half ? 1 : 2))
-  #pragma unroll
-              for (int h = 0; h < HD / 64; ++h)
-                fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
-                                c.kv_head, row0 + src.half_key[lane], full, ws_kv_policy(p));
-          } else if (!p.paged || staged) {  // token rows (ragged, or staged)
-            if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
-              fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full, ws_kv_policy(p));
-            else if (lane == 0)
-  #pragma unroll
-              for (int h = 0; h < HD / SLAB; ++h)
-                fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
-                                full, ws_kv_policy(p));
-          } else if (lane < issuers && !(one_half && lane >= boxes / 2)) {
-            // a box per page, or (a run) one box over all (block-sparse: half 0's alone
-            // where half 1 keeps nothing)
-  #pragma unroll
-            for (int h = 0; h < HD / 64; ++h)
-              fi::tma_load_4d(dst + h * (CTA_KV * 128) + lane * box * 128, map, 64 * h,
-                              c.kv_head, src.in_page, src.page, full, ws_kv_policy(p));
-          }
+        for (int part = 0; part < (v_lag ? 1 : 2); ++part) issue_part(part, seq, tile, cls, src);
+        if (v_lag) {
+          flush_v(seq - 1);  // (the tile before this one)
+          lag_tile = tile;
         }
         if ((BSR || page_boxes) && tile + 1 < span_tiles) {
           ahead = lookup(tile + 1);
@@ -950,6 +980,7 @@ struct PrefillWs {
       uint32_t kept = 0, full = 0;  // (classify: group g's bits not yet issued)
       for (int i = 0;; ++i) {
         if (!next_out && (i == c.num_tiles || (q_ahead && i > 0 && next_slot_free()))) {
+          if (i == c.num_tiles) flush_v(kv_seq - 1);  // (the consumers' end of chunk needs it)
           more = advance();
           next_out = true;
         }
@@ -963,6 +994,7 @@ struct PrefillWs {
           issue_tile(i, FI_MASK_TILE_FULL);
         }
       }
+      flush_v(kv_seq - 1);  // (the next chunk went out between the tiles: the last V)
     }
     if (parts > 1) {  // the classifying warps' end
       if (lane == 0) {
@@ -1019,7 +1051,6 @@ struct PrefillWs {
     WsChunk c = next_chunk(0);
     // TURNS: the warpgroups take turns issuing their GEMMs (below; head_dim <= 128, not the
     // variant kernels); warpgroup 1 lets warpgroup 0 go first.
-    constexpr bool TURNS = !VARIANT && HD <= 128;
     if (TURNS && warp >= 4) turn_pass(1);
     for (;;) {
       // S, masks, softmax and P V of each tile of the chunk; then its output.
@@ -1227,8 +1258,8 @@ struct PrefillWs {
         // warpgroups take turns issuing (FA3's scheduler barriers, named barriers 5 and 6),
         // so that one's softmax runs while the other's GEMMs hold the tensor cores (1-9 %
         // faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with K(tile)'s
-        // (MAX_FIRST: after the maxima), since the producer refills each stage's K, then its
-        // V, and a V released after the softmax held back the next K too (6-7 % on the long
+        // (MAX_FIRST: after the maxima), since the producer (without the V lag) refills each
+        // stage's K, then its V, and a V released after the softmax held back the next K too (6-7 % on the long
         // 16-bit rows; fp8 attention measured no gain and keeps the later release).
         // MAX_FIRST (the soft cap's instances but ALiBi's and block-sparse ones, and the
         // 176-key one): S is waited for alone, the row maxima run under P V and P V's wait
@@ -1236,8 +1267,6 @@ struct PrefillWs {
         // instance and fp8 attention measured 0-1 % slower). The variant kernels and head_dim
         // 256 keep P V behind S's wait. (bench/NOTES.md, sessions 42, 56 and 57.)
         constexpr bool AHEAD = FP8 || TURNS;
-        constexpr bool RELEASE_V = TURNS && !FP8;
-        constexpr bool MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
         // (MAX_FIRST waits for V(tile) before releasing V(tile-1): one stage would deadlock)
         static_assert(!MAX_FIRST || STAGES >= 2, "MAX_FIRST needs two ring stages");
         if constexpr (TURNS) turn_wait(wg);

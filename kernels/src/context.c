@@ -89,6 +89,7 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.prefill_bsr_half_skip = env_int("FI_PREFILL_BSR_HALF_SKIP", 1);
   ctx->tuning.prefill_q_ahead = env_int("FI_PREFILL_Q_AHEAD", -1);
   ctx->tuning.prefill_l2_hints = env_int("FI_PREFILL_L2_HINTS", -1);
+  ctx->tuning.prefill_v_lag = env_int("FI_PREFILL_V_LAG", -1);
   ctx->tuning.decode_one_wave = env_int("FI_DECODE_ONE_WAVE", -1);
   ctx->tuning.prefill_lead_units = env_int("FI_PREFILL_LEAD_UNITS", -1);
   ctx->tuning.prefill_ws_ctas = env_int("FI_PREFILL_WS_CTAS", 0);

@@ -85,7 +85,7 @@ struct fi_context {
    * FI_PREFILL_WS_ALL_EXTRAS, FI_PREFILL_WS_ROWS_ACROSS, FI_PREFILL_BSR_STAGE,
    * FI_PREFILL_LEAD_UNITS, FI_PREFILL_WS_CTAS, FI_PREFILL_WS_DEEP, FI_MERGE_WARPS,
    * FI_DECODE_MAX_CTAS, FI_DECODE_SPLIT, FI_PREFILL_BSR_HALF_SKIP, FI_PREFILL_Q_AHEAD,
-   * FI_PREFILL_ONE_WAVE_TENTHS, FI_PREFILL_L2_HINTS. */
+   * FI_PREFILL_ONE_WAVE_TENTHS, FI_PREFILL_L2_HINTS, FI_PREFILL_V_LAG. */
   struct {
     int32_t ctas_per_sm; /* 1..64, 0: default */
     int32_t smem_kb;     /* > 0 overrides the per-CTA shared-memory budget */
@@ -127,6 +127,11 @@ struct fi_context {
                                 chunk's last tile, the slot released at the chunk's end;
                                 -1 (default): 1 for block-sparse runs, 0 otherwise. The
                                 same bits. */
+    int32_t prefill_v_lag; /* -1 (default) or 1: the warp-specialised prefill kernel's
+                              producer copies V(tile) after K(tile + 1) (FA3's order) in
+                              the instances whose consumers wait for V at the end of a
+                              tile's softmax (prefill_ws.cuh V_LAG_RULE); 0: K, then V,
+                              of each tile. The same bits. */
     int32_t prefill_l2_hints; /* -1 default (FI_PREFILL_L2_DEFAULT_HINTS), else the
                                  warp-specialised prefill kernel's L2 eviction priorities
                                  as PrefillParams.l2_hints bits (prefill_params.h:

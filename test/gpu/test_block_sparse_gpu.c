@@ -26,9 +26,9 @@
  * also made by a context with FI_PREFILL_BSR_HALF_SKIP=0 (a tile's empty second half
  * loaded and multiplied as before the skip), FI_PREFILL_Q_AHEAD=0 (the next chunk's Q
  * copied after the chunk's last tile, into a slot released at its end; the main context
- * runs with it at 1, block-sparse runs' default, unless the environment sets it) and
- * FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction priority) and must give the
- * same bits. Then the
+ * runs with it at 1, block-sparse runs' default, unless the environment sets it),
+ * FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction priority) and
+ * FI_PREFILL_V_LAG=0 (K, then V, of each tile) and must give the same bits. Then the
  * CUDA backend's refusals. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "../runtime/bsr_offsets.h"
@@ -37,9 +37,10 @@
 #include "fi/cuda_variants.h"
 
 static fi_context *host, *cuda;
-/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0, FI_PREFILL_Q_AHEAD=0 and
- * FI_PREFILL_L2_HINTS=0: a tile's empty second half loaded, zeroed and multiplied as any
- * short half, each chunk's Q copied late, every copy at L2's normal eviction priority;
+/* A CUDA context created with FI_PREFILL_BSR_HALF_SKIP=0, FI_PREFILL_Q_AHEAD=0,
+ * FI_PREFILL_L2_HINTS=0 and FI_PREFILL_V_LAG=0: a tile's empty second half loaded, zeroed
+ * and multiplied as any short half, each chunk's Q copied late, every copy at L2's normal
+ * eviction priority, each tile's V right after its K;
  * every wgmma run must give the bits it gives with the default (the skipped steps add
  * exactly 0; the order of the copies and their priorities change no arithmetic). */
 static fi_context *cuda_full;
@@ -420,7 +421,7 @@ static int run_config(int idx, int maxlen, long long *elements) {
     if (s != FI_SUCCESS) {
       fprintf(stderr,
               "FAIL config %d: %s\n  run with FI_PREFILL_BSR_HALF_SKIP=0 FI_PREFILL_Q_AHEAD=0 "
-              "FI_PREFILL_L2_HINTS=0: %s\n",
+              "FI_PREFILL_L2_HINTS=0 FI_PREFILL_V_LAG=0: %s\n",
               idx, desc, fi_last_error(cuda_full));
       failed = 1;
     } else {
@@ -428,7 +429,8 @@ static int run_config(int idx, int maxlen, long long *elements) {
       gpu_download(ld2, dlse, lb);
       if (memcmp(od, od2, qb) != 0 || (with_lse && memcmp(ld, ld2, lb) != 0)) {
         fprintf(stderr, "FAIL config %d: %s\n  the run with FI_PREFILL_BSR_HALF_SKIP=0 "
-                "FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs from the default's\n",
+                "FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 FI_PREFILL_V_LAG=0 differs from "
+                "the default's\n",
                 idx, desc);
         failed = 1;
       }
@@ -596,10 +598,12 @@ int main(void) {
   setenv("FI_PREFILL_BSR_HALF_SKIP", "0", 1); /* (read once, when the context is created) */
   setenv("FI_PREFILL_Q_AHEAD", "0", 1);
   setenv("FI_PREFILL_L2_HINTS", "0", 1);
+  setenv("FI_PREFILL_V_LAG", "0", 1);
   FI_CK(NULL, fi_context_create(FI_BACKEND_CUDA, &cuda_full));
   unsetenv("FI_PREFILL_BSR_HALF_SKIP");
   unsetenv("FI_PREFILL_Q_AHEAD");
   unsetenv("FI_PREFILL_L2_HINTS");
+  unsetenv("FI_PREFILL_V_LAG");
   all_mma = gpu_env_u64("FI_TEST_BSR_MMA", 0) != 0;
   gpu_seed(gpu_env_u64("FI_TEST_SEED", 20261125));
   const int n = (int)gpu_env_u64("FI_TEST_CONFIGS", 240);
@@ -612,7 +616,7 @@ int main(void) {
          "run through page boxes, bit-identical to the staged run), %d on the mma.sync "
          "kernel; %d wgmma plans also run without the stage they need (on the mma.sync "
          "kernel); %d wgmma runs bit-identical with FI_PREFILL_BSR_HALF_SKIP=0, "
-         "FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0\n", n, failed,
+         "FI_PREFILL_Q_AHEAD=0, FI_PREFILL_L2_HINTS=0 and FI_PREFILL_V_LAG=0\n", n, failed,
          elements, split_configs, paged_configs, unstaged_configs, mma_configs,
          fallback_configs, half_ab_configs);
   if (n >= 50 && split_configs == 0) { /* one config in five has long rows: some must split */

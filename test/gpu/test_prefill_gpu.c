@@ -11,8 +11,9 @@
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs; a second run of the plan,
  * the same problem planned on the device and the plan run in a context with
- * FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction
- * priority) must give the same bits. Exit 77 without a GPU.
+ * FI_PREFILL_Q_AHEAD=0, FI_PREFILL_L2_HINTS=0 (every copy at L2's normal eviction
+ * priority) and FI_PREFILL_V_LAG=0 (K, then V, of each tile) must give the same bits.
+ * Exit 77 without a GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
@@ -66,16 +67,23 @@ static void put_env_back(const char *name, const saved_env *saved) {
   else unsetenv(name);
 }
 /* A CUDA context created with FI_PREFILL_Q_AHEAD at `value` and, where `l2_hints` is not
- * NULL, FI_PREFILL_L2_HINTS at it (the tuning knobs are read at context creation;
- * overwrite 0: where the environment sets none), the environment put back as it was. */
+ * NULL, FI_PREFILL_L2_HINTS at it and FI_PREFILL_V_LAG at 0 (the tuning knobs are read at
+ * context creation; overwrite 0: where the environment sets none), the environment put
+ * back as it was. */
 static fi_status create_cuda_with_knobs(fi_context **ctx, const char *value, int overwrite,
                                         const char *l2_hints) {
-  saved_env q_ahead, hints;
+  saved_env q_ahead, hints, v_lag;
   set_env_saved("FI_PREFILL_Q_AHEAD", value, overwrite, &q_ahead);
-  if (l2_hints) set_env_saved("FI_PREFILL_L2_HINTS", l2_hints, 1, &hints);
+  if (l2_hints) {
+    set_env_saved("FI_PREFILL_L2_HINTS", l2_hints, 1, &hints);
+    set_env_saved("FI_PREFILL_V_LAG", "0", 1, &v_lag);
+  }
   const fi_status s = fi_context_create(FI_BACKEND_CUDA, ctx);
   put_env_back("FI_PREFILL_Q_AHEAD", &q_ahead);
-  if (l2_hints) put_env_back("FI_PREFILL_L2_HINTS", &hints);
+  if (l2_hints) {
+    put_env_back("FI_PREFILL_L2_HINTS", &hints);
+    put_env_back("FI_PREFILL_V_LAG", &v_lag);
+  }
   return s;
 }
 static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
@@ -662,8 +670,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
   const int rerun_differs =
       memcmp(od, od2, o_bytes) != 0 || (c->with_lse && memcmp(ld, ld2, l_bytes) != 0);
 
-  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0 and FI_PREFILL_L2_HINTS=0: the
-   * same bits. */
+  /* The same plan in the context with FI_PREFILL_Q_AHEAD=0, FI_PREFILL_L2_HINTS=0 and
+   * FI_PREFILL_V_LAG=0: the same bits. */
   int q_late_differs = 0;
   if (cuda_q_late) {
     CK(cudaMemset(dout, 0xff, o_dev_bytes));
@@ -675,7 +683,9 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     CK(cudaDeviceSynchronize());
     fi_context_set_prefill_stage(cuda_q_late, NULL, 0);
     if (s != FI_SUCCESS) {
-      fprintf(stderr, "config %d: run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0: %s\n", idx,
+      fprintf(stderr,
+              "config %d: run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 "
+              "FI_PREFILL_V_LAG=0: %s\n", idx,
               fi_last_error(cuda_q_late));
       q_late_differs = 1;
     } else {
@@ -803,7 +813,8 @@ static int run_config(fi_context *host, fi_context *cuda, config *c, int idx) {
     if (rerun_differs) fprintf(stderr, "; a second run of the plan differs from the first");
     if (device_differs) fprintf(stderr, "; the device-planned run differs from the host-planned one");
     if (q_late_differs)
-      fprintf(stderr, "; the run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 differs");
+      fprintf(stderr, "; the run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 "
+                      "FI_PREFILL_V_LAG=0 differs");
     if (pad_touched) fprintf(stderr, "; %zu bytes written between o's rows", pad_touched);
     fprintf(stderr, "\n");
   } else if (getenv("FI_TEST_VERBOSE")) {
@@ -1183,7 +1194,7 @@ int main(void) {
   if (ws_mode) setenv("FI_PREFILL_WARP_SPEC", "2", 1); /* read at context creation */
   fi_context *host = NULL, *cuda = NULL;
   /* (Q_AHEAD on in `cuda` unless the environment says otherwise, off in cuda_q_late, which
-   * also runs with FI_PREFILL_L2_HINTS=0) */
+   * also runs with FI_PREFILL_L2_HINTS=0 and FI_PREFILL_V_LAG=0) */
   if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0, NULL) ||
       create_cuda_with_knobs(&cuda_q_late, "0", 1, "0")) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
@@ -1222,7 +1233,8 @@ int main(void) {
     }
   }
   printf("test_prefill_gpu: %d configs, %d failed; %d also planned on the device "
-         "(bit-exact); %d also run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 (bit-exact); "
+         "(bit-exact); %d also run with FI_PREFILL_Q_AHEAD=0 FI_PREFILL_L2_HINTS=0 "
+         "FI_PREFILL_V_LAG=0 (bit-exact); "
          "tiles run:", num,
          failures, device_plans_run, q_late_runs);
   for (int t = 0; t < NUM_TILES; ++t)
