@@ -40,11 +40,11 @@
 //     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order) where the consumers
 //     release V late. It waits only for a slot to be released, so the next chunk's Q and
 //     first K/V tiles land while the consumers finish the current chunk -- the prologue
-//     that the short units of the one-CTA-per-unit kernel paid in full. With two Q slots and PrefillParams.q_ahead
-//     the next chunk's Q goes out between the current chunk's tiles, as soon as the
-//     consumers have released the chunk before's slot (at its last S unless its epilogue
-//     stages rows there), so that it lands under the current chunk; else after the
-//     chunk's last tile.
+//     that the short units of the one-CTA-per-unit kernel paid in full. With two Q slots
+//     and PrefillParams.q_ahead the next chunk's Q goes out between the current chunk's
+//     tiles, as soon as the consumers have released the chunk before's slot (at its last S
+//     unless its epilogue stages rows there), so that it lands under the current chunk;
+//     else after the chunk's last tile.
 //   - Warps 0-7 (PrefillWs::consume; two consumer warpgroups, 64 query rows each, sharing
 //     every K/V tile): S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
@@ -478,12 +478,12 @@ struct PrefillWs {
   // alone, the row maxima under P V, then V(tile)'s wait.
   static constexpr bool TURNS = !VARIANT && HD <= 128, RELEASE_V = TURNS && !FP8,
                         MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
-  // The producer's V lag (PrefillParams.v_lag): where the consumers wait for
-  // V(tile) at the end of the tile's softmax, not right after the maxima (MAX_FIRST, 1 %
-  // slower with the lag), and not in the variant kernels (not measured). Measured on an H100
-  // (bench/NOTES.md, session 67): 1-3 % faster on the 128-key rows, fp8 attention's and
-  // the window's.
-  // (compiled out elsewhere: those instances' producer is the one they were measured with)
+  // The instances whose producer lags V a tile behind K (PrefillParams.v_lag; produce):
+  // those whose consumers release V(tile) or wait for it at the end of the tile's softmax,
+  // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows);
+  // not MAX_FIRST's, which wait for V(tile) right after the row maxima (0-2 % slower with
+  // it), nor the variant kernels (not measured). Elsewhere the lag is compiled out.
+  // (bench/NOTES.md, session 67)
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
@@ -940,11 +940,11 @@ struct PrefillWs {
                             c.kv_head, src.in_page, src.page, full, ws_kv_policy(p));
         }
       };
-      // V lag (p.v_lag, FA3's producer order): V(tile) goes out after K(tile + 1), so that a
-      // V stage released late (after the consumers' softmax) never holds back the next K;
-      // the chunk's last V before the next chunk's Q or K. Else K, then V, of each tile.
-      // (the lagging V is the ring's position seq; its keys looked up again rather than
-      // held in the producer's 40 registers)
+      // V lag (V_LAG_RULE and p.v_lag, FA3's producer order): V(tile) goes out after
+      // K(tile + 1), so that a V stage released late (after the consumers' softmax) never
+      // holds back the next K; the chunk's last V before the next chunk's Q or K. Else K,
+      // then V, of each tile. (flush_v's seq: the lagging V's ring position; its keys are
+      // looked up again rather than held in the producer's 40 registers, which spilled.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
       int lag_tile = -1;
       auto flush_v = [&](uint32_t seq) {
@@ -954,8 +954,8 @@ struct PrefillWs {
       auto issue_tile = [&](int tile, int cls) {
         const uint32_t seq = kv_seq++;
         const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
-        // K (its stage is released after S = Q K^T), then V (after O += P V). (Not
-        // unrolled: the producer's 40 registers.)
+        // K (its stage is released after S = Q K^T), then, without the lag, V (after
+        // O += P V). (Not unrolled: the producer's 40 registers.)
   #pragma unroll 1
         for (int part = 0; part < (v_lag ? 1 : 2); ++part) issue_part(part, seq, tile, cls, src);
         if (v_lag) {
