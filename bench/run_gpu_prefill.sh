@@ -12,6 +12,8 @@
 #   ab        the knob FI_PREFILL_Q_AHEAD (default: on for block-sparse runs only) on and
 #             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
 #             in the same process) on the plain rows and fi_bench sparse's random rows
+#   vlag      the producer's V lag (FI_PREFILL_V_LAG=0 against the default) in alternating
+#             processes, three rounds: fa3_vs_fi's plain, soft-cap and window rows, fp8_vs_fi
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
 #             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
 #             the query heads) and fa3_vs_fi (FA3 and fi in
@@ -58,6 +60,17 @@ for w in ${*:-probe sass tests bench}; do
         FI_PREFILL_Q_AHEAD=$k timeout 100 ./fi_bench sparse --filter random > "$OUT/ab_sparse_q${k}_$r.log" 2>&1
         echo "fi_bench sparse FI_PREFILL_Q_AHEAD=$k round $r rc $?"
         grep -E "^\| sparse" "$OUT/ab_sparse_q${k}_$r.log" | grep -v paged | cut -c1-150
+      done; done ;;
+    vlag)  # FI_PREFILL_V_LAG=0 (K then V of each tile) against the default (the lag's rule)
+      for r in 1 2 3; do for k in 0 1; do
+        for peer in fa3_vs_fi fp8_vs_fi; do
+          [ -x ./$peer ] || continue
+          rows=; [ $peer = fa3_vs_fi ] && rows="1,8192,32,8 8,2048,32,8 32,512,32,8 4,4096,32,32 \
+            1,16384,32,8 1,8192,32,8,cap=30 8,2048,32,8,win=1024 4,4096,32,32,win=4000"
+          FI_PREFILL_V_LAG=$k timeout 90 ./$peer $rows > "$OUT/vlag_${peer}_$k.log" 2>&1
+          echo "$peer FI_PREFILL_V_LAG=$k round $r rc $?"
+          grep -E "^\| (prefill|\()" "$OUT/vlag_${peer}_$k.log" | cut -c1-120
+        done
       done; done ;;
     peers)
       for r in 1 2; do
