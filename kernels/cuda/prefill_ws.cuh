@@ -59,7 +59,8 @@
 //     has landed and its V (`v_empty`) once its P V has: where the warpgroups take turns
 //     over 16-bit Q (not fp8 attention), with the next tile's K at that S's wait (with a soft
 //     cap but no ALiBi, or 176-key tiles: once the row maxima, taken while P V runs, are
-//     done), so that the producer (K then V of each stage in turn) runs a whole tile ahead.
+//     done), so that the producer (K then V of each stage in turn, unless V lags) runs a
+//     whole tile ahead.
 // Memory traffic: Q read once per chunk, K/V once per (chunk, KV tile) from L2/HBM (half the
 // one-warpgroup kernel's, two warpgroups share each tile), O written once: a whole chunk of a
 // unit's rows staged in the output buffer and stored by the copy engine (a box of o per
@@ -1259,8 +1260,9 @@ struct PrefillWs {
         // so that one's softmax runs while the other's GEMMs hold the tensor cores (1-9 %
         // faster at head_dim 128). RELEASE_V: V(tile-1)'s stage goes back with K(tile)'s
         // (MAX_FIRST: after the maxima), since the producer (without the V lag) refills each
-        // stage's K, then its V, and a V released after the softmax held back the next K too (6-7 % on the long
-        // 16-bit rows; fp8 attention measured no gain and keeps the later release).
+        // stage's K, then its V, and a V released after the softmax held back the next K too
+        // (6-7 % on the long 16-bit rows; fp8 attention measured no gain and keeps the later
+        // release).
         // MAX_FIRST (the soft cap's instances but ALiBi's and block-sparse ones, and the
         // 176-key one): S is waited for alone, the row maxima run under P V and P V's wait
         // follows them (FA3's order; 2-4 % faster there on an H100, where the plain 128-key
