@@ -896,7 +896,8 @@ struct PrefillWs {
         // A tile of consecutive pages goes as one box over them (checked once the stage is
         // free, so that the page ids' loads stay under that wait; pages past the request's
         // last read it again, so a tile reaching past its end is never a run and a run box
-        // reads only the request's pages).
+        // reads only the request's pages; checked per part: carrying K's answer over to V
+        // cost the producer spills).
         int issuers = boxes;  // (paged: lanes issuing a box each; a run: lane 0 alone)
         uint64_t *const full = part == 0 ? &k_full[st] : &v_full[st];
         unsigned char *const dst = kv_ring + st * 2 * W::KV_BYTES + part * W::KV_BYTES;

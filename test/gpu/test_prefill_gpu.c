@@ -66,24 +66,22 @@ static void put_env_back(const char *name, const saved_env *saved) {
   if (saved->had) setenv(name, saved->value, 1);
   else unsetenv(name);
 }
-/* A CUDA context created with FI_PREFILL_Q_AHEAD at `value` and, where `l2_hints` is not
- * NULL, FI_PREFILL_L2_HINTS at it and FI_PREFILL_V_LAG at 0 (the tuning knobs are read at
- * context creation; overwrite 0: where the environment sets none), the environment put
- * back as it was. */
+/* A CUDA context created with FI_PREFILL_Q_AHEAD at `value` (overwrite 0: where the
+ * environment sets none) and, with `old_order`, every knob of old_order_knobs at 0 (every
+ * copy at L2's normal eviction priority, K then V of each tile); the tuning knobs are read
+ * at context creation, and the environment is put back as it was. */
+static const char *const old_order_knobs[] = {"FI_PREFILL_L2_HINTS", "FI_PREFILL_V_LAG"};
+enum { OLD_ORDER_KNOBS = sizeof old_order_knobs / sizeof old_order_knobs[0] };
 static fi_status create_cuda_with_knobs(fi_context **ctx, const char *value, int overwrite,
-                                        const char *l2_hints) {
-  saved_env q_ahead, hints, v_lag;
+                                        int old_order) {
+  saved_env q_ahead, saved[OLD_ORDER_KNOBS];
   set_env_saved("FI_PREFILL_Q_AHEAD", value, overwrite, &q_ahead);
-  if (l2_hints) {
-    set_env_saved("FI_PREFILL_L2_HINTS", l2_hints, 1, &hints);
-    set_env_saved("FI_PREFILL_V_LAG", "0", 1, &v_lag);
-  }
+  for (int i = 0; old_order && i < OLD_ORDER_KNOBS; ++i)
+    set_env_saved(old_order_knobs[i], "0", 1, &saved[i]);
   const fi_status s = fi_context_create(FI_BACKEND_CUDA, ctx);
   put_env_back("FI_PREFILL_Q_AHEAD", &q_ahead);
-  if (l2_hints) {
-    put_env_back("FI_PREFILL_L2_HINTS", &hints);
-    put_env_back("FI_PREFILL_V_LAG", &v_lag);
-  }
+  for (int i = 0; old_order && i < OLD_ORDER_KNOBS; ++i)
+    put_env_back(old_order_knobs[i], &saved[i]);
   return s;
 }
 static int lead_plans; /* CUDA plans with lead units (planner.c lead_units, header word 9) */
@@ -1195,8 +1193,8 @@ int main(void) {
   fi_context *host = NULL, *cuda = NULL;
   /* (Q_AHEAD on in `cuda` unless the environment says otherwise, off in cuda_q_late, which
    * also runs with FI_PREFILL_L2_HINTS=0 and FI_PREFILL_V_LAG=0) */
-  if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0, NULL) ||
-      create_cuda_with_knobs(&cuda_q_late, "0", 1, "0")) {
+  if (fi_context_create(FI_BACKEND_HOST, &host) || create_cuda_with_knobs(&cuda, "1", 0, 0) ||
+      create_cuda_with_knobs(&cuda_q_late, "0", 1, 1)) {
     fprintf(stderr, "context creation failed: %s\n", fi_last_error(NULL));
     return 1;
   }
