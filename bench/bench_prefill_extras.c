@@ -165,11 +165,12 @@ static double extras_case(fi_bench_ctx *b, int batch, int len, int qo_heads, int
 }
 
 void fi_bench_prefill_extras(fi_bench_ctx *b) {
-  /* FI_BENCH_EXTRAS=groups: the GQA group rows alone */
+  /* FI_BENCH_EXTRAS=groups: the GQA group rows alone; =hd256: the head_dim 256 rows alone */
   const char *only = getenv("FI_BENCH_EXTRAS");
   const int groups_only = only && strcmp(only, "groups") == 0;
+  const int hd256_only = only && strcmp(only, "hd256") == 0;
   static const int rows[][4] = {{1, 8192, 32, 8}, {8, 2048, 32, 8}};
-  for (int r = 0; r < (groups_only ? 0 : 2); ++r) {
+  for (int r = 0; r < (groups_only || hd256_only ? 0 : 2); ++r) {
     const double plain = extras_case(b, rows[r][0], rows[r][1], rows[r][2], rows[r][3], 128,
                                      EX_PLAIN, 0);
     for (int e = EX_CAP; e < EX_COUNT; ++e)
@@ -185,6 +186,7 @@ void fi_bench_prefill_extras(fi_bench_ctx *b) {
    * size (the same query heads over 2 x group KV heads): the same FLOPs and waves. The two
    * take turns for three rounds after a warm-up pair (the first rows of a process ran up to
    * 10 % fast), and each group reports the median of its rounds' ratios. */
+  if (hd256_only) return;
   static const int groups[] = {3, 5, 6, 7, 12};
   enum { ROUNDS = 3 };
   extras_case(b, 4, 4096, 32, 8, 128, EX_PLAIN, 0); /* warm-up */

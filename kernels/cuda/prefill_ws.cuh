@@ -948,14 +948,33 @@ struct PrefillWs {
       // then V, of each tile. (flush_v's seq: the lagging V's ring position; its keys are
       // looked up again rather than held in the producer's 40 registers, which spilled.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
+      // FI_PREFILL_V_LAG_FOLLOW: the lagging V goes out first when its stage is free before
+      // K(tile)'s (K's stage may still hold the last chunk's output rows: stage_out).
+      const bool v_follow = v_lag && p.v_lag == FI_PREFILL_V_LAG_FOLLOW;
       int lag_tile = -1;
       auto flush_v = [&](uint32_t seq) {
         if (lag_tile >= 0) issue_part(1, seq, lag_tile, 0, lookup(lag_tile));
         lag_tile = -1;
       };
+      // Whether K's stage of ring position seq_k frees before V's of seq_v (lane 0 polls
+      // both; neither wait can deadlock, so one of them completes).
+      auto k_frees_first = [&](uint32_t seq_k, uint32_t seq_v) {
+        uint32_t k_first = 1;
+        if (lane == 0) {
+          uint64_t *const kb = &k_empty[seq_k % STAGES], *const vb = &v_empty[seq_v % STAGES];
+          const uint32_t kp = ((seq_k / STAGES) & 1) ^ 1, vp = ((seq_v / STAGES) & 1) ^ 1;
+          while (!fi::mbar_test(kb, kp))
+            if (fi::mbar_test(vb, vp)) {
+              k_first = 0;
+              break;
+            }
+        }
+        return __shfl_sync(0xffffffffu, k_first, 0) != 0;
+      };
       auto issue_tile = [&](int tile, int cls) {
         const uint32_t seq = kv_seq++;
         const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
+        if (v_follow && lag_tile >= 0 && !k_frees_first(seq, seq - 1)) flush_v(seq - 1);
         // K (its stage is released after S = Q K^T), then, without the lag, V (after
         // O += P V). (Not unrolled: the producer's 40 registers.)
   #pragma unroll 1
