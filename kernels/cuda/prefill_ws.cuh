@@ -957,13 +957,15 @@ struct PrefillWs {
         lag_tile = -1;
       };
       // Whether K's stage of ring position seq_k frees before V's of seq_v (lane 0 polls
-      // both; neither wait can deadlock, so one of them completes).
+      // both, suspended up to 64 ns per look at K rather than spinning beside the
+      // consumers' warps; K's stage frees without V being copied -- the lag's order waits
+      // for it first -- so the loop ends).
       auto k_frees_first = [&](uint32_t seq_k, uint32_t seq_v) {
         uint32_t k_first = 1;
         if (lane == 0) {
           uint64_t *const kb = &k_empty[seq_k % STAGES], *const vb = &v_empty[seq_v % STAGES];
           const uint32_t kp = ((seq_k / STAGES) & 1) ^ 1, vp = ((seq_v / STAGES) & 1) ^ 1;
-          while (!fi::mbar_test(kb, kp))
+          while (!fi::mbar_try_wait(kb, kp, 64))
             if (fi::mbar_test(vb, vp)) {
               k_first = 0;
               break;
