@@ -39,7 +39,8 @@ for w in ${*:-probe sass tests bench}; do
       echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
       gzip -f "$OUT/sass.txt" ;;
     tests)
-      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path.
+      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path
+      # and 150 there with the V lag following the barriers.
       for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9" \
                    "FI_PREFILL_V_LAG=2 FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=150 FI_TEST_SEED=10"; do
         env $knobs ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1

@@ -97,9 +97,10 @@ struct PrefillParams {
   int32_t q_ahead;
   // The warp-specialised kernel's producer: FI_PREFILL_V_LAG_ON, V(tile) copied after
   // K(tile + 1) (FA3's order) in the instances whose rule allows it (prefill_ws.cuh,
-  // V_LAG_RULE), the chunk's last V before the next chunk's Q or K; _FOLLOW, the same but
-  // the lagging V first whenever its stage frees before K(tile + 1)'s; _OFF, K then V of
-  // each tile. The tuning knob FI_PREFILL_V_LAG; the same bits every way.
+  // V_LAG_RULE), the chunk's last V before the next chunk's first K; _FOLLOW, the same
+  // but the lagging V first whenever its stage frees before K(tile + 1)'s; _OFF, K then V
+  // of each tile. The tuning knob FI_PREFILL_V_LAG (values above 2 read as 2); the same
+  // bits every way.
   int32_t v_lag;
   // L2 eviction priorities of the warp-specialised kernel's copy-engine transfers
   // (FI_PREFILL_L2_* bits; the tuning knob FI_PREFILL_L2_HINTS; the same bits either way).

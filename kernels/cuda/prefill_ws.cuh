@@ -944,8 +944,9 @@ struct PrefillWs {
       };
       // V lag (V_LAG_RULE and p.v_lag, FA3's producer order): V(tile) goes out after
       // K(tile + 1), so that a V stage released late (after the consumers' softmax) never
-      // holds back the next K; the chunk's last V before the next chunk's Q or K. Else K,
-      // then V, of each tile. (flush_v's seq: the lagging V's ring position; its keys are
+      // holds back the next K; the chunk's last V before the next chunk's first K (with
+      // q_ahead its Q may go out between the tiles, ahead of a lagging V). Else K, then V,
+      // of each tile. (flush_v's seq: the lagging V's ring position; its keys are
       // looked up again rather than held in the producer's 40 registers, which spilled.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
       // FI_PREFILL_V_LAG_FOLLOW: the lagging V goes out first when its stage is free before
