@@ -5,16 +5,15 @@
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
-#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1, and 150 more there with
-#             the producer's V lag following the barriers: FI_PREFILL_V_LAG=2)
+#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1)
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
 #             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
 #   ab        the knob FI_PREFILL_Q_AHEAD (default: on for block-sparse runs only) on and
 #             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
 #             in the same process) on the plain rows and fi_bench sparse's random rows
-#   vlag      the producer's V lag (FI_PREFILL_V_LAG=0, 1 and 2: off, on, following the
-#             stages' barriers; prefill_params.h) in alternating
+#   vlag      the producer's V lag (FI_PREFILL_V_LAG=0 and 1: off, on; prefill_params.h)
+#             in alternating
 #             processes, three rounds: fa3_vs_fi's plain, soft-cap and window rows, fp8_vs_fi,
 #             fi_bench prefill_extras' head_dim 256 rows and sparse's shared prefix
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
@@ -39,10 +38,8 @@ for w in ${*:-probe sass tests bench}; do
       echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
       gzip -f "$OUT/sass.txt" ;;
     tests)
-      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path
-      # and 150 there with the V lag following the barriers.
-      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9" \
-                   "FI_PREFILL_V_LAG=2 FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=150 FI_TEST_SEED=10"; do
+      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path.
+      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9"; do
         env $knobs ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
         echo "test_prefill_gpu [$knobs] rc $?"
         grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30
@@ -66,8 +63,8 @@ for w in ${*:-probe sass tests bench}; do
         echo "fi_bench sparse FI_PREFILL_Q_AHEAD=$k round $r rc $?"
         grep -E "^\| sparse" "$OUT/ab_sparse_q${k}_$r.log" | grep -v paged | cut -c1-150
       done; done ;;
-    vlag)  # FI_PREFILL_V_LAG=0 (K then V of each tile), 1 (the lag) and 2 (following)
-      for r in 1 2 3; do for k in 0 1 2; do
+    vlag)  # FI_PREFILL_V_LAG=0 (K then V of each tile) and 1 (the lag)
+      for r in 1 2 3; do for k in 0 1; do
         for peer in fa3_vs_fi fp8_vs_fi; do
           [ -x ./$peer ] || continue
           rows=; [ $peer = fa3_vs_fi ] && rows="1,8192,32,8 8,2048,32,8 32,512,32,8 4,4096,32,32 \
@@ -76,7 +73,7 @@ for w in ${*:-probe sass tests bench}; do
           echo "$peer FI_PREFILL_V_LAG=$k round $r rc $?"
           grep -E "^\| (prefill|\()" "$OUT/vlag_${peer}_$k.log" | cut -c1-120
         done
-        # head_dim 256 and the shared prefix's deep ring: one-Q-slot instances (stage_out)
+        # head_dim 256 (the lag) and the shared prefix's deep ring (no lag: the same both ways)
         FI_PREFILL_V_LAG=$k FI_BENCH_EXTRAS=hd256 timeout 60 ./fi_bench prefill_extras \
           > "$OUT/vlag_hd256_$k.log" 2>&1
         echo "prefill_extras hd256 FI_PREFILL_V_LAG=$k round $r rc $?"

@@ -489,7 +489,7 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
                                               : ctx->tuning.prefill_q_ahead != 0;
   p.v_lag = ctx->tuning.prefill_v_lag < 0
                 ? FI_PREFILL_V_LAG_DEFAULT
-                : min(ctx->tuning.prefill_v_lag, (int)FI_PREFILL_V_LAG_FOLLOW);
+                : min(ctx->tuning.prefill_v_lag, (int)FI_PREFILL_V_LAG_ON);
   p.l2_hints = ctx->tuning.prefill_l2_hints < 0 ? FI_PREFILL_L2_DEFAULT_HINTS
                                                  : ctx->tuning.prefill_l2_hints;
   const int kvk = kv_kind_of(a);

@@ -32,7 +32,7 @@ enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIR
   (FI_PREFILL_L2_KV_LAST | FI_PREFILL_L2_Q_FIRST | FI_PREFILL_L2_O_FIRST)
 
 // PrefillParams.v_lag's orders of the producer's copies, and the default.
-enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1, FI_PREFILL_V_LAG_FOLLOW = 2 };
+enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1 };
 #define FI_PREFILL_V_LAG_DEFAULT FI_PREFILL_V_LAG_ON
 
 // How the KV cache is stored relative to the query dtype.
@@ -97,10 +97,9 @@ struct PrefillParams {
   int32_t q_ahead;
   // The warp-specialised kernel's producer: FI_PREFILL_V_LAG_ON, V(tile) copied after
   // K(tile + 1) (FA3's order) in the instances whose rule allows it (prefill_ws.cuh,
-  // V_LAG_RULE), the chunk's last V before the next chunk's first K; _FOLLOW, the same
-  // but the lagging V first whenever its stage frees before K(tile + 1)'s; _OFF, K then V
-  // of each tile. The tuning knob FI_PREFILL_V_LAG (values above 2 read as 2); the same
-  // bits every way.
+  // V_LAG_RULE), the chunk's last V before the next chunk's first K; _OFF, K then V of
+  // each tile. The tuning knob FI_PREFILL_V_LAG (values above 1 read as 1); the same bits
+  // either way.
   int32_t v_lag;
   // L2 eviction priorities of the warp-specialised kernel's copy-engine transfers
   // (FI_PREFILL_L2_* bits; the tuning knob FI_PREFILL_L2_HINTS; the same bits either way).

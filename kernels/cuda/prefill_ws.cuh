@@ -481,11 +481,12 @@ struct PrefillWs {
                         MAX_FIRST = RELEASE_V && ((X_CAP && !X_ALIBI) || WIDE);
   // The instances whose producer lags V a tile behind K (PrefillParams.v_lag; produce):
   // those whose consumers release V(tile) or wait for it at the end of the tile's softmax,
-  // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows);
-  // not MAX_FIRST's, which wait for V(tile) right after the row maxima (0-2 % slower with
+  // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows;
+  // head_dim 256 ~5 %); not MAX_FIRST's, which wait for V(tile) right after the row maxima
+  // (0-2 % slower with it), nor the deep ring's (the shared prefix's prefix 5 % slower with
   // it), nor the variant kernels (not measured). Elsewhere the lag is compiled out.
-  // (bench/NOTES.md, session 67)
-  static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && STAGES >= 2;
+  // (bench/NOTES.md, sessions 67 and 69)
+  static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
@@ -949,35 +950,14 @@ struct PrefillWs {
       // of each tile. (flush_v's seq: the lagging V's ring position; its keys are
       // looked up again rather than held in the producer's 40 registers, which spilled.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
-      // FI_PREFILL_V_LAG_FOLLOW: the lagging V goes out first when its stage is free before
-      // K(tile)'s (K's stage may still hold the last chunk's output rows: stage_out).
-      const bool v_follow = v_lag && p.v_lag == FI_PREFILL_V_LAG_FOLLOW;
       int lag_tile = -1;
       auto flush_v = [&](uint32_t seq) {
         if (lag_tile >= 0) issue_part(1, seq, lag_tile, 0, lookup(lag_tile));
         lag_tile = -1;
       };
-      // Whether K's stage of ring position seq_k frees before V's of seq_v (lane 0 polls
-      // both, suspended up to 64 ns per look at K rather than spinning beside the
-      // consumers' warps; K's stage frees without V being copied -- the lag's order waits
-      // for it first -- so the loop ends).
-      auto k_frees_first = [&](uint32_t seq_k, uint32_t seq_v) {
-        uint32_t k_first = 1;
-        if (lane == 0) {
-          uint64_t *const kb = &k_empty[seq_k % STAGES], *const vb = &v_empty[seq_v % STAGES];
-          const uint32_t kp = ((seq_k / STAGES) & 1) ^ 1, vp = ((seq_v / STAGES) & 1) ^ 1;
-          while (!fi::mbar_try_wait(kb, kp, 64))
-            if (fi::mbar_test(vb, vp)) {
-              k_first = 0;
-              break;
-            }
-        }
-        return __shfl_sync(0xffffffffu, k_first, 0) != 0;
-      };
       auto issue_tile = [&](int tile, int cls) {
         const uint32_t seq = kv_seq++;
         const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
-        if (v_follow && lag_tile >= 0 && !k_frees_first(seq, seq - 1)) flush_v(seq - 1);
         // K (its stage is released after S = Q K^T), then, without the lag, V (after
         // O += P V). (Not unrolled: the producer's 40 registers.)
   #pragma unroll 1

@@ -131,9 +131,8 @@ struct fi_context {
                               1: the warp-specialised prefill kernel's producer copies
                               V(tile) after K(tile + 1) (FA3's order) in the instances
                               whose consumers wait for V at the end of a tile's softmax
-                              (prefill_ws.cuh V_LAG_RULE); 2: the same, but the lagging V
-                              first whenever its stage frees before K(tile + 1)'s; 0: K,
-                              then V, of each tile. The same bits. */
+                              (prefill_ws.cuh V_LAG_RULE); 0: K, then V, of each tile.
+                              The same bits. */
     int32_t prefill_l2_hints; /* -1 default (FI_PREFILL_L2_DEFAULT_HINTS), else the
                                  warp-specialised prefill kernel's L2 eviction priorities
                                  as PrefillParams.l2_hints bits (prefill_params.h:
