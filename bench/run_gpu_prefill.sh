@@ -5,7 +5,8 @@
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
-#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1)
+#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1, and 100 there with the V
+#             lag on paged runs too: FI_PREFILL_V_LAG=1)
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
 #             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
@@ -38,8 +39,10 @@ for w in ${*:-probe sass tests bench}; do
       echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
       gzip -f "$OUT/sass.txt" ;;
     tests)
-      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path.
-      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9"; do
+      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path
+      # and 100 there with the V lag forced on (paged runs leave it off by default).
+      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9" \
+                   "FI_PREFILL_V_LAG=1 FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=100 FI_TEST_SEED=10"; do
         env $knobs ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
         echo "test_prefill_gpu [$knobs] rc $?"
         grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30
@@ -74,6 +77,9 @@ for w in ${*:-probe sass tests bench}; do
           grep -E "^\| (prefill|\()" "$OUT/vlag_${peer}_$k.log" | cut -c1-120
         done
         # head_dim 256 (the lag) and the shared prefix's deep ring (no lag: the same both ways)
+        FI_PREFILL_V_LAG=$k timeout 60 ./fi_bench prefill --filter paged > "$OUT/vlag_paged_$k.log" 2>&1
+        echo "prefill paged FI_PREFILL_V_LAG=$k round $r rc $?"
+        grep -E "^\| prefill" "$OUT/vlag_paged_$k.log" | head -2 | cut -c1-120
         FI_PREFILL_V_LAG=$k FI_BENCH_EXTRAS=hd256 timeout 60 ./fi_bench prefill_extras \
           > "$OUT/vlag_hd256_$k.log" 2>&1
         echo "prefill_extras hd256 FI_PREFILL_V_LAG=$k round $r rc $?"

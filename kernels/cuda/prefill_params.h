@@ -31,9 +31,9 @@ enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIR
 #define FI_PREFILL_L2_DEFAULT_HINTS \
   (FI_PREFILL_L2_KV_LAST | FI_PREFILL_L2_Q_FIRST | FI_PREFILL_L2_O_FIRST)
 
-// PrefillParams.v_lag's orders of the producer's copies, and the default.
+// PrefillParams.v_lag's orders of the producer's copies (the default: prefill.cu, on for
+// ragged K / V, off for paged and block-sparse runs).
 enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1 };
-#define FI_PREFILL_V_LAG_DEFAULT FI_PREFILL_V_LAG_ON
 
 // How the KV cache is stored relative to the query dtype.
 enum { FI_KV_SAME = 0, FI_KV_E4M3 = 1, FI_KV_E5M2 = 2 };

@@ -437,12 +437,16 @@ struct WsShape {
   // (head_dim 256: none, the last tile's stages instead).
   static constexpr int O_BYTES = ONE_SLOT ? 0 : CTA_Q * HD * 2;
   static constexpr int BARRIERS = 2 * Q_SLOTS + 4 * STAGES;
+  // Where the producer's lanes keep the lagging V's source (PrefillWs::produce): a TileSrc
+  // per lane, field-major.
+  static constexpr int LAG_SRC_BYTES = 4 * 32 * sizeof(int);
   // After the barriers: per ring stage, the first key and mask class of the tile in it,
   // the chunk the producer warpgroup classifies (VARIANT with a mask_mod: the producer's
-  // walk skips tiles, see WsClassify), and two chunks of the producer's walk.
+  // walk skips tiles, see WsClassify), two chunks of the producer's walk and the lagging
+  // V's source.
   static constexpr int SMEM = Q_SLOTS * Q_BYTES + STAGES * 2 * KV_BYTES + O_BYTES +
                               BARRIERS * 8 + STAGES * sizeof(int2) +
-                              sizeof(WsClassify) + 2 * sizeof(WsChunk);
+                              sizeof(WsClassify) + 2 * sizeof(WsChunk) + LAG_SRC_BYTES;
   static_assert(SMEM <= 227 * 1024, "a layout fits a Hopper block's shared memory");
 };
 
@@ -482,10 +486,11 @@ struct PrefillWs {
   // The instances whose producer lags V a tile behind K (PrefillParams.v_lag; produce):
   // those whose consumers release V(tile) or wait for it at the end of the tile's softmax,
   // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows;
-  // head_dim 256 ~5 %); not MAX_FIRST's, which wait for V(tile) right after the row maxima
-  // (0-2 % slower with it), nor the deep ring's (the shared prefix's prefix 5 % slower with
-  // it), nor the variant kernels (not measured). Elsewhere the lag is compiled out.
-  // (bench/NOTES.md, sessions 67 and 69)
+  // head_dim 256 ~4 %); not MAX_FIRST's, which wait for V(tile) right after the row maxima
+  // (0-2 % slower with it), nor the deep ring's (the shared prefix's prefix 5 % slower),
+  // nor the variant kernels (not measured). Elsewhere the lag is compiled out; paged and
+  // block-sparse runs leave it off by default (prefill.cu). (bench/NOTES.md, sessions 67
+  // and 69)
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
@@ -512,6 +517,7 @@ struct PrefillWs {
     WsClassify *job;
     // the producer's own: [1] the walk's last chunk, [0] the one whose tiles go out
     WsChunk *walk;
+    int *lag_src;  // the producer's own: the lagging V's source (produce)
   };
 
   static __device__ __forceinline__ void run(const PrefillParams &p, const WsMaps &maps) {
@@ -530,6 +536,7 @@ struct PrefillWs {
     sm.stage_info = reinterpret_cast<int2 *>(sm.v_empty + STAGES);
     sm.job = reinterpret_cast<WsClassify *>(sm.stage_info + STAGES);
     sm.walk = reinterpret_cast<WsChunk *>(sm.job + 1);
+    sm.lag_src = reinterpret_cast<int *>(sm.walk + 2);
 
     const int tid = threadIdx.x, lane = tid & 31;
     const int warp = fi::warp_index();  // (uniform: the wgmma descriptors in uniform registers)
@@ -582,6 +589,7 @@ struct PrefillWs {
     int2 *const stage_info = sm.stage_info;
     WsClassify *const job = sm.job;
     WsChunk *const walk = sm.walk;
+    int *const lag_src = sm.lag_src;
     // (block-sparse: the plan's tiles are the blocks; every one loads, PARTIAL)
     const bool classify = VARIANT && !BSR && p.variant_mask;
     // (the four warps share the classifying where the mask reads tables, WsClassify)
@@ -947,12 +955,18 @@ struct PrefillWs {
       // K(tile + 1), so that a V stage released late (after the consumers' softmax) never
       // holds back the next K; the chunk's last V before the next chunk's first K (with
       // q_ahead its Q may go out between the tiles, ahead of a lagging V). Else K, then V,
-      // of each tile. (flush_v's seq: the lagging V's ring position; its keys are
-      // looked up again rather than held in the producer's 40 registers, which spilled.)
+      // of each tile. (flush_v's seq: the lagging V's ring position. Its source -- pages,
+      // block-sparse halves -- is K's, kept by each lane in shared memory: held in the
+      // producer's 40 registers it spilled, and looked up again its dependent loads held
+      // the producer back, 3-15 % on paged and block-sparse runs.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
       int lag_tile = -1;
       auto flush_v = [&](uint32_t seq) {
-        if (lag_tile >= 0) issue_part(1, seq, lag_tile, 0, lookup(lag_tile));
+        if (lag_tile >= 0) {
+          const TileSrc src = {{BSR ? lag_src[64 + lane] : 0, BSR ? lag_src[96 + lane] : 0},
+                               lag_src[lane], lag_src[32 + lane]};
+          issue_part(1, seq, lag_tile, 0, src);
+        }
         lag_tile = -1;
       };
       auto issue_tile = [&](int tile, int cls) {
@@ -965,6 +979,8 @@ struct PrefillWs {
         if (v_lag) {
           flush_v(seq - 1);  // (the tile before this one)
           lag_tile = tile;
+          lag_src[lane] = src.page, lag_src[32 + lane] = src.in_page;
+          if (BSR) lag_src[64 + lane] = src.half_key[0], lag_src[96 + lane] = src.half_key[1];
         }
         if ((BSR || page_boxes) && tile + 1 < span_tiles) {
           ahead = lookup(tile + 1);
