@@ -5,8 +5,9 @@
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
-#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1, and 100 there with the V
-#             lag on paged runs too: FI_PREFILL_V_LAG=1)
+#             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1), and test_block_sparse_gpu
+#             with the V lag on (FI_PREFILL_V_LAG=1; block-sparse runs leave it off by
+#             default) where carried
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
 #             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
@@ -39,14 +40,17 @@ for w in ${*:-probe sass tests bench}; do
       echo "HGMMA $(grep -c HGMMA "$OUT/sass.txt")  HMMA $(grep -c 'HMMA\.' "$OUT/sass.txt")"
       gzip -f "$OUT/sass.txt" ;;
     tests)
-      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path
-      # and 100 there with the V lag forced on (paged runs leave it off by default).
-      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9" \
-                   "FI_PREFILL_V_LAG=1 FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=100 FI_TEST_SEED=10"; do
+      # The random configurations, then (Hopper) 200 on the warp-specialised kernel's path.
+      for knobs in "" "FI_TEST_PREFILL_WS=1 FI_TEST_CONFIGS=200 FI_TEST_SEED=9"; do
         env $knobs ./test_prefill_gpu > "$OUT/prefill_tests.log" 2>&1
         echo "test_prefill_gpu [$knobs] rc $?"
         grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30
-      done ;;
+      done
+      if [ -x ./test_block_sparse_gpu ]; then
+        FI_PREFILL_V_LAG=1 FI_TEST_CONFIGS=60 ./test_block_sparse_gpu > "$OUT/bsr_lag_tests.log" 2>&1
+        echo "test_block_sparse_gpu [FI_PREFILL_V_LAG=1] rc $?"
+        grep -E "configs|FAIL" "$OUT/bsr_lag_tests.log" | head -10
+      fi ;;
     sanitize)
       for tool in memcheck racecheck; do
         for knobs in "" "FI_TEST_PREFILL_WS=1" "FI_TEST_PREFILL_WS=1 FI_TEST_SEED=11"; do

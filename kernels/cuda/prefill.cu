@@ -487,12 +487,11 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // short dense ones; H200, bench/NOTES.md session 52)
   p.q_ahead = ctx->tuning.prefill_q_ahead < 0 ? p.bsr_tiles != nullptr
                                               : ctx->tuning.prefill_q_ahead != 0;
-  // (by default for ragged K / V without block-sparse tiles only: with the lagging V's
-  // source looked up again it cost paged runs 4-6 % and block-sparse ones 3-15 %; H100,
-  // bench/NOTES.md session 69)
+  // (by default for every run but block-sparse ones: 3-8 % slower with it on their short
+  // chunks; bench/NOTES.md session 69)
   p.v_lag = ctx->tuning.prefill_v_lag >= 0
                 ? min(ctx->tuning.prefill_v_lag, (int)FI_PREFILL_V_LAG_ON)
-                : (p.paged || p.bsr_tiles ? FI_PREFILL_V_LAG_OFF : FI_PREFILL_V_LAG_ON);
+                : (p.bsr_tiles ? FI_PREFILL_V_LAG_OFF : FI_PREFILL_V_LAG_ON);
   p.l2_hints = ctx->tuning.prefill_l2_hints < 0 ? FI_PREFILL_L2_DEFAULT_HINTS
                                                  : ctx->tuning.prefill_l2_hints;
   const int kvk = kv_kind_of(a);

@@ -31,8 +31,8 @@ enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIR
 #define FI_PREFILL_L2_DEFAULT_HINTS \
   (FI_PREFILL_L2_KV_LAST | FI_PREFILL_L2_Q_FIRST | FI_PREFILL_L2_O_FIRST)
 
-// PrefillParams.v_lag's orders of the producer's copies (the default: prefill.cu, on for
-// ragged K / V, off for paged and block-sparse runs).
+// PrefillParams.v_lag's orders of the producer's copies (the default: prefill.cu, on but
+// for block-sparse runs).
 enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1 };
 
 // How the KV cache is stored relative to the query dtype.

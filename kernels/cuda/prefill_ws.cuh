@@ -488,7 +488,7 @@ struct PrefillWs {
   // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows;
   // head_dim 256 ~4 %); not MAX_FIRST's, which wait for V(tile) right after the row maxima
   // (0-2 % slower with it), nor the deep ring's (the shared prefix's prefix 5 % slower),
-  // nor the variant kernels (not measured). Elsewhere the lag is compiled out; paged and
+  // nor the variant kernels (not measured). Elsewhere the lag is compiled out;
   // block-sparse runs leave it off by default (prefill.cu). (bench/NOTES.md, sessions 67
   // and 69)
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
