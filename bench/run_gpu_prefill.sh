@@ -15,9 +15,9 @@
 #             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
 #             in the same process) on the plain rows and fi_bench sparse's random rows
 #   vlag      the producer's V lag (FI_PREFILL_V_LAG=0 and 1: off, on; prefill_params.h)
-#             in alternating
-#             processes, three rounds: fa3_vs_fi's plain, soft-cap and window rows, fp8_vs_fi,
-#             fi_bench prefill_extras' head_dim 256 rows and sparse's shared prefix
+#             in alternating processes, three rounds: fa3_vs_fi's plain, soft-cap and
+#             window rows, fp8_vs_fi, fi_bench prefill's paged rows, prefill_extras'
+#             head_dim 256 rows and sparse's shared prefix
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
 #             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
 #             the query heads) and fa3_vs_fi (FA3 and fi in
@@ -80,7 +80,8 @@ for w in ${*:-probe sass tests bench}; do
           echo "$peer FI_PREFILL_V_LAG=$k round $r rc $?"
           grep -E "^\| (prefill|\()" "$OUT/vlag_${peer}_$k.log" | cut -c1-120
         done
-        # head_dim 256 (the lag) and the shared prefix's deep ring (no lag: the same both ways)
+        # paged K / V, head_dim 256 and the shared prefix's deep ring (no lag: the same both
+        # ways)
         FI_PREFILL_V_LAG=$k timeout 60 ./fi_bench prefill --filter paged > "$OUT/vlag_paged_$k.log" 2>&1
         echo "prefill paged FI_PREFILL_V_LAG=$k round $r rc $?"
         grep -E "^\| prefill" "$OUT/vlag_paged_$k.log" | head -2 | cut -c1-120
