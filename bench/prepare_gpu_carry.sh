@@ -26,7 +26,8 @@ strip "$carry/libfi_runtime.so"
 rm -f "$carry/libfi_runtime.so.xz"
 xz -T2 -6 "$carry/libfi_runtime.so"  # (leaves libfi_runtime.so.xz only)
 for t in "$build"/test/gpu/test_*_gpu "$build"/test/gpu/libfi_bsr_torch_shim.so \
-         "$build"/bench/fi_bench "$build"/bench/decode_read_probe "$build"/bench/wgmma_layout_probe; do
+         "$build"/bench/fi_bench "$build"/bench/decode_read_probe "$build"/bench/wgmma_layout_probe \
+         "$build"/bench/cluster_probe; do
   [ -f "$t" ] && cp "$t" "$carry/"
 done
 # The compiled programs of scripts/gpu-e2e.sh (needs fi-opt: a build with MLIR), in e2e/:

@@ -6,15 +6,16 @@
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
 #             warp-specialised kernel's path: FI_TEST_PREFILL_WS=1), and test_block_sparse_gpu
-#             with the V lag on (FI_PREFILL_V_LAG=1; block-sparse runs leave it off by
-#             default) where carried
+#             with the V lag on, from the first and from the second tile (FI_PREFILL_V_LAG=1
+#             and 2; block-sparse runs leave it off by default) where carried
 #   sanitize  compute-sanitizer memcheck + racecheck on small configurations (empty requests
 #             and empty batches among them); an error of a CUDA or driver API call counts
 #   bench     fi_bench prefill (ceilings, the table, the tile sweep)
 #   ab        the knob FI_PREFILL_Q_AHEAD (default: on for block-sparse runs only) on and
 #             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
 #             in the same process) on the plain rows and fi_bench sparse's random rows
-#   vlag      the producer's V lag (FI_PREFILL_V_LAG=0 and 1: off, on; prefill_params.h)
+#   vlag      the producer's V lag (FI_PREFILL_V_LAG=0, 1 and 2: off, on, on from a chunk's
+#             second tile; prefill_params.h)
 #             in alternating processes, three rounds: fa3_vs_fi's plain, soft-cap and
 #             window rows, fp8_vs_fi, fi_bench prefill's paged rows, prefill_extras'
 #             head_dim 256 rows and sparse's shared prefix
@@ -47,9 +48,11 @@ for w in ${*:-probe sass tests bench}; do
         grep -E "configs|refused|FAIL" "$OUT/prefill_tests.log" | head -30
       done
       if [ -x ./test_block_sparse_gpu ]; then
-        FI_PREFILL_V_LAG=1 FI_TEST_CONFIGS=60 ./test_block_sparse_gpu > "$OUT/bsr_lag_tests.log" 2>&1
-        echo "test_block_sparse_gpu [FI_PREFILL_V_LAG=1] rc $?"
-        grep -E "configs|FAIL" "$OUT/bsr_lag_tests.log" | head -10
+        for lag in 1 2; do
+          FI_PREFILL_V_LAG=$lag FI_TEST_CONFIGS=60 ./test_block_sparse_gpu > "$OUT/bsr_lag_tests.log" 2>&1
+          echo "test_block_sparse_gpu [FI_PREFILL_V_LAG=$lag] rc $?"
+          grep -E "configs|FAIL" "$OUT/bsr_lag_tests.log" | head -10
+        done
       fi ;;
     sanitize)
       for tool in memcheck racecheck; do
@@ -70,8 +73,8 @@ for w in ${*:-probe sass tests bench}; do
         echo "fi_bench sparse FI_PREFILL_Q_AHEAD=$k round $r rc $?"
         grep -E "^\| sparse" "$OUT/ab_sparse_q${k}_$r.log" | grep -v paged | cut -c1-150
       done; done ;;
-    vlag)  # FI_PREFILL_V_LAG=0 (K then V of each tile) and 1 (the lag)
-      for r in 1 2 3; do for k in 0 1; do
+    vlag)  # FI_PREFILL_V_LAG=0 (K then V of each tile), 1 (the lag), 2 (from the second tile)
+      for r in 1 2 3; do for k in 0 1 2; do
         for peer in fa3_vs_fi fp8_vs_fi; do
           [ -x ./$peer ] || continue
           rows=; [ $peer = fa3_vs_fi ] && rows="1,8192,32,8 8,2048,32,8 32,512,32,8 4,4096,32,32 \

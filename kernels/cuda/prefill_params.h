@@ -31,9 +31,10 @@ enum { FI_PREFILL_L2_KV_LAST = 1, FI_PREFILL_L2_Q_FIRST = 2, FI_PREFILL_L2_O_FIR
 #define FI_PREFILL_L2_DEFAULT_HINTS \
   (FI_PREFILL_L2_KV_LAST | FI_PREFILL_L2_Q_FIRST | FI_PREFILL_L2_O_FIRST)
 
-// PrefillParams.v_lag's orders of the producer's copies (the default: prefill.cu, on but
-// for block-sparse runs).
-enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1 };
+// PrefillParams.v_lag's orders of the producer's copies: V with K, V a tile behind K, or a
+// chunk's first tile K then V and the lag from its second (the default by kind of run:
+// prefill.cu).
+enum { FI_PREFILL_V_LAG_OFF = 0, FI_PREFILL_V_LAG_ON = 1, FI_PREFILL_V_LAG_AFTER_FIRST = 2 };
 
 // How the KV cache is stored relative to the query dtype.
 enum { FI_KV_SAME = 0, FI_KV_E4M3 = 1, FI_KV_E5M2 = 2 };
@@ -97,9 +98,9 @@ struct PrefillParams {
   int32_t q_ahead;
   // The warp-specialised kernel's producer: FI_PREFILL_V_LAG_ON, V(tile) copied after
   // K(tile + 1) (FA3's order) in the instances whose rule allows it (prefill_ws.cuh,
-  // V_LAG_RULE), the chunk's last V before the next chunk's first K; _OFF, K then V of
-  // each tile. The tuning knob FI_PREFILL_V_LAG (values above 1 read as 1); the same bits
-  // either way.
+  // V_LAG_RULE), the chunk's last V before the next chunk's first K; _AFTER_FIRST, so from
+  // each chunk's second tile (its first K then V); _OFF, K then V of each tile. The tuning
+  // knob FI_PREFILL_V_LAG (values above 2 read as 2); the same bits either way.
   int32_t v_lag;
   // L2 eviction priorities of the warp-specialised kernel's copy-engine transfers
   // (FI_PREFILL_L2_* bits; the tuning knob FI_PREFILL_L2_HINTS; the same bits either way).

@@ -970,14 +970,18 @@ struct PrefillWs {
         }
         lag_tile = -1;
       };
-      auto issue_tile = [&](int tile, int cls) {
+      // FI_PREFILL_V_LAG_AFTER_FIRST: a chunk's first tile K then V (its consumers wait for
+      // V(0) before any later tile's copy is of use), the lag from its second tile on.
+      const bool lag_after_first = v_lag && p.v_lag == FI_PREFILL_V_LAG_AFTER_FIRST;
+      auto issue_tile = [&](int tile, int cls, bool first) {
         const uint32_t seq = kv_seq++;
         const TileSrc src = ahead_tile == tile ? ahead : lookup(tile);
+        const bool lag = v_lag && !(first && lag_after_first);
         // K (its stage is released after S = Q K^T), then, without the lag, V (after
         // O += P V). (Not unrolled: the producer's 40 registers.)
   #pragma unroll 1
-        for (int part = 0; part < (v_lag ? 1 : 2); ++part) issue_part(part, seq, tile, cls, src);
-        if (v_lag) {
+        for (int part = 0; part < (lag ? 1 : 2); ++part) issue_part(part, seq, tile, cls, src);
+        if (lag) {
           flush_v(seq - 1);  // (the tile before this one)
           lag_tile = tile;
           lag_src[lane] = src.page, lag_src[32 + lane] = src.in_page;
@@ -1010,9 +1014,10 @@ struct PrefillWs {
           while (kept == 0) group_bits(++g, span_tiles, kept, full);
           const int b = __ffs(kept) - 1;
           kept &= kept - 1;
-          issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL);
+          issue_tile(32 * g + b, (full >> b) & 1 ? FI_MASK_TILE_FULL : FI_MASK_TILE_PARTIAL,
+                     i == 0);
         } else {
-          issue_tile(i, FI_MASK_TILE_FULL);
+          issue_tile(i, FI_MASK_TILE_FULL, i == 0);
         }
       }
       flush_v(kv_seq - 1);  // (the next chunk went out between the tiles: the last V)

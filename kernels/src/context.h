@@ -127,12 +127,13 @@ struct fi_context {
                                 chunk's last tile, the slot released at the chunk's end;
                                 -1 (default): 1 for block-sparse runs, 0 otherwise. The
                                 same bits. */
-    int32_t prefill_v_lag; /* -1 (default: 1, 0 for block-sparse runs) or
-                              1: the warp-specialised prefill kernel's producer copies
-                              V(tile) after K(tile + 1) (FA3's order) in the instances
-                              whose consumers wait for V at the end of a tile's softmax
-                              (prefill_ws.cuh V_LAG_RULE); 0: K, then V, of each tile.
-                              The same bits. */
+    int32_t prefill_v_lag; /* -1 (default: 1 for ragged runs, 2 for paged ones, 0 for
+                              block-sparse ones) or 1: the warp-specialised prefill
+                              kernel's producer copies V(tile) after K(tile + 1) (FA3's
+                              order) in the instances whose consumers wait for V at the
+                              end of a tile's softmax (prefill_ws.cuh V_LAG_RULE); 2: so
+                              from each chunk's second tile, its first K then V; 0: K,
+                              then V, of each tile. The same bits. */
     int32_t prefill_l2_hints; /* -1 default (FI_PREFILL_L2_DEFAULT_HINTS), else the
                                  warp-specialised prefill kernel's L2 eviction priorities
                                  as PrefillParams.l2_hints bits (prefill_params.h:
