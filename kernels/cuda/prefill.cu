@@ -487,14 +487,14 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // short dense ones; H200, bench/NOTES.md session 52)
   p.q_ahead = ctx->tuning.prefill_q_ahead < 0 ? p.bsr_tiles != nullptr
                                               : ctx->tuning.prefill_q_ahead != 0;
-  // (by default: on for ragged runs; from each chunk's second tile for paged ones, 1 %
-  // faster there than from the first (H100); off for block-sparse ones, whose short chunks
-  // it cost 3-8 % from the first tile and gained nothing from the second; bench/NOTES.md
-  // sessions 69 and 70)
+  // (by default from each chunk's second tile for paged and block-sparse runs: from the
+  // first it cost block-sparse chunks of 1-3 tiles 3-8 %, from the second they run as fast
+  // as without it or up to 8 % faster, paged appends 0-1 % faster than from the first;
+  // from the first tile for ragged runs, 2 % faster there on (32, 512); H100,
+  // bench/NOTES.md sessions 69 and 70)
   p.v_lag = ctx->tuning.prefill_v_lag >= 0
                 ? min(ctx->tuning.prefill_v_lag, (int)FI_PREFILL_V_LAG_AFTER_FIRST)
-                : (p.bsr_tiles ? FI_PREFILL_V_LAG_OFF
-                               : p.paged ? FI_PREFILL_V_LAG_AFTER_FIRST : FI_PREFILL_V_LAG_ON);
+                : (p.bsr_tiles || p.paged ? FI_PREFILL_V_LAG_AFTER_FIRST : FI_PREFILL_V_LAG_ON);
   p.l2_hints = ctx->tuning.prefill_l2_hints < 0 ? FI_PREFILL_L2_DEFAULT_HINTS
                                                  : ctx->tuning.prefill_l2_hints;
   const int kvk = kv_kind_of(a);

@@ -127,7 +127,7 @@ struct fi_context {
                                 chunk's last tile, the slot released at the chunk's end;
                                 -1 (default): 1 for block-sparse runs, 0 otherwise. The
                                 same bits. */
-    int32_t prefill_v_lag; /* -1 (default: 1 for ragged runs, 2 for paged ones, 0 for
+    int32_t prefill_v_lag; /* -1 (default: 1 for ragged runs, 2 for paged and
                               block-sparse ones) or 1: the warp-specialised prefill
                               kernel's producer copies V(tile) after K(tile + 1) (FA3's
                               order) in the instances whose consumers wait for V at the
