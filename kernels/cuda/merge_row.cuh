@@ -120,7 +120,11 @@ __device__ __forceinline__ void merge_lanes_combine(int lanes, const States &st,
 
 // Loc: a chunk list (above). BATCH: the chunks a thread loads before it combines them (8 hides the
 // most latency in one block; fewer registers let more blocks share an SM). The sum runs
-// over the same chunk sequence per lane whatever BATCH is: the same bits.
+// over the same chunk sequence per lane whatever BATCH is: the same bits. The lanes' combine
+// takes its lane count as a constant where it is 4, 8 or 16 (128 threads at head_dim 256,
+// 128, 64), so that its shared-memory loads and exponentials issue together rather than one
+// lane after another: the same operations in the same order, so the same bits, and the
+// split decode 0.1-0.4 % faster ((1, 32768, 32, 8), H100; bench/NOTES.md session 70).
 template <typename T, int BATCH = 8, typename Loc>
 __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks, int head_dim,
                                                  float *red_o, float2 *red_md, T *o_row,
@@ -163,7 +167,14 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
       __device__ float acc(int k, int e) const { return o[(k * groups + dg) * 8 + e]; }
     } st = {red_o, red_md, dg, groups};
     float out[8], l_out;
-    merge_lanes_combine<8>(lanes, st, out, l_out);
+    if (lanes == 8)
+      merge_lanes_combine<8>(8, st, out, l_out);
+    else if (lanes == 16)
+      merge_lanes_combine<8>(16, st, out, l_out);
+    else if (lanes == 4)
+      merge_lanes_combine<8>(4, st, out, l_out);
+    else
+      merge_lanes_combine<8>(lanes, st, out, l_out);
     vec8<T>::store(o_row + d0, out);
     if (lse_out && d0 == 0) *lse_out = l_out;
   }

@@ -37,8 +37,8 @@
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one, or one box
 //     over all of a tile's pages where they are consecutive page ids, WsMaps.k_run) into one of
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes); V a
-//     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order) where the consumers
-//     release V late. It waits only for a slot to be released, so the next chunk's Q and
+//     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order; paged and block-sparse
+//     runs from a chunk's second tile) where the consumers release V late. It waits only for a slot to be released, so the next chunk's Q and
 //     first K/V tiles land while the consumers finish the current chunk -- the prologue
 //     that the short units of the one-CTA-per-unit kernel paid in full. With two Q slots
 //     and PrefillParams.q_ahead the next chunk's Q goes out between the current chunk's
