@@ -488,10 +488,11 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   p.q_ahead = ctx->tuning.prefill_q_ahead < 0 ? p.bsr_tiles != nullptr
                                               : ctx->tuning.prefill_q_ahead != 0;
   // (by default from each chunk's second tile for paged and block-sparse runs: from the
-  // first it cost block-sparse chunks of 1-3 tiles 3-8 %, from the second they run as fast
-  // as without it or up to 8 % faster, paged appends 0-1 % faster than from the first;
-  // from the first tile for ragged runs, 2 % faster there on (32, 512); H100,
-  // bench/NOTES.md sessions 69 and 70)
+  // first it cost block-sparse chunks of 1-3 tiles 3-8 %; from the second they run about as
+  // fast as without it (variable and paged-64 rows +2-2.5 %, page boxes -1.5 %, the 98 %
+  // rows within their spread) and paged appends 1.5-2.5 % faster than without it; from the
+  // first tile for ragged runs, 2 % faster there on (32, 512); H100, bench/NOTES.md
+  // sessions 69 and 70)
   p.v_lag = ctx->tuning.prefill_v_lag >= 0
                 ? min(ctx->tuning.prefill_v_lag, (int)FI_PREFILL_V_LAG_AFTER_FIRST)
                 : (p.bsr_tiles || p.paged ? FI_PREFILL_V_LAG_AFTER_FIRST : FI_PREFILL_V_LAG_ON);
