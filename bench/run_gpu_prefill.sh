@@ -15,10 +15,9 @@
 #             off in alternating processes, two rounds: fa3_vs_fi (FI_PEERS=1 carry; FA3
 #             in the same process) on the plain rows and fi_bench sparse's random rows
 #   vlag      the producer's V lag (FI_PREFILL_V_LAG=0, 1 and 2: off, on, on from a chunk's
-#             second tile; prefill_params.h)
-#             in alternating processes, three rounds: fa3_vs_fi's plain, soft-cap and
-#             window rows, fp8_vs_fi, fi_bench prefill's paged rows, prefill_extras'
-#             head_dim 256 rows and sparse's shared prefix
+#             second tile; prefill_params.h) in alternating processes, three rounds:
+#             fa3_vs_fi's plain, soft-cap and window rows, fp8_vs_fi, fi_bench prefill's
+#             paged rows, prefill_extras' head_dim 256 rows and sparse's shared prefix
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
 #             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
 #             the query heads) and fa3_vs_fi (FA3 and fi in

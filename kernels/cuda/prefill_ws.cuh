@@ -37,14 +37,14 @@
 //     ragged form, (64 dims, 1 head, BOX tokens, 1 page) for the paged one, or one box
 //     over all of a tile's pages where they are consecutive page ids, WsMaps.k_run) into one of
 //     STAGES ring stages, K and V each on its own `full` mbarrier (transaction bytes); V a
-//     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order; paged and block-sparse
-//     runs from a chunk's second tile) where the consumers release V late. It waits only for a slot to be released, so the next chunk's Q and
-//     first K/V tiles land while the consumers finish the current chunk -- the prologue
-//     that the short units of the one-CTA-per-unit kernel paid in full. With two Q slots
-//     and PrefillParams.q_ahead the next chunk's Q goes out between the current chunk's
-//     tiles, as soon as the consumers have released the chunk before's slot (at its last S
-//     unless its epilogue stages rows there), so that it lands under the current chunk;
-//     else after the chunk's last tile.
+//     tile behind K (V_LAG_RULE, PrefillParams.v_lag: FA3's order; paged and block-sparse runs from
+//     a chunk's second tile) where the consumers release V late. It waits only for a slot to be
+//     released, so the next chunk's Q and first K/V tiles land while the consumers finish the
+//     current chunk -- the prologue that the short units of the one-CTA-per-unit kernel paid in
+//     full. With two Q slots and PrefillParams.q_ahead the next chunk's Q goes out between the
+//     current chunk's tiles, as soon as the consumers have released the chunk before's slot (at its
+//     last S unless its epilogue stages rows there), so that it lands under the current chunk; else
+//     after the chunk's last tile.
 //   - Warps 0-7 (PrefillWs::consume; two consumer warpgroups, 64 query rows each, sharing
 //     every K/V tile): S = Q K^T with wgmma from shared memory, the logits transform (XF: soft cap with
 //     the SFU's tanh, ALiBi), masks (range end, causal diagonal, window edge: only the
@@ -489,9 +489,9 @@ struct PrefillWs {
   // 1-3 % faster with the lag on an H100 (the 128-key plain, mask and fp8 attention rows;
   // head_dim 256 ~4 %); not MAX_FIRST's, which wait for V(tile) right after the row maxima
   // (0-2 % slower with it), nor the deep ring's (the shared prefix's prefix 5 % slower),
-  // nor the variant kernels (not measured). Elsewhere the lag is compiled out;
-  // block-sparse runs leave it off by default (prefill.cu). (bench/NOTES.md, sessions 67
-  // and 69)
+  // nor the variant kernels (not measured). Elsewhere the lag is compiled out; paged and
+  // block-sparse runs lag from a chunk's second tile by default (prefill.cu).
+  // (bench/NOTES.md, sessions 67, 69 and 70)
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
@@ -962,12 +962,17 @@ struct PrefillWs {
       // the producer back, 3-15 % on paged and block-sparse runs.)
       const bool v_lag = V_LAG_RULE && p.v_lag != 0;
       int lag_tile = -1;
+      // This lane's share of the lagging V's source, field-major (WsShape::LAG_SRC_BYTES).
+      auto keep_lag_src = [&](const TileSrc &src) {
+        lag_src[lane] = src.page, lag_src[32 + lane] = src.in_page;
+        if (BSR) lag_src[64 + lane] = src.half_key[0], lag_src[96 + lane] = src.half_key[1];
+      };
+      auto kept_lag_src = [&]() {
+        return TileSrc{{BSR ? lag_src[64 + lane] : 0, BSR ? lag_src[96 + lane] : 0},
+                       lag_src[lane], lag_src[32 + lane]};
+      };
       auto flush_v = [&](uint32_t seq) {
-        if (lag_tile >= 0) {
-          const TileSrc src = {{BSR ? lag_src[64 + lane] : 0, BSR ? lag_src[96 + lane] : 0},
-                               lag_src[lane], lag_src[32 + lane]};
-          issue_part(1, seq, lag_tile, 0, src);
-        }
+        if (lag_tile >= 0) issue_part(1, seq, lag_tile, 0, kept_lag_src());
         lag_tile = -1;
       };
       // FI_PREFILL_V_LAG_AFTER_FIRST: a chunk's first tile K then V (its consumers wait for
@@ -984,8 +989,7 @@ struct PrefillWs {
         if (lag) {
           flush_v(seq - 1);  // (the tile before this one)
           lag_tile = tile;
-          lag_src[lane] = src.page, lag_src[32 + lane] = src.in_page;
-          if (BSR) lag_src[64 + lane] = src.half_key[0], lag_src[96 + lane] = src.half_key[1];
+          keep_lag_src(src);
         }
         if ((BSR || page_boxes) && tile + 1 < span_tiles) {
           ahead = lookup(tile + 1);
