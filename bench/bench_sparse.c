@@ -410,6 +410,9 @@ typedef struct prefix_arg {
    * side lane, on a.ctx */
   fi_lanes *lanes;
   fi_plan lane_prefix, lane_suffix;
+  /* the lanes step with one merge: the prefix unmerged in the main lane, its partials and
+   * the suffixes' state merged by fi_prefill_merge_run after the join */
+  int lanes_one_merge;
 } prefix_arg;
 
 /* The overlapped row's halves, each on its context's stream. */
@@ -445,11 +448,17 @@ static void run_overlapped(void *p) {
  * decode in the side lane at the same time, joined before the merge (part 1 / 2: that
  * lane's half alone). */
 static void lanes_step(prefix_arg *a, int part) {
+  if (part == 3) { /* the one merge alone (the partials of an earlier unmerged run) */
+    FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->lane_prefix, &a->o_suffix,
+                                             &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+    return;
+  }
   if (part != 2) {
     FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
-    FI_BENCH_OK(a->ctx, fi_paged_prefill_run(a->ctx, &a->lane_prefix, &a->q, a->qo_indptr,
-                                             &a->kv, &a->pre, NULL, &a->o_prefix,
-                                             &a->lse_prefix));
+    FI_BENCH_OK(a->ctx, (a->lanes_one_merge ? fi_paged_prefill_run_unmerged
+                                            : fi_paged_prefill_run)(
+                            a->ctx, &a->lane_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
+                            NULL, &a->o_prefix, &a->lse_prefix));
     FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
   }
   if (part != 1) {
@@ -459,13 +468,17 @@ static void lanes_step(prefix_arg *a, int part) {
     FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
   }
   FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
-  if (part == 0)
+  if (part == 0 && a->lanes_one_merge)
+    FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->lane_prefix, &a->o_suffix,
+                                             &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
+  else if (part == 0)
     FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
                                        &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
 }
 static void run_lanes(void *p) { lanes_step((prefix_arg *)p, 0); }
 static void run_lane_prefix(void *p) { lanes_step((prefix_arg *)p, 1); }
 static void run_lane_suffix(void *p) { lanes_step((prefix_arg *)p, 2); }
+static void run_lane_merge(void *p) { lanes_step((prefix_arg *)p, 3); }
 
 /* A CUDA context created with the tuning variable `name` (read at context creation) set to
  * `cap` (0: none). */
@@ -800,7 +813,7 @@ static void shared_prefix(fi_bench_ctx *b) {
 
   /* lanes (fi/lanes.h), on the bench's context: each plan made in the lane that runs it */
   const int side_sms = getenv("FI_BENCH_SP_LANES") ? atoi(getenv("FI_BENCH_SP_LANES")) : 0;
-  double ms_lanes = 0, ms_lane_parts[2] = {0, 0}, lanes_diff = 0;
+  double ms_lanes = 0, ms_lane_parts[4] = {0, 0, 0, 0}, lanes_diff = 0, ms_lanes1 = 0, lanes_diff1 = 0;
   void *ws_ln[2] = {NULL, NULL};
   const fi_status lanes_made = fi_lanes_create(a.ctx, side_sms, &a.lanes);
   if (lanes_made != FI_SUCCESS) {
@@ -824,10 +837,19 @@ static void shared_prefix(fi_bench_ctx *b) {
                                       w3, &a.lane_suffix));
     if (!suf_all) FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
     FI_BENCH_OK(a.ctx, fi_lanes_join(a.lanes));
+    a.lanes_one_merge = 0;
     ms_lanes = fi_bench_time_ms(b, run_lanes, &a);
     lanes_diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
+    a.lanes_one_merge = 1;
+    ms_lanes1 = fi_bench_time_ms(b, run_lanes, &a);
+    lanes_diff1 = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
+    a.lanes_one_merge = 0;
     ms_lane_parts[0] = fi_bench_time_ms(b, run_lane_prefix, &a);
     ms_lane_parts[1] = fi_bench_time_ms(b, run_lane_suffix, &a);
+    a.lanes_one_merge = 1;
+    ms_lane_parts[2] = fi_bench_time_ms(b, run_lane_prefix, &a);
+    ms_lane_parts[3] = fi_bench_time_ms(b, run_lane_merge, &a);
+    a.lanes_one_merge = 0;
   }
 
   /* fused: request 0 = the prefix with all 64 queries, request 1 + i = request i's suffix
@@ -950,7 +972,14 @@ static void shared_prefix(fi_bench_ctx *b) {
              a.lane_prefix.num_work_units, ms_plain / ms_lanes, lanes_diff);
     fi_bench_row(b, "sparse", "shared prefix b64 32k+256: lanes", variant, ms_lanes,
                  unique_bytes, 0);
+    snprintf(variant, sizeof variant, "%.1fx plain, |d| %.1e", ms_plain / ms_lanes1, lanes_diff1);
+    fi_bench_row(b, "sparse", "  lanes, one merge (prefix unmerged; merge after the join)",
+                 variant, ms_lanes1, unique_bytes, 0);
     prefix_row(b, "  lanes: its prefix alone (main lane)", &a.lane_prefix, ms_lane_parts[0]);
+    prefix_row(b, "  lanes: its prefix unmerged alone (main lane)", &a.lane_prefix,
+               ms_lane_parts[2]);
+    fi_bench_row(b, "sparse", "  lanes: the one merge alone (all SMs)", "", ms_lane_parts[3], 0,
+                 0);
     fi_tiles_name(a.lane_suffix.tiles, 1, tn, sizeof tn);
     snprintf(variant, sizeof variant, "%s u%d, side lane of %d SMs", tn,
              a.lane_suffix.num_work_units, fi_lanes_sm_count(a.lanes, FI_LANE_SIDE));

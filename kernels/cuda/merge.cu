@@ -275,8 +275,11 @@ merge_partials_kernel(const fi_merge_unit *units, const int32_t *device_num_unit
 // innermost, so a block's warps read adjacent partial rows. For plans whose units have
 // few chunks each (FI_PLAN_FLAG_FEW_CHUNKS), where one block per (row, head) spends more on
 // its barriers and CTA launches than on its loads (tuning merge_warps, on by default).
+// Five blocks per SM (four at head_dim 64, whose 16 chunk lanes need more registers): at the
+// 167 registers ptxas took unbounded, three fit, and a prefill step's 2,048-row merge (512
+// blocks) ran in two waves, 11.4 us under ncu (bench/NOTES.md, session 71).
 template <typename T, int D, bool OTHER = false>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, D == 64 ? 4 : 5)
 merge_partials_warps_kernel(const fi_merge_unit *units, const int32_t *device_num_units,
                             int num_units, int row_slots, const float *po, const float *plse,
                             int heads, T *o, int64_t o_sb, int64_t o_sh, float *lse,

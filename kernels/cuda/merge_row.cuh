@@ -183,11 +183,16 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
 
 // The same merge by one warp (lane 0 .. 31): this thread's dims [NV lane, NV lane + NV) of
 // every chunk, NV = D / 32, the L = 1024 / D chunk lanes of merge_chunk_list as register
-// sets; a round's L chunks are loaded before any is used.
+// sets. The first round (chunks 0 .. L - 1) is loaded at once and each load folds into its
+// lane's fresh state; later rounds (plans of up to FI_MERGE_FEW_CHUNKS chunks run this form)
+// load half a round at a time. So the registers live at once are the states and half a
+// round of loads: under merge.cu's launch bounds (five blocks per SM, 96 registers at head_dim
+// 128 and 256) the warp kernel spills nothing where the whole-round form spilled 196 bytes.
+// The same operations per lane in the same chunk order: the same bits.
 template <typename T, int D, typename Loc>
 __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_chunks, int lane,
                                                       T *o_row, float *lse_out) {
-  constexpr int L = 1024 / D, NV = D / 32;
+  constexpr int L = 1024 / D, NV = D / 32, HALF = L / 2;
   static_assert(NV == 2 || NV == 4 || NV == 8, "head_dim 64, 128 or 256");
   struct States {
     float m_[L], d_[L], acc_[L][NV];
@@ -195,28 +200,43 @@ __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_ch
     __device__ float d(int k) const { return d_[k]; }
     __device__ float acc(int k, int e) const { return acc_[k][e]; }
   } st;
+  // chunk c's lse and dims into (l, x); past the list: no keys
+  auto take = [&](int c, float &l, float (&x)[NV]) {
+    l = c < num_chunks ? loc.lse(c) : -INFINITY;
+    if (c < num_chunks) {
+      loc.template load<NV>(c, lane * NV, x);
+    } else {
+#pragma unroll
+      for (int e = 0; e < NV; ++e) x[e] = 0.f;
+    }
+  };
 #pragma unroll
   for (int k = 0; k < L; ++k) {
-    st.m_[k] = -INFINITY;
-    st.d_[k] = 0.f;
+    float l;
+    take(k, l, st.acc_[k]);
+    // merge_lane_add on a fresh state (m = -inf, d = 0, acc = 0), written out
+    if (l == -INFINITY) {
+      st.m_[k] = -INFINITY, st.d_[k] = 0.f;
 #pragma unroll
-    for (int e = 0; e < NV; ++e) st.acc_[k][e] = 0.f;
-  }
-  for (int c0 = 0; c0 < num_chunks; c0 += L) {
-    float l[L], x[L][NV];
+      for (int e = 0; e < NV; ++e) st.acc_[k][e] = 0.f;
+    } else {
+      const float mn = fmaxf(-INFINITY, l), b = __expf(l - mn);
+      st.d_[k] = fmaf(0.f, 0.f, b);
 #pragma unroll
-    for (int k = 0; k < L; ++k) {
-      const int c = c0 + k;
-      l[k] = c < num_chunks ? loc.lse(c) : -INFINITY;
-      if (c < num_chunks) {
-        loc.template load<NV>(c, lane * NV, x[k]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < NV; ++e) x[k][e] = 0.f;
-      }
+      for (int e = 0; e < NV; ++e) st.acc_[k][e] = fmaf(b, st.acc_[k][e], 0.f * 0.f);
+      st.m_[k] = mn;
     }
+  }
+  for (int c0 = L; c0 < num_chunks; c0 += L) {
 #pragma unroll
-    for (int k = 0; k < L; ++k) merge_lane_add<NV>(st.m_[k], st.d_[k], st.acc_[k], l[k], x[k]);
+    for (int h = 0; h < L; h += HALF) {
+      float l[HALF], x[HALF][NV];
+#pragma unroll
+      for (int j = 0; j < HALF; ++j) take(c0 + h + j, l[j], x[j]);
+#pragma unroll
+      for (int j = 0; j < HALF; ++j)
+        merge_lane_add<NV>(st.m_[h + j], st.d_[h + j], st.acc_[h + j], l[j], x[j]);
+    }
   }
   float out[NV], l_out;
   merge_lanes_combine<NV>(L, st, out, l_out);
