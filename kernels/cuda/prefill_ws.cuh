@@ -413,12 +413,15 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // sequence, 1-15 % slower on batches of shorter ones (hence the units' length rule).
 // DEEP (prefill_ws_deep_kernel, for host plans flagged FI_PLAN_FLAG_WS_DEEP: head_dim 128
 // without extras, a few query tiles per request over units of at least 4096 keys and K/V
-// larger than twice the L2 cache, api.c choose_ws_layout): 128-key tiles in head_dim 256's
-// layout with three stages instead of two, so that a tile streamed from DRAM has two tiles'
-// time to land (the shared prefix's consumers waited on K's `full` barrier for 16 % of their
-// samples, session 43). The same arithmetic in the same order as the two-slot layout: the
-// same numbers, bit for bit. Measured (bench/NOTES.md, session 45): that prefix 12 % faster;
-// rows whose K/V is re-read from L2 the same or slower, units of 512 keys 2-6 % slower.
+// larger than twice the L2 cache, over token rows or pages the 176-key tile does not take;
+// api.c choose_ws_layout): 128-key tiles in head_dim 256's layout with three stages instead
+// of two, so that a tile streamed from DRAM has two tiles' time to land (the shared prefix's
+// consumers waited on K's `full` barrier for 16 % of their samples, session 43). The same
+// arithmetic in the same order as the two-slot layout: the same numbers, bit for bit.
+// Measured (bench/NOTES.md): that prefix 12 % faster than 176 keys on an H200 (session 45);
+// on H100s since the 176-key tile's new order, 5 % slower over its pages of 16 and 5-8 %
+// faster over token rows (session 71); rows whose K/V is re-read from L2 the same or
+// slower, units of 512 keys 2-6 % slower.
 template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
 struct WsShape {
   static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;

@@ -291,13 +291,18 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
  *   - A few query tiles per request (at most FI_WS_DEEP_MAX_ROWS rows) over units of at
  *     least FI_WS_WIDE_MIN_KV keys, with K and V of more than FI_WS_DEEP_L2_TIMES times the
  *     L2 cache: each K/V tile is read by few CTAs and streams from DRAM, not from L2. Then
- *     128 x 128 tiles with the deep ring (one Q slot, three stages; FI_PLAN_FLAG_WS_DEEP).
+ *     128 x 128 tiles with the deep ring (one Q slot, three stages; FI_PLAN_FLAG_WS_DEEP),
+ *     except over pages that the 176-key tile (below) takes, which widen instead.
  *     Measured on H200s (bench/NOTES.md, session 45): the shared prefix's 64 queries (256
  *     rows) over 32768 keys (134 MB) 74 us against 85 with 176-key tiles and 85.5 with the
  *     two-slot ring; long causal sequences (1-2 requests of 16k-64k tokens, K/V 134-268 MB,
  *     mostly re-read from L2) 1-4 % slower than with 176 keys (hence the rows' rule); 2048
  *     rows over 4096 keys: consecutive pages 5-14 % faster, shuffled pages up to 4 % slower;
- *     units of 512 keys 2-6 % slower (one Q slot: hence the length rule).
+ *     units of 512 keys 2-6 % slower (one Q slot: hence the length rule). Since then the
+ *     176-key tile gained its own order (V released at the next S, the row maxima first):
+ *     on H100s (session 71) it beat the deep ring over the prefix's pages of 16 (80.3-81.9
+ *     against 84.9-85.6 us in the shared-prefix step's lane of 112 SMs; the step 1-4 us
+ *     faster), while over token rows the deep ring still won (69-73 against 74.6-77.2 us).
  *   - Otherwise, with no tiles given: 128 x FI_WS_WIDE_KV_TILE (176 keys, FA3's non-causal
  *     tile) on units of at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL;
  *     session 43: without a mask 3.5-5 % faster on units of 8192 keys and more, the same at
@@ -328,16 +333,17 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
   const double kv_bytes = (double)plan->total_kv * p->num_kv_heads * p->head_dim * 2 * 2;
   const int64_t group = p->num_qo_heads / p->num_kv_heads;
   const int64_t rows = plan->batch > 0 ? plan->total_qo_rows * group / plan->batch : 0;
-  const int deep_rule = unit_kv >= FI_WS_WIDE_MIN_KV && rows <= FI_WS_DEEP_MAX_ROWS &&
-                        ctx->l2_bytes > 0 &&
+  const int widens =
+      !tiles_given && !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
+      unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV);
+  const int deep_rule = !(paged && widens) && unit_kv >= FI_WS_WIDE_MIN_KV &&
+                        rows <= FI_WS_DEEP_MAX_ROWS && ctx->l2_bytes > 0 &&
                         kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
   const int by_rule = ctx->tuning.prefill_ws_deep < 0;
   /* (the deep ring's instance has no extras: a soft-capped plan widens or stays) */
   const int capped = p->logits_soft_cap > 0.f;
   const int deep = !capped && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
-  if ((capped || !(by_rule && deep_rule)) && !tiles_given &&
-      !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
-      unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV)) {
+  if ((capped || !(by_rule && deep_rule)) && widens) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
     return;
   }

@@ -146,7 +146,8 @@ struct fi_context {
                                 warp-specialised prefill kernel (the rest of the SMs left to
                                 kernels on other streams); 0: one per SM */
     int32_t prefill_ws_deep; /* -1 default (host prefill plans whose units stream their K/V
-                                from DRAM take the deep ring, api.c choose_ws_layout), 0 never
+                                from DRAM take the deep ring unless their pages take the
+                                176-key tile, api.c choose_ws_layout), 0 never
                                 (such plans widened to 176-key tiles as other long ones), 1
                                 every host plan left at wgmma 128 x 128 (A / B runs, tests) */
     int32_t merge_warps; /* 1 (default): the split-KV merge of host plans with few chunks

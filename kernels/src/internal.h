@@ -171,7 +171,8 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
 enum { FI_WS_WIDE_KV_TILE = 176, FI_WS_WIDE_MIN_KV = 4096, FI_WS_WIDE_MIN_KV_CAUSAL = 8192 };
 /* The deep ring instead (FI_PLAN_FLAG_WS_DEEP, tiles kept at 128 x 128): requests of at most
  * FI_WS_DEEP_MAX_ROWS GQA-packed query rows over units of at least FI_WS_WIDE_MIN_KV keys,
- * K and V larger than FI_WS_DEEP_L2_TIMES times the L2 cache (api.c choose_ws_layout). */
+ * K and V larger than FI_WS_DEEP_L2_TIMES times the L2 cache, over token rows or pages the
+ * 176-key tile does not take (api.c choose_ws_layout). */
 enum { FI_WS_DEEP_L2_TIMES = 2, FI_WS_DEEP_MAX_ROWS = 512 };
 
 /* Whether `t` are the CUDA warp-specialised prefill kernel's tiles (prefill_ws.cuh): wgmma

@@ -261,8 +261,9 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
  * keys (causal: 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where a
  * request's few query rows (at most 512, GQA-packed) meet long units over K and V of more
  * than twice the L2 cache (134 and 268 MB here; an H100 or H200 has 50 MB) -- but with a soft
- * cap (the deep ring has no extras); tiles given with it and another extra are refused by
- * name. Hopper only (other devices plan mma tiles). */
+ * cap (the deep ring has no extras) or over pages the 176-key tile takes (pages of 16);
+ * tiles given with it and another extra are refused by name. Hopper only (other devices plan
+ * mma tiles). */
 static int wide_tile_rule(fi_context *cuda) {
   if (!hopper || ws_off) return 0;
   struct {
@@ -310,6 +311,31 @@ static int wide_tile_rule(fi_context *cuda) {
     if (s != FI_SUCCESS || pl.tiles.kv_tile != rows[r].want) {
       fprintf(stderr, "FAIL: %s: planned %s with kv_tile %d, expected %d\n", rows[r].what,
               fi_status_string(s), s == FI_SUCCESS ? (int)pl.tiles.kv_tile : -1, rows[r].want);
+      ++failures;
+    }
+  }
+  /* Over pages: 64 queries over 32768 keys (K/V streamed) widen over pages of 16 (the
+   * 176-key tile beat the deep ring there, session 71) and keep 128 (the deep ring) over pages
+   * of 32, which the 176-key tile does not take. */
+  for (int page = 16; page <= 32; page += 16) {
+    const int keys = 32768, pages = keys / page, want = page == 16 && deep_rule ? 176 : 128;
+    fi_attention_params prm = fi_attention_params_default(32, 8, 128);
+    prm.page_size = page;
+    int32_t qind[2] = {0, 64}, pind[2] = {0, pages}, last[1] = {page};
+    int32_t *idx = (int32_t *)malloc(sizeof(int32_t) * pages);
+    for (int j = 0; j < pages; ++j) idx[j] = j;
+    const fi_page_table pt = {pind, idx, last};
+    size_t ws = 0;
+    fi_prefill_workspace_size(cuda, &prm, 1, 64, &ws);
+    void *w = dmalloc(ws);
+    fi_plan pl;
+    fi_status s = fi_paged_prefill_plan(cuda, &prm, 1, qind, &pt, pages, NULL, NULL, w, ws, &pl);
+    cudaFree(w);
+    free(idx);
+    if (s != FI_SUCCESS || pl.tiles.kv_tile != want) {
+      fprintf(stderr, "FAIL: 64 queries over %d keys in pages of %d: planned %s with kv_tile %d, "
+              "expected %d\n", keys, page, fi_status_string(s),
+              s == FI_SUCCESS ? (int)pl.tiles.kv_tile : -1, want);
       ++failures;
     }
   }
