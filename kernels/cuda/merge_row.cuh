@@ -210,10 +210,12 @@ __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_ch
       for (int e = 0; e < NV; ++e) x[e] = 0.f;
     }
   };
+  float l0[L];  // (every load of the round issued before any is used)
+#pragma unroll
+  for (int k = 0; k < L; ++k) take(k, l0[k], st.acc_[k]);
 #pragma unroll
   for (int k = 0; k < L; ++k) {
-    float l;
-    take(k, l, st.acc_[k]);
+    const float l = l0[k];
     // merge_lane_add on a fresh state (m = -inf, d = 0, acc = 0), written out
     if (l == -INFINITY) {
       st.m_[k] = -INFINITY, st.d_[k] = 0.f;
