@@ -315,10 +315,11 @@ static int wide_tile_rule(fi_context *cuda) {
     }
   }
   /* Over pages: 64 queries over 32768 keys (K/V streamed) widen over pages of 16 (the
-   * 176-key tile beat the deep ring there, session 71) and keep 128 (the deep ring) over pages
-   * of 32, which the 176-key tile does not take. */
+   * 176-key tile beat the deep ring there, session 71; under every FI_PREFILL_WS_DEEP) and
+   * keep 128 over pages of 32, which the 176-key tile does not take (the deep ring by the
+   * rule). */
   for (int page = 16; page <= 32; page += 16) {
-    const int keys = 32768, pages = keys / page, want = page == 16 && deep_rule ? 176 : 128;
+    const int keys = 32768, pages = keys / page, want = page == 16 ? 176 : 128;
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
     prm.page_size = page;
     int32_t qind[2] = {0, 64}, pind[2] = {0, pages}, last[1] = {page};
