@@ -9,6 +9,10 @@
 #           same arrays, blocks of 64 and 128 at 0 / 50 / 90 / 98 %
 #   bench   fi_bench sparse: the dense row and the random rows (ceilings in the same run)
 #   flex    bench/peers/flex_sparse.py: PyTorch FlexAttention on the same rows
+#   prefix  the shared-prefix step (issue 16's 10x): test_cascade_gpu and test_shared_prefix_gpu,
+#           then `fi_bench sparse --filter "shared prefix"` three times, alternating with the
+#           composed prefix given 128 x 128 tiles (the deep ring: FI_BENCH_SP_PRE_TILES), and
+#           ncu on the split-KV merges (bench/NOTES.md, session 71)
 #   ncu     Nsight Compute on one launch each of the dense row and the 128 x 128 98 % row:
 #           the warp-state stalls (details page) and the per-SASS-instruction stall samples
 #           (source page, CSV: read offline beside the runtime's SASS) -- where a chunk's
@@ -41,6 +45,25 @@ for w in ${*:-oracle peer bench flex}; do
       ./fi_bench sparse --filter "random" > "$OUT/sparse_random.log" 2>&1
       echo "fi_bench rc $rc_dense (dense) $? (random)"
       grep -E "copy|GEMM|^\| sparse" "$OUT/sparse_dense.log" "$OUT/sparse_random.log" | head -30 ;;
+    prefix)
+      for t in test_cascade_gpu test_shared_prefix_gpu; do
+        [ -x "./$t" ] || { echo "$t: not carried"; continue; }
+        FI_TEST_CONFIGS=${FI_TEST_CONFIGS:-40} "./$t" > "$OUT/$t.log" 2>&1
+        echo "$t rc $?"; grep -E "FAIL|passed|configurations" "$OUT/$t.log" | head -3
+      done
+      for r in 1 2 3; do
+        ./fi_bench sparse --filter "shared prefix" > "$OUT/prefix_$r.log" 2>&1
+        FI_BENCH_SP_PRE_TILES=128x128 ./fi_bench sparse --filter "shared prefix" \
+          > "$OUT/prefix_deep_$r.log" 2>&1
+        echo "round $r (default / composed prefix on the deep ring), us:"
+        grep -hE "plain  |composed   |lanes   |lanes, one|its prefix" "$OUT/prefix_$r.log" \
+          "$OUT/prefix_deep_$r.log" | cut -c12-140
+      done
+      ncu --clock-control none --cache-control none -k regex:merge --launch-count 6 \
+        --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread \
+        ./fi_bench sparse --filter "shared prefix" --reps 3 > "$OUT/prefix_ncu.log" 2>&1
+      echo "ncu (merges) rc $?"
+      grep -E "merge.*\(|gpu__time|registers" "$OUT/prefix_ncu.log" | cut -c1-120 | head -18 ;;
     ncu)
       for f in "dense prefill" "bsr 128x128 random 98% sparse"; do
         tag=$(echo "$f" | tr -c 'a-z0-9\n' '_')
