@@ -446,32 +446,32 @@ static void run_overlapped(void *p) {
 
 /* The shared-prefix step in lanes (fi/lanes.h): the prefix in the main lane, the suffix
  * decode in the side lane at the same time, joined before the merge (part 1 / 2: that
- * lane's half alone). */
+ * lane's half alone; part 3: the merge alone, over an earlier run's outputs). With
+ * lanes_one_merge the prefix runs unmerged and fi_prefill_merge_run merges its partials with
+ * the suffixes' state; else fi_merge_state merges the two outputs. */
 static void lanes_step(prefix_arg *a, int part) {
-  if (part == 3) { /* the one merge alone (the partials of an earlier unmerged run) */
+  if (part != 3) {
+    if (part != 2) {
+      FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
+      FI_BENCH_OK(a->ctx, (a->lanes_one_merge ? fi_paged_prefill_run_unmerged
+                                              : fi_paged_prefill_run)(
+                              a->ctx, &a->lane_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
+                              NULL, &a->o_prefix, &a->lse_prefix));
+      FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
+    }
+    if (part != 1) {
+      FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_SIDE));
+      FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->lane_suffix, &a->q, &a->kv, &a->suf,
+                                        &a->o_suffix, &a->lse_suffix));
+      FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
+    }
+    FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
+    if (part != 0) return;
+  }
+  if (a->lanes_one_merge)
     FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->lane_prefix, &a->o_suffix,
                                              &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
-    return;
-  }
-  if (part != 2) {
-    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
-    FI_BENCH_OK(a->ctx, (a->lanes_one_merge ? fi_paged_prefill_run_unmerged
-                                            : fi_paged_prefill_run)(
-                            a->ctx, &a->lane_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
-                            NULL, &a->o_prefix, &a->lse_prefix));
-    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
-  }
-  if (part != 1) {
-    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_SIDE));
-    FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->lane_suffix, &a->q, &a->kv, &a->suf,
-                                      &a->o_suffix, &a->lse_suffix));
-    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
-  }
-  FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
-  if (part == 0 && a->lanes_one_merge)
-    FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->lane_prefix, &a->o_suffix,
-                                             &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
-  else if (part == 0)
+  else
     FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
                                        &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
 }
@@ -813,7 +813,9 @@ static void shared_prefix(fi_bench_ctx *b) {
 
   /* lanes (fi/lanes.h), on the bench's context: each plan made in the lane that runs it */
   const int side_sms = getenv("FI_BENCH_SP_LANES") ? atoi(getenv("FI_BENCH_SP_LANES")) : 0;
-  double ms_lanes = 0, ms_lane_parts[4] = {0, 0, 0, 0}, lanes_diff = 0, ms_lanes1 = 0, lanes_diff1 = 0;
+  /* (lane parts: prefix, suffix, prefix unmerged, the one merge; 1: the one-merge step) */
+  double ms_lanes = 0, ms_lanes1 = 0, ms_lane_parts[4] = {0, 0, 0, 0};
+  double lanes_diff = 0, lanes_diff1 = 0;
   void *ws_ln[2] = {NULL, NULL};
   const fi_status lanes_made = fi_lanes_create(a.ctx, side_sms, &a.lanes);
   if (lanes_made != FI_SUCCESS) {
@@ -837,19 +839,15 @@ static void shared_prefix(fi_bench_ctx *b) {
                                       w3, &a.lane_suffix));
     if (!suf_all) FI_BENCH_OK(a.ctx, fi_lanes_leave(a.lanes));
     FI_BENCH_OK(a.ctx, fi_lanes_join(a.lanes));
-    a.lanes_one_merge = 0;
     ms_lanes = fi_bench_time_ms(b, run_lanes, &a);
     lanes_diff = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
-    a.lanes_one_merge = 1;
-    ms_lanes1 = fi_bench_time_ms(b, run_lanes, &a);
-    lanes_diff1 = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
-    a.lanes_one_merge = 0;
     ms_lane_parts[0] = fi_bench_time_ms(b, run_lane_prefix, &a);
     ms_lane_parts[1] = fi_bench_time_ms(b, run_lane_suffix, &a);
-    a.lanes_one_merge = 1;
+    a.lanes_one_merge = 1; /* (the merge alone after the unmerged prefix alone) */
+    ms_lanes1 = fi_bench_time_ms(b, run_lanes, &a);
+    lanes_diff1 = max_diff_from(h1, bufs[2], h2, q_bytes, b->stream);
     ms_lane_parts[2] = fi_bench_time_ms(b, run_lane_prefix, &a);
     ms_lane_parts[3] = fi_bench_time_ms(b, run_lane_merge, &a);
-    a.lanes_one_merge = 0;
   }
 
   /* fused: request 0 = the prefix with all 64 queries, request 1 + i = request i's suffix

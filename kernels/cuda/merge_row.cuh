@@ -183,12 +183,12 @@ __device__ __forceinline__ void merge_chunk_list(const Loc &loc, int num_chunks,
 
 // The same merge by one warp (lane 0 .. 31): this thread's dims [NV lane, NV lane + NV) of
 // every chunk, NV = D / 32, the L = 1024 / D chunk lanes of merge_chunk_list as register
-// sets. The first round (chunks 0 .. L - 1) is loaded at once and each load folds into its
-// lane's fresh state; later rounds (plans of up to FI_MERGE_FEW_CHUNKS chunks run this form)
-// load half a round at a time. So the registers live at once are the states and half a
-// round of loads: under merge.cu's launch bounds (five blocks per SM, 96 registers at head_dim
-// 128 and 256) the warp kernel spills nothing where the whole-round form spilled 196 bytes.
-// The same operations per lane in the same chunk order: the same bits.
+// sets. The first round (chunks 0 .. L - 1) is loaded whole; later rounds (plans of up to
+// FI_MERGE_FEW_CHUNKS chunks run this form) half a round at a time. So the registers live at
+// once are the states and half a round of loads: under merge.cu's launch bounds (five blocks
+// per SM, 96 registers at head_dim 128 and 256) the warp kernel spills nothing where loading
+// every round whole spilled 196 bytes. The same operations per lane in the same chunk order:
+// the same bits.
 template <typename T, int D, typename Loc>
 __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_chunks, int lane,
                                                       T *o_row, float *lse_out) {
@@ -210,24 +210,17 @@ __device__ __forceinline__ void merge_chunk_list_warp(const Loc &loc, int num_ch
       for (int e = 0; e < NV; ++e) x[e] = 0.f;
     }
   };
-  float l0[L];  // (every load of the round issued before any is used)
+  // The first round: every load issued before any is used, each then taken by its lane's
+  // fresh state (constants the compiler folds, so a load's registers become the state's).
+  float l0[L], x0[L][NV];
 #pragma unroll
-  for (int k = 0; k < L; ++k) take(k, l0[k], st.acc_[k]);
+  for (int k = 0; k < L; ++k) take(k, l0[k], x0[k]);
 #pragma unroll
   for (int k = 0; k < L; ++k) {
-    const float l = l0[k];
-    // merge_lane_add on a fresh state (m = -inf, d = 0, acc = 0), written out
-    if (l == -INFINITY) {
-      st.m_[k] = -INFINITY, st.d_[k] = 0.f;
+    st.m_[k] = -INFINITY, st.d_[k] = 0.f;
 #pragma unroll
-      for (int e = 0; e < NV; ++e) st.acc_[k][e] = 0.f;
-    } else {
-      const float mn = fmaxf(-INFINITY, l), b = __expf(l - mn);
-      st.d_[k] = fmaf(0.f, 0.f, b);
-#pragma unroll
-      for (int e = 0; e < NV; ++e) st.acc_[k][e] = fmaf(b, st.acc_[k][e], 0.f * 0.f);
-      st.m_[k] = mn;
-    }
+    for (int e = 0; e < NV; ++e) st.acc_[k][e] = 0.f;
+    merge_lane_add<NV>(st.m_[k], st.d_[k], st.acc_[k], l0[k], x0[k]);
   }
   for (int c0 = L; c0 < num_chunks; c0 += L) {
 #pragma unroll
