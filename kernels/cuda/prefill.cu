@@ -92,31 +92,29 @@ struct KvTensors {
   fi_kv_layout layout;  // paged only
 };
 
-// A tensor of esz-byte elements (2; fp8 1) as a tensor map with the 128-byte swizzle (or
-// `swizzle_bytes` 64): dims innermost first, strides (bytes) of dims 1.. and the box. False when the driver refuses it
+// A tensor of esz-byte elements (2; fp8 1) as a tensor map with the 128-byte swizzle: dims
+// innermost first, strides (bytes) of dims 1.. and the box. False when the driver refuses it
 // (then the other kernel runs). Misses are promoted to 256 bytes in L2, unlike decode's maps:
 // prefill re-reads each K/V tile from L2 for many query tiles, and no promotion measured
 // the same or 2 % slower (paged append; bench/NOTES.md, decode v18).
 bool encode_map(CUtensorMap *map, void *data, int rank, const cuuint64_t *dims,
-                const cuuint64_t *strides, const cuuint32_t *box, int esz = 2,
-                int swizzle_bytes = 128) {
+                const cuuint64_t *strides, const cuuint32_t *box, int esz = 2) {
   // The driver's rules (cuTensorMapEncodeTiled), checked here so that it is never called
   // with arguments it refuses (an empty tensor has a zero extent): a 16-byte aligned base,
   // extents in 1 .. 2^32, strides of dims 1.. multiples of 16 below 2^40, boxes of 1 .. 256
-  // elements whose innermost extent is 16 bytes .. the swizzle's span.
+  // elements whose innermost extent is 16 .. 128 bytes (the 128-byte swizzle).
   if (((uintptr_t)data & 15u) != 0 || rank < 1 || rank > 5) return false;
   for (int d = 0; d < rank; ++d) {
     if (dims[d] == 0 || dims[d] > (1ull << 32) || box[d] == 0 || box[d] > 256) return false;
     if (d > 0 && (strides[d - 1] % 16 != 0 || strides[d - 1] >= (1ull << 40))) return false;
   }
-  if (box[0] * esz % 16 != 0 || box[0] * esz > (cuuint32_t)swizzle_bytes) return false;
+  if (box[0] * esz % 16 != 0 || box[0] * esz > 128) return false;
   auto encode = (PFN_cuTensorMapEncodeTiled_v12000)fi_cuda_tensor_map_encoder();
   const cuuint32_t unit[5] = {1, 1, 1, 1, 1};
   return encode &&
          encode(map, esz == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
                 rank, data, dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE,
-                swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
@@ -206,23 +204,19 @@ bool encode_ws_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const KvTensors &
 }
 
 // The tensor maps of fp8 attention (1-byte elements): q and k (token rows: ragged, the run's
-// k; paged, staged) as for 16-bit with 128-dim boxes of the KV tile's keys (128; 192 wide);
-// V^T (staged, [kv heads][D][pitch]) as (pitch, D, kv heads) with boxes of (128 keys, D, 1),
-// and for 192-key tiles vt_tail with boxes of (64 keys, D, 1) at the 64-byte swizzle.
+// k; paged, staged) as for 16-bit with 128-dim boxes; V^T (staged, [kv heads][D][pitch]) as
+// (pitch, D, kv heads) with boxes of (128 keys, D, 1).
 bool encode_fp8_maps(fi_prefill::WsMaps *m, const fi_tensor *q, const fi_tensor *k,
                      const void *vt, int64_t vt_pitch, int D, int kv_heads, int group,
-                     bool across, bool wide) {
+                     bool across) {
   if (q->strides[2] != 1 || k->strides[2] != 1) return false;
   const cuuint64_t vd[3] = {(cuuint64_t)vt_pitch, (cuuint64_t)D, (cuuint64_t)kv_heads};
   const cuuint64_t vs[2] = {(cuuint64_t)vt_pitch, (cuuint64_t)vt_pitch * D};
-  const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1}, tail_box[3] = {64, (cuuint32_t)D, 1};
+  const cuuint32_t vb[3] = {128, (cuuint32_t)D, 1};
   m->kv_box_rows = 128;
   m->kv_run_pages = 0;
-  memset(&m->vt_tail, 0, sizeof m->vt_tail);
-  return encode_q_maps(m, q, D, group, 1, across) &&
-         encode_rows_map(&m->k, k, D, 1, wide ? 192 : 128, 1) &&
-         encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1) &&
-         (!wide || encode_map(&m->vt_tail, const_cast<void *>(vt), 3, vd, vs, tail_box, 1, 64));
+  return encode_q_maps(m, q, D, group, 1, across) && encode_rows_map(&m->k, k, D, 1, 128, 1) &&
+         encode_map(&m->v, const_cast<void *>(vt), 3, vd, vs, vb, 1);
 }
 
 fi_prefill_ws_launch_fn ws_launcher_for(const fi_attention_params *a) {
@@ -367,9 +361,6 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
   const fi_attention_params *a = &plan->params;
   char why[224];
   why[0] = 0;
-  // Plain runs take KV tiles of 192 keys (the units do not depend on the KV tile; the same
-  // rule for host and device plans): tuning prefill_fp8_wide, -1 (default) or 1 on, 0 off.
-  p.ws_wide = !extras && ctx->tuning.prefill_fp8_wide != 0;
   if (plan->tiles.cores != FI_CORES_WGMMA || plan->tiles.q_tile != 128 ||
       plan->tiles.kv_tile != 128)
     snprintf(why, sizeof why, "the plan's tiles are not the wgmma 128 x 128 tiles");
@@ -400,7 +391,7 @@ fi_status run_fp8(fi_context *ctx, const fi_plan *plan, PrefillParams &p, const 
       sk = fi_tensor_contiguous(sa.sk, FI_DTYPE_E4M3, 3, kshape);
     }
     if (!encode_fp8_maps(&maps, q, &sk, sa.svt, sa.vt_pitch, a->head_dim, a->num_kv_heads,
-                         p.group, p.rows_across != 0, p.ws_wide != 0))
+                         p.group, p.rows_across != 0))
       snprintf(why, sizeof why, "tensors the driver cannot map (strides or alignment)");
     else
       encode_o_map(&maps, o, a->head_dim, p.group, p.rows_across != 0);

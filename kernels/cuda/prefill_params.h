@@ -62,8 +62,7 @@ struct PrefillParams {
   int32_t k_staged, v_staged;
   // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): a plan with
   // wgmma 128 x 176 tiles (head_dim 128 without extras or with a soft cap alone; the tensor
-  // maps' boxes follow); fp8 attention: 192 keys (prefill_ws_fp8_wide_kernel, runs without
-  // extras; prefill.cu run_fp8).
+  // maps' boxes follow).
   int32_t ws_wide;
   // Its deep ring (prefill_ws_deep_kernel: one Q slot, three stages) for the 128 x 128 runs
   // without extras, variant or block-sparse tiles of a plan flagged FI_PLAN_FLAG_WS_DEEP (its

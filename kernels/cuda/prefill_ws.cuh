@@ -122,9 +122,6 @@ struct WsMaps {
   // (a prefix stored at once, a fresh pool) is one copy per 64 dims instead of one per page
   // (kv_run_pages = CTA_KV / page_size, 0 where the page size is not a divisor of the tile).
   CUtensorMap k_run, v_run;
-  // fp8 attention over 192-key tiles: V^T's keys 128..191 of each tile, boxes of (64 keys,
-  // D, 1) at the 64-byte swizzle (v's boxes hold keys 0..127 at the 128-byte one).
-  CUtensorMap vt_tail;
   int32_t kv_box_rows;  // paged: tokens per K/V box (16 .. 128, divides the page size)
   int32_t kv_run_pages;
   int32_t o_store;
@@ -425,19 +422,10 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // on H100s since the 176-key tile's new order, 5 % slower over its pages of 16 and 5-8 %
 // faster over token rows (session 71); rows whose K/V is re-read from L2 the same or
 // slower, units of 512 keys 2-6 % slower.
-// fp8 attention's WIDE (prefill_ws_fp8_wide_kernel, plain runs: PrefillParams.ws_wide): KV
-// tiles of 192 keys (FlashInfer's fp8 tile; a multiple of the 32-key groups V^T is permuted
-// in), two Q slots and the output buffer as the 128-key layout (K and V of 24 KB a stage);
-// V^T as a box of 128 keys at the 128-byte swizzle and one of 64 at the 64-byte one
-// (VT_TAIL, WsMaps.vt_tail).
 template <int HD, int ES = 2, bool WIDE = false, bool DEEP = false>
 struct WsShape {
-  static constexpr bool ONE_SLOT = HD > 128 || (WIDE && ES == 2) || DEEP;
-  static constexpr int CTA_Q = 128,
-                       CTA_KV = WIDE ? (ES == 1 ? 192 : 176) : HD > 128 ? 64 : 128;
-  // fp8 V^T: where keys 128.. of a stage's V start (bytes; the 128-byte-swizzled rows of
-  // keys 0..127 before them).
-  static constexpr int VT_TAIL = 128 * HD;
+  static constexpr bool ONE_SLOT = HD > 128 || WIDE || DEEP;
+  static constexpr int CTA_Q = 128, CTA_KV = WIDE ? 176 : HD > 128 ? 64 : 128;
   static constexpr int CONSUMER_WARPS = 8, THREADS = 32 * (CONSUMER_WARPS + 4);
   static constexpr int Q_BYTES = CTA_Q * HD * 2, KV_BYTES = CTA_KV * HD * ES;
   // Q tiles in flight.
@@ -486,8 +474,8 @@ struct PrefillWs {
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
-  static_assert(!WIDE || (HD == 128 && (XF == 0 || (XF == WS_X_CAP && !FP8)) && !BSR && !VARIANT),
-                "wide tiles run head_dim 128 without extras or (16-bit) with a soft cap alone");
+  static_assert(!WIDE || (HD == 128 && (XF == 0 || XF == WS_X_CAP) && !BSR && !VARIANT && !FP8),
+                "wide tiles run head_dim 128 without extras or with a soft cap alone");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
@@ -514,23 +502,6 @@ struct PrefillWs {
   // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
   // key bytes along V^T's rows per step, K-major (LBO unused).
   static constexpr uint32_t V_STEP = FP8 ? 32 : 16 * 128, V_LBO = FP8 ? 16 : CTA_KV * 128;
-  // P V step kb's descriptor of V (v_lo: desc_lo of the stage's V); fp8's 192-key tiles:
-  // steps 4 and 5 in V^T's tail box (64-byte swizzle, 8-row groups of 512 bytes).
-  static __device__ __forceinline__ uint64_t v_desc(uint32_t v_lo, int kb) {
-    if (FP8 && CTA_KV > 128 && kb >= 4)
-      return fi_wgmma::desc_at_sw64(v_lo, W::VT_TAIL + (kb - 4) * V_STEP, 512);
-    return fi_wgmma::desc_at(v_lo, kb * V_STEP, 1024);
-  }
-  // The 32-bit word of fp8 V^T holding keys col..col + 3 (col % 4 == 0) of head dim d in a
-  // stage's V (the swizzles above).
-  static __device__ __forceinline__ uint32_t *vt_word(unsigned char *v, int d, int col) {
-    if (CTA_KV > 128 && col >= 128) {
-      const int c = col - 128;
-      return reinterpret_cast<uint32_t *>(v + W::VT_TAIL + d * 64 +
-                                          (((c >> 4) ^ ((d >> 1) & 3)) << 4) + (c & 15));
-    }
-    return reinterpret_cast<uint32_t *>(v + d * 128 + (((col >> 4) ^ (d & 7)) << 4) + (col & 15));
-  }
   // fp8: P is kept as P * 2^8 (e4m3 has 3 bits of mantissa and normals from 2^-6: scaled,
   // the softmax's small probabilities keep their bits; the largest, 2^8 times the slack's
   // 2^0.75 below, stays under e4m3's 448).
@@ -968,12 +939,9 @@ struct PrefillWs {
               fi::tma_load_3d(dst + h * (CTA_KV * 128) + lane * 64 * 128, map, 64 * h,
                               c.kv_head, row0 + src.half_key[lane], full, ws_kv_policy(p));
         } else if (!p.paged || staged) {  // token rows (ragged, or staged)
-          if (lane == 0 && FP8 && part == 1) {  // V^T: (keys, head dims, kv heads) boxes
+          if (lane == 0 && FP8 && part == 1)  // V^T: (keys, head dims, kv heads) boxes
             fi::tma_load_3d(dst, map, row0 + kv0, 0, c.kv_head, full, ws_kv_policy(p));
-            if constexpr (CTA_KV > 128)
-              fi::tma_load_3d(dst + W::VT_TAIL, &maps.vt_tail, row0 + kv0 + 128, 0, c.kv_head,
-                              full, ws_kv_policy(p));
-          } else if (lane == 0)
+          else if (lane == 0)
   #pragma unroll
             for (int h = 0; h < HD / SLAB; ++h)
               fi::tma_load_3d(dst + h * (CTA_KV * 128), map, SLAB * h, c.kv_head, row0 + kv0,
@@ -1298,7 +1266,7 @@ struct PrefillWs {
         uint64_t v_prev_desc[KB];
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb)
-          v_prev_desc[kb] = v_desc(v_prev_lo, kb);
+          v_prev_desc[kb] = fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024);
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb) asm volatile("" : "+l"(v_prev_desc[kb])::"memory");
 
@@ -1664,7 +1632,11 @@ struct PrefillWs {
                 const int key = ((col + i) & ~31) + perm32_key((col + i) & 31);
                 keep |= (key >= z_lo && key < v_rows) ? 0xffu << (8 * i) : 0u;
               }
-              if (keep != 0xffffffffu) *vt_word(v_cur, d, col) &= keep;
+              if (keep != 0xffffffffu) {
+                uint32_t *const w = reinterpret_cast<uint32_t *>(
+                    v_cur + d * 128 + ((((col >> 4) ^ (d & 7))) << 4) + (col & 15));
+                *w &= keep;
+              }
             }
             fi::fence_proxy_async_smem();
             asm volatile("bar.sync 3, %0;\n" ::"n"(32 * W::CONSUMER_WARPS) : "memory");
@@ -1720,7 +1692,8 @@ struct PrefillWs {
 #pragma unroll
         for (int kb = 0; kb < KB; ++kb)
           if (!(BSR && one_half_prev && kb >= KB / 2))
-            fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb], v_desc(v_prev_lo, kb));
+            fi_wgmma::Wgmma<MT, HD>::rs(o, pa_prev[kb],
+                                        fi_wgmma::desc_at(v_prev_lo, kb * V_STEP, 1024));
         fi_wgmma::commit();
         fi_wgmma::wait<0>();
         fi_wgmma::fence_regs(o);
@@ -1932,27 +1905,15 @@ __global__ void __launch_bounds__(WsShape<128, 1>::THREADS, 1)
   prefill_ws_body<128, DT, EXTRAS ? WS_X_ALL : 0, false, false, true>(p, maps);
 }
 
-// fp8 attention over KV tiles of 192 keys (WsShape WIDE with 1-byte elements): plain runs
-// (no extras) whose plan the runtime widens (PrefillParams.ws_wide; prefill.cu run_fp8).
-template <typename DT>
-__global__ void __launch_bounds__(WsShape<128, 1, true>::THREADS, 1)
-    prefill_ws_fp8_wide_kernel(const __grid_constant__ PrefillParams p,
-                               const __grid_constant__ WsMaps maps) {
-  prefill_ws_body<128, DT, 0, false, false, true, true>(p, maps);
-}
-
 template <typename DT>
 cudaError_t prepare_prefill_ws_fp8() {
   cudaError_t e = cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, false>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        WsShape<128, 1>::SMEM);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, true>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<128, 1>::SMEM);
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(prefill_ws_fp8_wide_kernel<DT>,
+  return cudaFuncSetAttribute(prefill_ws_fp8_kernel<DT, true>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              WsShape<128, 1, true>::SMEM);
+                              WsShape<128, 1>::SMEM);
 }
 
 // The persistent grid: one CTA per work item (unit x KV head x chunk item), at most one per SM.
@@ -1968,9 +1929,6 @@ cudaError_t launch_prefill_ws_fp8(const PrefillParams &p, const WsMaps &maps, bo
                                   int num_work_units, int sm_count, cudaStream_t stream) {
   using W = WsShape<128, 1>;
   const int grid = ws_grid(p, num_work_units, sm_count);
-  if (p.ws_wide && !extras)
-    return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
-                         WsShape<128, 1, true>::SMEM, prefill_ws_fp8_wide_kernel<DT>, p, maps);
   return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS), W::SMEM,
                        extras ? prefill_ws_fp8_kernel<DT, true> : prefill_ws_fp8_kernel<DT, false>,
                        p, maps);

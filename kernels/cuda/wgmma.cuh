@@ -1,7 +1,7 @@
 // wgmma.cuh -- Hopper warpgroup MMA (wgmma.mma_async, sm_90a) for the prefill kernel's
 // Hopper tier: shared-memory matrix descriptors, the fences the async proxy needs, and the
 // m64nNk16 forms the kernel issues (N = 64, 128, 176 or 256; f16 or bf16 in, fp32 accumulate), and
-// m64nNk32 for fp8 e4m3 (N = 64, 128 or 192; below):
+// m64nNk32 for fp8 e4m3 (below):
 //   ss: A and B from shared memory, both K-major (S = Q K^T: Q rows x head dims, K rows x
 //       head dims);
 //   rs: A from registers (P, the mma.sync A-fragment layout per warp), B from shared memory
@@ -43,15 +43,6 @@ __device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t lbo_bytes) {
 }
 __device__ __forceinline__ uint64_t desc_at(uint32_t lo, uint32_t byte_off, uint32_t sbo_bytes) {
   const uint32_t hi = ((sbo_bytes >> 4) & 0x3FFF) | (1u << 30);  // layout type 1 at bit 62
-  return ((uint64_t)hi << 32) | (uint64_t)(lo + (byte_off >> 4));
-}
-
-// The same at the 64-byte swizzle (layout type 2: 8 rows of 64 bytes per 512-byte atom, 16-byte
-// chunk c of row r at r * 64 + ((c ^ ((r >> 1) & 3)) * 16)): fp8's V^T keys 128..191 of a
-// 192-key tile, a box of 64 bytes per row (a 128-byte row would need a second swizzle atom).
-__device__ __forceinline__ uint64_t desc_at_sw64(uint32_t lo, uint32_t byte_off,
-                                                 uint32_t sbo_bytes) {
-  const uint32_t hi = ((sbo_bytes >> 4) & 0x3FFF) | (2u << 30);  // layout type 2 at bit 62
   return ((uint64_t)hi << 32) | (uint64_t)(lo + (byte_off >> 4));
 }
 
@@ -157,17 +148,6 @@ struct Wgmma {
   "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), \
   "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), \
   "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3])
-// m64n192k32 (fp8 S over the wide KV tiles of 192 keys): 96 accumulators, the first 88
-// those of m64n176k16.
-#define FI_WGMMA_D192 "{" FI_WGMMA_REGS88 ", %88, %89, %90, %91, %92, %93, %94, %95}"
-#define FI_WGMMA_SS192 "%96, %97"
-#define FI_WGMMA_SS_SCALE192 "%98"
-#define FI_WGMMA_RS192 "{%96, %97, %98, %99}, %100"
-#define FI_WGMMA_RS_SCALE192 "%101"
-#define FI_WGMMA_C192 \
-  FI_WGMMA_C176, \
-  "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), \
-  "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3])
 // m64n256k16 (the P V of head_dim 256): 128 accumulators, the first 88 those of m64n176k16.
 #define FI_WGMMA_D256 \
   "{" FI_WGMMA_REGS88 ", %88, %89, %90, %91, %92, %93, %94, %95, " \
@@ -237,7 +217,6 @@ struct Wgmma {
   }
 FI_WGMMA_FORMS_FP8(64)
 FI_WGMMA_FORMS_FP8(128)
-FI_WGMMA_FORMS_FP8(192)
 #undef FI_WGMMA_FORMS_FP8
 FI_WGMMA_FORMS(__half, "f16", 64)
 FI_WGMMA_FORMS(__half, "f16", 128)

@@ -94,7 +94,6 @@ static void read_tuning(fi_context *ctx) {
   ctx->tuning.prefill_lead_units = env_int("FI_PREFILL_LEAD_UNITS", -1);
   ctx->tuning.prefill_ws_ctas = env_int("FI_PREFILL_WS_CTAS", 0);
   ctx->tuning.prefill_ws_deep = env_int("FI_PREFILL_WS_DEEP", -1);
-  ctx->tuning.prefill_fp8_wide = env_int("FI_PREFILL_FP8_WIDE", -1);
   ctx->tuning.merge_warps = env_int("FI_MERGE_WARPS", 1);
   ctx->tuning.decode_max_ctas = env_int("FI_DECODE_MAX_CTAS", 0);
   ctx->tuning.decode_split = env_int("FI_DECODE_SPLIT", -1);

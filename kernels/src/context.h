@@ -150,10 +150,6 @@ struct fi_context {
                                 176-key tile, api.c choose_ws_layout), 0 never
                                 (such plans widened to 176-key tiles as other long ones), 1
                                 every host plan left at wgmma 128 x 128 (A / B runs, tests) */
-    int32_t prefill_fp8_wide; /* -1 (default) or 1: fp8 attention runs without extras take
-                                 the warp-specialised kernel's KV tiles of 192 keys
-                                 (prefill_ws_fp8_wide_kernel; prefill.cu run_fp8); 0: 128
-                                 (A / B runs; the plan is the same) */
     int32_t merge_warps; /* 1 (default): the split-KV merge of host plans with few chunks
                             per unit runs a warp per row (FI_PLAN_FLAG_FEW_CHUNKS; the same
                             bits); 0: a block per row throughout (A / B runs) */
