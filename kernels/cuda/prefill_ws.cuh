@@ -461,7 +461,9 @@ struct WsShape {
 // (variant_kernels.cu: VARIANT = true, built by clang as LLVM bitcode and linked at compile
 // time with a program's score_mod / mask_mod, variant_hooks.cuh).
 // FP8: Q, K and V in e4m3 on fp8 wgmma (DT is then the output's type), V^T staged by
-// prefill_stage.cu with each 32-key group in pack_p_e4m3's order.
+// prefill_stage.cu with each 32-key group in pack_p_e4m3's order; KV tiles of 128 keys
+// (FlashInfer's 192 measured the same on long rows and 3-15 % slower on short, causal-cut
+// ones: the per-logit work bounds fp8, not the per-tile costs; bench/NOTES.md, session 72).
 template <int HD, typename DT, int XF, bool BSR, bool VARIANT, bool FP8 = false,
           bool WIDE = false, bool DEEP = false>
 struct PrefillWs {
