@@ -1,7 +1,8 @@
 #!/bin/bash
 # Device-machine script for the compute-bound family (issue 5): runs the binaries built on
 # the dev machine and carried in $CARRY (default .gpu-carry-prefill/: libfi_runtime.so,
-# test_prefill_gpu, fi_bench, wgmma_layout_probe from bench/probes/), in the order asked:
+# test_prefill_gpu, fi_bench, wgmma_layout_probe from bench/probes/ with FI_CARRY_PROBES=1),
+# in the order asked:
 #   probe     the wgmma layout / descriptor probe (bench/probes/wgmma_layout_probe.cu)
 #   sass      counts of HGMMA / HMMA instructions in the runtime library
 #   tests     test_prefill_gpu (240 random configurations vs the host backend, then 200 on the
