@@ -450,24 +450,24 @@ static void run_overlapped(void *p) {
  * lanes_one_merge the prefix runs unmerged and fi_prefill_merge_run merges its partials with
  * the suffixes' state; else fi_merge_state merges the two outputs. */
 static void lanes_step(prefix_arg *a, int part) {
-  if (part != 3) {
-    if (part != 2) {
-      FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
-      FI_BENCH_OK(a->ctx, (a->lanes_one_merge ? fi_paged_prefill_run_unmerged
-                                              : fi_paged_prefill_run)(
-                              a->ctx, &a->lane_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
-                              NULL, &a->o_prefix, &a->lse_prefix));
-      FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
-    }
-    if (part != 1) {
-      FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_SIDE));
-      FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->lane_suffix, &a->q, &a->kv, &a->suf,
-                                        &a->o_suffix, &a->lse_suffix));
-      FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
-    }
-    FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
-    if (part != 0) return;
+  const int prefix = part == 0 || part == 1, suffix = part == 0 || part == 2,
+            merge = part == 0 || part == 3;
+  if (prefix) {
+    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_MAIN));
+    FI_BENCH_OK(a->ctx, (a->lanes_one_merge ? fi_paged_prefill_run_unmerged
+                                            : fi_paged_prefill_run)(
+                            a->ctx, &a->lane_prefix, &a->q, a->qo_indptr, &a->kv, &a->pre,
+                            NULL, &a->o_prefix, &a->lse_prefix));
+    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
   }
+  if (suffix) {
+    FI_BENCH_OK(a->ctx, fi_lanes_enter(a->lanes, FI_LANE_SIDE));
+    FI_BENCH_OK(a->ctx, fi_decode_run(a->ctx, &a->lane_suffix, &a->q, &a->kv, &a->suf,
+                                      &a->o_suffix, &a->lse_suffix));
+    FI_BENCH_OK(a->ctx, fi_lanes_leave(a->lanes));
+  }
+  if (prefix || suffix) FI_BENCH_OK(a->ctx, fi_lanes_join(a->lanes));
+  if (!merge) return;
   if (a->lanes_one_merge)
     FI_BENCH_OK(a->ctx, fi_prefill_merge_run(a->ctx, &a->lane_prefix, &a->o_suffix,
                                              &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
@@ -475,6 +475,7 @@ static void lanes_step(prefix_arg *a, int part) {
     FI_BENCH_OK(a->ctx, fi_merge_state(a->ctx, &a->o_prefix, &a->lse_prefix, &a->o_suffix,
                                        &a->lse_suffix, &a->o_prefix, &a->lse_prefix));
 }
+
 static void run_lanes(void *p) { lanes_step((prefix_arg *)p, 0); }
 static void run_lane_prefix(void *p) { lanes_step((prefix_arg *)p, 1); }
 static void run_lane_suffix(void *p) { lanes_step((prefix_arg *)p, 2); }

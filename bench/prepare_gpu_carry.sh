@@ -67,6 +67,6 @@ carried=$(du -sb "$carry" | cut -f1)
 total_mb=$(( (tree + carried) / 1000000 ))
 echo "working tree + $carry: $total_mb MB (a device call takes at most 64)"
 if [ "$total_mb" -ge 63 ]; then
-  echo "over the limit: move what the call does not run out of $carry (largest first):" >&2
+  echo "at or near the limit: move what the call does not run out of $carry (largest first):" >&2
   ls -S "$carry" | grep -v '^libfi_runtime' | head -8 >&2
 fi
