@@ -155,16 +155,21 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 
 // fp8 attention: V^T for the P V wgmma (fp8 takes only K-major operands) and, for a paged
 // cache, K as token rows. One CTA per (128 staged rows, KV head): the rows' V (and K) land
-// in shared memory with 16-byte loads, then each thread writes 16-byte runs of V^T rows,
-// logical column k of a 32-key group holding key perm32_key(k) (prefill_kernel.cuh).
+// in shared memory with 16-byte loads (rows of 128 bytes); then warp w transposes key group
+// w (16 keys): lane q takes head dims [4 q, 4 q + 4) of its 16 keys (16 32-bit loads of one
+// key row each, the 32 lanes on 32 banks) and transposes them as four 4 x 4 byte blocks (8
+// byte permutes each), logical column 4 t + i of the group holding key 8 (i / 2) + 2 t +
+// i % 2 (perm32_key, prefill_kernel.cuh); the V^T rows go back through shared memory and
+// out as whole 128-byte rows. (The byte-wise gather this replaces ran 109 us on a (4, 4096, 32,
+// 32) run, its column reads 8-way bank conflicts; bench/NOTES.md, session 73.)
 // Staged rows that hold no key (the slots of a last page past kv_len, rows past the last
 // request) are written as zeros, up to the last row a tile box can reach (P is 0 there, but
 // 0 x NaN would be NaN); CTAs past it return.
 __global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillStageArgs s) {
   fi::pdl_enter();
-  constexpr int ROWS = 128, PITCH = 144;  // (144: the transpose's column reads spread over banks)
-  __shared__ __align__(16) uint8_t tile[ROWS * PITCH];  // [row][head_dim <= 128]
-  __shared__ int64_t k_src[ROWS], v_src[ROWS];          // source offsets; -1: no key
+  constexpr int ROWS = 128, ROW_BYTES = 128;  // (head_dim <= 128: prefill.cu)
+  __shared__ __align__(16) uint8_t tile[ROWS * ROW_BYTES];  // [row][head dim]
+  __shared__ int64_t k_src[ROWS], v_src[ROWS];             // source offsets; -1: no key
   const int batch = s.device_batch ? *s.device_batch : s.batch;
   const int hd = s.head_dim, chunks = hd / 16, h = blockIdx.y;
   const int64_t row0 = (int64_t)blockIdx.x * ROWS;
@@ -184,30 +189,45 @@ __global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillSta
     const int64_t row = row0 + r;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (v_src[r] >= 0) v = __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.v + v_src[r]) + c);
-    *reinterpret_cast<uint4 *>(tile + r * PITCH + c * 16) = v;
+    *reinterpret_cast<uint4 *>(tile + r * ROW_BYTES + c * 16) = v;
     if (s.sk && k_src[r] >= 0)
       reinterpret_cast<uint4 *>((uint8_t *)s.sk + (row * s.src.num_kv_heads + h) * hd)[c] =
           __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.k + k_src[r]) + c);
   }
   __syncthreads();
-  // V^T row d, columns [row0, row0 + 128): 8 runs of 16 logical columns per row.
+  // V^T rows [0, hd) of this KV head, columns [row0, row0 + 128): key group g by warp g,
+  // into registers, then back into the tile as V^T (row d's 16-byte chunk g at chunk
+  // g ^ (d / 4 % 8): a quarter-warp's stores on 8 bank groups), then out in whole rows.
+  const int q = threadIdx.x & 31;  // (the lane)
+  const int g = threadIdx.x >> 5;  // (blockDim.x = 256: 8 warps, 8 key groups)
+  uint32_t o[4][4];  // [head dim 4 q + j][column quad t]: keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9
+  if (4 * q < hd) {
+    uint32_t w[16];  // head dims [4 q, 4 q + 4) of keys 16 g + k
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+      w[k] = *reinterpret_cast<const uint32_t *>(tile + (16 * g + k) * ROW_BYTES + 4 * q);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const uint32_t a = w[2 * t], b = w[2 * t + 1], c = w[2 * t + 8], d = w[2 * t + 9];
+      const uint32_t ab_lo = __byte_perm(a, b, 0x5140), ab_hi = __byte_perm(a, b, 0x7362);
+      const uint32_t cd_lo = __byte_perm(c, d, 0x5140), cd_hi = __byte_perm(c, d, 0x7362);
+      o[0][t] = __byte_perm(ab_lo, cd_lo, 0x5410), o[1][t] = __byte_perm(ab_lo, cd_lo, 0x7632);
+      o[2][t] = __byte_perm(ab_hi, cd_hi, 0x5410), o[3][t] = __byte_perm(ab_hi, cd_hi, 0x7632);
+    }
+  }
+  __syncthreads();  // (every warp's keys read before any V^T row lands on them)
+  if (4 * q < hd) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      *reinterpret_cast<uint4 *>(tile + (4 * q + j) * ROW_BYTES + 16 * (g ^ (q & 7))) =
+          make_uint4(o[j][0], o[j][1], o[j][2], o[j][3]);
+  }
+  __syncthreads();
   uint8_t *const vt = (uint8_t *)s.svt + (int64_t)h * hd * s.vt_pitch + row0;
   for (int i = threadIdx.x; i < hd * (ROWS / 16); i += blockDim.x) {
-    const int d = i / (ROWS / 16), run = i % (ROWS / 16);
-    uint32_t w[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      uint32_t x = 0;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const int col = run * 16 + q * 4 + b;
-        const int key = (col & ~31) + fi_prefill::perm32_key(col & 31);
-        x |= (uint32_t)tile[key * PITCH + d] << (8 * b);
-      }
-      w[q] = x;
-    }
-    *reinterpret_cast<uint4 *>(vt + (int64_t)d * s.vt_pitch + run * 16) =
-        make_uint4(w[0], w[1], w[2], w[3]);
+    const int d = i / (ROWS / 16), c = i % (ROWS / 16);
+    *reinterpret_cast<uint4 *>(vt + (int64_t)d * s.vt_pitch + 16 * c) =
+        *reinterpret_cast<const uint4 *>(tile + d * ROW_BYTES + 16 * (c ^ (d / 4 % 8)));
   }
 }
 
