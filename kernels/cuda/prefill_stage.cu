@@ -154,7 +154,9 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 }
 
 // fp8 attention: V^T for the P V wgmma (fp8 takes only K-major operands) and, for a paged
-// cache, K as token rows. One CTA per (128 staged rows, KV head): the rows' V (and K) land
+// cache, K as token rows. (V transposed inside the attention kernel instead, by its idle
+// producer warps, measured 8-15 % slower on the GQA rows: its raw V slots cost the ring a
+// stage; bench/NOTES.md, session 73.) One CTA per (128 staged rows, KV head): the rows' V (and K) land
 // in shared memory with 16-byte loads (rows of 128 bytes); then warp w transposes key group
 // w (16 keys): lane q takes head dims [4 q, 4 q + 4) of its 16 keys (16 32-bit loads of one
 // key row each, the 32 lanes on 32 banks) and transposes them as four 4 x 4 byte blocks (8
