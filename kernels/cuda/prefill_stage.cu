@@ -154,20 +154,23 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 }
 
 // fp8 attention: V^T for the P V wgmma (fp8 takes only K-major operands) and, for a paged
-// cache, K as token rows. (V transposed inside the attention kernel instead, by its idle
-// producer warps, measured 8-15 % slower on the GQA rows: its raw V slots cost the ring a
-// stage; bench/NOTES.md, session 73.) One CTA per (128 staged rows, KV head): the rows' V (and K) land
-// in shared memory with 16-byte loads (rows of 128 bytes); then warp w transposes key group
-// w (16 keys): lane q takes head dims [4 q, 4 q + 4) of its 16 keys (16 32-bit loads of one
-// key row each, the 32 lanes on 32 banks) and transposes them as four 4 x 4 byte blocks (8
-// byte permutes each), logical column 4 t + i of the group holding key 8 (i / 2) + 2 t +
-// i % 2 (perm32_key, prefill_kernel.cuh); the V^T rows go back through shared memory and
-// out as whole 128-byte rows. (The byte-wise gather this replaces ran 109 us on a (4, 4096, 32,
-// 32) run, its column reads 8-way bank conflicts; bench/NOTES.md, session 73.)
+// cache, K as token rows. One CTA of FP8_STAGE_THREADS (8 warps) per (128 staged rows, KV
+// head): the rows' V (and K) land in shared memory with 16-byte loads (rows of 128 bytes);
+// warp g transposes key group g (16 keys): lane q takes head dims [4 q, 4 q + 4) of its 16
+// keys (16 32-bit loads of one key row each, the 32 lanes on 32 banks) as four 4 x 4 byte
+// blocks (8 byte permutes each), logical column 4 t + i of the group holding key
+// 8 (i / 2) + 2 t + i % 2 (perm32_key, prefill_kernel.cuh); the V^T rows go back into the
+// tile and out as whole 128-byte rows (16-byte stores of a lane's own, one per head dim,
+// wrote half sectors at 32 places per warp store: L2-bound at ~1.5 TB/s). V transposed
+// inside the attention kernel instead, by its idle producer warps, measured 8-15 % slower
+// on the GQA rows (its raw V slots cost the ring a stage; bench/NOTES.md, session 73).
 // Staged rows that hold no key (the slots of a last page past kv_len, rows past the last
 // request) are written as zeros, up to the last row a tile box can reach (P is 0 there, but
 // 0 x NaN would be NaN); CTAs past it return.
-__global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillStageArgs s) {
+constexpr int FP8_STAGE_THREADS = 256;
+
+__global__ void __launch_bounds__(FP8_STAGE_THREADS)
+    prefill_stage_fp8_kernel(const PrefillStageArgs s) {
   fi::pdl_enter();
   constexpr int ROWS = 128, ROW_BYTES = 128;  // (head_dim <= 128: prefill.cu)
   __shared__ __align__(16) uint8_t tile[ROWS * ROW_BYTES];  // [row][head dim]
@@ -201,7 +204,8 @@ __global__ void __launch_bounds__(256) prefill_stage_fp8_kernel(const PrefillSta
   // into registers, then back into the tile as V^T (row d's 16-byte chunk g at chunk
   // g ^ (d / 4 % 8): a quarter-warp's stores on 8 bank groups), then out in whole rows.
   const int q = threadIdx.x & 31;  // (the lane)
-  const int g = threadIdx.x >> 5;  // (blockDim.x = 256: 8 warps, 8 key groups)
+  const int g = threadIdx.x >> 5;  // (8 warps, 8 key groups)
+  static_assert(FP8_STAGE_THREADS == 32 * (ROWS / 16), "a warp per 16-key group");
   uint32_t o[4][4];  // [head dim 4 q + j][column quad t]: keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9
   if (4 * q < hd) {
     uint32_t w[16];  // head dims [4 q, 4 q + 4) of keys 16 g + k
@@ -239,7 +243,7 @@ cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cud
   const int64_t tiles = (s.vt_pitch + 127) / 128;
   if (tiles == 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
   return fi::launch_on(stream, pdl, dim3((unsigned)tiles, (unsigned)s.src.num_kv_heads),
-                       dim3(256), 0, prefill_stage_fp8_kernel, s);
+                       dim3(FP8_STAGE_THREADS), 0, prefill_stage_fp8_kernel, s);
 }
 
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
