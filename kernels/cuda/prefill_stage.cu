@@ -9,10 +9,12 @@
 // costs that many times over, on the warps that feed the tensor cores. Here every element is
 // transformed once: O(tokens) work beside the kernel's O(tokens^2).
 //
-// Work split. A flat grid-stride loop over the staged K/V rows at their capacity
-// (rows x heads x 8-dim chunks, or with RoPE pairs of chunks d, d + head_dim / 2), one
-// 16-byte store per chunk; each item finds its request by a binary search of the indptr,
-// and items past the current plan's rows do nothing. Nothing depends on the batch the host
+// Work split. A warp per staged row at a time (a grid-stride loop over the rows at their
+// capacity): the row finds its request (a binary search of the indptr) and its source
+// once, then its lanes take the row's (head, 8-dim chunk) items -- with RoPE, K's pairs of
+// chunks d, d + head_dim / 2 -- one 16-byte store each; rows past the current plan's do
+// nothing. (A flat loop over the items, each finding its row with 64-bit divisions and
+// its own search, moved a 134 MB copy at 2 TB/s; bench/NOTES.md, session 73.) Nothing depends on the batch the host
 // saw: it is read from the plan's workspace header, so a CUDA graph replayed after
 // re-planning stages the current requests.
 //   - K: rotated at position j (RoPE) and/or widened from fp8, or copied (pages whose size
@@ -119,36 +121,37 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   const int chunks = hd / 8, pairs = hd / 16;  // per head row
   const int esz = s.kv_kind == FI_KV_SAME ? 2 : 1;
   const int kv_end = __ldg(s.src.kv_indptr + batch);  // paged: entries; ragged: rows
-  const int k_per_row = s.rope ? pairs : chunks;
-  const int64_t per_k = s.sk ? s.kv_rows_cap * s.src.num_kv_heads * k_per_row : 0;
-  const int64_t per_v = s.sv ? s.kv_rows_cap * s.src.num_kv_heads * chunks : 0;
-  const int64_t total = per_k + per_v;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t item = i;
-    const bool is_k = item < per_k;
-    if (!is_k) item -= per_k;
-    const int per_row = is_k ? k_per_row : chunks;
-    const int c = (int)(item % per_row), h = (int)(item / per_row % s.src.num_kv_heads);
-    const int row = (int)(item / per_row / s.src.num_kv_heads);  // staged row
-    // Its token j, and where the source row is.
+  const int heads = s.src.num_kv_heads;
+  const int k_per_head = s.rope ? pairs : chunks;
+  const int k_items = s.sk ? heads * k_per_head : 0, v_items = s.sv ? heads * chunks : 0;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < s.kv_rows_cap;
+       row += warps) {
+    // Its token j, and where its source row is (head 0's offsets).
     int j;
     int64_t k_off, v_off;
-    if (!staged_row_source(s, batch, kv_end, row, h, &j, &k_off, &v_off)) continue;
-    const char *src = (const char *)(is_k ? s.src.k : s.src.v) + esz * (is_k ? k_off : v_off);
-    char *dst =
-        (char *)(is_k ? s.sk : s.sv) + 2 * (((int64_t)row * s.src.num_kv_heads + h) * hd);
-    if (is_k && s.rope) {
-      float a[8], b[8];
-      load8<DT>(src + esz * c * 8, s.kv_kind, a);
-      load8<DT>(src + esz * (c * 8 + half), s.kv_kind, b);
-      rotate8(a, b, c * 8, j, s);
-      fi::vec8<DT>::store(dst + 2 * c * 8, a);
-      fi::vec8<DT>::store(dst + 2 * (c * 8 + half), b);
-    } else {
-      float x[8];
-      load8<DT>(src + esz * c * 8, s.kv_kind, x);
-      fi::vec8<DT>::store(dst + 2 * c * 8, x);
+    if (!staged_row_source(s, batch, kv_end, (int)row, 0, &j, &k_off, &v_off)) continue;
+    for (int i = lane; i < k_items + v_items; i += 32) {
+      const bool is_k = i < k_items;
+      const int item = is_k ? i : i - k_items, per_head = is_k ? k_per_head : chunks;
+      const int h = item / per_head, c = item - h * per_head;
+      const char *src =
+          is_k ? (const char *)s.src.k + esz * (k_off + (int64_t)h * s.src.k_stride_head)
+               : (const char *)s.src.v + esz * (v_off + (int64_t)h * s.src.v_stride_head);
+      char *dst = (char *)(is_k ? s.sk : s.sv) + 2 * ((row * heads + h) * hd);
+      if (is_k && s.rope) {
+        float a[8], b[8];
+        load8<DT>(src + esz * c * 8, s.kv_kind, a);
+        load8<DT>(src + esz * (c * 8 + half), s.kv_kind, b);
+        rotate8(a, b, c * 8, j, s);
+        fi::vec8<DT>::store(dst + 2 * c * 8, a);
+        fi::vec8<DT>::store(dst + 2 * (c * 8 + half), b);
+      } else {
+        float x[8];
+        load8<DT>(src + esz * c * 8, s.kv_kind, x);
+        fi::vec8<DT>::store(dst + 2 * c * 8, x);
+      }
     }
   }
 }
@@ -248,14 +251,11 @@ cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cud
 
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream) {
-  const int hd = s.head_dim;
-  const int64_t rows = s.kv_rows_cap * s.src.num_kv_heads;
-  const int64_t items =
-      (s.sk ? rows * (s.rope ? hd / 16 : hd / 8) : 0) + (s.sv ? rows * (hd / 8) : 0);
-  if (items == 0) return cudaSuccess;
-  // At most 8 blocks of 256 threads per SM; the loop strides over the rest.
+  if ((!s.sk && !s.sv) || s.kv_rows_cap <= 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
+  // A warp per staged row; at most 8 blocks of 256 threads per SM, the loop strides over
+  // the rest.
   const int64_t cap = 8LL * (sm_count > 0 ? sm_count : 1);
-  const int64_t blocks = (items + 255) / 256;
+  const int64_t blocks = (s.kv_rows_cap + 7) / 8;
   const dim3 grid((unsigned)(blocks < cap ? blocks : cap)), block(256);
   return bf16 ? fi::launch_on(stream, pdl, grid, block, 0, prefill_stage_kernel<__nv_bfloat16>, s)
               : fi::launch_on(stream, pdl, grid, block, 0, prefill_stage_kernel<__half>, s);
