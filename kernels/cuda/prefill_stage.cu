@@ -14,9 +14,9 @@
 // once, then its lanes take the row's (head, 8-dim chunk) items -- with RoPE, K's pairs of
 // chunks d, d + head_dim / 2 -- one 16-byte store each; rows past the current plan's do
 // nothing. (A flat loop over the items, each finding its row with 64-bit divisions and
-// its own search, moved a 134 MB copy at 2 TB/s; bench/NOTES.md, session 73.) Nothing depends on the batch the host
-// saw: it is read from the plan's workspace header, so a CUDA graph replayed after
-// re-planning stages the current requests.
+// its own search, moved a 134 MB copy at 2 TB/s; bench/NOTES.md, session 73.) Nothing
+// depends on the batch the host saw: it is read from the plan's workspace header, so a
+// CUDA graph replayed after re-planning stages the current requests.
 //   - K: rotated at position j (RoPE) and/or widened from fp8, or copied (pages whose size
 //     is not a multiple of 16: the kernel's paged boxes need 16-token runs).
 //   - V (fp8 or such pages): widened or copied.
