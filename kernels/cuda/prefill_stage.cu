@@ -167,6 +167,8 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
 // wrote half sectors at 32 places per warp store: L2-bound at ~1.5 TB/s). V transposed
 // inside the attention kernel instead, by its idle producer warps, measured 8-15 % slower
 // on the GQA rows (its raw V slots cost the ring a stage; bench/NOTES.md, session 73).
+// Memory traffic: V read once and V^T written once (a paged cache's K read and written once
+// more).
 // Staged rows that hold no key (the slots of a last page past kv_len, rows past the last
 // request) are written as zeros, up to the last row a tile box can reach (P is 0 there, but
 // 0 x NaN would be NaN); CTAs past it return.
