@@ -26,9 +26,6 @@
 // the kernel masks K and zeroes V past kv_len).
 // Memory traffic: each staged element read once and written once (fp8: 1 byte read, 2
 // written); the kernel then reads the staged copies as it would read the cache.
-// Why K is staged and Q is not: the kernel reads each K tile once per query chunk (a causal
-// 8k prefill ~32 times per head), so rotating or widening it there would repeat the work
-// that many times on the warps that feed the tensor cores.
 // The math matches prefill_kernel.cuh's in-kernel RoPE (same frequencies, the same
 // range-reduced sincos, rounded to q's type) and its fp8 widening (exact).
 #include <cuda_runtime.h>
@@ -84,14 +81,14 @@ __device__ __forceinline__ int kv_len_of(const PrefillStageArgs &s, int r) {
   return n > 0 ? (n - 1) * s.src.page_size + __ldg(s.src.kv_last_page_len + r) : 0;
 }
 
-// Where staged row `row` of KV head h comes from: its token j within its request and the
-// element offsets of its K and V in the source; false when the row holds no key (past the
-// page table's last entry or the last request's rows, or a last page's slots past kv_len).
+// Where staged row `row` comes from: its token j within its request and the element offsets
+// of its K and V in the source (KV head 0's; head h's are h head strides on); false when the
+// row holds no key (past the page table's last entry or the last request's rows, or a last
+// page's slots past kv_len).
 // kv_end: kv_indptr[batch] (paged: page-table entries; ragged: rows).
 __device__ __forceinline__ bool staged_row_source(const PrefillStageArgs &s, int batch,
-                                                  int kv_end, int row, int h, int *j,
+                                                  int kv_end, int row, int *j,
                                                   int64_t *k_off, int64_t *v_off) {
-  int64_t k_base, v_base;
   if (s.src.paged) {
     const int e = row / s.src.page_size, slot = row - e * s.src.page_size;
     if (e >= kv_end) return false;
@@ -99,16 +96,14 @@ __device__ __forceinline__ bool staged_row_source(const PrefillStageArgs &s, int
     *j = (e - __ldg(s.src.kv_indptr + r)) * s.src.page_size + slot;
     if (*j >= kv_len_of(s, r)) return false;
     const int page = __ldg(s.src.kv_indices + e);
-    k_base = (int64_t)page * s.src.k_stride_page + (int64_t)slot * s.src.k_stride_tok;
-    v_base = (int64_t)page * s.src.v_stride_page + (int64_t)slot * s.src.v_stride_tok;
+    *k_off = (int64_t)page * s.src.k_stride_page + (int64_t)slot * s.src.k_stride_tok;
+    *v_off = (int64_t)page * s.src.v_stride_page + (int64_t)slot * s.src.v_stride_tok;
   } else {
     if (row >= kv_end) return false;
     *j = row - __ldg(s.src.kv_indptr + owner(s.src.kv_indptr, batch, row));
-    k_base = (int64_t)row * s.src.k_stride_tok;
-    v_base = (int64_t)row * s.src.v_stride_tok;
+    *k_off = (int64_t)row * s.src.k_stride_tok;
+    *v_off = (int64_t)row * s.src.v_stride_tok;
   }
-  *k_off = k_base + (int64_t)h * s.src.k_stride_head;
-  *v_off = v_base + (int64_t)h * s.src.v_stride_head;
   return true;
 }
 
@@ -128,10 +123,10 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
   for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < s.kv_rows_cap;
        row += warps) {
-    // Its token j, and where its source row is (head 0's offsets).
+    // Its token j, and where its source row is.
     int j;
     int64_t k_off, v_off;
-    if (!staged_row_source(s, batch, kv_end, (int)row, 0, &j, &k_off, &v_off)) continue;
+    if (!staged_row_source(s, batch, kv_end, (int)row, &j, &k_off, &v_off)) continue;
     for (int i = lane; i < k_items + v_items; i += 32) {
       const bool is_k = i < k_items;
       const int item = is_k ? i : i - k_items, per_head = is_k ? k_per_head : chunks;
@@ -177,74 +172,75 @@ constexpr int FP8_STAGE_THREADS = 256;
 __global__ void __launch_bounds__(FP8_STAGE_THREADS)
     prefill_stage_fp8_kernel(const PrefillStageArgs s) {
   fi::pdl_enter();
-  constexpr int ROWS = 128, ROW_BYTES = 128;  // (head_dim <= 128: prefill.cu)
-  __shared__ __align__(16) uint8_t tile[ROWS * ROW_BYTES];  // [row][head dim]
+  // (HD: fp8 attention's only head_dim, fi_prefill_stage_layout; a lane per 4 head dims)
+  constexpr int ROWS = 128, HD = 128, CHUNKS = HD / 16;
+  __shared__ __align__(16) uint8_t tile[ROWS * HD];  // [row][head dim], then [head dim][row]
   __shared__ int64_t k_src[ROWS], v_src[ROWS];             // source offsets; -1: no key
   const int batch = s.device_batch ? *s.device_batch : s.batch;
-  const int hd = s.head_dim, chunks = hd / 16, h = blockIdx.y;
+  const int h = blockIdx.y;
   const int64_t row0 = (int64_t)blockIdx.x * ROWS;
   const int kv_end = batch > 0 ? __ldg(s.src.kv_indptr + batch) : 0;
   const int64_t used = s.src.paged ? (int64_t)kv_end * s.src.page_size : kv_end;
   if (row0 > used + ROWS || row0 >= s.vt_pitch) return;
   for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {  // each row's source, once
     int j;
+    int64_t k_off, v_off;
     const int64_t row = row0 + r;
-    if (!(row < used && row < s.kv_rows_cap &&
-          staged_row_source(s, batch, kv_end, (int)row, h, &j, &k_src[r], &v_src[r])))
-      k_src[r] = v_src[r] = -1;
+    const bool kept = row < used && row < s.kv_rows_cap &&
+                      staged_row_source(s, batch, kv_end, (int)row, &j, &k_off, &v_off);
+    k_src[r] = kept ? k_off + (int64_t)h * s.src.k_stride_head : -1;
+    v_src[r] = kept ? v_off + (int64_t)h * s.src.v_stride_head : -1;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
-    const int r = i / chunks, c = i % chunks;
+  for (int i = threadIdx.x; i < ROWS * CHUNKS; i += blockDim.x) {
+    const int r = i / CHUNKS, c = i % CHUNKS;
     const int64_t row = row0 + r;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (v_src[r] >= 0) v = __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.v + v_src[r]) + c);
-    *reinterpret_cast<uint4 *>(tile + r * ROW_BYTES + c * 16) = v;
+    *reinterpret_cast<uint4 *>(tile + r * HD + c * 16) = v;
     if (s.sk && k_src[r] >= 0)
-      reinterpret_cast<uint4 *>((uint8_t *)s.sk + (row * s.src.num_kv_heads + h) * hd)[c] =
+      reinterpret_cast<uint4 *>((uint8_t *)s.sk + (row * s.src.num_kv_heads + h) * HD)[c] =
           __ldg(reinterpret_cast<const uint4 *>((const uint8_t *)s.src.k + k_src[r]) + c);
   }
   __syncthreads();
-  // V^T rows [0, hd) of this KV head, columns [row0, row0 + 128): key group g by warp g,
+  // V^T rows [0, HD) of this KV head, columns [row0, row0 + 128): key group g by warp g,
   // into registers, then back into the tile as V^T (row d's 16-byte chunk g at chunk
   // g ^ (d / 4 % 8): a quarter-warp's stores on 8 bank groups), then out in whole rows.
   const int q = threadIdx.x & 31;  // (the lane)
   const int g = threadIdx.x >> 5;  // (8 warps, 8 key groups)
   static_assert(FP8_STAGE_THREADS == 32 * (ROWS / 16), "a warp per 16-key group");
+  static_assert(HD == 4 * 32, "a lane per 4 head dims");
+  uint32_t w[16];  // head dims [4 q, 4 q + 4) of keys 16 g + k
+#pragma unroll
+  for (int k = 0; k < 16; ++k)
+    w[k] = *reinterpret_cast<const uint32_t *>(tile + (16 * g + k) * HD + 4 * q);
   uint32_t o[4][4];  // [head dim 4 q + j][column quad t]: keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9
-  if (4 * q < hd) {
-    uint32_t w[16];  // head dims [4 q, 4 q + 4) of keys 16 g + k
 #pragma unroll
-    for (int k = 0; k < 16; ++k)
-      w[k] = *reinterpret_cast<const uint32_t *>(tile + (16 * g + k) * ROW_BYTES + 4 * q);
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const uint32_t a = w[2 * t], b = w[2 * t + 1], c = w[2 * t + 8], d = w[2 * t + 9];
-      const uint32_t ab_lo = __byte_perm(a, b, 0x5140), ab_hi = __byte_perm(a, b, 0x7362);
-      const uint32_t cd_lo = __byte_perm(c, d, 0x5140), cd_hi = __byte_perm(c, d, 0x7362);
-      o[0][t] = __byte_perm(ab_lo, cd_lo, 0x5410), o[1][t] = __byte_perm(ab_lo, cd_lo, 0x7632);
-      o[2][t] = __byte_perm(ab_hi, cd_hi, 0x5410), o[3][t] = __byte_perm(ab_hi, cd_hi, 0x7632);
-    }
+  for (int t = 0; t < 4; ++t) {
+    const uint32_t a = w[2 * t], b = w[2 * t + 1], c = w[2 * t + 8], d = w[2 * t + 9];
+    const uint32_t ab_lo = __byte_perm(a, b, 0x5140), ab_hi = __byte_perm(a, b, 0x7362);
+    const uint32_t cd_lo = __byte_perm(c, d, 0x5140), cd_hi = __byte_perm(c, d, 0x7362);
+    o[0][t] = __byte_perm(ab_lo, cd_lo, 0x5410), o[1][t] = __byte_perm(ab_lo, cd_lo, 0x7632);
+    o[2][t] = __byte_perm(ab_hi, cd_hi, 0x5410), o[3][t] = __byte_perm(ab_hi, cd_hi, 0x7632);
   }
   __syncthreads();  // (every warp's keys read before any V^T row lands on them)
-  if (4 * q < hd) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      *reinterpret_cast<uint4 *>(tile + (4 * q + j) * ROW_BYTES + 16 * (g ^ (q & 7))) =
-          make_uint4(o[j][0], o[j][1], o[j][2], o[j][3]);
-  }
+  for (int j = 0; j < 4; ++j)
+    *reinterpret_cast<uint4 *>(tile + (4 * q + j) * ROWS + 16 * (g ^ (q & 7))) =
+        make_uint4(o[j][0], o[j][1], o[j][2], o[j][3]);
   __syncthreads();
-  uint8_t *const vt = (uint8_t *)s.svt + (int64_t)h * hd * s.vt_pitch + row0;
-  for (int i = threadIdx.x; i < hd * (ROWS / 16); i += blockDim.x) {
+  uint8_t *const vt = (uint8_t *)s.svt + (int64_t)h * HD * s.vt_pitch + row0;
+  for (int i = threadIdx.x; i < HD * (ROWS / 16); i += blockDim.x) {
     const int d = i / (ROWS / 16), c = i % (ROWS / 16);
     *reinterpret_cast<uint4 *>(vt + (int64_t)d * s.vt_pitch + 16 * c) =
-        *reinterpret_cast<const uint4 *>(tile + d * ROW_BYTES + 16 * (c ^ (d / 4 % 8)));
+        *reinterpret_cast<const uint4 *>(tile + d * ROWS + 16 * (c ^ (d / 4 % 8)));
   }
 }
 
 }  // namespace
 
 cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cudaStream_t stream) {
+  if (s.head_dim != 128) return cudaErrorInvalidValue;  // (fi_prefill_stage_layout's rule)
   const int64_t tiles = (s.vt_pitch + 127) / 128;
   if (tiles == 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
   return fi::launch_on(stream, pdl, dim3((unsigned)tiles, (unsigned)s.src.num_kv_heads),
