@@ -48,21 +48,19 @@ __device__ __forceinline__ void load8(const void *src, int kv_kind, float *out) 
     fi::vec8<DT>::load(src, out);
 }
 
-// RoPE's frequencies of dims d0..d0+7 (prefill_kernel.cuh's).
-__device__ __forceinline__ void rope_freq8(int d0, const PrefillStageArgs &s, float *freq) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    freq[i] = s.src.rope_rcp_scale * exp2f(-(2.f * (d0 + i) / s.head_dim) * s.src.rope_log2_theta);
-}
-
-// LLaMA RoPE of dims d0..d0+7 (a) against d0 + hd/2 .. (b), by the sines and cosines of
-// their angles at the row's position.
-__device__ __forceinline__ void rotate8(float *a, float *b, const float *sn, const float *cs) {
+// LLaMA RoPE of dims d0..d0+7 (a) against d0 + hd/2 .. (b) at position pos.
+__device__ __forceinline__ void rotate8(float *a, float *b, int d0, int pos,
+                                        const PrefillStageArgs &s) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
+    const int d = d0 + i;
+    const float freq =
+        s.src.rope_rcp_scale * exp2f(-(2.f * d / s.head_dim) * s.src.rope_log2_theta);
+    float sn, cs;
+    fi::sincos_reduced((float)pos * freq, &sn, &cs);
     const float x0 = a[i], x1 = b[i];
-    a[i] = x0 * cs[i] - x1 * sn[i];
-    b[i] = x1 * cs[i] + x0 * sn[i];
+    a[i] = x0 * cs - x1 * sn;
+    b[i] = x1 * cs + x0 * sn;
   }
 }
 
@@ -122,13 +120,6 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
   const int k_per_head = s.rope ? pairs : chunks;
   const int k_items = s.sk ? heads * k_per_head : 0, v_items = s.sv ? heads * chunks : 0;
   const int lane = threadIdx.x & 31;
-  // RoPE: K's items of a row are (head, pair of chunks) with the pairs fastest, and the pairs
-  // per head (head_dim / 16: 4, 8 or 16) divide 32, so a lane meets one pair c in every row:
-  // its 8 frequencies once per kernel, their sines and cosines once per row, shared by the
-  // row's heads (per item, they bound this pass: bench/NOTES.md, session 74).
-  const int rope_c = lane % k_per_head;
-  float freq[8];
-  if (s.rope) rope_freq8(rope_c * 8, s, freq);
   const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
   for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < s.kv_rows_cap;
        row += warps) {
@@ -136,34 +127,26 @@ __global__ void prefill_stage_kernel(const PrefillStageArgs s) {
     int j;
     int64_t k_off, v_off;
     if (!staged_row_source(s, batch, kv_end, (int)row, &j, &k_off, &v_off)) continue;
-    const char *const k_row = (const char *)s.src.k + esz * k_off;
-    const char *const v_row = (const char *)s.src.v + esz * v_off;
-    if (s.rope && lane < k_items) {
-      float sn[8], cs[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) fi::sincos_reduced((float)j * freq[i], &sn[i], &cs[i]);
-      for (int i = lane; i < k_items; i += 32) {
-        const int h = i / k_per_head;
-        const char *src = k_row + esz * (int64_t)h * s.src.k_stride_head;
-        char *dst = (char *)s.sk + 2 * ((row * heads + h) * hd);
-        float a[8], b[8];
-        load8<DT>(src + esz * rope_c * 8, s.kv_kind, a);
-        load8<DT>(src + esz * (rope_c * 8 + half), s.kv_kind, b);
-        rotate8(a, b, sn, cs);
-        fi::vec8<DT>::store(dst + 2 * rope_c * 8, a);
-        fi::vec8<DT>::store(dst + 2 * (rope_c * 8 + half), b);
-      }
-    }
-    for (int i = s.rope ? k_items + lane : lane; i < k_items + v_items; i += 32) {
+    for (int i = lane; i < k_items + v_items; i += 32) {
       const bool is_k = i < k_items;
-      const int item = is_k ? i : i - k_items;
-      const int h = item / chunks, c = item - h * chunks;
-      const char *src = is_k ? k_row + esz * (int64_t)h * s.src.k_stride_head
-                             : v_row + esz * (int64_t)h * s.src.v_stride_head;
+      const int item = is_k ? i : i - k_items, per_head = is_k ? k_per_head : chunks;
+      const int h = item / per_head, c = item - h * per_head;
+      const char *src =
+          is_k ? (const char *)s.src.k + esz * (k_off + (int64_t)h * s.src.k_stride_head)
+               : (const char *)s.src.v + esz * (v_off + (int64_t)h * s.src.v_stride_head);
       char *dst = (char *)(is_k ? s.sk : s.sv) + 2 * ((row * heads + h) * hd);
-      float x[8];
-      load8<DT>(src + esz * c * 8, s.kv_kind, x);
-      fi::vec8<DT>::store(dst + 2 * c * 8, x);
+      if (is_k && s.rope) {
+        float a[8], b[8];
+        load8<DT>(src + esz * c * 8, s.kv_kind, a);
+        load8<DT>(src + esz * (c * 8 + half), s.kv_kind, b);
+        rotate8(a, b, c * 8, j, s);
+        fi::vec8<DT>::store(dst + 2 * c * 8, a);
+        fi::vec8<DT>::store(dst + 2 * (c * 8 + half), b);
+      } else {
+        float x[8];
+        load8<DT>(src + esz * c * 8, s.kv_kind, x);
+        fi::vec8<DT>::store(dst + 2 * c * 8, x);
+      }
     }
   }
 }
@@ -267,9 +250,6 @@ cudaError_t fi_prefill_stage_fp8_launch(const PrefillStageArgs &s, bool pdl, cud
 cudaError_t fi_prefill_stage_launch(const PrefillStageArgs &s, bool bf16, int sm_count,
                                     bool pdl, cudaStream_t stream) {
   if ((!s.sk && !s.sv) || s.kv_rows_cap <= 0 || s.src.num_kv_heads <= 0) return cudaSuccess;
-  // (the kernel's RoPE lanes keep one pair of chunks: head_dim / 16 divides 32, as for the
-  // head dims fi_prefill_stage_layout takes)
-  if (s.rope && (s.head_dim % 16 != 0 || 32 % (s.head_dim / 16) != 0)) return cudaErrorInvalidValue;
   // A warp per staged row; at most 8 blocks of 256 threads per SM, the loop strides over
   // the rest.
   const int64_t cap = 8LL * (sm_count > 0 ? sm_count : 1);
