@@ -19,6 +19,10 @@
 #             second tile; prefill_params.h) in alternating processes, three rounds:
 #             fa3_vs_fi's plain, soft-cap and window rows, fp8_vs_fi, fi_bench prefill's
 #             paged rows, prefill_extras' head_dim 256 rows and sparse's shared prefix
+#   kernels   every kernel of prefill_extras' rows by ncu (clocks locked, caches flushed),
+#             summed per run by bench/ncu_sums.py against the plain row of the same shape:
+#             issue 14's "every extra within 10 % of plain" read from kernel times (a time
+#             ratio: the window row keeps fewer pairs, its TFLOP/s are fi_bench's)
 #   peers     issue 14's plain rows in one step: PyTorch SDPA (cuDNN and flash backends,
 #             bench/peers/torch_sdpa.py, GQA through enable_gqa and with K / V expanded to
 #             the query heads) and fa3_vs_fi (FA3 and fi in
@@ -58,6 +62,18 @@ for w in ${*:-probe sass tests bench}; do
           env $knobs FI_TEST_CONFIGS=${SAN_CONFIGS:-16} FI_TEST_MAXLEN=300 compute-sanitizer \
             --tool $tool --report-api-errors all --error-exitcode 9 ./test_prefill_gpu > "$OUT/san_$tool.log" 2>&1
           echo "$tool [$knobs] rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.log" | tail -1)"
+        done
+      done ;;
+    kernels)
+      for L in "b8 L2048" "b1 L8192"; do
+        base=
+        for x in plain "soft cap 30" "window 1024" alibi "custom mask" rope "fp8 e4m3 kv"; do
+          n=kernels_$(echo "$L $x" | tr -c 'a-zA-Z0-9\n' '_')
+          timeout 90 ncu -k 'regex:prefill|mask|stage|merge' -c 7 --print-units base \
+            --metrics gpu__time_duration.sum ./fi_bench prefill_extras \
+            --filter "causal $L h32/8 $x" > "$OUT/$n.log" 2>&1
+          python3 ../bench/ncu_sums.py "$OUT/$n.log" ${base:+--base "$base"}
+          [ -z "$base" ] && base=$OUT/$n.log
         done
       done ;;
     ab)
