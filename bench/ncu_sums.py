@@ -127,6 +127,7 @@ def main(argv):
     except re.error as e:
         print(f"ncu_sums.py: --last {last!r} is not a regular expression: {e}", file=sys.stderr)
         return 2
+
     def read_runs(log):
         try:
             with open(log) as f:
