@@ -18,7 +18,7 @@
 #include <algorithm>
 namespace cg = cooperative_groups;
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("ERR %s: %s (line %d)\n", #x, cudaGetErrorString(e), __LINE__); return 1; } } while (0)
+#include "probe_common.h"  // CK
 
 template <int MODE>  // 0: write partial to global; 1: cluster merge via DSMEM
 __global__ void __launch_bounds__(512, 1) reader(const uint4 *src, size_t per_cta_vec, float *out) {

@@ -21,14 +21,7 @@
 
 #include "common.cuh"  // fi::cp_async16 / cp_async_commit / cp_async_wait, as the kernels use
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "probe_common.h"  // CK
 
 constexpr int D = 128, PAGE = 16;
 

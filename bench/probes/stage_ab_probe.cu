@@ -45,14 +45,7 @@ namespace version_b {
 #undef fi_prefill_stage_launch
 #undef fi_prefill_stage_fp8_launch
 
-#define CK(x)                                                                      \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
+#include "probe_common.h"  // CK
 
 int main(int argc, char **argv) {
   int batch = 8, len = 2048, heads = 8, hd = 128;
