@@ -29,7 +29,7 @@ UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "mse
          "s": 1e6, "second": 1e6}
 KERNEL = re.compile(r"^\s+(?:void\s+)?(\S.*?)\(.*\)\s+\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)")
 TIME = re.compile(r"^\s+gpu__time_duration\.sum\s+(\S+)\s+([0-9.,]+)\s*$")
-DEFAULT_LAST = r"prefill_ws|prefill_kernel|prefill_wg|prefill_mma"
+DEFAULT_LAST = r"prefill_ws|prefill_kernel"  # the warp-specialised kernels, the mma.sync one
 
 
 def kernels(text):
@@ -133,11 +133,13 @@ def main(argv):
             with open(log) as f:
                 text = f.read()
         except OSError as e:
-            sys.exit(f"ncu_sums.py: cannot read {log}: {e.strerror}")
+            print(f"ncu_sums.py: cannot read {log}: {e.strerror}", file=sys.stderr)
+            sys.exit(2)
         try:
             return runs(kernels(text), last)
         except ValueError as e:
-            sys.exit(f"ncu_sums.py: {log}: {e}")
+            print(f"ncu_sums.py: {log}: {e}", file=sys.stderr)
+            sys.exit(2)
 
     base_median = None
     if base is not None:

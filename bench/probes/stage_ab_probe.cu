@@ -12,6 +12,8 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90a --use_fast_math --expt-relaxed-constexpr
 //        -Ikernels/cuda -Ikernels/src -Ikernels/include -DFI_HAVE_CUDA=1
 //        '-DFI_STAGE_B="/path/to/other_prefill_stage.cu"' bench/probes/stage_ab_probe.cu
+// (every header the stage sources include, first: inside the namespaces below their
+// include guards make those includes no-ops, so only the sources' own code is duplicated)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
