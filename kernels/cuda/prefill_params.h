@@ -61,7 +61,7 @@ struct PrefillParams {
   // (ragged), mapped as a ragged tensor.
   int32_t k_staged, v_staged;
   // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): a plan with
-  // wgmma 128 x 176 tiles (head_dim 128 without extras or with a soft cap alone; the tensor
+  // wgmma 128 x 176 tiles (head_dim 128 without extras or with a soft cap or ALiBi alone; the tensor
   // maps' boxes follow).
   int32_t ws_wide;
   // Its deep ring (prefill_ws_deep_kernel: one Q slot, three stages) for the 128 x 128 runs

@@ -17,7 +17,7 @@
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (head_dim 256: 64; plans with wgmma 128 x 176 tiles, head_dim 128 without
-// extras or with a soft cap alone: 176, prefill_ws_wide_kernel; causal: tiles wholly above
+// extras or with a soft cap or ALiBi alone: 176, prefill_ws_wide_kernel; causal: tiles wholly above
 // the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
@@ -403,7 +403,7 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
 // WIDE (prefill_ws_wide_kernel, for plans with wgmma 128 x 176 tiles: head_dim 128 without
-// extras or with a soft cap alone; host plans take them on long units, api.c
+// extras or with a soft cap or ALiBi alone; host plans take them on long units, api.c
 // choose_ws_layout): KV tiles of 176 keys,
 // FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer, two stages
 // of 44 KB each for K and V).
@@ -476,8 +476,10 @@ struct PrefillWs {
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
-  static_assert(!WIDE || (HD == 128 && (XF == 0 || XF == WS_X_CAP) && !BSR && !VARIANT && !FP8),
-                "wide tiles run head_dim 128 without extras or with a soft cap alone");
+  static_assert(!WIDE || (HD == 128 && (XF == 0 || XF == WS_X_CAP || XF == WS_X_ALIBI) && !BSR &&
+                          !VARIANT && !FP8),
+                "wide tiles run head_dim 128 without extras, with a soft cap alone or with ALiBi "
+                "alone");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
@@ -1556,11 +1558,13 @@ struct PrefillWs {
         if constexpr (MAX_FIRST) {
           // Both rows' maxima while P V(tile-1) still runs, then its wait and V(tile-1)'s
           // release, then the exponentials (the same operations as online_softmax_row: the
-          // same bits; no variant, ALiBi or fp8 scale reaches these instances).
+          // same bits; no variant or fp8 scale reaches these instances, ALiBi only the 176-key
+          // one without a soft cap: its per-row part, alibi_off, as online_softmax_row takes it).
           SoftmaxRowMax rm[2];
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
-            rm[hh] = softmax_row_max(s, hh, m_run[hh], c_log2, P_LOG2, 0.f, SLACK);
+            rm[hh] = softmax_row_max<X_ALIBI>(s, hh, m_run[hh], c_log2, P_LOG2, alibi_off[hh],
+                                              SLACK);
           // (the maxima as the next statement's inputs: computed before P V's wait)
           asm volatile("" ::"f"(rm[0].sub), "f"(rm[1].sub), "f"(rm[0].scale), "f"(rm[1].scale)
                        : "memory");
@@ -1880,9 +1884,10 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
   prefill_ws_body<HD, DT, XF, BSR, false>(p, maps);
 }
 
-// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras (XF 0) or a soft cap alone
-// (WS_X_CAP), not block-sparse or a variant (a plan with wgmma 128 x 176 tiles,
-// PrefillParams.ws_wide).
+// head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras (XF 0), a soft cap alone
+// (WS_X_CAP) or ALiBi alone (WS_X_ALIBI: one FFMA per pair, no spills in the tile loop where
+// the masks' instance spilled ~750 bytes), not block-sparse or a variant (a plan with wgmma
+// 128 x 176 tiles, PrefillParams.ws_wide).
 template <typename DT, int XF>
 __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
     prefill_ws_wide_kernel(const __grid_constant__ PrefillParams p,
@@ -1959,7 +1964,8 @@ cudaError_t prepare_prefill_ws() {
                                                WsShape<128, 2, false, true>::SMEM);
     if (e != cudaSuccess) return e;
     for (const void *k : {(const void *)prefill_ws_wide_kernel<DT, 0>,
-                          (const void *)prefill_ws_wide_kernel<DT, WS_X_CAP>}) {
+                          (const void *)prefill_ws_wide_kernel<DT, WS_X_CAP>,
+                          (const void *)prefill_ws_wide_kernel<DT, WS_X_ALIBI>}) {
       const cudaError_t w = cudaFuncSetAttribute(
           k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<128, 2, true>::SMEM);
       if (w != cudaSuccess) return w;
@@ -1992,14 +1998,16 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
-  // (run_prefill sets ws_wide only for runs without extras but a soft cap, and ws_deep only
-  // for runs without extras; neither with a variant or block-sparse tiles)
+  // (run_prefill sets ws_wide only for runs without extras but a soft cap or ALiBi, never
+  // both, and ws_deep only for runs without extras; neither with a variant or block-sparse
+  // tiles)
   if constexpr (HD == 128) {
     if (p.ws_wide)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, true>::SMEM,
-                           p.logits_soft_cap > 0.f ? prefill_ws_wide_kernel<DT, WS_X_CAP>
-                                                   : prefill_ws_wide_kernel<DT, 0>,
+                           p.pos_encoding == FI_POS_ALIBI ? prefill_ws_wide_kernel<DT, WS_X_ALIBI>
+                           : p.logits_soft_cap > 0.f      ? prefill_ws_wide_kernel<DT, WS_X_CAP>
+                                                          : prefill_ws_wide_kernel<DT, 0>,
                            p, maps);
     if (p.ws_deep)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),

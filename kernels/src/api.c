@@ -285,7 +285,7 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
 }
 
 /* The warp-specialised kernel's layout for a host prefill plan at head_dim 128, 16-bit q,
- * without extras but a soft cap (prefill_ws.cuh WsShape), from its work units' KV length
+ * without extras but a soft cap or ALiBi (prefill_ws.cuh WsShape), from its work units' KV length
  * (the plan's split chunk; a fixed split: that alone, so results stay batch-invariant; or
  * the mean KV length) and its requests' mean query rows (GQA-packed).
  *   - A few query tiles per request (at most FI_WS_DEEP_MAX_ROWS rows) over units of at
@@ -307,9 +307,10 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
  *     tile) on units of at least FI_WS_WIDE_MIN_KV keys (causal: FI_WS_WIDE_MIN_KV_CAUSAL;
  *     session 43: without a mask 3.5-5 % faster on units of 8192 keys and more, the same at
  *     4096, 3 % slower at 2048 and 11 % at 512; causal 3 % faster at 8192 and 16384, 1-15 %
- *     slower on shorter rows), token rows or pages of 16. A soft-capped plan takes this rule
- *     alone (the deep ring's instance has no extras; session 65: the soft cap on 176 keys
- *     1.00-1.03x the 128-key tile on (1, 8192) and (2, 8192), the same on (1, 16384)).
+ *     slower on shorter rows), token rows or pages of 16. A soft-capped or ALiBi plan (not
+ *     both) takes this rule alone (the deep ring's instance has no extras; session 65: the
+ *     soft cap on 176 keys 1.00-1.03x the 128-key tile on (1, 8192) and (2, 8192), the same
+ *     on (1, 16384); ALiBi: bench/NOTES.md, session 75).
  * The plan records both (the tile in its tiles: a device plan made with them runs the same
  * kernel, bit-identical; the deep ring computes the same numbers as the two-slot one, so
  * device plans, which never take it, still match). Tuning prefill_ws_deep (A / B runs,
@@ -340,10 +341,10 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
                         rows <= FI_WS_DEEP_MAX_ROWS && ctx->l2_bytes > 0 &&
                         kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
   const int by_rule = ctx->tuning.prefill_ws_deep < 0;
-  /* (the deep ring's instance has no extras: a soft-capped plan widens or stays) */
-  const int capped = p->logits_soft_cap > 0.f;
-  const int deep = !capped && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
-  if ((capped || !(by_rule && deep_rule)) && widens) {
+  /* (the deep ring's instance has no extras: a soft-capped or ALiBi plan widens or stays) */
+  const int scored = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI;
+  const int deep = !scored && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
+  if ((scored || !(by_rule && deep_rule)) && widens) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
     return;
   }

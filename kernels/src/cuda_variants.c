@@ -124,15 +124,16 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
       return 1;
     }
     /* the warp-specialised kernel's long KV tile (176 keys, prefill_ws.cuh WsShape WIDE):
-     * head_dim 128 without extras but a soft cap */
+     * head_dim 128 without extras but a soft cap or ALiBi (not both) */
     if (tiles->kv_tile == 176) {
       if (p->head_dim != 128 || tiles->q_tile != 128)
         return FI_WHY("%s: kv_tile 176 (the warp-specialised Hopper kernel's long KV tile) "
                       "runs head_dim 128 with q_tile 128, not head_dim %d, q_tile %d; pass "
                       "kv_tile 128", op, (int)p->head_dim, (int)tiles->q_tile);
       if (!fi_params_fit_wide_tile(p))
-        return FI_WHY("%s: kv_tile 176 runs without ALiBi, a custom mask, a sliding window "
-                      "or a score_mod / mask_mod (a soft cap it runs); pass kv_tile 128", op);
+        return FI_WHY("%s: kv_tile 176 runs without a custom mask, a sliding window, a "
+                      "score_mod / mask_mod or ALiBi beside a soft cap (a soft cap or ALiBi "
+                      "alone it runs); pass kv_tile 128", op);
       return 1;
     }
     if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))

@@ -165,7 +165,7 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
 }
 
 /* The warp-specialised Hopper prefill kernel's long KV tile (prefill_ws.cuh, WsShape WIDE):
- * head_dim 128, 16-bit q, no extras but a soft cap (fi_params_fit_wide_tile); host plans
+ * head_dim 128, 16-bit q, no extras but a soft cap or ALiBi (fi_params_fit_wide_tile); host plans
  * with chosen tiles take it on work units of at least FI_WS_WIDE_MIN_KV keys (causal:
  * FI_WS_WIDE_MIN_KV_CAUSAL; api.c choose_ws_layout). */
 enum { FI_WS_WIDE_KV_TILE = 176, FI_WS_WIDE_MIN_KV = 4096, FI_WS_WIDE_MIN_KV_CAUSAL = 8192 };

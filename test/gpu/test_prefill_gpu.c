@@ -8,6 +8,8 @@
  * (none/causal/custom) and variant (RoPE, ALiBi, soft cap, sliding window, sm_scale, LSE)
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
  * FI_TEST_HEAD_DIM=64/128/256 draws that head_dim alone (the longest configs keep <= 128).
+ * With FI_TEST_PREFILL_WS=1, FI_TEST_WIDE=1 gives every config the 176-key tile can take
+ * those tiles (otherwise one in three).
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs; a second run of the plan,
  * the same problem planned on the device and the plan run in a context with
@@ -219,6 +221,7 @@ enum {
 };
 
 static int ws_mode; /* FI_TEST_PREFILL_WS: every config on the warp-specialised kernel */
+static int wide_mode; /* FI_TEST_WIDE: (with ws_mode) every config that fits on 176-key tiles */
 static int fp8_mode; /* FI_TEST_PREFILL_FP8: every config fp8 attention (Hopper) */
 /* FI_PREFILL_WARP_SPEC=0 (the mma.sync tiers only): no fp8 attention, which runs only on
  * the warp-specialised kernel (such runs are refused with a message) */
@@ -257,13 +260,14 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
 }
 
 /* The warp-specialised kernel's KV tile of 176 keys (api.c choose_ws_layout): a host plan with
- * chosen tiles takes it at head_dim 128 without extras but a soft cap on units of >= 4096
+ * chosen tiles takes it at head_dim 128 without extras but a soft cap or ALiBi (not both) on
+ * units of >= 4096
  * keys (causal: 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where a
  * request's few query rows (at most 512, GQA-packed) meet long units over K and V of more
  * than twice the L2 cache (134 and 268 MB here; an H100 or H200 has 50 MB) -- but with a soft
- * cap (the deep ring has no extras) or over pages the 176-key tile takes (pages of 16);
- * tiles given with it and another extra are refused by name. Hopper only (other devices plan
- * mma tiles). */
+ * cap or ALiBi (the deep ring has no extras) or over pages the 176-key tile takes (pages of
+ * 16); tiles given with it and another extra are refused by name. Hopper only (other devices
+ * plan mma tiles). */
 static int wide_tile_rule(fi_context *cuda) {
   if (!hopper || ws_off) return 0;
   struct {
@@ -273,6 +277,7 @@ static int wide_tile_rule(fi_context *cuda) {
     float cap;
     int window; /* window_left; -1 none */
     int want;
+    int alibi;
   } rows[] = {{"no mask, 8192 keys", 8192, 0, FI_MASK_NONE, 0.f, -1, 176},
               {"no mask, 2048 keys", 2048, 0, FI_MASK_NONE, 0.f, -1, 128},
               {"causal, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 0.f, -1, 176},
@@ -285,7 +290,11 @@ static int wide_tile_rule(fi_context *cuda) {
               {"no mask, 64 queries, 65536 keys (K/V streamed)", 65536, 64, FI_MASK_NONE, 0.f, -1, 128},
               {"causal, 128 queries, 32768 keys (K/V streamed)", 32768, 128, FI_MASK_CAUSAL, 0.f, -1, 128},
               {"causal, soft cap, 128 queries, 32768 keys", 32768, 128, FI_MASK_CAUSAL, 30.f, -1, 176},
-              {"no mask, 512 queries, 8192 keys (K/V in L2)", 8192, 512, FI_MASK_NONE, 0.f, -1, 176}};
+              {"no mask, 512 queries, 8192 keys (K/V in L2)", 8192, 512, FI_MASK_NONE, 0.f, -1, 176},
+              {"causal, ALiBi, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 0.f, -1, 176, 1},
+              {"causal, ALiBi, 4096 keys", 4096, 0, FI_MASK_CAUSAL, 0.f, -1, 128, 1},
+              {"no mask, ALiBi, 128 queries, 32768 keys", 32768, 128, FI_MASK_NONE, 0.f, -1, 176, 1},
+              {"causal, ALiBi and soft cap, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 30.f, -1, 128, 1}};
   /* (FI_PREFILL_WS_DEEP=0 / 1: no deep-ring rule, those rows widened as the others) */
   const char *deep_env = getenv("FI_PREFILL_WS_DEEP");
   const int deep_rule = !deep_env || atoi(deep_env) < 0;
@@ -296,6 +305,7 @@ static int wide_tile_rule(fi_context *cuda) {
     prm.mask_mode = rows[r].mask;
     prm.logits_soft_cap = rows[r].cap;
     prm.window_left = rows[r].window;
+    if (rows[r].alibi) prm.pos_encoding = FI_POS_ALIBI;
     const int qo = rows[r].qo > 0 ? rows[r].qo : rows[r].len;
     int32_t ind[2] = {0, rows[r].len}, qind[2] = {0, qo};
     size_t ws = 0;
@@ -340,12 +350,12 @@ static int wide_tile_rule(fi_context *cuda) {
       ++failures;
     }
   }
-  /* given with a soft cap: planned; with ALiBi or a window beside it: refused naming the
-   * tile */
-  for (int other = 0; other < 3; ++other) {
+  /* given with a soft cap or ALiBi alone: planned; with ALiBi or a window beside a soft cap:
+   * refused naming the tile */
+  for (int other = 0; other < 4; ++other) {
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
-    prm.logits_soft_cap = 30.f;
-    if (other == 1) prm.pos_encoding = FI_POS_ALIBI;
+    prm.logits_soft_cap = other == 3 ? 0.f : 30.f;
+    if (other == 1 || other == 3) prm.pos_encoding = FI_POS_ALIBI;
     if (other == 2) prm.window_left = 64;
     const fi_tiles wide = {128, 176, 0, FI_CORES_WGMMA};
     int32_t ind[2] = {0, 256};
@@ -355,10 +365,14 @@ static int wide_tile_rule(fi_context *cuda) {
     fi_plan pl;
     fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wide, w, ws, &pl);
     cudaFree(w);
-    if (other ? s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")
-              : s != FI_SUCCESS || pl.tiles.kv_tile != 176) {
-      fprintf(stderr, "FAIL: kv_tile 176 given with a soft cap%s: %s (%s)\n",
-              other == 1 ? " and ALiBi" : other == 2 ? " and a window" : "",
+    const int refused = other == 1 || other == 2;
+    if (refused ? s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")
+                : s != FI_SUCCESS || pl.tiles.kv_tile != 176) {
+      fprintf(stderr, "FAIL: kv_tile 176 given with %s: %s (%s)\n",
+              other == 1   ? "a soft cap and ALiBi"
+              : other == 2 ? "a soft cap and a window"
+              : other == 3 ? "ALiBi"
+                           : "a soft cap",
               fi_status_string(s), fi_last_error(cuda));
       ++failures;
     }
@@ -1169,13 +1183,15 @@ static void draw_config(config *c, int i) {
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = c->hd > 128 ? 64 : 128;
-    /* one in three head_dim 128 configs without extras but a soft cap on its tiles of 176
-     * keys */
-    if (c->hd == 128 && c->pos != FI_POS_ALIBI &&
-        c->mask != FI_MASK_CUSTOM && c->window_left < 0 && rnd() % 3 == 0)
+    /* one in three head_dim 128 configs without extras but a soft cap or ALiBi (not both) on
+     * its tiles of 176 keys */
+    if (c->hd == 128 && !(c->pos == FI_POS_ALIBI && c->soft_cap > 0.f) &&
+        c->mask != FI_MASK_CUSTOM && c->window_left < 0 && (rnd() % 3 == 0 || wide_mode))
       c->tiles.kv_tile = 176;
-    /* (half of those without a soft cap get one, so that the capped instance runs often) */
-    if (c->tiles.kv_tile == 176 && c->soft_cap == 0.f && solo < 0 && (rnd() & 1))
+    /* (half of those without a soft cap or ALiBi get a soft cap, so that the capped instance
+     * runs often) */
+    if (c->tiles.kv_tile == 176 && c->soft_cap == 0.f && c->pos != FI_POS_ALIBI && solo < 0 &&
+        (rnd() & 1))
       c->soft_cap = 10.f + 20.f * fabsf(rfloat() * rfloat());
     c->tiles.split_kv = rnd() & 1;
     c->tiles.cores = FI_CORES_WGMMA;
@@ -1209,6 +1225,7 @@ int main(void) {
   if (seed) rng_state ^= strtoull(seed, NULL, 0) * 0x9e3779b97f4a7c15ull;
   int num = count ? atoi(count) : 240;
   ws_mode = getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0;
+  wide_mode = getenv("FI_TEST_WIDE") && atoi(getenv("FI_TEST_WIDE")) > 0;
   fp8_mode = getenv("FI_TEST_PREFILL_FP8") && atoi(getenv("FI_TEST_PREFILL_FP8")) > 0;
   ws_off = getenv("FI_PREFILL_WARP_SPEC") && !strcmp(getenv("FI_PREFILL_WARP_SPEC"), "0");
   if (ws_off && (fp8_mode || ws_mode)) {
@@ -1236,6 +1253,7 @@ int main(void) {
   int ws_tiles_seen = 0; /* configs with the warp-specialised kernel's tiles for their hd */
   int wide_seen = 0;     /* of those, with its tile of 176 keys */
   int wide_capped = 0;   /* of those, with a soft cap */
+  int wide_alibi = 0;    /* of those, with ALiBi */
   int staged[3] = {0, 0, 0}; /* configs that need the stage pass and have one, by head_dim */
   for (int i = 0; i < num; ++i) {
     config c;
@@ -1252,6 +1270,7 @@ int main(void) {
                       (c.hd == 128 && c.tiles.kv_tile == 176));
     wide_seen += wg && c.tiles.kv_tile == 176;
     wide_capped += wg && c.tiles.kv_tile == 176 && c.soft_cap > 0.f;
+    wide_alibi += wg && c.tiles.kv_tile == 176 && c.pos == FI_POS_ALIBI;
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
       const int *pair = wg ? wg_tile_list[t] : tile_list[t];
       if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
@@ -1269,7 +1288,8 @@ int main(void) {
     printf(" wgmma%dx%d:%d", wg_tile_list[t][0], wg_tile_list[t][1], wg_seen[t]);
     wg_missing += wg_seen[t] == 0;
   }
-  printf(" (of the wgmma ones, 128x176: %d, %d with a soft cap)\n", wide_seen, wide_capped);
+  printf(" (of the wgmma ones, 128x176: %d, %d with a soft cap, %d with ALiBi)\n", wide_seen,
+         wide_capped, wide_alibi);
   printf("  configs with a prefill stage and RoPE, fp8 KV or pages not a multiple of 16 (with "
          "FI_TEST_PREFILL_WS=1 all through the stage pass): head_dim 64: %d, 128: %d, 256: %d\n",
          staged[0], staged[1], staged[2]);

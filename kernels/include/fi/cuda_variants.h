@@ -40,16 +40,19 @@ static inline int fi_params_have_builtin_extras(const fi_attention_params *p) {
          p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0;
 }
 /* 1 when the warp-specialised kernel's 176-key KV tile runs these scores: nothing changes
- * them beyond causal but, at most, a logits soft cap (the tile has no masks but the causal
- * diagonal and the range's end, and no ALiBi or variant). */
+ * them beyond causal but, at most, a logits soft cap or ALiBi, not both (the tile has no
+ * masks but the causal diagonal and the range's end, and no variant). */
 static inline int fi_params_fit_wide_tile(const fi_attention_params *p) {
-  return p->pos_encoding != FI_POS_ALIBI && p->mask_mode != FI_MASK_CUSTOM &&
-         p->window_left < 0 && !(p->variant && (p->variant->score_mod || p->variant->mask_mod));
+  return !(p->pos_encoding == FI_POS_ALIBI && p->logits_soft_cap > 0.f) &&
+         p->mask_mode != FI_MASK_CUSTOM && p->window_left < 0 &&
+         !(p->variant && (p->variant->score_mod || p->variant->mask_mod));
 }
 /* 1 when anything changes the scores or the mask per element beyond causal: a built-in
- * extra or a variant's score_mod / mask_mod (a soft cap, or what the 176-key tile lacks). */
+ * extra or a variant's score_mod / mask_mod (a soft cap, ALiBi, or what the 176-key tile
+ * lacks). */
 static inline int fi_params_modify_scores(const fi_attention_params *p) {
-  return p->logits_soft_cap > 0.f || !fi_params_fit_wide_tile(p);
+  return p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
+         !fi_params_fit_wide_tile(p);
 }
 
 /* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
