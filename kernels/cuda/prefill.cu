@@ -425,18 +425,23 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   if ((s = check_vector_tensor(ctx, "q", q, 2)) != FI_SUCCESS) return s;
   if ((s = check_vector_tensor(ctx, "o", o, 2)) != FI_SUCCESS) return s;
   // The plan's layout for plain runs (api.c choose_ws_layout): a plan widened to 128 x 176
-  // whose run brings an extra other than a soft cap, a variant or block-sparse tiles
-  // (compiled code plans from shapes and passes the op's soft cap, ALiBi, window or variant
-  // with the run, mlir_adapters.c) runs 128 x 128 (the units do not depend on the KV tile),
-  // as does a run with any extra under the tuning knob prefill_ws_all_extras (the instance
-  // with every extra has 128-key tiles), and a run with any extra of a plan flagged for the
-  // deep ring takes the two-slot one (the same numbers).
+  // whose run brings an extra other than a soft cap or ALiBi (not both), a variant or
+  // block-sparse tiles (compiled code plans from shapes and passes the op's soft cap, ALiBi,
+  // window or variant with the run, mlir_adapters.c) runs 128 x 128 (the units do not depend
+  // on the KV tile), but a custom mask alone whose every row keeps one run of keys by the
+  // plan's extents (FI_PLAN_FLAG_MASK_RUNS: those extents are then the mask the kernel
+  // applies), as does a run with any extra under the tuning knob prefill_ws_all_extras (the
+  // instance with every extra has 128-key tiles), and a run with any extra of a plan flagged
+  // for the deep ring takes the two-slot one (the same numbers).
   const bool plain_run = !fi_params_modify_scores(a) && !p.bsr_tiles;
   const bool all_extras_instance =
       ctx->tuning.prefill_ws_all_extras == 1 && fi_params_have_builtin_extras(a);
+  const bool mask_runs = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_MASK_RUNS) != 0 &&
+                         plan->private_[FI_PLAN_OFF_MASK_EXTENT] != 0 &&
+                         fi_params_fit_wide_tile_mask_runs(a);
   fi_tiles run_tiles = plan->tiles;
   if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE &&
-      (!fi_params_fit_wide_tile(a) || p.bsr_tiles || all_extras_instance))
+      (!(fi_params_fit_wide_tile(a) || mask_runs) || p.bsr_tiles || all_extras_instance))
     run_tiles.kv_tile = 128;
   p.ws_deep = plain_run && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_WS_DEEP) != 0;
   if ((s = check_variant(ctx, plan->family, a, &run_tiles)) != FI_SUCCESS) return s;

@@ -476,10 +476,11 @@ struct PrefillWs {
                 "block-sparse runs the instance with every extra");
   static_assert(!FP8 || (HD == 128 && !BSR && !VARIANT),
                 "fp8 runs head_dim 128, not block-sparse or variants");
-  static_assert(!WIDE || (HD == 128 && (XF == 0 || XF == WS_X_CAP || XF == WS_X_ALIBI) && !BSR &&
-                          !VARIANT && !FP8),
-                "wide tiles run head_dim 128 without extras, with a soft cap alone or with ALiBi "
-                "alone");
+  static_assert(!WIDE || (HD == 128 &&
+                          (XF == 0 || XF == WS_X_CAP || XF == WS_X_ALIBI || XF == WS_X_MASKS) &&
+                          !BSR && !VARIANT && !FP8),
+                "wide tiles run head_dim 128 without extras or with a soft cap, ALiBi or the "
+                "masks alone");
   static_assert(HD <= 128 || (HD == 256 && !BSR && !VARIANT),
                 "head_dim 256 runs the built-in extras, not block-sparse tiles or variants");
   static constexpr int ES = FP8 ? 1 : 2;  // bytes per Q/K/V element
@@ -501,6 +502,10 @@ struct PrefillWs {
   // (bench/NOTES.md, sessions 67, 69 and 70)
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
+  // Where a paged range that a window or a mask's extents cut may start: on a tile boundary
+  // (128 keys: whole boxes of any page size up to 128), or for 176-key tiles, which run
+  // pages of 16 (api.c choose_ws_layout), on a page: each box stays inside one page.
+  static constexpr int PAGED_ALIGN = WIDE ? ~15 : ~(CTA_KV - 1);
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)
   // V's descriptors: 16 key rows of V per step, MN-major (LBO the next 64 head dims); fp8: 32
@@ -734,7 +739,7 @@ struct PrefillWs {
         // the range starts on a tile boundary, so each box stays inside one page).
         if (X_MASKS && p.window_left >= 0) {
           int lo = q_pos_shift + t_lo - p.window_left;
-          if (p.paged) lo &= ~(CTA_KV - 1);
+          if (p.paged) lo &= PAGED_ALIGN;
           kv_lo = max(kv_lo, lo);
         }
         // A custom mask: only the keys some row of the chunk keeps (the plan's extents of
@@ -759,7 +764,7 @@ struct PrefillWs {
             dense &= __shfl_xor_sync(0xffffffffu, dense, off);
           }
           if (lo < hi) {
-            if (p.paged) lo &= ~(CTA_KV - 1);
+            if (p.paged) lo &= PAGED_ALIGN;
             kv_lo = max(kv_lo, lo);
             kv_hi = min(kv_hi, hi);
           } else {
@@ -1211,10 +1216,12 @@ struct PrefillWs {
       // A custom mask: each row's first bit, and the request's bytes of the packed mask.
       int64_t mask_row_bit[2] = {0, 0}, mask_lo_byte = 0, mask_hi_byte = -1;
       // A dense chunk (every row keeps one run of keys): each row's run from the plan's
-      // extents replaces the bits (a range test per pair, no loads per tile).
-      const bool dense = X_MASKS && !BSR && p.custom_mask && c.dense;
+      // extents replaces the bits (a range test per pair, no loads per tile). The 176-key
+      // tile runs only plans whose every row is such a run (FI_PLAN_FLAG_MASK_RUNS): its
+      // extents are the mask, and it has no code for the bits (which spilled ~750 bytes).
+      const bool dense = X_MASKS && !BSR && p.custom_mask && (WIDE || c.dense);
       // Otherwise a custom mask is read as bits, every tile (mask_bits).
-      const bool mask_bits = X_MASKS && !BSR && p.custom_mask && !dense;
+      const bool mask_bits = X_MASKS && !BSR && !WIDE && p.custom_mask && !dense;
       int row_first[2] = {0, 0}, row_end[2] = {0, 0};
       if (dense) {
 #pragma unroll
@@ -1486,7 +1493,7 @@ struct PrefillWs {
                 s[nb][e] =
                     col >= lo_r[hf][e >> 1] && col < hi_r[hf][e >> 1] ? s[nb][e] : -INFINITY;
               }
-          } else if (tile_general) {  // a custom mask's bits
+          } else if (!WIDE && tile_general) {  // a custom mask's bits
 #pragma unroll
             for (int nb = 0; nb < NB_KV; ++nb)
 #pragma unroll
@@ -1885,9 +1892,9 @@ __global__ void __launch_bounds__(WsShape<HD>::THREADS, 1)
 }
 
 // head_dim 128 over KV tiles of 176 keys (WsShape WIDE): no extras (XF 0), a soft cap alone
-// (WS_X_CAP) or ALiBi alone (WS_X_ALIBI: one FFMA per pair, no spills in the tile loop where
-// the masks' instance spilled ~750 bytes), not block-sparse or a variant (a plan with wgmma
-// 128 x 176 tiles, PrefillParams.ws_wide).
+// (WS_X_CAP), ALiBi alone (WS_X_ALIBI: one FFMA per pair) or a custom mask alone whose rows
+// are each one run of keys (WS_X_MASKS: the plan's extents, no bits), not block-sparse or a
+// variant (a plan with wgmma 128 x 176 tiles, PrefillParams.ws_wide).
 template <typename DT, int XF>
 __global__ void __launch_bounds__(WsShape<128>::THREADS, 1)
     prefill_ws_wide_kernel(const __grid_constant__ PrefillParams p,
@@ -1965,7 +1972,8 @@ cudaError_t prepare_prefill_ws() {
     if (e != cudaSuccess) return e;
     for (const void *k : {(const void *)prefill_ws_wide_kernel<DT, 0>,
                           (const void *)prefill_ws_wide_kernel<DT, WS_X_CAP>,
-                          (const void *)prefill_ws_wide_kernel<DT, WS_X_ALIBI>}) {
+                          (const void *)prefill_ws_wide_kernel<DT, WS_X_ALIBI>,
+                          (const void *)prefill_ws_wide_kernel<DT, WS_X_MASKS>}) {
       const cudaError_t w = cudaFuncSetAttribute(
           k, cudaFuncAttributeMaxDynamicSharedMemorySize, WsShape<128, 2, true>::SMEM);
       if (w != cudaSuccess) return w;
@@ -1998,15 +2006,16 @@ cudaError_t launch_prefill_ws(const PrefillParams &p, const WsMaps &maps, int ex
       : cap && masks         ? prefill_ws_kernel<HD, DT, WS_X_CAP | WS_X_MASKS, false>
       : cap                  ? prefill_ws_kernel<HD, DT, WS_X_CAP, false>
                              : prefill_ws_kernel<HD, DT, WS_X_MASKS, false>;
-  // (run_prefill sets ws_wide only for runs without extras but a soft cap or ALiBi, never
-  // both, and ws_deep only for runs without extras; neither with a variant or block-sparse
-  // tiles)
+  // (run_prefill sets ws_wide only for runs without extras but a soft cap, ALiBi or a
+  // custom mask of one run per row, one of them, and ws_deep only for runs without extras;
+  // neither with a variant or block-sparse tiles)
   if constexpr (HD == 128) {
     if (p.ws_wide)
       return fi::launch_on(stream, p.pdl != 0, dim3(grid), dim3(W::THREADS),
                            WsShape<128, 2, true>::SMEM,
                            p.pos_encoding == FI_POS_ALIBI ? prefill_ws_wide_kernel<DT, WS_X_ALIBI>
                            : p.logits_soft_cap > 0.f      ? prefill_ws_wide_kernel<DT, WS_X_CAP>
+                           : p.custom_mask                ? prefill_ws_wide_kernel<DT, WS_X_MASKS>
                                                           : prefill_ws_wide_kernel<DT, 0>,
                            p, maps);
     if (p.ws_deep)

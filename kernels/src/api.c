@@ -308,9 +308,10 @@ static fi_status finish_plan(fi_context *ctx, const fi_plan_problem *pb,
  *     session 43: without a mask 3.5-5 % faster on units of 8192 keys and more, the same at
  *     4096, 3 % slower at 2048 and 11 % at 512; causal 3 % faster at 8192 and 16384, 1-15 %
  *     slower on shorter rows), token rows or pages of 16. A soft-capped or ALiBi plan (not
- *     both) takes this rule alone (the deep ring's instance has no extras; session 65: the
- *     soft cap on 176 keys 1.00-1.03x the 128-key tile on (1, 8192) and (2, 8192), the same
- *     on (1, 16384); ALiBi: bench/NOTES.md, session 75).
+ *     both), or one whose custom mask keeps one run of keys in every row (FI_PLAN_FLAG_MASK_RUNS,
+ *     the causal length rule) takes this rule alone (the deep ring's instance has no extras;
+ *     session 65: the soft cap on 176 keys 1.00-1.03x the 128-key tile on (1, 8192) and
+ *     (2, 8192), the same on (1, 16384); ALiBi and masks: bench/NOTES.md, session 75).
  * The plan records both (the tile in its tiles: a device plan made with them runs the same
  * kernel, bit-identical; the deep ring computes the same numbers as the two-slot one, so
  * device plans, which never take it, still match). Tuning prefill_ws_deep (A / B runs,
@@ -320,11 +321,15 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
                              int tiles_given, fi_plan *plan) {
   const fi_tiles t = plan->tiles;
   const int sixteen_bit = p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16;
+  /* (a custom mask: when every row keeps one run of keys, mask_extents found, and nothing
+   * else) */
+  const int mask_runs = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_MASK_RUNS) != 0 &&
+                        fi_params_fit_wide_tile_mask_runs(p);
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit ||
-      !fi_params_fit_wide_tile(p) || p->kv_shards > 0 || p->num_kv_heads <= 0 ||
-      p->num_qo_heads / p->num_kv_heads > 128)
+      !(fi_params_fit_wide_tile(p) || mask_runs) || p->kv_shards > 0 ||
+      p->num_kv_heads <= 0 || p->num_qo_heads / p->num_kv_heads > 128)
     return;
   const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
   const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
@@ -336,13 +341,14 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
   const int64_t rows = plan->batch > 0 ? plan->total_qo_rows * group / plan->batch : 0;
   const int widens =
       !tiles_given && !(paged && p->page_size % 16 == 0 && p->page_size != 16) &&
-      unit_kv >= (p->mask_mode == FI_MASK_CAUSAL ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV);
+      unit_kv >= (p->mask_mode != FI_MASK_NONE ? FI_WS_WIDE_MIN_KV_CAUSAL : FI_WS_WIDE_MIN_KV);
   const int deep_rule = !(paged && widens) && unit_kv >= FI_WS_WIDE_MIN_KV &&
                         rows <= FI_WS_DEEP_MAX_ROWS && ctx->l2_bytes > 0 &&
                         kv_bytes > (double)FI_WS_DEEP_L2_TIMES * (double)ctx->l2_bytes;
   const int by_rule = ctx->tuning.prefill_ws_deep < 0;
-  /* (the deep ring's instance has no extras: a soft-capped or ALiBi plan widens or stays) */
-  const int scored = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI;
+  /* (the deep ring's instance has no extras: a soft-capped, ALiBi or masked plan widens or
+   * stays) */
+  const int scored = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI || mask_runs;
   const int deep = !scored && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
   if ((scored || !(by_rule && deep_rule)) && widens) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;
@@ -619,10 +625,12 @@ static fi_status paged_prefill_plan(fi_context *ctx, const fi_attention_params *
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 1);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, num_pages, plan));
-  choose_ws_layout(ctx, params, 1, tiles != NULL, plan);
   plan->private_[FI_PLAN_KV_ENTRIES] = (uint64_t)host_pages->indptr[batch];
   plan->params.mask_mode = op_mask;
-  return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
+  /* (the mask's extents first: the layout reads whether its rows are runs) */
+  const fi_status s = mask_extents(ctx, &pb, params, host_mask, plan);
+  if (s == FI_SUCCESS) choose_ws_layout(ctx, params, 1, tiles != NULL, plan);
+  return seal(plan, s);
 }
 
 fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
@@ -654,8 +662,10 @@ fi_status fi_ragged_prefill_plan(fi_context *ctx, const fi_attention_params *par
   fi_tile_problem tp = tile_problem(ctx, params, batch, total_qo, total_kv, 0);
   CHECK(finish_plan(ctx, &pb, params, tiles, select_prefill_tiles(ctx, &tp), workspace,
                     workspace_bytes, 0, plan));
-  choose_ws_layout(ctx, params, 0, tiles != NULL, plan);
-  return seal(plan, mask_extents(ctx, &pb, params, host_mask, plan));
+  /* (the mask's extents first: the layout reads whether its rows are runs) */
+  const fi_status s = mask_extents(ctx, &pb, params, host_mask, plan);
+  if (s == FI_SUCCESS) choose_ws_layout(ctx, params, 0, tiles != NULL, plan);
+  return seal(plan, s);
 }
 
 /* ------------------------------------------------------------- run checks --------- */

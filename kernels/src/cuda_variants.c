@@ -124,16 +124,18 @@ int fi_cuda_variant_supported(fi_op_family family, const fi_attention_params *p,
       return 1;
     }
     /* the warp-specialised kernel's long KV tile (176 keys, prefill_ws.cuh WsShape WIDE):
-     * head_dim 128 without extras but a soft cap or ALiBi (not both) */
+     * head_dim 128 without extras but a soft cap or ALiBi (not both), or a custom mask alone
+     * (whose runs take it where every row of the plan's mask keeps one run of keys, and 128
+     * keys otherwise: prefill.cu) */
     if (tiles->kv_tile == 176) {
       if (p->head_dim != 128 || tiles->q_tile != 128)
         return FI_WHY("%s: kv_tile 176 (the warp-specialised Hopper kernel's long KV tile) "
                       "runs head_dim 128 with q_tile 128, not head_dim %d, q_tile %d; pass "
                       "kv_tile 128", op, (int)p->head_dim, (int)tiles->q_tile);
-      if (!fi_params_fit_wide_tile(p))
-        return FI_WHY("%s: kv_tile 176 runs without a custom mask, a sliding window, a "
-                      "score_mod / mask_mod or ALiBi beside a soft cap (a soft cap or ALiBi "
-                      "alone it runs); pass kv_tile 128", op);
+      if (!fi_params_fit_wide_tile(p) && !fi_params_fit_wide_tile_mask_runs(p))
+        return FI_WHY("%s: kv_tile 176 runs without a sliding window, a score_mod / mask_mod "
+                      "or ALiBi beside a soft cap, and a custom mask only alone (a soft cap "
+                      "or ALiBi alone it runs); pass kv_tile 128", op);
       return 1;
     }
     if (!listed(wgmma_head_dims, FI_COUNT(wgmma_head_dims), p->head_dim, 0))

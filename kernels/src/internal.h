@@ -327,7 +327,12 @@ enum {
   FI_PLAN_FLAG_FEW_CHUNKS = 4,
   /* Every output row of this host plan is some merge unit's (the plan splits every row):
    * fi_prefill_merge_run folds another state into the split merge alone (merge.cu). */
-  FI_PLAN_FLAG_SPLITS_ALL = 8
+  FI_PLAN_FLAG_SPLITS_ALL = 8,
+  /* This host plan's custom mask keeps one run of keys (or none) in every query row, and
+   * the plan's extents in the workspace say which (fi_plan_store_mask_extents): the
+   * warp-specialised kernel's 176-key tile runs it from those extents, reading no bits
+   * (api.c choose_ws_layout, prefill.cu). */
+  FI_PLAN_FLAG_MASK_RUNS = 16
 };
 enum { FI_MERGE_FEW_CHUNKS = 16 };
 

@@ -999,12 +999,14 @@ static int64_t last_set_bit(const uint8_t *bits, int64_t from, int64_t to) {
 fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
                                      const fi_custom_mask *mask, fi_plan *plan) {
   plan->private_[FI_PLAN_OFF_MASK_EXTENT] = 0;
+  plan->private_[FI_PLAN_FLAGS] &= ~(uint64_t)FI_PLAN_FLAG_MASK_RUNS;
   if (!mask || !mask->bits || !plan->workspace || !pb->qo_indptr) return FI_SUCCESS;
   caps k = caps_from_bytes(pb->family, &plan->params, &ctx->target, plan->workspace_bytes);
   const int64_t rows = pb->qo_indptr[pb->batch];
   if (rows <= 0 || rows > k.extents) return FI_SUCCESS;
   int32_t *ext = (int32_t *)fi_context_plan_scratch(ctx, (size_t)rows * 2 * sizeof(int32_t));
   if (!ext) return FI_ERROR_OUT_OF_MEMORY;
+  int runs = 1; /* every row keeps one run of keys or none */
   for (int32_t i = 0; i < pb->batch; ++i) {
     const int64_t qo = fi_problem_qo_len(pb, i), kv = fi_problem_kv_len(pb, i);
     const int64_t row0 = pb->qo_indptr[i], base = mask->indptr[i];
@@ -1018,6 +1020,7 @@ fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
         const int64_t l = last_set_bit(mask->bits, f, b + kv);
         /* a hole between the first and the last kept key: the end negated */
         const int holes = l > f && first_clear_bit(mask->bits, f, l) >= 0;
+        runs &= !holes;
         e[0] = (int32_t)(f - b);
         e[1] = (int32_t)(holes ? -(l - b + 1) : l - b + 1);
       }
@@ -1027,6 +1030,7 @@ fi_status fi_plan_store_mask_extents(fi_context *ctx, const fi_plan_problem *pb,
                                (size_t)rows * 2 * sizeof(int32_t));
   if (s != FI_SUCCESS) return s;
   plan->private_[FI_PLAN_OFF_MASK_EXTENT] = k.off_ext;
+  if (runs) plan->private_[FI_PLAN_FLAGS] |= FI_PLAN_FLAG_MASK_RUNS;
   return FI_SUCCESS;
 }
 

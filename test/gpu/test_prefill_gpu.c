@@ -260,7 +260,8 @@ static int expect_refused(fi_context *cuda, int head_dim, const fi_tiles *tiles,
 }
 
 /* The warp-specialised kernel's KV tile of 176 keys (api.c choose_ws_layout): a host plan with
- * chosen tiles takes it at head_dim 128 without extras but a soft cap or ALiBi (not both) on
+ * chosen tiles takes it at head_dim 128 without extras but a soft cap or ALiBi (not both), or
+ * a custom mask alone that keeps one run of keys in every row (not one with holes), on
  * units of >= 4096
  * keys (causal: 8192), keeps 128 otherwise, and keeps 128 (with the deep ring) where a
  * request's few query rows (at most 512, GQA-packed) meet long units over K and V of more
@@ -278,6 +279,7 @@ static int wide_tile_rule(fi_context *cuda) {
     int window; /* window_left; -1 none */
     int want;
     int alibi;
+    int mask_bits; /* FI_MASK_CUSTOM: 1 the causal pattern (a run per row), 2 with holes */
   } rows[] = {{"no mask, 8192 keys", 8192, 0, FI_MASK_NONE, 0.f, -1, 176},
               {"no mask, 2048 keys", 2048, 0, FI_MASK_NONE, 0.f, -1, 128},
               {"causal, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 0.f, -1, 176},
@@ -294,7 +296,11 @@ static int wide_tile_rule(fi_context *cuda) {
               {"causal, ALiBi, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 0.f, -1, 176, 1},
               {"causal, ALiBi, 4096 keys", 4096, 0, FI_MASK_CAUSAL, 0.f, -1, 128, 1},
               {"no mask, ALiBi, 128 queries, 32768 keys", 32768, 128, FI_MASK_NONE, 0.f, -1, 176, 1},
-              {"causal, ALiBi and soft cap, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 30.f, -1, 128, 1}};
+              {"causal, ALiBi and soft cap, 8192 keys", 8192, 0, FI_MASK_CAUSAL, 30.f, -1, 128, 1},
+              {"custom mask, a run per row, 8192 keys", 8192, 0, FI_MASK_CUSTOM, 0.f, -1, 176, 0, 1},
+              {"custom mask, a run per row, 4096 keys", 4096, 0, FI_MASK_CUSTOM, 0.f, -1, 128, 0, 1},
+              {"custom mask with holes, 8192 keys", 8192, 0, FI_MASK_CUSTOM, 0.f, -1, 128, 0, 2},
+              {"custom mask, a run per row, soft cap, 8192 keys", 8192, 0, FI_MASK_CUSTOM, 30.f, -1, 128, 0, 1}};
   /* (FI_PREFILL_WS_DEEP=0 / 1: no deep-ring rule, those rows widened as the others) */
   const char *deep_env = getenv("FI_PREFILL_WS_DEEP");
   const int deep_rule = !deep_env || atoi(deep_env) < 0;
@@ -308,12 +314,25 @@ static int wide_tile_rule(fi_context *cuda) {
     if (rows[r].alibi) prm.pos_encoding = FI_POS_ALIBI;
     const int qo = rows[r].qo > 0 ? rows[r].qo : rows[r].len;
     int32_t ind[2] = {0, rows[r].len}, qind[2] = {0, qo};
+    /* the causal pattern, bottom-right aligned; with holes: every 64th key dropped */
+    const int64_t pairs = (int64_t)qo * rows[r].len;
+    uint8_t *bits = rows[r].mask_bits ? calloc((size_t)(pairs + 7) / 8, 1) : NULL;
+    int32_t mind[2] = {0, (int32_t)pairs};
+    for (int64_t i = 0; bits && i < qo; ++i)
+      for (int64_t j = 0; j <= i + rows[r].len - qo; ++j)
+        if (rows[r].mask_bits == 1 || j % 64 != 7) {
+          const int64_t b = i * rows[r].len + j;
+          bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+        }
+    const fi_custom_mask mask = {bits, mind};
     size_t ws = 0;
     fi_prefill_workspace_size(cuda, &prm, 1, qo, &ws);
     void *w = dmalloc(ws);
     fi_plan pl;
-    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, qind, ind, NULL, NULL, w, ws, &pl);
+    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, qind, ind, bits ? &mask : NULL, NULL, w,
+                                         ws, &pl);
     cudaFree(w);
+    free(bits);
     if (s == FI_SUCCESS && r == 0 && pl.tiles.cores != FI_CORES_WGMMA) {
       printf("the 176-key tile's rule: skipped (this runtime plans no wgmma tiles)\n");
       return 0;
@@ -350,28 +369,37 @@ static int wide_tile_rule(fi_context *cuda) {
       ++failures;
     }
   }
-  /* given with a soft cap or ALiBi alone: planned; with ALiBi or a window beside a soft cap:
-   * refused naming the tile */
-  for (int other = 0; other < 4; ++other) {
+  /* given with a soft cap, ALiBi or a custom mask alone: planned (the mask's runs take the
+   * tile where every row keeps one run of keys); with ALiBi or a window beside a soft cap, or
+   * a custom mask beside a window: refused naming the tile */
+  for (int other = 0; other < 6; ++other) {
     fi_attention_params prm = fi_attention_params_default(32, 8, 128);
-    prm.logits_soft_cap = other == 3 ? 0.f : 30.f;
+    prm.logits_soft_cap = other >= 3 ? 0.f : 30.f;
     if (other == 1 || other == 3) prm.pos_encoding = FI_POS_ALIBI;
-    if (other == 2) prm.window_left = 64;
+    if (other == 2 || other == 5) prm.window_left = 64;
+    if (other >= 4) prm.mask_mode = FI_MASK_CUSTOM;
     const fi_tiles wide = {128, 176, 0, FI_CORES_WGMMA};
     int32_t ind[2] = {0, 256};
     size_t ws = 0;
     fi_prefill_workspace_size(cuda, &prm, 1, 256, &ws);
     void *w = dmalloc(ws);
     fi_plan pl;
-    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, NULL, &wide, w, ws, &pl);
+    uint8_t ones[256 * 256 / 8];
+    memset(ones, 0xff, sizeof ones);
+    int32_t mind[2] = {0, 256 * 256};
+    const fi_custom_mask mask = {ones, mind};
+    fi_status s = fi_ragged_prefill_plan(cuda, &prm, 1, ind, ind, other >= 4 ? &mask : NULL,
+                                         &wide, w, ws, &pl);
     cudaFree(w);
-    const int refused = other == 1 || other == 2;
+    const int refused = other == 1 || other == 2 || other == 5;
     if (refused ? s != FI_ERROR_UNSUPPORTED || !strstr(fi_last_error(cuda), "kv_tile 176")
                 : s != FI_SUCCESS || pl.tiles.kv_tile != 176) {
       fprintf(stderr, "FAIL: kv_tile 176 given with %s: %s (%s)\n",
               other == 1   ? "a soft cap and ALiBi"
               : other == 2 ? "a soft cap and a window"
               : other == 3 ? "ALiBi"
+              : other == 4 ? "a custom mask"
+              : other == 5 ? "a custom mask and a window"
                            : "a soft cap",
               fi_status_string(s), fi_last_error(cuda));
       ++failures;
@@ -1183,15 +1211,19 @@ static void draw_config(config *c, int i) {
     c->force_tiles = 1;
     c->tiles.q_tile = 128;
     c->tiles.kv_tile = c->hd > 128 ? 64 : 128;
-    /* one in three head_dim 128 configs without extras but a soft cap or ALiBi (not both) on
-     * its tiles of 176 keys */
+    /* one in three head_dim 128 configs without extras but a soft cap or ALiBi (not both) or
+     * a custom mask alone on its tiles of 176 keys (a mask whose rows are each one run of
+     * keys runs them; others run 128-key tiles) */
+    const int wide_masked = c->mask == FI_MASK_CUSTOM && c->soft_cap == 0.f &&
+                            c->pos != FI_POS_ALIBI;
     if (c->hd == 128 && !(c->pos == FI_POS_ALIBI && c->soft_cap > 0.f) &&
-        c->mask != FI_MASK_CUSTOM && c->window_left < 0 && (rnd() % 3 == 0 || wide_mode))
+        (c->mask != FI_MASK_CUSTOM || wide_masked) && c->window_left < 0 &&
+        (rnd() % 3 == 0 || wide_mode))
       c->tiles.kv_tile = 176;
     /* (half of those without a soft cap or ALiBi get a soft cap, so that the capped instance
      * runs often) */
-    if (c->tiles.kv_tile == 176 && c->soft_cap == 0.f && c->pos != FI_POS_ALIBI && solo < 0 &&
-        (rnd() & 1))
+    if (c->tiles.kv_tile == 176 && c->soft_cap == 0.f && c->pos != FI_POS_ALIBI &&
+        c->mask != FI_MASK_CUSTOM && solo < 0 && (rnd() & 1))
       c->soft_cap = 10.f + 20.f * fabsf(rfloat() * rfloat());
     c->tiles.split_kv = rnd() & 1;
     c->tiles.cores = FI_CORES_WGMMA;
@@ -1254,6 +1286,7 @@ int main(void) {
   int wide_seen = 0;     /* of those, with its tile of 176 keys */
   int wide_capped = 0;   /* of those, with a soft cap */
   int wide_alibi = 0;    /* of those, with ALiBi */
+  int wide_runs = 0;     /* of those, with a custom mask of one run per row, planned with it */
   int staged[3] = {0, 0, 0}; /* configs that need the stage pass and have one, by head_dim */
   for (int i = 0; i < num; ++i) {
     config c;
@@ -1271,6 +1304,8 @@ int main(void) {
     wide_seen += wg && c.tiles.kv_tile == 176;
     wide_capped += wg && c.tiles.kv_tile == 176 && c.soft_cap > 0.f;
     wide_alibi += wg && c.tiles.kv_tile == 176 && c.pos == FI_POS_ALIBI;
+    wide_runs += wg && c.tiles.kv_tile == 176 && c.mask == FI_MASK_CUSTOM &&
+                 (c.mask_pattern == 1 || c.mask_pattern == 3) && !c.plan_without_bits;
     for (int t = 0; t < (wg ? NUM_WG_TILES : NUM_TILES); ++t) {
       const int *pair = wg ? wg_tile_list[t] : tile_list[t];
       if (c.tiles.q_tile == pair[0] && c.tiles.kv_tile == pair[1]) ++(wg ? wg_seen : tile_seen)[t];
@@ -1288,8 +1323,8 @@ int main(void) {
     printf(" wgmma%dx%d:%d", wg_tile_list[t][0], wg_tile_list[t][1], wg_seen[t]);
     wg_missing += wg_seen[t] == 0;
   }
-  printf(" (of the wgmma ones, 128x176: %d, %d with a soft cap, %d with ALiBi)\n", wide_seen,
-         wide_capped, wide_alibi);
+  printf(" (of the wgmma ones, 128x176: %d, %d with a soft cap, %d with ALiBi, %d with a custom "
+         "mask of one run per row)\n", wide_seen, wide_capped, wide_alibi, wide_runs);
   printf("  configs with a prefill stage and RoPE, fp8 KV or pages not a multiple of 16 (with "
          "FI_TEST_PREFILL_WS=1 all through the stage pass): head_dim 64: %d, 128: %d, 256: %d\n",
          staged[0], staged[1], staged[2]);

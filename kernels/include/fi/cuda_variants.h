@@ -47,6 +47,14 @@ static inline int fi_params_fit_wide_tile(const fi_attention_params *p) {
          p->mask_mode != FI_MASK_CUSTOM && p->window_left < 0 &&
          !(p->variant && (p->variant->score_mod || p->variant->mask_mod));
 }
+/* 1 when a plan whose custom mask keeps one run of keys in every query row (its extents say
+ * so: the kernel then reads no bits) fits the 176-key tile: the custom mask is the only
+ * extra (no soft cap, ALiBi, window or variant). */
+static inline int fi_params_fit_wide_tile_mask_runs(const fi_attention_params *p) {
+  return p->mask_mode == FI_MASK_CUSTOM && p->logits_soft_cap <= 0.f &&
+         p->pos_encoding != FI_POS_ALIBI && p->window_left < 0 &&
+         !(p->variant && (p->variant->score_mod || p->variant->mask_mod));
+}
 /* 1 when anything changes the scores or the mask per element beyond causal: a built-in
  * extra or a variant's score_mod / mask_mod (a soft cap, ALiBi, or what the 176-key tile
  * lacks). */
