@@ -9,7 +9,9 @@
  * alone and combined, automatic, fixed and disabled split-KV, and forced tile variants.
  * FI_TEST_HEAD_DIM=64/128/256 draws that head_dim alone (the longest configs keep <= 128).
  * With FI_TEST_PREFILL_WS=1, FI_TEST_WIDE=1 gives every config the 176-key tile can take
- * those tiles (otherwise one in three).
+ * those tiles (otherwise one in three); FI_TEST_MASK_RUNS=1 gives every config a custom mask
+ * whose rows each keep one run of keys (causal bits or packed documents), planned with its
+ * bits (what the 176-key tile's masked runs take).
  * The CUDA outputs are poisoned (NaN) before the run; every element of o (and lse) is
  * compared with the host backend's result on the same inputs; a second run of the plan,
  * the same problem planned on the device and the plan run in a context with
@@ -222,6 +224,7 @@ enum {
 
 static int ws_mode; /* FI_TEST_PREFILL_WS: every config on the warp-specialised kernel */
 static int wide_mode; /* FI_TEST_WIDE: (with ws_mode) every config that fits on 176-key tiles */
+static int mask_runs_mode; /* FI_TEST_MASK_RUNS: every config a custom mask of one run per row */
 static int fp8_mode; /* FI_TEST_PREFILL_FP8: every config fp8 attention (Hopper) */
 /* FI_PREFILL_WARP_SPEC=0 (the mma.sync tiers only): no fp8 attention, which runs only on
  * the warp-specialised kernel (such runs are refused with a message) */
@@ -1144,6 +1147,11 @@ static void draw_config(config *c, int i) {
     uint32_t sp = rnd() % 4;
     c->fixed_split = sp == 0 ? -1 : sp == 1 ? 64 + (int)(rnd() % 1000) : 0;
   }
+  if (mask_runs_mode) { /* a custom mask of one run per row, planned with its bits */
+    c->mask = FI_MASK_CUSTOM;
+    c->mask_pattern = (c->mask_pattern & 1) ? 1 : 3;
+    c->plan_without_bits = 0;
+  }
   /* Lengths: mostly short/medium, a few long (the host oracle's cost bounds them). */
   uint32_t lk = rnd() % 10;
   int maxlen = lk < 5 ? 64 : lk < 8 ? 512 : lk < 9 ? 2048 : 8192;
@@ -1258,6 +1266,7 @@ int main(void) {
   int num = count ? atoi(count) : 240;
   ws_mode = getenv("FI_TEST_PREFILL_WS") && atoi(getenv("FI_TEST_PREFILL_WS")) > 0;
   wide_mode = getenv("FI_TEST_WIDE") && atoi(getenv("FI_TEST_WIDE")) > 0;
+  mask_runs_mode = getenv("FI_TEST_MASK_RUNS") && atoi(getenv("FI_TEST_MASK_RUNS")) > 0;
   fp8_mode = getenv("FI_TEST_PREFILL_FP8") && atoi(getenv("FI_TEST_PREFILL_FP8")) > 0;
   ws_off = getenv("FI_PREFILL_WARP_SPEC") && !strcmp(getenv("FI_PREFILL_WARP_SPEC"), "0");
   if (ws_off && (fp8_mode || ws_mode)) {
