@@ -8,8 +8,11 @@ a warp-specialised consumer's tile loop (the smallest one holding a tile's wgmma
 many instructions it issues per tile, and whether ptxas put spills (STL / LDL) inside it or
 only in the code around it (bench/NOTES.md, session 75).
 
-A loop is a backward branch `BRA target` with target < the branch's address; its body is
+A loop is a backward branch `BRA target` with target < the branch's address (a hex address,
+or a label `.L_x_N` that a `.L_x_N:` line defines, as nvdisasm prints them); its body is
 every instruction in [target, branch] (statically: both sides of the branches inside it).
+A function listed again (another ELF section: a fatbin of several architectures, or the same
+instance in several objects of a library) is kept apart as NAME#2, NAME#3, ...
 
   sass_loops.py SASS [--function SUBSTR] [--min-hgmma N] [--top K] [--hist]
       per function: its instruction and spill counts, then its K smallest loops holding at
@@ -24,21 +27,44 @@ import sys
 
 FUNCTION = re.compile(r"Function : (\S+)")
 INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
-BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
+LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+|\.L_x_\d+)")
 CLASSES = ("HGMMA", "MUFU", "FFMA", "STL", "LDL")
 
 
 def parse(text):
-    """{function: [(address, instruction)]} in listing order."""
-    funcs, cur = {}, None
+    """{function: [(address, instruction)]} in listing order, each branch to a label
+    rewritten to the label's address."""
+    funcs, cur, labels, pending = {}, None, {}, []
+
+    def close():
+        for i, (a, ins) in enumerate(cur or []):
+            m = BRANCH.search(ins)
+            if m and m.group(1) in labels:
+                cur[i] = (a, re.sub(r"`?\(?" + re.escape(m.group(1)) + r"\)?",
+                                    hex(labels[m.group(1)]), ins))
+
     for line in text.splitlines():
         m = FUNCTION.search(line)
         if m:
-            cur = funcs.setdefault(m.group(1), [])
+            close()
+            name, k = m.group(1), 2
+            while name in funcs:
+                name, k = f"{m.group(1)}#{k}", k + 1
+            cur, labels, pending = funcs.setdefault(name, []), {}, []
+            continue
+        m = LABEL.match(line)
+        if m and cur is not None:
+            pending.append(m.group(1))  # the next instruction's address
             continue
         m = INSTR.match(line)
         if m and cur is not None:
-            cur.append((int(m.group(1), 16), m.group(2).strip()))
+            addr = int(m.group(1), 16)
+            for label in pending:
+                labels[label] = addr
+            pending = []
+            cur.append((addr, m.group(2).strip()))
+    close()
     return funcs
 
 
@@ -54,7 +80,7 @@ def loops(ins, min_hgmma=1):
     out = []
     for addr, i in ins:
         m = BRANCH.search(i)
-        if not m or int(m.group(1), 16) >= addr:
+        if not m or not m.group(1).startswith("0x") or int(m.group(1), 16) >= addr:
             continue
         start = int(m.group(1), 16)
         body = [opcode(x) for a, x in ins if start <= a <= addr]
@@ -94,12 +120,13 @@ def self_test():
         if got != want:
             failures.append(f"{what}: {got} != {want}")
 
-    check("functions", sorted(funcs), ["_Z4tileP6__half", "_Z5setupPi"])
+    check("functions", sorted(funcs),
+          ["_Z4tileP6__half", "_Z4tileP6__half#2", "_Z5setupPi"])
     tile = funcs["_Z4tileP6__half"]
-    check("instructions of tile", len(tile), 14)
+    check("instructions of tile", len(tile), 15)
     found = loops(tile, 1)
     # the inner loop (0x60-0xb0: six instructions) first, then the outer one (0x30-0xd0,
-    # eleven); the branch to a label (0xc0) has no address and is no loop
+    # eleven); the branch to a label (0xc0) goes forward to 0xe0 and is no loop
     check("loops with a wgmma", [(n, hex(a), hex(b)) for n, a, b, _ in found],
           [(6, "0x60", "0xb0"), (11, "0x30", "0xd0")])
     check("the inner loop's counts", found[0][3],
@@ -108,6 +135,12 @@ def self_test():
     check("loops of at least 3 wgmmas", [(n, c["HGMMA"], c["STL"]) for n, _, _, c in loops(tile, 3)],
           [(11, 3, 1)])
     check("setup has no loop", loops(funcs["_Z5setupPi"], 0), [])
+    check("the forward branch to a label, resolved", tile[12][1], "BRA 0xe0")
+    # the same kernel listed again (another section), as nvdisasm prints it: its loop is a
+    # branch to a label, and its addresses do not mix with the first listing's
+    again = funcs["_Z4tileP6__half#2"]
+    check("the second listing's loops", [(n, hex(a), hex(b)) for n, a, b, _ in loops(again, 1)],
+          [(3, "0x10", "0x30")])
     check("histogram of the inner loop", histogram(tile, 0x60, 0xb0)["HGMMA.64x176x16.F32"], 2)
     for f in failures:
         print("FAIL:", f)

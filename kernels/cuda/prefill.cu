@@ -428,11 +428,12 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   // whose run brings an extra other than a soft cap or ALiBi (not both), a variant or
   // block-sparse tiles (compiled code plans from shapes and passes the op's soft cap, ALiBi,
   // window or variant with the run, mlir_adapters.c) runs 128 x 128 (the units do not depend
-  // on the KV tile), but a custom mask alone whose every row keeps one run of keys by the
-  // plan's extents (FI_PLAN_FLAG_MASK_RUNS: those extents are then the mask the kernel
-  // applies), as does a run with any extra under the tuning knob prefill_ws_all_extras (the
-  // instance with every extra has 128-key tiles), and a run with any extra of a plan flagged
-  // for the deep ring takes the two-slot one (the same numbers).
+  // on the KV tile). The exception: a custom mask alone whose every row keeps one run of keys
+  // by the plan's extents (FI_PLAN_FLAG_MASK_RUNS: those extents are then the mask the kernel
+  // applies) keeps 128 x 176. A run with any extra under the tuning knob
+  // prefill_ws_all_extras runs 128 x 128 as well (the instance with every extra has 128-key
+  // tiles), and a run with any extra of a plan flagged for the deep ring takes the two-slot
+  // one (the same numbers).
   const bool plain_run = !fi_params_modify_scores(a) && !p.bsr_tiles;
   const bool all_extras_instance =
       ctx->tuning.prefill_ws_all_extras == 1 && fi_params_have_builtin_extras(a);

@@ -61,8 +61,8 @@ struct PrefillParams {
   // (ragged), mapped as a ragged tensor.
   int32_t k_staged, v_staged;
   // The warp-specialised kernel's KV tiles of 176 keys (prefill_ws_wide_kernel): a plan with
-  // wgmma 128 x 176 tiles (head_dim 128 without extras or with a soft cap or ALiBi alone; the tensor
-  // maps' boxes follow).
+  // wgmma 128 x 176 tiles (head_dim 128 without extras or with a soft cap, ALiBi or a custom
+  // mask of one run of keys per row alone; the tensor maps' boxes follow).
   int32_t ws_wide;
   // Its deep ring (prefill_ws_deep_kernel: one Q slot, three stages) for the 128 x 128 runs
   // without extras, variant or block-sparse tiles of a plan flagged FI_PLAN_FLAG_WS_DEEP (its

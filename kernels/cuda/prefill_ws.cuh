@@ -17,7 +17,8 @@
 // rows across tokens (PrefillParams.rows_across: each chunk of such a unit its own item; a larger
 // group that does not divide 128 leaves the tile's last 128 % group rows unused) and each chunk's KV range in tiles of
 // CTA_KV = 128 tokens (head_dim 256: 64; plans with wgmma 128 x 176 tiles, head_dim 128 without
-// extras or with a soft cap or ALiBi alone: 176, prefill_ws_wide_kernel; causal: tiles wholly above
+// extras or with a soft cap, ALiBi or a custom mask of one run of keys per row alone: 176,
+// prefill_ws_wide_kernel; causal: tiles wholly above
 // the bottom-right diagonal are skipped;
 // sliding window: tiles wholly left of every row's window are never loaded). Block-sparse
 // attention (BSR, p.bsr_tiles) walks the unit's own list of KV tiles instead: each tile is
@@ -403,7 +404,8 @@ __device__ __forceinline__ void ws_copy_chunk(WsChunk *dst, const WsChunk *src, 
 // last S (the next Q lands under the last softmax and P V), and the output rows go out
 // through the last tile's K and V stages (stage_out).
 // WIDE (prefill_ws_wide_kernel, for plans with wgmma 128 x 176 tiles: head_dim 128 without
-// extras or with a soft cap or ALiBi alone; host plans take them on long units, api.c
+// extras or with a soft cap, ALiBi or a custom mask of one run of keys per row alone (the
+// plan's extents, no bits); host plans take them on long units, api.c
 // choose_ws_layout): KV tiles of 176 keys,
 // FA3's non-causal tile, in head_dim 256's layout (one Q slot, no output buffer, two stages
 // of 44 KB each for K and V).
@@ -503,8 +505,9 @@ struct PrefillWs {
   static constexpr bool V_LAG_RULE = !VARIANT && !MAX_FIRST && !DEEP && STAGES >= 2;
   static constexpr int NB_KV = CTA_KV / 8, NB_D = HD / 8, CH = HD / 8;
   // Where a paged range that a window or a mask's extents cut may start: on a tile boundary
-  // (128 keys: whole boxes of any page size up to 128), or for 176-key tiles, which run
-  // pages of 16 (api.c choose_ws_layout), on a page: each box stays inside one page.
+  // (128 keys: whole boxes of any page size up to 128), or for 176-key tiles, whose boxes are
+  // 16 keys (176's largest power-of-two divisor; pages a multiple of 16, others staged as
+  // token rows), on a box boundary: each box stays inside one page.
   static constexpr int PAGED_ALIGN = WIDE ? ~15 : ~(CTA_KV - 1);
   static constexpr int SLAB = 128 / ES;        // elements per 128-byte swizzled row
   static constexpr int KB = CTA_KV * ES / 32;  // P V steps per tile (16 keys; fp8 32)

@@ -79,7 +79,7 @@
  *    warpgroups sharing each K/V tile, persistent CTAs), which beat the best of the other
  *    variants by 7-26 % on every row of the prefill table (bench/NOTES.md, prefill v12, H100).
  *    (A host plan then widens them to 128 x 176 at head_dim 128 without extras but a soft
- *    cap where its
+ *    cap, ALiBi or a custom mask of one run of keys per row (one of them) where its
  *    work units hold at least 4096 keys, causal 8192, or keeps 128 x 128 with a deeper
  *    K/V ring where such units stream K/V from DRAM: api.c choose_ws_layout, which knows
  *    the mask, the split and the L2 cache; these heuristics do not.)

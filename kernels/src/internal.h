@@ -165,8 +165,9 @@ static inline int fi_prefill_rows_across(const fi_context *ctx, int64_t group) {
 }
 
 /* The warp-specialised Hopper prefill kernel's long KV tile (prefill_ws.cuh, WsShape WIDE):
- * head_dim 128, 16-bit q, no extras but a soft cap or ALiBi (fi_params_fit_wide_tile); host plans
- * with chosen tiles take it on work units of at least FI_WS_WIDE_MIN_KV keys (causal:
+ * head_dim 128, 16-bit q, no extras but a soft cap or ALiBi (fi_params_fit_wide_tile), or a
+ * custom mask of one run of keys per row (FI_PLAN_FLAG_MASK_RUNS); host plans with chosen
+ * tiles take it on work units of at least FI_WS_WIDE_MIN_KV keys (causal or a custom mask:
  * FI_WS_WIDE_MIN_KV_CAUSAL; api.c choose_ws_layout). */
 enum { FI_WS_WIDE_KV_TILE = 176, FI_WS_WIDE_MIN_KV = 4096, FI_WS_WIDE_MIN_KV_CAUSAL = 8192 };
 /* The deep ring instead (FI_PLAN_FLAG_WS_DEEP, tiles kept at 128 x 128): requests of at most

@@ -39,9 +39,10 @@ static inline int fi_params_have_builtin_extras(const fi_attention_params *p) {
   return p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
          p->mask_mode == FI_MASK_CUSTOM || p->window_left >= 0;
 }
-/* 1 when the warp-specialised kernel's 176-key KV tile runs these scores: nothing changes
- * them beyond causal but, at most, a logits soft cap or ALiBi, not both (the tile has no
- * masks but the causal diagonal and the range's end, and no variant). */
+/* 1 when the warp-specialised kernel's 176-key KV tile runs these scores whatever the plan:
+ * nothing changes them beyond causal but, at most, a logits soft cap or ALiBi, not both (no
+ * window or variant; a custom mask only where the plan's rows each keep one run of keys,
+ * fi_params_fit_wide_tile_mask_runs below). */
 static inline int fi_params_fit_wide_tile(const fi_attention_params *p) {
   return !(p->pos_encoding == FI_POS_ALIBI && p->logits_soft_cap > 0.f) &&
          p->mask_mode != FI_MASK_CUSTOM && p->window_left < 0 &&

@@ -44,8 +44,9 @@ typedef struct fi_tiles {
   int32_t q_tile;   /* query rows per CTA: 1 (decode) or 16/32/64/128 */
   int32_t kv_tile;  /* KV tokens per pipeline stage: 32/64/128 (decode: 16..128; 176: the
                        Hopper warp-specialised prefill kernel at head_dim 128 without
-                       extras or with a soft cap or ALiBi alone, which host plans with chosen tiles
-                       take for long units) */
+                       extras or with a soft cap, ALiBi or a custom mask of one run of
+                       keys per row alone, which host plans with chosen tiles take for
+                       long units) */
   int32_t split_kv; /* 1: the KV of one request may be split over CTAs and merged */
   fi_core_kind cores;
 } fi_tiles;

@@ -404,13 +404,16 @@ fi_status fi_plan_device_status(fi_context *ctx, const fi_plan *plan);
  * qo_indptr [batch+1]; mask may be NULL unless params->mask_mode == FI_MASK_CUSTOM.
  * Prefill plans with tiles NULL take the heuristics' tiles (fi_select_prefill_tiles); on a
  * Hopper CUDA context with the warp-specialised kernel on, an op at head_dim 128 with 16-bit
- * q, a GQA group of at most 128, no ALiBi, custom mask, window or variant (a soft cap may be
- * present), not sharded, over token rows or pages of 16, whose work units hold at least 4096
- * keys (causal: 8192; the split chunk, or with a fixed split that alone) gets the
- * warp-specialised kernel's wgmma 128 x 176 tiles, and plan->tiles says so: a device plan
- * made with them runs the same kernel (bit-identical), and runs that must match another
- * plan bit for bit (a sharded cache against one GPU) pass the same tiles to both. A run
- * that brings an extra other than a soft cap, or a variant, runs 128 x 128. */
+ * q, a GQA group of at most 128, no window or variant and at most one of a soft cap, ALiBi
+ * or a custom mask whose every row keeps one run of keys (the plan finds this from the
+ * mask's bits; the kernel then applies the rows' kept-key extents), not sharded, over token
+ * rows or pages of 16, whose work units hold at least 4096 keys (causal or a custom mask:
+ * 8192; the split chunk, or with a fixed split that alone) gets the warp-specialised
+ * kernel's wgmma 128 x 176 tiles, and plan->tiles says so: a device plan made with them runs
+ * the same kernel (bit-identical), and runs that must match another plan bit for bit (a
+ * sharded cache against one GPU) pass the same tiles to both. A run that brings any other
+ * extra or combination, a variant, or a custom mask with a hole in a row (or planned
+ * without its bits) runs 128 x 128. */
 fi_status fi_paged_prefill_plan(fi_context *ctx, const fi_attention_params *params,
                                 int32_t batch, const int32_t *host_qo_indptr,
                                 const fi_page_table *host_pages, int32_t num_pages,
