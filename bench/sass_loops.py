@@ -23,6 +23,7 @@ instance in several objects of a library) is kept apart as NAME#2, NAME#3, ...
 import collections
 import os
 import re
+import signal
 import sys
 
 FUNCTION = re.compile(r"Function : (\S+)")
@@ -186,4 +187,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (| head: stop quietly)
     sys.exit(main(sys.argv))
