@@ -10,7 +10,8 @@
 // Timed with events around each launch (launch overhead included), medians of 36 runs.
 // bench/NOTES.md session 70 has the H100's answer (cluster launches read 20-25 % slower:
 // the clusters one CTA per SM needs do not all fit at once). Built by bench/CMakeLists.txt
-// (target cluster_probe), or by hand: nvcc -O3 -std=c++17 -arch=sm_90a cluster_probe.cu
+// (target cluster_probe), or by hand from the repository: nvcc -O3 -std=c++17 -arch=sm_90a
+//   -Itest/gpu bench/probes/cluster_probe.cu
 #include <cooperative_groups.h>
 #include <cstdio>
 #include <cstdint>

@@ -11,7 +11,7 @@
 //            memory; JITTER=n adds 0..n-1 pseudo-random FMA steps per sub-tile
 // Built by bench/CMakeLists.txt (target decode_read_probe), or by hand from the repository:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -Ikernels/cuda -Ikernels/src -Ikernels/include
-//        bench/probes/decode_read_probe.cu
+//        -Itest/gpu bench/probes/decode_read_probe.cu
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>

@@ -1,20 +1,11 @@
-// probe_common.h -- what the device probes share: CK(call) checks a CUDA runtime call and,
-// on an error, prints the call, the file and line and the error, and exits with 1.
+// probe_common.h -- what the device probes share: CK(call), the GPU tests' GPU_CK
+// (test/gpu/gpu_check.h: a CUDA runtime call checked, the call, file, line and error
+// printed, exit 1 on an error).
 #ifndef FI_BENCH_PROBE_COMMON_H
 #define FI_BENCH_PROBE_COMMON_H
 
-#include <cuda_runtime.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "gpu_check.h"
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                       \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,         \
-              cudaGetErrorString(e_));                                             \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
+#define CK(call) GPU_CK(call)
 
 #endif

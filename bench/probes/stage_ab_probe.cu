@@ -10,7 +10,7 @@
 // Built by bench/CMakeLists.txt (target stage_ab_probe; -DFI_STAGE_PROBE_B=<file> for
 // another B), or by hand from the repository:
 //   nvcc -O3 -std=c++17 -arch=sm_90a --use_fast_math --expt-relaxed-constexpr
-//        -Ikernels/cuda -Ikernels/src -Ikernels/include -DFI_HAVE_CUDA=1
+//        -Ikernels/cuda -Ikernels/src -Ikernels/include -Itest/gpu -DFI_HAVE_CUDA=1
 //        '-DFI_STAGE_B="/path/to/other_prefill_stage.cu"' bench/probes/stage_ab_probe.cu
 // (every header the stage sources include, first: inside the namespaces below their
 // include guards make those includes no-ops, so only the sources' own code is duplicated)

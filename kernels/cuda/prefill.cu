@@ -437,12 +437,9 @@ fi_status run_prefill(fi_context *ctx, const fi_plan *plan, PrefillParams &p, co
   const bool plain_run = !fi_params_modify_scores(a) && !p.bsr_tiles;
   const bool all_extras_instance =
       ctx->tuning.prefill_ws_all_extras == 1 && fi_params_have_builtin_extras(a);
-  const bool mask_runs = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_MASK_RUNS) != 0 &&
-                         plan->private_[FI_PLAN_OFF_MASK_EXTENT] != 0 &&
-                         fi_params_fit_wide_tile_mask_runs(a);
   fi_tiles run_tiles = plan->tiles;
   if (run_tiles.kv_tile == FI_WS_WIDE_KV_TILE &&
-      (!(fi_params_fit_wide_tile(a) || mask_runs) || p.bsr_tiles || all_extras_instance))
+      (!fi_plan_fits_wide_tile(plan, a) || p.bsr_tiles || all_extras_instance))
     run_tiles.kv_tile = 128;
   p.ws_deep = plain_run && (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_WS_DEEP) != 0;
   if ((s = check_variant(ctx, plan->family, a, &run_tiles)) != FI_SUCCESS) return s;

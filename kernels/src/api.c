@@ -321,15 +321,12 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
                              int tiles_given, fi_plan *plan) {
   const fi_tiles t = plan->tiles;
   const int sixteen_bit = p->q_dtype == FI_DTYPE_F16 || p->q_dtype == FI_DTYPE_BF16;
-  /* (a custom mask: when every row keeps one run of keys, mask_extents found, and nothing
-   * else) */
-  const int mask_runs = (plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_MASK_RUNS) != 0 &&
-                        fi_params_fit_wide_tile_mask_runs(p);
+  /* (a custom mask only where every row keeps one run of keys: mask_extents ran first) */
   if (ctx->backend != FI_BACKEND_CUDA || !ctx->wgmma_available ||
       ctx->tuning.prefill_warp_spec == 0 || t.cores != FI_CORES_WGMMA ||
       t.q_tile != 128 || t.kv_tile != 128 || p->head_dim != 128 || !sixteen_bit ||
-      !(fi_params_fit_wide_tile(p) || mask_runs) || p->kv_shards > 0 ||
-      p->num_kv_heads <= 0 || p->num_qo_heads / p->num_kv_heads > 128)
+      !fi_plan_fits_wide_tile(plan, p) || p->kv_shards > 0 || p->num_kv_heads <= 0 ||
+      p->num_qo_heads / p->num_kv_heads > 128)
     return;
   const int64_t chunk = (int64_t)plan->private_[FI_PLAN_KV_CHUNK];
   const int64_t mean_kv = plan->batch > 0 ? plan->total_kv / plan->batch : 0;
@@ -348,7 +345,7 @@ static void choose_ws_layout(const fi_context *ctx, const fi_attention_params *p
   const int by_rule = ctx->tuning.prefill_ws_deep < 0;
   /* (the deep ring's instance has no extras: a soft-capped, ALiBi or masked plan widens or
    * stays) */
-  const int scored = p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI || mask_runs;
+  const int scored = fi_params_modify_scores(p);
   const int deep = !scored && (by_rule ? deep_rule : ctx->tuning.prefill_ws_deep > 0);
   if ((scored || !(by_rule && deep_rule)) && widens) {
     plan->tiles.kv_tile = FI_WS_WIDE_KV_TILE;

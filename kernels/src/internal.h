@@ -5,6 +5,7 @@
 #define FI_KERNELS_INTERNAL_H
 
 #include "context.h"
+#include "fi/cuda_variants.h" /* fi_params_fit_wide_tile (fi_plan_fits_wide_tile) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -335,6 +336,15 @@ enum {
    * (api.c choose_ws_layout, prefill.cu). */
   FI_PLAN_FLAG_MASK_RUNS = 16
 };
+/* 1 when a run with parameters `p` of this plan may keep its 176-key tiles: the tile runs
+ * these scores (fi_params_fit_wide_tile), or a custom mask alone whose every row the plan
+ * found to keep one run of keys (FI_PLAN_FLAG_MASK_RUNS: set only with the rows' extents
+ * stored, which the kernel then applies as the mask). */
+static inline int fi_plan_fits_wide_tile(const fi_plan *plan, const fi_attention_params *p) {
+  return fi_params_fit_wide_tile(p) ||
+         ((plan->private_[FI_PLAN_FLAGS] & FI_PLAN_FLAG_MASK_RUNS) != 0 &&
+          fi_params_fit_wide_tile_mask_runs(p));
+}
 enum { FI_MERGE_FEW_CHUNKS = 16 };
 
 /* The decode grid's unit slots, the same for a host and a device plan of one problem (so

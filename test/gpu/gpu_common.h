@@ -13,16 +13,7 @@
 #include <string.h>
 
 #include "fi/runtime.h"
-
-#define GPU_CK(call)                                                                      \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                \
-              cudaGetErrorString(e_));                                                    \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "gpu_check.h" /* GPU_CK */
 
 #define FI_CK(ctx, call)                                                                  \
   do {                                                                                    \

@@ -57,11 +57,10 @@ static inline int fi_params_fit_wide_tile_mask_runs(const fi_attention_params *p
          !(p->variant && (p->variant->score_mod || p->variant->mask_mod));
 }
 /* 1 when anything changes the scores or the mask per element beyond causal: a built-in
- * extra or a variant's score_mod / mask_mod (a soft cap, ALiBi, or what the 176-key tile
- * lacks). */
+ * extra or a variant's score_mod / mask_mod. */
 static inline int fi_params_modify_scores(const fi_attention_params *p) {
-  return p->logits_soft_cap > 0.f || p->pos_encoding == FI_POS_ALIBI ||
-         !fi_params_fit_wide_tile(p);
+  return fi_params_have_builtin_extras(p) ||
+         (p->variant && (p->variant->score_mod || p->variant->mask_mod));
 }
 
 /* 1 when the CUDA backend has a kernel for `family` with these parameters and, when
