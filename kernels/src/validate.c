@@ -54,9 +54,9 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                           "params.o_dtype = %d: fp8 attention writes o as f16 or bf16",
                           (int)p->o_dtype);
-    if (!isfinite(p->q_scale) || p->q_scale == 0)
+    if (!isfinite(p->q_scale) || !(p->q_scale > 0))
       return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                          "params.q_scale = %g: must be finite and non-zero (default 1)",
+                          "params.q_scale = %g: must be finite and > 0 (default 1)",
                           (double)p->q_scale);
     if (p->pos_encoding == FI_POS_ROPE_LLAMA)
       return fi_set_error(ctx, FI_ERROR_UNSUPPORTED,
@@ -107,13 +107,16 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.logits_soft_cap = %g: use 0 (off) or a finite value > 0",
                         (double)p->logits_soft_cap);
-  if (!isfinite(p->sm_scale) || p->sm_scale == 0)
+  /* (the prefill kernels take each row's max logit from the max of q.k: the factors must be
+   * positive, as the IR's verifiers require of sm_scale) */
+  if (!isfinite(p->sm_scale) || !(p->sm_scale > 0))
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "params.sm_scale = %g: must be finite and non-zero (default "
+                        "params.sm_scale = %g: must be finite and > 0 (default "
                         "1/sqrt(head_dim))", (double)p->sm_scale);
-  if (!isfinite(p->k_scale) || !isfinite(p->v_scale))
+  if (!isfinite(p->k_scale) || !(p->k_scale >= 0) || !isfinite(p->v_scale))
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "params.k_scale = %g, v_scale = %g: must be finite (default 1)",
+                        "params.k_scale = %g, v_scale = %g: k_scale must be finite and >= 0, "
+                        "v_scale finite (default 1)",
                         (double)p->k_scale, (double)p->v_scale);
   if (p->fixed_split_size < -1)
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,

@@ -109,7 +109,7 @@ static void test_plan_rules(void) {
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "q_dtype", "f16, bf16 or f32");
   params = saved;
-  /* fp8 attention: e4m3 q needs e4m3 K/V, an f16/bf16 o, a finite q_scale, no RoPE, and is
+  /* fp8 attention: e4m3 q needs e4m3 K/V, an f16/bf16 o, a finite q_scale > 0, no RoPE, and is
    * a prefill only */
   params.q_dtype = FI_DTYPE_E4M3;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
@@ -122,6 +122,9 @@ static void test_plan_rules(void) {
   params.q_scale = INFINITY;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "q_scale", "finite");
+  params.q_scale = -1.f;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "q_scale = -1", "> 0");
   params.q_scale = 1.f;
   params.pos_encoding = FI_POS_ROPE_LLAMA;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_UNSUPPORTED,
@@ -160,6 +163,16 @@ static void test_plan_rules(void) {
   params.logits_soft_cap = -1;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
              "logits_soft_cap = -1");
+  params = saved;
+  /* the logits' factors are positive (the prefill kernels take each row's max logit from the
+   * max of q.k) */
+  params.sm_scale = -0.125f;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "sm_scale = -0.125", "> 0");
+  params = saved;
+  params.k_scale = -2;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "k_scale = -2", ">= 0");
   params = saved;
   params.fixed_split_size = -3;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,

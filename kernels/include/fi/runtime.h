@@ -261,10 +261,10 @@ typedef struct fi_attention_params {
   int32_t window_left;   /* -1: no sliding window; else query at position p sees keys
                             at positions >= p - window_left */
   float logits_soft_cap; /* 0: off; else s = cap * tanh(s / cap) */
-  float sm_scale;        /* scale of q.k (1/sqrt(head_dim) by default) */
+  float sm_scale;        /* scale of q.k, > 0 (1/sqrt(head_dim) by default) */
   float rope_scale;      /* 1 by default */
   float rope_theta;      /* 1e4 by default */
-  float k_scale;         /* fp8 KV: dequantisation scales (1 by default) */
+  float k_scale;         /* fp8 KV: dequantisation scales (1 by default; k_scale >= 0) */
   float v_scale;
   int32_t fixed_split_size; /* split-KV chunk in tokens: 0 lets the planner choose; > 0
                                fixes it (batch-invariant results); -1 disables split-KV */
@@ -286,7 +286,8 @@ typedef struct fi_attention_params {
    * head ([num_qo_heads]) and k_scale / v_scale per KV head ([num_kv_heads]). Read by every
    * run of the plan (CUDA: device memory, host backend: host memory); the plan keeps the
    * pointers, so the arrays outlive its runs (their values may change between runs, graph
-   * replays included). Only with q_dtype e4m3. */
+   * replays included), q's and k's > 0 as q_scale and k_scale (not checked: device data).
+   * Only with q_dtype e4m3. */
   const float *q_scale_heads, *k_scale_heads, *v_scale_heads;
 } fi_attention_params;
 
