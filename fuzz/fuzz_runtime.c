@@ -85,7 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   p.window_left = pick_of(&in, windows, 6);
   static const float caps[] = {0.f, 0.f, 5.f, 30.f, -1.f, NAN, INFINITY};
   p.logits_soft_cap = caps[pick(&in, 7)];
-  if (pick(&in, 8) == 0) p.sm_scale = pick(&in, 2) ? 0.f : NAN;
+  static const float bad_scales[] = {0.f, NAN, -0.125f};
+  if (pick(&in, 8) == 0) p.sm_scale = bad_scales[pick(&in, 3)];
+  if (pick(&in, 16) == 0) p.k_scale = -2.f;
   if (pick(&in, 8) == 0) p.rope_theta = pick(&in, 2) ? -1.f : INFINITY;
   p.fixed_split_size = pick_of(&in, splits, 7);
 
