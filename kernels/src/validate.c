@@ -113,9 +113,10 @@ fi_status fi_validate_params(fi_context *ctx, const fi_attention_params *p, int 
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
                         "params.sm_scale = %g: must be finite and > 0 (default "
                         "1/sqrt(head_dim))", (double)p->sm_scale);
-  if (!isfinite(p->k_scale) || !(p->k_scale >= 0) || !isfinite(p->v_scale))
+  /* (k_scale not 0 either: ALiBi's slope enters S divided by the logits' factor) */
+  if (!isfinite(p->k_scale) || !(p->k_scale > 0) || !isfinite(p->v_scale))
     return fi_set_error(ctx, FI_ERROR_INVALID_ARGUMENT,
-                        "params.k_scale = %g, v_scale = %g: k_scale must be finite and >= 0, "
+                        "params.k_scale = %g, v_scale = %g: k_scale must be finite and > 0, "
                         "v_scale finite (default 1)",
                         (double)p->k_scale, (double)p->v_scale);
   if (p->fixed_split_size < -1)

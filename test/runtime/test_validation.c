@@ -172,7 +172,11 @@ static void test_plan_rules(void) {
   params = saved;
   params.k_scale = -2;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
-             "k_scale = -2", ">= 0");
+             "k_scale = -2", "> 0");
+  params = saved;
+  params.k_scale = 0;
+  EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,
+             "k_scale = 0", "> 0");
   params = saved;
   params.fixed_split_size = -3;
   EXPECT_ERR(paged_plan(qo_indptr, &pt, 4, NULL, sizeof workspace, &plan), FI_ERROR_INVALID_ARGUMENT,

@@ -264,7 +264,7 @@ typedef struct fi_attention_params {
   float sm_scale;        /* scale of q.k, > 0 (1/sqrt(head_dim) by default) */
   float rope_scale;      /* 1 by default */
   float rope_theta;      /* 1e4 by default */
-  float k_scale;         /* fp8 KV: dequantisation scales (1 by default; k_scale >= 0) */
+  float k_scale;         /* fp8 KV: dequantisation scales (1 by default; k_scale > 0) */
   float v_scale;
   int32_t fixed_split_size; /* split-KV chunk in tokens: 0 lets the planner choose; > 0
                                fixes it (batch-invariant results); -1 disables split-KV */
